@@ -1,0 +1,263 @@
+"""The single source of truth for a run: a frozen, validated dataclass.
+
+Every key has one name everywhere (Python, TOML presets, ``--set KEY=VALUE``,
+JSON). A bad value raises ``ConfigError`` naming the key, the value and what is
+allowed. Presets are TOML files listing only what differs from the defaults.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A configuration key or value that is not allowed; the message names it."""
+
+
+# Keys that take effect at the next step without rebuilding the model.
+LIVE_KEYS = frozenset({"lr", "clip", "truncation", "truncation_mode", "truncation_prob", "spectral_radius"})
+
+TASK_LOSS_AT = {  # which loss positions each task allows; the first is its natural choice
+    "adding": ("last",),
+    "copy": ("all",),
+    "sine": ("all", "last"),
+    "text": ("all", "last"),
+}
+AUTOREGRESSIVE_TASKS = ("sine", "text")  # a backward direction would see the future
+
+
+@dataclass(frozen=True)
+class _Spec:
+    kind: type                      # int, float, bool or str
+    choices: tuple = ()             # allowed values for str keys
+    low: float | None = None        # inclusive bounds for numbers
+    high: float | None = None
+    optional: bool = False          # "none" (or Python None) switches the feature off
+    help: str = ""
+
+    def describe(self) -> str:
+        if self.choices:
+            allowed = " | ".join(self.choices)
+        elif self.kind is bool:
+            allowed = "true | false"
+        elif self.kind is str:
+            allowed = "a string"
+        else:
+            allowed = f"{'an integer' if self.kind is int else 'a number'} in {self.low:g}..{self.high:g}"
+        return f"{allowed}{' or none' if self.optional else ''}"
+
+
+SPECS: dict[str, _Spec] = {
+    "model": _Spec(str, ("rnn", "gru", "lstm"), help="recurrent cell"),
+    "activation": _Spec(str, ("tanh", "relu", "identity"), help="RNN nonlinearity φ (rnn only)"),
+    "hidden_size": _Spec(int, low=1, high=1024, help="hidden units per layer and direction"),
+    "num_layers": _Spec(int, low=1, high=4, help="stacked recurrent layers"),
+    "bidirectional": _Spec(bool, help="add a backward direction (adding and copy tasks)"),
+    "init": _Spec(str, ("default", "normal", "xavier", "orthogonal", "identity"),
+                  help="weight init: torch default, d2l's N(0, 0.01), Xavier, orthogonal or identity recurrent matrix"),
+    "spectral_radius": _Spec(float, low=1e-3, high=10.0, optional=True,
+                             help="rescale the recurrent matrix W_hh so its largest |eigenvalue| equals this"),
+    "forget_bias": _Spec(float, low=-10.0, high=10.0, optional=True, help="LSTM forget-gate bias (none: torch init)"),
+    "task": _Spec(str, ("adding", "copy", "sine", "text"), help="what the network learns"),
+    "seq_len": _Spec(int, low=2, high=2000, help="time steps T per training sequence"),
+    "batch_size": _Spec(int, low=1, high=1024, help="sequences per minibatch"),
+    "text": _Spec(str, help="'builtin' or a path to a UTF-8 text file (text task)"),
+    "text_filter": _Spec(str, ("letters", "raw"),
+                         help="letters: d2l's lower-case a-z and space; raw: every character"),
+    "text_max_tokens": _Spec(int, low=0, high=10_000_000, help="use only the first N characters (0: all)"),
+    "sampling": _Spec(str, ("random", "sequential"),
+                      help="random: fresh state per batch; sequential: carry the state across batches, detached"),
+    "loss_at": _Spec(str, ("auto", "all", "last"), help="time steps that carry a loss (auto: the task's own choice)"),
+    "optimizer": _Spec(str, ("sgd", "adam", "rmsprop"), help="optimizer"),
+    "lr": _Spec(float, low=1e-7, high=100.0, help="learning rate"),
+    "clip": _Spec(float, low=1e-6, high=1e6, optional=True, help="global-norm clipping threshold θ"),
+    "truncation": _Spec(int, low=1, high=2000, optional=True, help="truncate BPTT to windows of k steps"),
+    "truncation_mode": _Spec(str, ("fixed", "random"),
+                             help="fixed: detach every k steps; random: ξ_t ∈ {0, 1/π} with E[ξ_t] = 1"),
+    "truncation_prob": _Spec(float, low=0.01, high=1.0, help="π: probability of keeping the gradient through h_{t-1}"),
+    "seed": _Spec(int, low=0, high=2**31 - 1, help="random seed for weights and data"),
+    "device": _Spec(str, ("cpu", "cuda"), help="where the model trains"),
+    "history_mb": _Spec(int, low=1, high=16_384, help="byte cap of the recorded history, in MiB"),
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    model: str = "rnn"
+    activation: str = "tanh"
+    hidden_size: int = 64
+    num_layers: int = 1
+    bidirectional: bool = False
+    init: str = "default"
+    spectral_radius: float | None = None
+    forget_bias: float | None = None
+    task: str = "adding"
+    seq_len: int = 100
+    batch_size: int = 32
+    text: str = "builtin"
+    text_filter: str = "letters"
+    text_max_tokens: int = 0
+    sampling: str = "random"
+    loss_at: str = "auto"
+    optimizer: str = "adam"
+    lr: float = 1e-3
+    clip: float | None = None
+    truncation: int | None = None
+    truncation_mode: str = "fixed"
+    truncation_prob: float = 0.5
+    seed: int = 0
+    device: str = "cpu"
+    history_mb: int = 256
+
+    def __post_init__(self):
+        for f in fields(self):
+            object.__setattr__(self, f.name, _coerce(f.name, getattr(self, f.name)))
+        self._check_combinations()
+
+    def _check_combinations(self):
+        if self.activation != "tanh" and self.model != "rnn":
+            raise ConfigError(f"activation applies to model = rnn only (got model = {self.model!r}, "
+                              f"activation = {self.activation!r}); GRU and LSTM use their own sigmoid/tanh gates")
+        if self.forget_bias is not None and self.model != "lstm":
+            raise ConfigError(f"forget_bias applies to model = lstm only (got model = {self.model!r})")
+        if self.bidirectional and self.task in AUTOREGRESSIVE_TASKS:
+            raise ConfigError(f"bidirectional = true does not fit task = {self.task!r}: the backward direction "
+                              f"would see the characters/values it must predict; use task adding or copy")
+        if self.loss_at != "auto" and self.loss_at not in TASK_LOSS_AT[self.task]:
+            raise ConfigError(f"loss_at = {self.loss_at!r} does not fit task = {self.task!r}; "
+                              f"allowed: auto | {' | '.join(TASK_LOSS_AT[self.task])}")
+        if self.device == "cuda":
+            import torch
+            if not torch.cuda.is_available():
+                raise ConfigError("device = 'cuda' but no CUDA device is available here; use device = 'cpu'")
+
+    # -- derived -------------------------------------------------------------
+    @property
+    def loss_positions(self) -> str:
+        """'all' or 'last', with 'auto' resolved for the task."""
+        return TASK_LOSS_AT[self.task][0] if self.loss_at == "auto" else self.loss_at
+
+    # -- construction ----------------------------------------------------------
+    def replace(self, **changes: Any) -> "Config":
+        """A new validated config with `changes` applied (unknown keys rejected)."""
+        _reject_unknown(changes)
+        return dataclasses.replace(self, **changes)
+
+    def with_text(self, **changes: str) -> "Config":
+        """Like replace(), but values are strings as typed in `--set` or a GUI field."""
+        return self.replace(**{k: parse_value(k, v) for k, v in changes.items()})
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> "Config":
+        _reject_unknown(values)
+        return cls(**values)
+
+    @classmethod
+    def from_toml(cls, path: str | Path, base: "Config | None" = None) -> "Config":
+        """Apply a TOML file's keys on top of `base` (default: the defaults)."""
+        values = read_toml(path)
+        values = values.get("config", values)
+        return (base or cls()).replace(**{k: v for k, v in values.items() if k not in META_KEYS})
+
+    def diff(self) -> dict[str, Any]:
+        """Only the keys that differ from the defaults (what a preset would list)."""
+        default = Config()
+        return {k: v for k, v in self.to_dict().items() if getattr(default, k) != v}
+
+
+META_KEYS = ("title", "explanation")  # preset text, not config
+
+
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """Read a TOML file; errors name the file (and the line and column of a syntax error)."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"config file is a directory, not a TOML file: {path}") from None
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {path}: {e.strerror}") from None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path} is not UTF-8 text (bad byte at offset {e.start})") from None
+    except tomllib.TOMLDecodeError as e:  # message carries "(at line L, column C)"
+        raise ConfigError(f"TOML syntax error in {path}: {e}") from None
+
+
+def _reject_unknown(values: dict[str, Any]):
+    unknown = sorted(set(values) - set(SPECS))
+    if unknown:
+        raise ConfigError(f"unknown config key {unknown[0]!r}; known keys: {', '.join(SPECS)}")
+
+
+def parse_value(key: str, text: str) -> Any:
+    """Convert the string form of a value (``--set``, GUI) into the key's type."""
+    if key not in SPECS:
+        _reject_unknown({key: text})
+    spec, raw = SPECS[key], text.strip()
+    if spec.optional and raw.lower() in ("none", "off", ""):
+        return None
+    if spec.kind is bool:
+        low = raw.lower()
+        if low in ("true", "1", "yes", "on"):
+            return True
+        if low in ("false", "0", "no", "off"):
+            return False
+        raise ConfigError(f"{key} must be {spec.describe()}, got {text!r}")
+    if spec.kind in (int, float):
+        try:
+            number = float(raw)
+        except ValueError:
+            raise ConfigError(f"{key} must be {spec.describe()}, got {text!r}") from None
+        return int(number) if spec.kind is int and number.is_integer() else number
+    return raw
+
+
+def parse_assignment(assignment: str) -> tuple[str, Any]:
+    """'key=value' -> (key, typed value)."""
+    key, sep, value = assignment.partition("=")
+    if not sep:
+        raise ConfigError(f"expected KEY=VALUE, got {assignment!r}")
+    key = key.strip()
+    return key, parse_value(key, value)
+
+
+def _coerce(key: str, value: Any) -> Any:
+    spec = SPECS[key]
+    bad = ConfigError(f"{key} must be {spec.describe()}, got {value!r}")
+    if value is None or (spec.optional and isinstance(value, str) and value.lower() == "none"):
+        if spec.optional:
+            return None
+        raise bad
+    if spec.kind is bool:
+        if not isinstance(value, bool):
+            raise bad
+        return value
+    if spec.kind is str:
+        if not isinstance(value, str) or (spec.choices and value not in spec.choices) or not value:
+            raise bad
+        return value
+    # numbers: reject bools and strings explicitly (bool is an int subclass)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise bad
+    if spec.kind is int:
+        if isinstance(value, float) and not value.is_integer():
+            raise bad
+        value = int(value)
+    else:
+        value = float(value)
+        if not math.isfinite(value):
+            raise bad
+    if not (spec.low <= value <= spec.high):
+        raise bad
+    return value
