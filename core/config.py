@@ -77,7 +77,7 @@ SPECS: dict[str, _Spec] = {
     "clip": _Spec(float, low=1e-6, high=1e6, optional=True, help="global-norm clipping threshold θ"),
     "truncation": _Spec(int, low=1, high=2000, optional=True, help="truncate BPTT to windows of k steps"),
     "truncation_mode": _Spec(str, ("fixed", "random"),
-                             help="fixed: detach every k steps; random: ξ_t ∈ {0, 1/π} with E[ξ_t] = 1"),
+                             help="at every k-th step, fixed: detach; random: scale the gradient by ξ_t ∈ {0, 1/π}, E[ξ_t] = 1"),
     "truncation_prob": _Spec(float, low=0.01, high=1.0, help="π: probability of keeping the gradient through h_{t-1}"),
     "seed": _Spec(int, low=0, high=2**31 - 1, help="random seed for weights and data"),
     "device": _Spec(str, ("cpu", "cuda"), help="where the model trains"),

@@ -1,0 +1,155 @@
+"""Headless training: ``gradflow run [--preset NAME] [--config FILE] [--set K=V ...] [--steps N] [--json PATH]``.
+
+Exit status: 0 done (a divergence included: it is reported, not a crash),
+2 bad input (the message names the problem), 130 interrupted (Ctrl+C).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from core.config import Config, ConfigError, parse_assignment
+from core.files import atomic_write
+from core.presets import load_preset
+
+EXIT_BAD_INPUT, EXIT_INTERRUPTED = 2, 130
+
+
+def add_config_arguments(parser: argparse.ArgumentParser):
+    """--preset / --config / --set, shared by every command that builds a Config."""
+    parser.add_argument("--preset", help="a scenario name (see --list-presets) or a preset TOML path")
+    parser.add_argument("--config", help="a TOML file of config keys, applied after the preset")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one config key (repeatable), applied last")
+
+
+def config_from_args(args: argparse.Namespace) -> Config:
+    config = load_preset(args.preset).config if args.preset else Config()
+    if args.config:
+        config = Config.from_toml(args.config, base=config)
+    changes = dict(parse_assignment(a) for a in args.set)
+    return config.replace(**changes) if changes else config
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gradflow run", description="Train headless and record gradient flow.")
+    add_config_arguments(parser)
+    parser.add_argument("--steps", type=int, default=100, help="optimizer steps (default 100)")
+    parser.add_argument("--json", metavar="PATH", help="write config, history and the last record as JSON")
+    return parser
+
+
+def run(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.steps < 1:
+        print("gradflow: --steps must be at least 1", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        config = config_from_args(args)
+        from core.trainer import Trainer  # torch import after the cheap checks
+        trainer = Trainer(config)
+    except ConfigError as e:
+        print(f"gradflow: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+    records, diverged, interrupted = [], None, False
+    progress = Progress(args.steps)
+    try:
+        for _ in range(args.steps):
+            record = trainer.step()
+            records.append(record)
+            progress.update(record)
+            if record.diverged:
+                diverged = {"step": record.step, "reason": record.diverged}
+                break
+    except KeyboardInterrupt:
+        interrupted = True
+    progress.close()
+
+    if records:
+        print(summary_line(config, records[-1], diverged, interrupted))
+    if args.json and records:
+        try:
+            atomic_write(args.json, json.dumps(to_json(config, trainer, diverged), allow_nan=True))
+        except OSError as e:
+            print(f"gradflow: cannot write {args.json}: {e.strerror}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    return EXIT_INTERRUPTED if interrupted else 0
+
+
+def summary_line(config: Config, record, diverged, interrupted) -> str:
+    dh = record.dh_norms[0]
+    ratio = dh[0] / dh[-1] if dh[-1] > 0 else float("nan")
+    parts = [f"{config.model} on {config.task}", f"step {record.step}", f"loss {record.loss:.4g}"]
+    if record.perplexity is not None:
+        parts.append(f"perplexity {record.perplexity:.3g}")
+    parts += [f"‖g‖ {record.grad_norm:.3g}", f"ρ(W_hh) {record.spectral_radius:.3f}",
+              f"σ_max {record.sigma_max:.3f}", f"‖∂L/∂h_1‖/‖∂L/∂h_T‖ {ratio:.3g}"]
+    if diverged:
+        parts.append(f"DIVERGED at step {diverged['step']} ({diverged['reason']})")
+    if interrupted:
+        parts.append("interrupted")
+    return " | ".join(parts)
+
+
+def to_json(config: Config, trainer, diverged) -> dict[str, Any]:
+    scalars = trainer.history.scalars()
+    history = [{name: _number(scalars[name][i]) for name in scalars} for i in range(len(trainer.history))]
+    last = trainer.history.records[-1]
+    return {
+        "config": config.to_dict(),
+        "history": history,
+        "last": {
+            "row_labels": last.row_labels,
+            "recurrent_block": last.recurrent_block,
+            "dh_norms": _floats(last.dh_norms),
+            "dc_norms": None if last.dc_norms is None else _floats(last.dc_norms),
+            "eigenvalues": [[_number(z.real), _number(z.imag)] for z in last.eigenvalues[0]],
+            "singular_values": _floats(last.singular_values[0]),
+            "hidden": _floats(last.hidden[0]),  # layer 1, sample 0: T rows of H
+        },
+        "diverged": diverged,
+    }
+
+
+def _number(x: float) -> float | None:
+    """JSON has no NaN/Inf: write them as null."""
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _floats(array) -> list:
+    return [_floats(a) for a in array] if np.ndim(array) > 1 else [_number(x) for x in array]
+
+
+class Progress:
+    """A one-line progress bar on stderr."""
+
+    def __init__(self, total: int):
+        self.total, self.start = total, time.perf_counter()
+
+    def update(self, record):
+        done = record.step
+        width = 30
+        filled = int(width * done / self.total)
+        rate = done / max(time.perf_counter() - self.start, 1e-9)
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} "
+                         f"loss {record.loss:.4g}  {rate:.1f} steps/s ")
+        sys.stderr.flush()
+
+    def close(self):
+        sys.stderr.write("\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+"""What one optimizer step produced (plain numbers and numpy arrays), and the run's bounded history."""
+from __future__ import annotations
+
+from array import array
+from collections import deque
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+
+# Per-step scalars kept for the whole run (small: a few floats a step).
+SCALARS = ("step", "loss", "perplexity", "grad_norm", "grad_norm_clipped", "spectral_radius", "sigma_max",
+           "step_ms", "lr", "clip")
+
+
+@dataclass
+class Record:
+    step: int                          # optimizer steps attempted so far (1-based)
+    loss: float                        # mean loss over the positions that carry one
+    perplexity: float | None           # exp(loss) for cross-entropy tasks
+    grad_norm: float                   # global ‖g‖ before clipping
+    grad_norm_clipped: float           # global ‖g‖ after clipping (== grad_norm without clipping)
+    clipped: bool
+    param_grad_norms: dict[str, float]
+    dh_norms: np.ndarray               # (R, T) ‖∂L/∂h_t‖_F over the batch, rows = (layer, direction)
+    dc_norms: np.ndarray | None        # (R, T) ‖∂L/∂c_t‖_F (LSTM) or None
+    row_labels: list[str]              # R names, e.g. "layer 1", "layer 1 (backward)"
+    recurrent_block: str               # which matrix the spectrum describes
+    eigenvalues: np.ndarray            # (R, H) complex
+    singular_values: np.ndarray        # (R, H) descending
+    spectral_radius: float             # of row 0 (layer 1, forward)
+    sigma_max: float                   # of row 0
+    step_ms: float                     # wall time of the whole step, measurement included
+    lr: float
+    clip: float | None
+    baseline: float | None             # the task's trivial-predictor loss
+    loss_positions: str                # "all" or "last"
+    diverged: str | None = None        # reason, when the update was refused
+    hidden: np.ndarray | None = None   # (R, T, H) sample 0; on detail steps
+    cell: np.ndarray | None = None     # (R, T, H) LSTM sample 0; on detail steps
+    gates: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (R, T, H) sample 0
+    contributions: np.ndarray | None = None  # (R, T) ‖step t's term of ∂L/∂W_hh‖_F; on detail steps
+    task_preview: dict[str, Any] | None = None
+
+    @property
+    def seq_len(self) -> int:
+        return self.dh_norms.shape[1]
+
+    def nbytes(self) -> int:
+        total = 512
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, np.ndarray):
+                total += value.nbytes
+            elif isinstance(value, dict):
+                total += sum(v.nbytes for v in value.values() if isinstance(v, np.ndarray)) + 64 * len(value)
+        return total
+
+    def scalars(self) -> dict[str, float]:
+        return {name: (np.nan if getattr(self, name) is None else float(getattr(self, name))) for name in SCALARS}
+
+
+class History:
+    """The run's record of itself, within a byte cap.
+
+    - every step's scalars (SCALARS) for the whole run;
+    - gradient profiles dh_norms (R, T) for the whole run: when their share of
+      the cap is full, every other stored profile is dropped and the stride
+      doubles, so the whole run stays covered at a coarser resolution;
+    - the newest full records (arrays included) in a ring buffer.
+    """
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self._scalars = {name: array("d") for name in SCALARS}  # 8 bytes a value
+        self.profile_steps: list[int] = []
+        self._profiles: list[np.ndarray] = []
+        self._profile_bytes = 0
+        self.profile_stride = 1
+        self.records: deque[Record] = deque()
+        self._record_bytes = 0
+
+    def append(self, record: Record):
+        for name, value in record.scalars().items():
+            self._scalars[name].append(value)
+        if record.step % self.profile_stride == 0:
+            self.profile_steps.append(record.step)
+            self._profiles.append(record.dh_norms.astype(np.float32))
+            self._profile_bytes += self._profiles[-1].nbytes
+            if self._profile_bytes > self.max_bytes // 4:
+                self._halve_profiles()
+        self.records.append(record)
+        self._record_bytes += record.nbytes()
+        while len(self.records) > 1 and self.nbytes > self.max_bytes:
+            self._record_bytes -= self.records.popleft().nbytes()
+
+    def _halve_profiles(self):
+        self.profile_stride *= 2
+        keep = [i for i, s in enumerate(self.profile_steps) if s % self.profile_stride == 0]
+        self.profile_steps = [self.profile_steps[i] for i in keep]
+        self._profiles = [self._profiles[i] for i in keep]
+        self._profile_bytes = sum(p.nbytes for p in self._profiles)
+
+    @property
+    def nbytes(self) -> int:
+        return self._record_bytes + self._profile_bytes + 8 * len(SCALARS) * len(self)
+
+    def __len__(self) -> int:
+        return len(self._scalars["step"])
+
+    def scalars(self) -> dict[str, np.ndarray]:
+        return {name: np.frombuffer(values, dtype=np.float64).copy() for name, values in self._scalars.items()}
+
+    def profiles(self) -> tuple[np.ndarray, np.ndarray]:
+        """(steps (N,), dh_norms (N, R, T)); profiles of another shape (after a rebuild) are not mixed."""
+        if not self._profiles:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, 0, 0), dtype=np.float32)
+        return np.asarray(self.profile_steps), np.stack(self._profiles)

@@ -1,0 +1,93 @@
+"""Every config key rejects a bad value with a message that names it; presets and --set parse."""
+import subprocess
+import sys
+
+import pytest
+
+from core.config import SPECS, Config, ConfigError, parse_assignment
+
+BAD_VALUES = {  # key -> values that must be refused
+    "model": ["lstmx", 3, None],
+    "activation": ["sigmoid", True],
+    "hidden_size": [0, 1025, 2.5, "64", True],
+    "num_layers": [0, 5],
+    "bidirectional": ["yes", 1],
+    "init": ["he"],
+    "spectral_radius": [0.0, -1.0, float("nan"), 11.0, "big"],
+    "forget_bias": [float("inf"), 100.0],
+    "task": ["mnist"],
+    "seq_len": [1, 5000],
+    "batch_size": [0],
+    "text": ["", 5],
+    "text_filter": ["words"],
+    "text_max_tokens": [-1],
+    "sampling": ["shuffled"],
+    "loss_at": ["first"],
+    "optimizer": ["lbfgs"],
+    "lr": [0.0, -0.1, 1e9, float("nan")],
+    "clip": [0.0, -1.0],
+    "truncation": [0, 2.5],
+    "truncation_mode": ["sometimes"],
+    "truncation_prob": [0.0, 1.5],
+    "seed": [-1, 2**40],
+    "device": ["tpu"],
+    "history_mb": [0],
+}
+
+
+def test_every_key_has_bad_value_cases():
+    assert set(BAD_VALUES) == set(SPECS)
+
+
+@pytest.mark.parametrize("key,value", [(k, v) for k, vs in BAD_VALUES.items() for v in vs])
+def test_bad_value_is_refused_with_key_in_message(key, value):
+    with pytest.raises(ConfigError, match=key):
+        Config(**{key: value})
+
+
+def test_unknown_key_is_refused_and_named():
+    with pytest.raises(ConfigError, match="hiden_size"):
+        Config().replace(hiden_size=3)
+
+
+def test_combinations_that_make_no_sense_are_refused():
+    with pytest.raises(ConfigError, match="activation"):
+        Config(model="gru", activation="relu")
+    with pytest.raises(ConfigError, match="bidirectional"):
+        Config(task="text", bidirectional=True)
+    with pytest.raises(ConfigError, match="loss_at"):
+        Config(task="adding", loss_at="all")
+    with pytest.raises(ConfigError, match="forget_bias"):
+        Config(model="rnn", forget_bias=1.0)
+
+
+def test_set_strings_become_typed_values():
+    assert parse_assignment("hidden_size=128") == ("hidden_size", 128)
+    assert parse_assignment("clip=none") == ("clip", None)
+    assert parse_assignment("lr=0.5") == ("lr", 0.5)
+    assert parse_assignment("bidirectional=true") == ("bidirectional", True)
+    with pytest.raises(ConfigError, match="hidden_size"):
+        Config().with_text(hidden_size="lots")
+
+
+def test_toml_syntax_error_names_line_and_column(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('model = "rnn"\nhidden_size = = 3\n')
+    with pytest.raises(ConfigError, match="line 2"):
+        Config.from_toml(path)
+
+
+def test_preset_diff_lists_only_changes(tmp_path):
+    config = Config(hidden_size=32, clip=1.0)
+    assert config.diff() == {"hidden_size": 32, "clip": 1.0}
+    path = tmp_path / "p.toml"
+    path.write_text("hidden_size = 32\nclip = 1.0\n")
+    assert Config.from_toml(path) == config
+
+
+def test_core_imports_no_qt():
+    code = ("import sys, core.config, core.trainer, core.cli, core.presets, core.tasks; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('PySide6', 'pyqtgraph', 'PyQt5', 'PyQt6')]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
