@@ -1,0 +1,55 @@
+"""The spectrum of a recurrent matrix, and editing it by hand.
+
+Editing keeps the eigenvectors: W = V Λ V⁻¹ becomes W' = V Λ' V⁻¹. A complex
+eigenvalue moves together with its conjugate, so W' stays real; a real
+eigenvalue stays on the real axis (one real eigenvalue cannot become a
+complex pair without a partner).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+CONJUGATE_TOL = 1e-9
+
+
+def spectrum(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(eigenvalues (H,) complex, singular values (H,) descending) of a real (H, H) matrix."""
+    return np.linalg.eigvals(matrix), np.linalg.svd(matrix, compute_uv=False)
+
+
+def edit_eigenvalue(matrix: np.ndarray, index: int, new_value: complex) -> np.ndarray:
+    """A real matrix with eigenvalue `index` moved to `new_value` (its conjugate to the conjugate).
+
+    Raises ValueError if the matrix is not diagonalizable enough to rebuild it
+    (eigenvector matrix close to singular), naming the condition number.
+    """
+    matrix = np.asarray(matrix, dtype=np.float64)
+    eigenvalues, vectors = np.linalg.eig(matrix)
+    if not 0 <= index < len(eigenvalues):
+        raise ValueError(f"eigenvalue index must be 0..{len(eigenvalues) - 1}, got {index}")
+    cond = np.linalg.cond(vectors)
+    if not np.isfinite(cond) or cond > 1e8:
+        raise ValueError(f"this matrix is (nearly) defective: its eigenvectors have condition number {cond:.3g}, "
+                         f"so its spectrum cannot be edited without changing the eigenvectors")
+    old = eigenvalues[index]
+    new_values = eigenvalues.copy()
+    if abs(old.imag) <= CONJUGATE_TOL * max(1.0, abs(old)):
+        new_values[index] = complex(np.real(new_value), 0.0)
+    else:
+        partner = _conjugate_partner(eigenvalues, index)
+        # keep the pair ordered as it was: the one with positive imaginary part stays positive
+        value = complex(new_value)
+        if np.sign(value.imag) != np.sign(old.imag):
+            value = value.conjugate()
+        if abs(value.imag) < 1e-6:  # a pair dragged onto the real axis stays a (nearly) double real pair
+            value = complex(value.real, np.sign(old.imag) * 1e-6)
+        new_values[index], new_values[partner] = value, value.conjugate()
+    rebuilt = vectors @ np.diag(new_values) @ np.linalg.inv(vectors)
+    return np.ascontiguousarray(rebuilt.real)
+
+
+def _conjugate_partner(eigenvalues: np.ndarray, index: int) -> int:
+    target = eigenvalues[index].conjugate()
+    distance = np.abs(eigenvalues - target)
+    distance[index] = np.inf
+    return int(np.argmin(distance))

@@ -1,0 +1,88 @@
+"""The numbers behind the deeper views: Jacobians through time and spectrum editing."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from core.analysis import jacobians_through_time
+from core.config import Config
+from core.models import RecurrentNet
+from core.spectrum import edit_eigenvalue
+
+
+def orthogonal(H, seed=0):
+    q, _ = torch.linalg.qr(torch.randn(H, H, dtype=torch.double, generator=torch.Generator().manual_seed(seed)))
+    return q
+
+
+@pytest.mark.parametrize("rho", [0.7, 1.0, 1.2])
+def test_linear_rnn_jacobian_product_norm_is_rho_power(rho):
+    T, H = 25, 10
+    net = RecurrentNet(Config(activation="identity", hidden_size=H), 3, 1).double()
+    with torch.no_grad():
+        net.recurrent_matrix(0).copy_(rho * orthogonal(H))
+    profile = jacobians_through_time(net, torch.randn(T, 3), activation="identity")
+    t = np.arange(1, T + 1)
+    np.testing.assert_allclose(profile.log10_product, (T - t) * math.log10(rho), atol=1e-10)
+    np.testing.assert_allclose(profile.step_sigma, rho, rtol=1e-10)
+    assert profile.lyapunov == pytest.approx(math.log(rho), abs=1e-10)
+
+
+@pytest.mark.parametrize("model", ["rnn", "gru", "lstm"])
+def test_step_jacobians_match_jacrev_of_the_unrolled_model(model):
+    """σ_max(∂s_t/∂s_{t−1}) against torch.func.jacrev of RecurrentNet.forward over one step."""
+    T, H = 6, 5
+    torch.manual_seed(3)
+    net = RecurrentNet(Config(model=model, hidden_size=H), 2, 1).double()
+    x = torch.randn(T, 2, dtype=torch.double)
+    profile = jacobians_through_time(net, x)
+    lstm = model == "lstm"
+
+    def one_step(s, x_t):  # independent: the module's own forward on a length-1 sequence
+        state = (s[:H].view(1, 1, H), s[H:].view(1, 1, H)) if lstm else s.view(1, 1, H)
+        _, new = net(x_t.view(1, 1, 2), state)
+        return torch.cat([new[0].view(-1), new[1].view(-1)]) if lstm else new.view(-1)
+
+    s = torch.zeros(2 * H if lstm else H, dtype=torch.double)
+    for t in range(T):
+        J = torch.func.jacrev(one_step)(s, x[t])
+        assert profile.step_sigma[t] == pytest.approx(torch.linalg.matrix_norm(J, ord=2).item(), rel=1e-9)
+        s = one_step(s, x[t]).detach()
+
+
+def test_tanh_product_stays_under_the_sigma_max_bound():
+    net = RecurrentNet(Config(hidden_size=16, spectral_radius=1.4), 2, 1).double()
+    profile = jacobians_through_time(net, torch.randn(30, 2))
+    assert np.all(profile.log10_product <= profile.log10_bound + 1e-9)
+
+
+def test_editing_an_eigenvalue_gives_a_real_matrix_with_that_spectrum():
+    rng = np.random.default_rng(1)
+    W = rng.normal(size=(12, 12)) / 4
+    eigenvalues = np.linalg.eigvals(W)
+    k = int(np.argmax(np.abs(eigenvalues.imag)))
+    target = 0.3 + 0.8j if eigenvalues[k].imag > 0 else 0.3 - 0.8j
+    edited = edit_eigenvalue(W, k, target)
+    assert edited.dtype == np.float64 and np.isrealobj(edited)
+    expected = eigenvalues.copy()
+    partner = int(np.argmin(np.abs(eigenvalues - eigenvalues[k].conjugate()) + (np.arange(12) == k) * 9))
+    expected[k], expected[partner] = target, np.conj(target)
+    got = np.linalg.eigvals(edited)
+    for value in expected:  # every requested eigenvalue is present, to float precision
+        assert np.min(np.abs(got - value)) < 1e-9
+
+
+def test_real_eigenvalue_stays_real_and_eigenvectors_are_kept():
+    rng = np.random.default_rng(2)
+    W = rng.normal(size=(6, 6)) / 3
+    eigenvalues, vectors = np.linalg.eig(W)
+    k = int(np.argmin(np.abs(eigenvalues.imag)))
+    edited = edit_eigenvalue(W, k, 1.5 + 0.4j)  # the imaginary part is dropped
+    np.testing.assert_allclose(edited @ vectors[:, k], 1.5 * vectors[:, k], atol=1e-9)
+
+
+def test_defective_matrix_is_refused_with_a_reason():
+    jordan = np.array([[1.0, 1.0], [0.0, 1.0]])
+    with pytest.raises(ValueError, match="defective"):
+        edit_eigenvalue(jordan, 0, 0.5)
