@@ -116,3 +116,27 @@ class History:
         if not self._profiles:
             return np.zeros(0, dtype=np.int64), np.zeros((0, 0, 0), dtype=np.float32)
         return np.asarray(self.profile_steps), np.stack(self._profiles)
+
+    # -- persistence (core.session) --------------------------------------------------
+    def state(self) -> dict[str, np.ndarray]:
+        """Plain arrays for saving; the ring buffer of full records is not part of it."""
+        steps, profiles = self.profiles()
+        return {"max_bytes": np.int64(self.max_bytes), "profile_stride": np.int64(self.profile_stride),
+                "profile_steps": steps.astype(np.int64), "profiles": profiles,
+                **{f"scalar_{name}": values for name, values in self.scalars().items()}}
+
+    @classmethod
+    def from_state(cls, state: dict[str, np.ndarray]) -> "History":
+        history = cls(int(state["max_bytes"]))
+        history.profile_stride = int(state["profile_stride"])
+        for name in SCALARS:
+            history._scalars[name] = array("d", np.asarray(state[f"scalar_{name}"], dtype=np.float64).tobytes())
+        lengths = {len(v) for v in history._scalars.values()}
+        if len(lengths) != 1:
+            raise ValueError("history scalars have different lengths")
+        history.profile_steps = [int(s) for s in state["profile_steps"]]
+        history._profiles = list(np.asarray(state["profiles"], dtype=np.float32))
+        if len(history._profiles) != len(history.profile_steps):
+            raise ValueError("history profiles and their steps differ in length")
+        history._profile_bytes = sum(p.nbytes for p in history._profiles)
+        return history

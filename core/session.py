@@ -1,0 +1,140 @@
+"""Save and reopen a run: config, weights, optimizer state, history and view settings, in one file.
+
+The file is a zip of numpy arrays (``.gfe``, written with ``np.savez``) plus a JSON manifest;
+it is read with ``allow_pickle=False``, so loading never executes code from the file. Saving
+is atomic: the file appears complete or not at all.
+"""
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from core.config import Config, ConfigError
+from core.files import atomic_write
+from core.records import History
+
+FORMAT = "gradient-flow-explorer-session"
+VERSION = 1
+SUFFIX = ".gfe"
+MAX_BYTES = 2 * 2**30  # refuse files larger than this before reading them
+
+
+class SessionError(ValueError):
+    """A session file that cannot be saved or opened; the message says why and what to do."""
+
+
+def save_session(trainer, path: str | Path, view: dict[str, Any] | None = None):
+    """Write `trainer`'s whole state (and the GUI's `view` settings, JSON-able) to `path` atomically."""
+    arrays: dict[str, np.ndarray] = {}
+    manifest = {
+        "format": FORMAT,
+        "version": VERSION,
+        "config": trainer.config.to_dict(),
+        "steps_done": trainer.steps_done,
+        "view": view or {},
+        "model": _flatten(trainer.model.state_dict(), "model", arrays),
+        "optimizer": _flatten(trainer.optimizer.state_dict(), "optimizer", arrays),
+    }
+    for key, value in trainer.history.state().items():
+        arrays[f"history/{key}"] = np.asarray(value)
+    arrays["manifest"] = np.frombuffer(json.dumps(manifest).encode("utf-8"), dtype=np.uint8)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    try:
+        atomic_write(path, buffer.getvalue())
+    except OSError as e:
+        raise SessionError(f"cannot save the session to {path}: {e.strerror or e}") from None
+
+
+def load_session(path: str | Path):
+    """(trainer, view) from a session file. Raises SessionError, naming the problem, and changes nothing."""
+    from core.trainer import Trainer  # heavy import only when needed
+
+    path = Path(path)
+    arrays, manifest = _read(path)
+    try:
+        config = Config.from_dict(manifest["config"])
+    except (ConfigError, TypeError, KeyError) as e:
+        raise SessionError(f"{path.name}: the saved config is not valid here: {e}") from None
+    try:
+        trainer = Trainer(config)
+    except ConfigError as e:  # e.g. a text file that moved since the session was saved
+        raise SessionError(f"{path.name}: cannot rebuild the saved run: {e}") from None
+    try:
+        trainer.model.load_state_dict(_unflatten(manifest["model"], arrays))
+        trainer.optimizer.load_state_dict(_unflatten(manifest["optimizer"], arrays))
+        trainer.history = History.from_state({k[len("history/"):]: v for k, v in arrays.items()
+                                              if k.startswith("history/")})
+        trainer.steps_done = int(manifest["steps_done"])
+    except (KeyError, ValueError, RuntimeError, TypeError) as e:
+        raise SessionError(f"{path.name} is damaged: its saved state does not fit the model ({e})") from None
+    return trainer, manifest.get("view", {})
+
+
+def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    try:
+        size = path.stat().st_size
+        if path.is_dir():
+            raise SessionError(f"{path} is a folder, not a session file")
+        if size > MAX_BYTES:
+            raise SessionError(f"{path.name} is {size / 2**30:.1f} GiB; session files are at most "
+                               f"{MAX_BYTES / 2**30:.0f} GiB")
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise SessionError(f"session file not found: {path}") from None
+    except PermissionError:
+        raise SessionError(f"no permission to read {path}") from None
+    except OSError as e:
+        raise SessionError(f"cannot read {path}: {e.strerror or e}") from None
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+            arrays = {key: npz[key] for key in npz.files}
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as e:
+        raise SessionError(f"{path.name} is not a readable session file (truncated or not a "
+                           f"Gradient Flow Explorer session): {e}") from None
+    try:
+        manifest = json.loads(arrays.pop("manifest").tobytes().decode("utf-8"))
+    except (KeyError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise SessionError(f"{path.name} has no valid manifest, so it is not a session file ({e})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise SessionError(f"{path.name} is not a Gradient Flow Explorer session")
+    version = manifest.get("version")
+    if not isinstance(version, int) or version > VERSION:
+        raise SessionError(f"{path.name} was saved by a newer version of Gradient Flow Explorer "
+                           f"(session format {version}, this app reads up to {VERSION}); update the app to open it")
+    return arrays, manifest
+
+
+def _flatten(obj: Any, prefix: str, arrays: dict[str, np.ndarray]) -> Any:
+    """Replace tensors in a nested state dict by references into `arrays` ({"@array": key})."""
+    if isinstance(obj, torch.Tensor):
+        arrays[prefix] = obj.detach().cpu().numpy()
+        return {"@array": prefix, "@dtype": str(obj.dtype)}
+    if isinstance(obj, dict):
+        # JSON keys are strings: remember int keys (optimizer state is keyed by parameter index)
+        return {"@dict": [[_flatten(k, f"{prefix}/k{i}", arrays), _flatten(v, f"{prefix}/{i}", arrays)]
+                          for i, (k, v) in enumerate(obj.items())]}
+    if isinstance(obj, (list, tuple)):
+        return [_flatten(v, f"{prefix}/{i}", arrays) for i, v in enumerate(obj)]
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    raise SessionError(f"cannot save a value of type {type(obj).__name__} at {prefix}")
+
+
+def _unflatten(obj: Any, arrays: dict[str, np.ndarray]) -> Any:
+    if isinstance(obj, dict) and "@array" in obj:
+        dtype = getattr(torch, str(obj["@dtype"]).removeprefix("torch."), None)
+        if not isinstance(dtype, torch.dtype):
+            raise ValueError(f"unknown tensor dtype {obj['@dtype']!r}")
+        return torch.from_numpy(np.array(arrays[obj["@array"]])).to(dtype)
+    if isinstance(obj, dict) and "@dict" in obj:
+        return {_unflatten(k, arrays): _unflatten(v, arrays) for k, v in obj["@dict"]}
+    if isinstance(obj, list):
+        return [_unflatten(v, arrays) for v in obj]
+    return obj
