@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from core.compare import check_runs
 from core.config import Config, ConfigError, read_toml
 
 DEFAULT_PRESET = "vanishing"
@@ -15,7 +16,8 @@ class Preset:
     name: str          # file stem, e.g. "vanishing"
     title: str
     explanation: str   # what to watch and why, two or three sentences
-    config: Config
+    config: Config     # the base config (the first run's, for a comparison)
+    runs: tuple[tuple[str, Config], ...] = ()  # a comparison: (label, config) per run, from [[runs]]
 
 
 def preset_dir() -> Path:
@@ -39,6 +41,18 @@ def load_preset(name_or_path: str) -> Preset:
         raise ConfigError(f"{path}: 'title' and 'explanation' must be strings")
     try:
         config = Config.from_dict(values.get("config", {}))
+        runs = tuple(_run(config, i, run) for i, run in enumerate(values.get("runs", [])))
+        if runs:
+            check_runs(list(runs))
     except ConfigError as e:
         raise ConfigError(f"preset {path.name}: {e}") from None
-    return Preset(path.stem, title, " ".join(explanation.split()), config)
+    return Preset(path.stem, title, " ".join(explanation.split()), runs[0][1] if runs else config, runs)
+
+
+def _run(base: Config, index: int, run: dict) -> tuple[str, Config]:
+    """One [[runs]] table: a label plus the keys that differ from the preset's [config]."""
+    if not isinstance(run, dict):
+        raise ConfigError(f"runs[{index}] must be a table with a label and config keys")
+    changes = dict(run)
+    label = changes.pop("label", f"run {index + 1}")
+    return str(label), base.replace(**changes)

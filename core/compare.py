@@ -1,0 +1,36 @@
+"""Two to four runs trained in lockstep on the same data and seed."""
+from __future__ import annotations
+
+from core.config import Config, ConfigError
+from core.records import Record
+
+MIN_RUNS, MAX_RUNS = 2, 4
+# Keys that decide the data stream: they must agree so every run sees the same batches.
+DATA_KEYS = ("task", "seq_len", "batch_size", "text", "text_filter", "text_max_tokens", "sampling", "seed")
+
+
+def check_runs(runs: list[tuple[str, Config]]):
+    if not MIN_RUNS <= len(runs) <= MAX_RUNS:
+        raise ConfigError(f"a comparison needs {MIN_RUNS}..{MAX_RUNS} runs, got {len(runs)}")
+    labels = [label for label, _ in runs]
+    if len(set(labels)) != len(labels):
+        raise ConfigError(f"comparison run labels must differ, got {labels}")
+    first = runs[0][1]
+    for label, config in runs[1:]:
+        for key in DATA_KEYS:
+            if getattr(config, key) != getattr(first, key):
+                raise ConfigError(f"run {label!r} has {key} = {getattr(config, key)!r} but run {runs[0][0]!r} has "
+                                  f"{getattr(first, key)!r}; runs in a comparison share their data ({', '.join(DATA_KEYS)})")
+
+
+class Comparison:
+    def __init__(self, runs: list[tuple[str, Config]]):
+        from core.trainer import Trainer
+
+        check_runs(runs)
+        self.labels = [label for label, _ in runs]
+        self.trainers = [Trainer(config) for _, config in runs]
+
+    def step(self, detail: bool = True, preview: bool = False) -> list[Record]:
+        """One optimizer step of every run, on the same batch; a diverged run just reports it."""
+        return [trainer.step(detail=detail, preview=preview) for trainer in self.trainers]
