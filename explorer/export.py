@@ -1,0 +1,284 @@
+"""Figures out of the app: PNG at 1×/2×/4×, SVG (Qt's QSvgGenerator: pyqtgraph's SVG exporter
+breaks on Qt ≥ 6.11), the clipboard, and GIF/MP4 animations of training.
+
+Headless: ``gradflow export --preset NAME [--set K=V ...] --steps N --out FILE.{png,svg,gif,mp4}
+[--panel NAME] [--scale 2] [--theme light] [--presentation] [--size WxH]`` renders the same panels
+offscreen, with a progress bar on stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPoint, QRectF, QSize
+from PySide6.QtGui import QGuiApplication, QImage, QPainter
+from PySide6.QtSvg import QSvgGenerator
+from PySide6.QtWidgets import QApplication, QGridLayout, QLabel, QVBoxLayout, QWidget
+
+from core.files import atomic_write
+
+IMAGE_SUFFIXES = (".png", ".svg")
+ANIMATION_SUFFIXES = (".gif", ".mp4")
+SCALES = (1, 2, 4)
+
+
+class ExportError(RuntimeError):
+    """An export that could not be written; the message names the file and the reason."""
+
+
+# -- still images ----------------------------------------------------------------------------------
+def render_image(widget: QWidget, scale: float = 1.0) -> QImage:
+    """The widget drawn at `scale` × its on-screen size (vector content is redrawn, not upsampled)."""
+    size = widget.size()
+    image = QImage(QSize(round(size.width() * scale), round(size.height() * scale)), QImage.Format_ARGB32)
+    image.fill(widget.palette().window().color())
+    painter = QPainter(image)
+    painter.setRenderHint(QPainter.Antialiasing)
+    painter.setRenderHint(QPainter.TextAntialiasing)
+    painter.scale(scale, scale)
+    widget.render(painter, QPoint())
+    painter.end()
+    return image
+
+
+def save_png(widget: QWidget, path: str | Path, scale: float = 1.0):
+    _write(path, _encode(render_image(widget, scale), "PNG"))
+
+
+def svg_bytes(widget: QWidget, title: str = "") -> bytes:
+    buffer = QBuffer()
+    buffer.open(QIODevice.WriteOnly)
+    generator = QSvgGenerator()
+    generator.setOutputDevice(buffer)
+    generator.setSize(widget.size())
+    generator.setViewBox(QRectF(0, 0, widget.width(), widget.height()))
+    generator.setTitle(title or "Gradient Flow Explorer")
+    painter = QPainter(generator)
+    widget.render(painter, QPoint())
+    painter.end()
+    return bytes(buffer.data())
+
+
+def save_svg(widget: QWidget, path: str | Path, title: str = ""):
+    _write(path, svg_bytes(widget, title))
+
+
+def copy_to_clipboard(widget: QWidget, scale: float = 2.0):
+    QGuiApplication.clipboard().setImage(render_image(widget, scale))
+
+
+def save_figure(widget: QWidget, path: str | Path, scale: float = 1.0, title: str = ""):
+    """PNG or SVG by the file's suffix."""
+    suffix = Path(path).suffix.lower()
+    if suffix == ".png":
+        save_png(widget, path, scale)
+    elif suffix == ".svg":
+        save_svg(widget, path, title)
+    else:
+        raise ExportError(f"cannot export a figure as {suffix or 'a file without suffix'}: use .png or .svg")
+
+
+# -- animations ----------------------------------------------------------------------------------------
+class Animation:
+    """Frames grabbed from a widget, written as GIF (Pillow) or MP4 (ffmpeg via imageio)."""
+
+    def __init__(self, fps: int = 10):
+        self.fps = fps
+        self.frames: list[np.ndarray] = []
+
+    def add(self, widget: QWidget, scale: float = 1.0):
+        image = render_image(widget, scale).convertToFormat(QImage.Format_RGB888)
+        array = np.frombuffer(image.constBits(), dtype=np.uint8).reshape(image.height(), image.bytesPerLine())
+        self.frames.append(array[:, :image.width() * 3].reshape(image.height(), image.width(), 3).copy())
+
+    def save(self, path: str | Path):
+        if not self.frames:
+            raise ExportError(f"no frames to write to {path}")
+        suffix = Path(path).suffix.lower()
+        if suffix == ".gif":
+            from PIL import Image
+
+            images = [Image.fromarray(f) for f in self.frames]
+            buffer = io.BytesIO()
+            images[0].save(buffer, format="GIF", save_all=True, append_images=images[1:],
+                           duration=round(1000 / self.fps), loop=0)
+            _write(path, buffer.getvalue())
+        elif suffix == ".mp4":
+            import imageio.v3 as iio
+
+            frames = [f[: f.shape[0] // 2 * 2, : f.shape[1] // 2 * 2] for f in self.frames]  # H.264 needs even sizes
+            try:
+                data = iio.imwrite("<bytes>", np.stack(frames), extension=".mp4", fps=self.fps,
+                                   codec="libx264", macro_block_size=1)
+            except Exception as e:  # the ffmpeg plugin raises many types
+                raise ExportError(f"cannot encode MP4 {path}: {e}") from None
+            _write(path, data)
+        else:
+            raise ExportError(f"cannot write an animation as {suffix or 'a file without suffix'}: use .gif or .mp4")
+
+
+def _encode(image: QImage, fmt: str) -> bytes:
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.WriteOnly)
+    if not image.save(buffer, fmt):
+        raise ExportError(f"Qt could not encode the image as {fmt}")
+    return bytes(data)
+
+
+def _write(path: str | Path, data: bytes):
+    path = Path(path)
+    if not path.parent.is_dir():
+        raise ExportError(f"cannot write {path}: the folder {path.parent} does not exist")
+    try:
+        atomic_write(path, data)
+    except OSError as e:
+        raise ExportError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+# -- the dashboard as one widget (headless export) ---------------------------------------------------
+def panel_name(cls) -> str:
+    """gradient_time, gradient_history, hidden_state, spectrum, training, task_view."""
+    return cls.__module__.rsplit(".", 1)[-1]
+
+
+class Dashboard(QWidget):
+    """Every panel in a 3 × 2 grid under a title: what `gradflow export` renders."""
+
+    def __init__(self, title: str, panel_names: list[str] | None = None):
+        super().__init__()
+        from explorer.panels import PANELS
+
+        chosen = [cls for cls in PANELS if panel_names is None or panel_name(cls) in panel_names]
+        self.panels = [cls() for cls in chosen]
+        layout = QVBoxLayout(self)
+        self.title = QLabel(title)
+        self.title.setObjectName("dashboardTitle")
+        layout.addWidget(self.title)
+        grid = QGridLayout()
+        columns = 3 if len(self.panels) > 2 else len(self.panels)
+        for i, panel in enumerate(self.panels):
+            box = QVBoxLayout()
+            heading = QLabel(panel.title)
+            heading.setObjectName("panelTitle")
+            box.addWidget(heading)
+            box.addWidget(panel, 1)
+            grid.addLayout(box, i // columns, i % columns)
+        layout.addLayout(grid, 1)
+
+    def show_record(self, record, history):
+        for panel in self.panels:
+            panel.show_record(record, history)
+
+    def apply_theme(self, theme):
+        self.setStyleSheet(f"QWidget {{ background: {theme.background}; color: {theme.foreground}; }}"
+                           f"QLabel#dashboardTitle {{ font-size: {theme.label_pt * 1.5}pt; font-weight: bold; }}"
+                           f"QLabel#panelTitle {{ font-size: {theme.label_pt * 1.2}pt; font-weight: bold; }}")
+        for panel in self.panels:
+            panel.apply_theme(theme)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from core.cli import add_config_arguments
+
+    parser = argparse.ArgumentParser(prog="gradflow export",
+                                     description="Train headless and render the dashboard (or one panel) to a file.")
+    add_config_arguments(parser)
+    parser.add_argument("--steps", type=int, default=100, help="optimizer steps to train first (default 100)")
+    parser.add_argument("--out", required=True, help="FILE.png, .svg, .gif or .mp4")
+    parser.add_argument("--panel", help="render one panel: gradient_time, gradient_history, hidden_state, "
+                                        "spectrum, training or task_view (default: the whole dashboard)")
+    parser.add_argument("--scale", type=int, default=1, choices=SCALES, help="PNG resolution factor")
+    parser.add_argument("--theme", default="light", choices=("light", "dark"))
+    parser.add_argument("--presentation", action="store_true", help="large fonts and lines")
+    parser.add_argument("--size", default="1600x1000", help="widget size in pixels, WxH (default 1600x1000)")
+    parser.add_argument("--frames", type=int, default=40, help="animation frames (gif/mp4)")
+    return parser
+
+
+def export_main(argv: list[str] | None = None) -> int:
+    from core.cli import EXIT_BAD_INPUT, Progress, config_from_args
+    from core.config import ConfigError
+
+    args = build_parser().parse_args(argv)
+    out = Path(args.out)
+    suffix = out.suffix.lower()
+    problems = []
+    if suffix not in IMAGE_SUFFIXES + ANIMATION_SUFFIXES:
+        problems.append(f"--out must end in .png, .svg, .gif or .mp4, got {args.out!r}")
+    if not out.parent.is_dir():
+        problems.append(f"--out folder {out.parent} does not exist")
+    if args.steps < 1:
+        problems.append("--steps must be at least 1")
+    try:
+        width, height = (int(v) for v in args.size.lower().split("x"))
+        if not (200 <= width <= 8000 and 200 <= height <= 8000):
+            raise ValueError
+    except ValueError:
+        problems.append(f"--size must be WxH with each side 200..8000 pixels, got {args.size!r}")
+    from explorer.panels import PANELS
+    names = [panel_name(cls) for cls in PANELS]
+    if args.panel and args.panel not in names:
+        problems.append(f"--panel must be one of {', '.join(names)}, got {args.panel!r}")
+    if problems:
+        print(f"gradflow export: {problems[0]}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        config = config_from_args(args)
+        from core.trainer import Trainer
+        trainer = Trainer(config)
+    except ConfigError as e:
+        print(f"gradflow export: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    app = QApplication.instance() or QApplication(["gradflow-export"])
+    from explorer.theme import get_theme
+
+    from core.presets import load_preset
+
+    title = load_preset(args.preset).title if args.preset else "Custom run"
+    view = Dashboard(title, [args.panel] if args.panel else None)
+    if args.panel:
+        view.title.hide()
+    view.apply_theme(get_theme(args.theme, args.presentation))
+    view.resize(width, height)
+    view.show()
+    app.processEvents()
+
+    animated = suffix in ANIMATION_SUFFIXES
+    frame_every = max(1, args.steps // max(1, args.frames)) if animated else args.steps
+    animation = Animation(fps=10)
+    progress = Progress(args.steps)
+    record = None
+    for i in range(1, args.steps + 1):
+        draw = i % frame_every == 0 or i == args.steps
+        record = trainer.step(detail=draw, preview=draw and (not animated or i == args.steps or i % (frame_every * 5) == 0))
+        progress.update(record)
+        if draw:
+            view.show_record(record, trainer.history)
+            app.processEvents()
+            if animated:
+                animation.add(view)
+        if record.diverged:
+            print(f"\ngradflow export: the run diverged at step {record.step} ({record.diverged}); "
+                  f"rendering what it showed then", file=sys.stderr)
+            view.show_record(record, trainer.history)
+            app.processEvents()
+            break
+    progress.close()
+    try:
+        if animated:
+            animation.save(out)
+        else:
+            save_figure(view, out, scale=args.scale, title=title)
+    except ExportError as e:
+        print(f"gradflow export: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    print(f"wrote {out} ({out.stat().st_size / 1024:.0f} KiB)")
+    return 0
