@@ -111,7 +111,7 @@ class Config:
     truncation_prob: float = 0.5
     seed: int = 0
     device: str = "cpu"
-    history_mb: int = 256
+    history_mb: int = 64
 
     def __post_init__(self):
         for f in fields(self):
