@@ -112,7 +112,10 @@ class History:
         return {name: np.frombuffer(values, dtype=np.float64).copy() for name, values in self._scalars.items()}
 
     def profiles(self) -> tuple[np.ndarray, np.ndarray]:
-        """(steps (N,), dh_norms (N, R, T)); profiles of another shape (after a rebuild) are not mixed."""
+        """(steps (N,), dh_norms (N, R, T)). One History belongs to one model shape: a rebuild starts a new one.
+
+        Not thread-safe: read it on the thread that appends to it.
+        """
         if not self._profiles:
             return np.zeros(0, dtype=np.int64), np.zeros((0, 0, 0), dtype=np.float32)
         return np.asarray(self.profile_steps), np.stack(self._profiles)

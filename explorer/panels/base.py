@@ -1,14 +1,30 @@
 """What every dashboard panel is: a title, a one-line caption for students, and one way in."""
 from __future__ import annotations
 
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
+import time
+
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from core.records import History, Record
+from explorer import plotting
+from explorer.theme import DEFAULT_THEME, Theme
+
+
+SIDE_RATIO = 1.2   # legends go beside the plots when the room left for them is wider than this × the height
 
 
 class Panel(QWidget):
     """A view of records. Subclasses set `title` and `caption`, build their plots in
-    `__init__` (created once, updated with setData/setImage), and implement `show_record`."""
+    `__init__` (created once, updated with setData/setImage), and implement `show_record`.
+
+    Theming: subclasses register what they draw on (`add_graphics`, `add_plot`, `add_legend`,
+    `add_note`, `add_colorbar`) and restyle their own data items in `_restyle(theme)`;
+    `apply_theme(theme)` restyles everything in place (nothing is recreated). Subclasses call
+    `self.apply_theme(self.theme)` at the end of `__init__`.
+    """
 
     title: str = ""
     caption: str = ""
@@ -22,7 +38,208 @@ class Panel(QWidget):
         self.body = QVBoxLayout(self)
         self.body.setContentsMargins(6, 4, 6, 6)
         self.body.addWidget(self.caption_label)
+        self.setAutoFillBackground(True)
+        self.theme: Theme = DEFAULT_THEME
+        self._graphics: list[pg.GraphicsView] = []
+        self._plots: list[tuple[pg.PlotItem, bool]] = []   # (plot, show grid)
+        self._legends: list[pg.LegendItem] = []
+        self._notes: list[plotting.Note] = []
+        self._colorbars: list[pg.ColorBarItem] = []
+        # two lines under the plots, shown only when they have something to say (added on first use,
+        # so they end up below whatever the subclass puts in the body)
+        self.key_label = QLabel()            # muted: what special colours and markers mean
+        self.alert_label = QLabel()          # alert colour: non-finite values, refused updates
+        self.alert_label.setTextFormat(Qt.TextFormat.PlainText)
+        for label in (self.key_label, self.alert_label):
+            label.setWordWrap(True)
+            label.setVisible(False)
+        self._footer_added = False
+        self._last_seen_step: int | None = None
+        self._defer_timer: QTimer | None = None
+        self._deferred: tuple[Record, History] | None = None
+        self._drawing_deferred = False
 
     def show_record(self, record: Record, history: History) -> None:
         """Draw the newest record; `history` holds the run so far (scalars, profiles, recent records)."""
         raise NotImplementedError
+
+    def _is_new_run(self, record: Record) -> bool:
+        """True when `record` starts another run (its step went back, e.g. after a rebuild):
+        panels then drop what they kept from the old run (sticky ranges, last preview ...)."""
+        new = self._last_seen_step is not None and record.step < self._last_seen_step
+        self._last_seen_step = record.step
+        return new
+
+    def _too_soon(self, record: Record, history: History, last_draw: float, interval_s: float) -> bool:
+        """Throttle for expensive redraws of long histories: True if the last draw was less than
+        `interval_s` ago — then this record is drawn by a timer once the interval is over, so the
+        newest state always reaches the screen even if no further record arrives (a paused run)."""
+        if self._drawing_deferred:
+            return False
+        wait = interval_s - (time.monotonic() - last_draw)
+        if wait <= 0:
+            if self._defer_timer is not None:
+                self._defer_timer.stop()
+            self._deferred = None
+            return False
+        self._deferred = (record, history)
+        if self._defer_timer is None:
+            self._defer_timer = QTimer(self)
+            self._defer_timer.setSingleShot(True)
+            self._defer_timer.timeout.connect(self._on_defer_timeout)
+        if not self._defer_timer.isActive():
+            self._defer_timer.start(max(1, int(wait * 1000) + 1))
+        return True
+
+    def _on_defer_timeout(self):
+        if self._deferred is None:
+            return
+        record, history = self._deferred
+        self._deferred = None
+        self._drawing_deferred = True
+        try:
+            self.show_record(record, history)
+        finally:
+            self._drawing_deferred = False
+
+    # -- footer lines ------------------------------------------------------------------------------
+    def set_key(self, html: str) -> None:
+        """Explain special colours/markers in a muted line under the plots ('' hides it)."""
+        self._set_footer(self.key_label, html)
+
+    def set_alert(self, text: str) -> None:
+        """Warn (non-finite values, a refused update) in a line under the plots ('' hides it)."""
+        self._set_footer(self.alert_label, text)
+
+    @property
+    def key_text(self) -> str:
+        return self.key_label.text()
+
+    @property
+    def alert_text(self) -> str:
+        return self.alert_label.text()
+
+    def _set_footer(self, label: QLabel, text: str):
+        if not self._footer_added:
+            self._footer_added = True
+            self.body.addWidget(self.key_label)
+            self.body.addWidget(self.alert_label)
+        if label.text() != text:
+            label.setText(text)
+        label.setVisible(bool(text))
+
+    # -- building blocks, registered for theming -------------------------------------------
+    def add_graphics(self, stretch: int = 1, into: QBoxLayout | None = None) -> pg.GraphicsLayoutWidget:
+        """A GraphicsLayoutWidget added to the panel body (or to the layout `into`)."""
+        view = pg.GraphicsLayoutWidget()
+        view.ci.setContentsMargins(2, 8, 6, 2)   # room for the end labels of colour bars
+        (into if into is not None else self.body).addWidget(view, stretch)
+        self._graphics.append(view)
+        return view
+
+    def add_plot(self, plot: pg.PlotItem, grid: bool = True) -> pg.PlotItem:
+        """Register a plot for theming; `grid=False` for heatmaps (no lines over the image)."""
+        self._plots.append((plot, grid))
+        return plot
+
+    def add_legend(self, legend: pg.LegendItem, layout: pg.GraphicsLayout | None = None,
+                   below: tuple[int, int, int] | None = None, beside: tuple[int, int, int] | None = None,
+                   beside_columns: int = 1) -> pg.LegendItem:
+        """Register a legend for theming and re-flowing. With `layout`, the panel places it itself:
+        under the plots at `below` = (row, col, colspan) in a tall panel, or in a column right of
+        them at `beside` = (row, col, rowspan) in a wide, short one (a dashboard's strip of docks)."""
+        self._legends.append(legend)
+        if layout is not None:
+            legend._slots = (layout, below, beside, beside_columns)
+            legend._beside = None
+            self._place_legend(legend)
+        return legend
+
+    def _place_legend(self, legend: pg.LegendItem):
+        slots = getattr(legend, "_slots", None)
+        if slots is None:
+            return
+        layout, below, beside, beside_columns = slots
+        side = beside is not None and self.width() - plotting.legend_width(legend, beside_columns) \
+            > SIDE_RATIO * max(self.height(), 1)
+        if side == legend._beside:
+            return
+        legend._beside = side
+        if legend in layout.items:
+            layout.removeItem(legend)
+        if side:
+            row, col, rowspan = beside
+            layout.addItem(legend, row=row, col=col, rowspan=rowspan)
+            layout.layout.setAlignment(legend, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft)
+            legend.max_columns = beside_columns
+        else:
+            row, col, colspan = below
+            layout.addItem(legend, row=row, col=col, colspan=colspan)
+            layout.layout.setAlignment(legend, Qt.AlignmentFlag.AlignLeft)
+            legend.max_columns = None
+        legend._fitted = None
+
+    def add_note(self, note: plotting.Note) -> plotting.Note:
+        self._notes.append(note)
+        return note
+
+    def add_colorbar(self, bar: pg.ColorBarItem) -> pg.ColorBarItem:
+        self._colorbars.append(bar)
+        return bar
+
+    def plots(self) -> list[pg.PlotItem]:
+        """The plots this panel draws in."""
+        return [plot for plot, _ in self._plots]
+
+    def graphics_views(self) -> list[pg.GraphicsView]:
+        """The pyqtgraph views this panel draws on (e.g. for export)."""
+        return list(self._graphics)
+
+    # -- theme ---------------------------------------------------------------------------------
+    def apply_theme(self, theme: Theme) -> None:
+        """Restyle every existing plot, legend, note and label for `theme` (nothing is rebuilt)."""
+        self.theme = theme
+        palette = self.palette()
+        for role in (QPalette.ColorRole.Window, QPalette.ColorRole.Base):
+            palette.setColor(role, plotting.color(theme.background))
+        for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText):
+            palette.setColor(role, plotting.color(theme.foreground))
+        surface = plotting.color(theme.background)       # controls (combo boxes): a shade off the background
+        surface = surface.lighter(150) if theme.name == "dark" else surface.darker(106)
+        palette.setColor(QPalette.ColorRole.Button, surface)
+        palette.setColor(QPalette.ColorRole.AlternateBase, surface)
+        palette.setColor(QPalette.ColorRole.Highlight, plotting.color(theme.color(0)))
+        self.setPalette(palette)
+        self.caption_label.setFont(plotting.caption_font(theme))
+        self.caption_label.setStyleSheet(f"color: {theme.muted};")
+        for label, ink in ((self.key_label, theme.muted), (self.alert_label, theme.alert)):
+            label.setFont(plotting.font(theme))
+            label.setStyleSheet(f"color: {ink};")
+        for view in self._graphics:
+            view.setBackground(theme.background)
+        for plot, grid in self._plots:
+            plotting.style_plot(plot, theme, grid)
+        for bar in self._colorbars:
+            plotting.style_colorbar(bar, theme)
+        for note in self._notes:
+            note.apply_theme(theme)
+        self._restyle(theme)
+        for legend in self._legends:  # after _restyle, so samples show the new pens
+            plotting.style_legend(legend, theme)
+            legend._fitted = None     # label widths changed with the font
+            legend.update()
+        self.fit_legends()
+
+    def fit_legends(self) -> None:
+        """Place legends beside or under their plots and re-flow them into as many columns as the
+        panel's width allows (call after changing entries or their text)."""
+        for legend in self._legends:
+            self._place_legend(legend)
+            plotting.fit_legend(legend, self.width())
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self.fit_legends()
+
+    def _restyle(self, theme: Theme) -> None:
+        """Set pens, brushes and fonts of this panel's data items (subclasses)."""

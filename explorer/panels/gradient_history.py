@@ -1,0 +1,134 @@
+"""log10 ‖∂L/∂h_t‖ over training: x = training step, y = time step t (row 0 = layer 1, forward)."""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF
+
+from core.records import History, Record
+from explorer import plotting
+from explorer.panels.base import Panel
+from explorer.theme import Theme
+
+MAX_COLUMNS = 2000        # wider histories are binned (max per bin, so a single flare survives)
+MAX_DECADES = 16          # the colour scale spans at most this many decades; lower values saturate
+SLOW_EVERY_S = 0.5        # with more than SLOW_ABOVE profiles, redraw at most this often
+SLOW_ABOVE = 5000
+COLORBAR_LABEL = "log<sub>10</sub> ‖∂L/∂h<sub>t</sub>‖"
+
+
+class GradientHistoryPanel(Panel):
+    title = "Gradient history"
+    caption = ("Each column is one training step, each row a time step t. A dark band growing up from "
+               "t = 1 is the gradient vanishing; a bright flare is it exploding.")
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.view = self.add_graphics()
+        self.plot = self.add_plot(plotting.new_plot(self.view.ci, 0, 0, "training step", "time step t",
+                                                    int_x=True, int_y=True),
+                                  grid=False)
+        self.image = pg.ImageItem(axisOrder="row-major")
+        self.zero_image = pg.ImageItem(axisOrder="row-major")   # grey where ‖∂L/∂h_t‖ = 0 exactly
+        self.plot.addItem(self.image)
+        self.plot.addItem(self.zero_image)
+        self.zero_image.setZValue(1)
+        self.levels = plotting.StickyRange((-6.0, 0.0), step=1.0, shrink_below=None, min_span=2.0)
+        self.colorbar = self.add_colorbar(pg.ColorBarItem(
+            values=self.levels.range, colorMap=self.theme.sequential_cmap, interactive=False,
+            colorMapMenu=False, label=COLORBAR_LABEL, width=18))
+        self.colorbar.setImageItem(self.image, insert_in=self.plot)
+        self.plot.setMouseEnabled(x=True, y=False)
+        self.data = np.zeros((0, 0), dtype=np.float32)           # (T, N) log10 norms as drawn
+        self.steps = np.zeros(0, dtype=np.int64)                 # (N,) training step of each column
+        self._row_note = ""
+        self._shape = None
+        self._last_draw = 0.0
+        self._last_count = -1
+        self._last_step = None
+        self.apply_theme(self.theme)
+
+    def show_record(self, record: Record, history: History) -> None:
+        if self._is_new_run(record):
+            self._last_draw, self._shape = 0.0, None     # draw now, with fresh levels
+        count = len(history)
+        if count == self._last_count and record.step == self._last_step:
+            return
+        if count > SLOW_ABOVE and self._shape is not None and \
+                self._too_soon(record, history, self._last_draw, SLOW_EVERY_S):
+            return
+        now = time.monotonic()
+        steps, profiles = _profiles(history)                         # (N,), (N, R, T)
+        if len(steps) == 0:
+            return
+        self._last_draw, self._last_count, self._last_step = now, count, record.step
+        R, T = profiles.shape[1], profiles.shape[2]
+        if (R, T) != self._shape:
+            self._shape = (R, T)
+            self.levels.reset()
+            self._row_note = f"{record.row_labels[0]} (of {R} rows)" if R > 1 else ""
+
+        logs = plotting.safe_log10(profiles[:, 0, :]).T                  # (T, N)
+        logs, steps = _bin_columns(logs, steps)
+        finite = np.isfinite(logs)
+        if finite.any():
+            hi = float(logs[finite].max())
+            lo = max(float(logs[finite].min()), hi - MAX_DECADES)
+            if self.levels.update(lo, hi) and self.levels.hi - self.levels.lo > MAX_DECADES:
+                self.levels.lo = self.levels.hi - MAX_DECADES
+        lo, hi = self.levels.range
+        drawn = np.where(np.isposinf(logs), hi, logs)                  # ∞ drawn in the top colour
+        drawn = np.where(np.isneginf(logs), np.nan, drawn)               # zeros: grey overlay instead
+        self.data, self.steps = drawn.astype(np.float32), steps
+        self.image.setImage(self.data, autoLevels=False, levels=(lo, hi))
+        self.colorbar.setLevels((lo, hi))
+
+        zeros = np.isneginf(logs)
+        rgba = np.zeros(zeros.shape + (4,), dtype=np.ubyte)
+        rgba[zeros] = self._zero_rgba
+        self.zero_image.setImage(rgba, autoLevels=False)
+        N = len(steps)
+        dx = (steps[-1] - steps[0]) / (N - 1) if N > 1 else 1.0
+        rect = QRectF(steps[0] - dx / 2, 0.5, dx * N, T)
+        self.image.setRect(rect)
+        self.zero_image.setRect(rect)
+        self.plot.setRange(xRange=(rect.left(), rect.right()), yRange=(0.5, T + 0.5), padding=0)
+
+        parts = [self._row_note] if self._row_note else []
+        if zeros.any():
+            parts.append("grey: exactly 0 (truncated)")
+        if (logs[finite] < lo).any() if finite.any() else False:
+            parts.append(f"below 10<sup>{lo:.0f}</sup>: bottom colour")
+        self.set_key(" · ".join(parts))
+        self.set_alert(plotting.nonfinite_note("‖∂L/∂h_t‖", profiles[:, 0, :], "drawn in the top colour"))
+
+    def _restyle(self, theme: Theme):
+        self.colorbar.setColorMap(theme.sequential_cmap)
+        c = plotting.color(theme.muted, 0.85)
+        self._zero_rgba = np.array([c.red(), c.green(), c.blue(), c.alpha()], dtype=np.ubyte)
+        self._last_count = -1     # redraw the grey overlay in the new colour at the next record
+
+
+def _profiles(history: History) -> tuple[np.ndarray, np.ndarray]:
+    """history.profiles(), tolerant of a profile list that grew or changed shape while being read."""
+    try:
+        steps, profiles = history.profiles()
+    except ValueError:  # shapes mixed: keep nothing rather than crash
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 0, 0), dtype=np.float32)
+    n = min(len(steps), len(profiles))
+    return np.asarray(steps[:n]), np.asarray(profiles[:n], dtype=float)
+
+
+def _bin_columns(logs: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """At most MAX_COLUMNS columns: each bin keeps its largest value (NaN ignored) and first step."""
+    N = logs.shape[1]
+    if N <= MAX_COLUMNS:
+        return logs, steps
+    group = math.ceil(N / MAX_COLUMNS)
+    starts = np.arange(0, N, group)
+    with np.errstate(invalid="ignore"):
+        binned = np.fmax.reduceat(logs, starts, axis=1)
+    return binned, steps[starts]

@@ -1,0 +1,209 @@
+"""‖∂L/∂h_t‖ against t on a log axis: the gradient that reaches each time step, with theory lines."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+
+from core.records import History, Record
+from explorer import plotting
+from explorer.panels.base import Panel
+from explorer.theme import Theme
+
+TRAIL = 8            # earlier records drawn as a fading trail (row 0)
+LOG_CLAMP = 300.0    # |log10| beyond this is drawn at the clamp (float64 limits)
+
+
+class GradientTimePanel(Panel):
+    title = "Gradient through time"
+    caption = ("How much of the loss's gradient reaches each time step. Straight line on this log axis = "
+               "geometric decay: vanishing when it falls towards t = 1, exploding when it rises.")
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.view = self.add_graphics()
+        self.plot = self.add_plot(plotting.new_plot(self.view.ci, 0, 0, "time step t", "", log_y=True, int_x=True))
+        self.legend = self.add_legend(plotting.new_legend(), self.view.ci, below=(1, 0, 1), beside=(0, 1, 1))
+
+        self.trail_curves = [self.plot.plot() for _ in range(TRAIL)]     # oldest first
+        for curve in self.trail_curves:
+            curve.setZValue(-10)
+        self.row_curves: list[pg.PlotDataItem] = []    # ‖∂L/∂h_t‖ per row
+        self.cell_curves: list[pg.PlotDataItem] = []   # ‖∂L/∂c_t‖ per row (LSTM)
+        self.rho_line = self.plot.plot()
+        self.sigma_line = self.plot.plot()
+        self.zero_markers = self.plot.plot()           # t where ∂L/∂h_t = 0, drawn at `floor`
+        self.inf_markers = self.plot.plot()            # t where the norm is ∞, drawn at `ceiling`
+        for item in (self.rho_line, self.sigma_line):
+            item.setZValue(5)
+        for item in (self.zero_markers, self.inf_markers):
+            item.setZValue(20)
+
+        self.y_range = plotting.StickyRange((-6.0, 1.0), step=1.0, margin=0.03, shrink_below=0.6, min_span=2.0)
+        self.floor = 10.0 ** self.y_range.lo      # where zeros are drawn (one decade under the data)
+        self.ceiling = 10.0 ** self.y_range.hi    # where infinities are drawn
+        self._seq_len = 0
+        self._legend_key = None
+        self._shown = None
+        self.apply_theme(self.theme)
+
+    # -- drawing ------------------------------------------------------------------------------
+    def show_record(self, record: Record, history: History) -> None:
+        if record is self._shown:
+            return
+        self._shown = record
+        if self._is_new_run(record):
+            self.y_range.reset()
+        dh = np.asarray(record.dh_norms, dtype=float)                     # (R, T)
+        dc = None if record.dc_norms is None else np.asarray(record.dc_norms, dtype=float)
+        R, T = dh.shape
+        if T != self._seq_len:
+            self._seq_len = T
+            self.plot.setXRange(0.5, T + 0.5, padding=0)
+            self.plot.setLabel("bottom", f"time step t  (T = {T})")
+            self.y_range.reset()
+        self._ensure_rows(R)
+
+        both = dh if dc is None else np.concatenate([dh, dc])
+        earlier = self._earlier(record, history)
+        self._fit_y(both, [np.asarray(old.dh_norms[0], dtype=float) for old in earlier])
+        ts = np.arange(1, T + 1, dtype=float)
+        for r in range(len(self.row_curves)):
+            visible = r < R
+            self.row_curves[r].setVisible(visible)
+            self.cell_curves[r].setVisible(visible and dc is not None)
+            if visible:
+                self.row_curves[r].setData(ts, self._drawable(dh[r]))
+                if dc is not None:
+                    self.cell_curves[r].setData(ts, self._drawable(dc[r]))
+
+        zero_t = ts[(both == 0).any(axis=0)] if both.size else ts[:0]
+        inf_t = ts[np.isinf(both).any(axis=0)] if both.size else ts[:0]
+        self.zero_markers.setData(zero_t, np.full(len(zero_t), self.floor))
+        self.inf_markers.setData(inf_t, np.full(len(inf_t), self.ceiling))
+        self._draw_trail(earlier, ts)
+        self._draw_theory(record, dh[0], ts)
+        self._update_legend(record, R, dc is not None, len(zero_t) > 0, len(inf_t) > 0)
+
+        notes = [plotting.nonfinite_note("‖∂L/∂h_t‖", dh, "▲ at the top")]
+        if dc is not None:
+            notes.append(plotting.nonfinite_note("‖∂L/∂c_t‖", dc, "▲ at the top"))
+        if record.diverged:
+            notes.append(f"step {record.step}: update refused ({record.diverged})")
+        self.set_alert(" · ".join(n for n in notes if n))
+
+    def _fit_y(self, values: np.ndarray, trail: list[np.ndarray]):
+        """Sticky log10 range over the positive finite norms (trail included), with room for the
+        floor and ceiling."""
+        extent = plotting.finite_extent(np.concatenate([values.ravel(), *trail]), positive=True)
+        if extent is None:
+            lo, hi = self.y_range.lo + 1, self.y_range.hi - 1
+        else:
+            lo, hi = math.log10(extent[0]), math.log10(extent[1])
+        has_zero = bool((values == 0).any())
+        has_inf = bool(np.isinf(values).any())
+        lo_need = math.floor(lo) - 1 if has_zero else lo    # zeros sit one decade under the smallest norm
+        hi_need = math.ceil(hi) + 1.5 if has_inf else hi    # infinities sit one decade over the largest
+        self.y_range.update(max(lo_need, -LOG_CLAMP), min(hi_need, LOG_CLAMP))
+        self.floor = 10.0 ** (lo_need if has_zero else self.y_range.lo)
+        self.ceiling = 10.0 ** (min(math.ceil(hi) + 1, LOG_CLAMP) if has_inf else self.y_range.hi)
+        self.plot.setYRange(self.y_range.lo, self.y_range.hi, padding=0)
+
+    def _drawable(self, values: np.ndarray) -> np.ndarray:
+        """Norms as drawn: zeros become gaps (their markers sit at the floor), ∞ is clipped to the ceiling."""
+        y = np.array(values, dtype=float)
+        y[y <= 0] = np.nan
+        y[np.isposinf(y)] = self.ceiling
+        return y
+
+    @staticmethod
+    def _earlier(record: Record, history: History) -> list[Record]:
+        """Up to TRAIL records before `record` with the same shape (list() snapshots the deque)."""
+        return [r for r in list(history.records)
+                if r.step < record.step and r.dh_norms.shape == record.dh_norms.shape][-TRAIL:]
+
+    def _draw_trail(self, earlier: list[Record], ts: np.ndarray):
+        for curve in self.trail_curves:
+            curve.setVisible(False)
+        for curve, old in zip(self.trail_curves[TRAIL - len(earlier):], earlier):
+            curve.setData(ts, self._drawable(np.asarray(old.dh_norms[0], dtype=float)))
+            curve.setVisible(True)
+
+    def _draw_theory(self, record: Record, row0: np.ndarray, ts: np.ndarray):
+        """g_T · ρ^(T−t) and g_T · σ_max^(T−t), anchored at the last step with a positive finite norm."""
+        ok = np.flatnonzero(np.isfinite(row0) & (row0 > 0))
+        for line, base in ((self.rho_line, record.spectral_radius), (self.sigma_line, record.sigma_max)):
+            if not len(ok) or not (math.isfinite(base) and base > 0):
+                line.setData([], [])
+                continue
+            anchor = ok[-1]
+            log_y = math.log10(row0[anchor]) + (ts[anchor] - ts) * math.log10(base)
+            line.setData(ts, 10.0 ** np.clip(log_y, -LOG_CLAMP, LOG_CLAMP))
+
+    # -- rows, legend, theme ------------------------------------------------------------------
+    def _ensure_rows(self, R: int):
+        while len(self.row_curves) < R:
+            self.row_curves.append(self.plot.plot())
+            self.cell_curves.append(self.plot.plot())
+            self._style_row(len(self.row_curves) - 1, self.theme)
+
+    def _style_row(self, r: int, theme: Theme):
+        c = theme.color(r)
+        self.row_curves[r].setPen(plotting.pen(c, theme.pen_width))
+        self.cell_curves[r].setPen(plotting.pen(c, theme.pen_width, plotting.DASH))
+
+    def _update_legend(self, record: Record, R: int, has_cell: bool, has_zero: bool, has_inf: bool):
+        labels = tuple(record.row_labels[:R])
+        key = (labels, has_cell, has_zero, has_inf, bool(self.trail_curves[-1].isVisible()))
+        if key != self._legend_key:
+            self._legend_key = key
+            self.legend.clear()
+            for r in range(R):
+                suffix = f" {labels[r]}" if R > 1 else ""
+                self.legend.addItem(self.row_curves[r], f"‖∂L/∂h<sub>t</sub>‖{suffix}")
+                if has_cell:
+                    self.legend.addItem(self.cell_curves[r], f"‖∂L/∂c<sub>t</sub>‖{suffix} (cell)")
+            if self.trail_curves[-1].isVisible():
+                self.legend.addItem(self.trail_curves[-1], f"previous {TRAIL} steps")
+            self.legend.addItem(self.rho_line, "ρ")
+            self.legend.addItem(self.sigma_line, "σ")
+            if has_zero:
+                self.legend.addItem(self.zero_markers, "exactly 0 (no gradient), at floor")
+            if has_inf:
+                self.legend.addItem(self.inf_markers, "∞, clipped at top")
+            plotting.style_legend(self.legend, self.theme)
+            self.fit_legends()
+        rho = self.legend.getLabel(self.rho_line)
+        sigma = self.legend.getLabel(self.sigma_line)
+        rho_text = f"ρ<sup>T−t</sup> (ρ = {record.spectral_radius:.3f})"
+        sigma_text = f"σ<sub>max</sub><sup>T−t</sup> (σ<sub>max</sub> = {record.sigma_max:.3f})"
+        if rho is not None and rho.text != rho_text:
+            rho.setText(rho_text)
+        if sigma is not None and sigma.text != sigma_text:
+            sigma.setText(sigma_text)
+
+    def _restyle(self, theme: Theme):
+        self.plot.setLabel("left", "‖∂L/∂h<sub>t</sub>‖")
+        plotting.style_axis(self.plot.getAxis("left"), theme)
+        for r in range(len(self.row_curves)):
+            self._style_row(r, theme)
+        base = theme.color(0)
+        for i, curve in enumerate(self.trail_curves):
+            curve.setPen(plotting.pen(base, theme.pen_width * 0.75, alpha=0.07 + 0.33 * (i + 1) / TRAIL))
+        self.rho_line.setPen(plotting.pen(theme.foreground, theme.pen_width * 0.75, plotting.DASH))
+        self.sigma_line.setPen(plotting.pen(theme.muted, theme.pen_width * 0.75, plotting.DOT))
+        self.zero_markers.setPen(None)
+        self.zero_markers.setSymbol("o")
+        self.zero_markers.setSymbolSize(theme.marker_size * 0.8)
+        self.zero_markers.setSymbolPen(plotting.pen(theme.muted, 1.0))
+        self.zero_markers.setSymbolBrush(plotting.brush(theme.muted, 0.35))
+        self.inf_markers.setPen(None)
+        self.inf_markers.setSymbol("t1")
+        self.inf_markers.setSymbolSize(theme.marker_size * 1.4)
+        self.inf_markers.setSymbolPen(plotting.pen(theme.alert, 1.0))
+        self.inf_markers.setSymbolBrush(plotting.brush(theme.alert))
+        for item in (self.zero_markers, self.inf_markers):     # legend samples read the scatter's own opts
+            item.scatter.setBrush(item.opts["symbolBrush"])
+            item.scatter.setPen(item.opts["symbolPen"])
+            item.scatter.setSymbol(item.opts["symbol"])

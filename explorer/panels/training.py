@@ -1,0 +1,194 @@
+"""Loss (or perplexity) and the gradient norm before and after clipping, against the training step."""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pyqtgraph as pg
+
+from core.records import History, Record
+from explorer import plotting
+from explorer.panels.base import Panel
+from explorer.theme import Theme
+
+MAX_MARKERS = 2000        # clipped-step markers drawn at most (evenly thinned beyond)
+SLOW_EVERY_S = 0.25       # with more than SLOW_ABOVE steps, redraw at most this often
+SLOW_ABOVE = 5000
+
+
+class TrainingPanel(Panel):
+    title = "Training"
+    caption = ("Top: is it learning? The loss should fall below the dashed baseline of a trivial predictor. "
+               "Bottom: the gradient norm before and after clipping; spikes above θ are explosions the clip caught.")
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.view = self.add_graphics()
+        layout = self.view.ci
+        self.loss_plot = self.add_plot(plotting.new_plot(layout, 0, 0, "", "loss", log_y=True, int_x=True))
+        self.norm_plot = self.add_plot(plotting.new_plot(layout, 1, 0, "training step", "‖g‖", int_x=True,
+                                                         log_y=True))
+        self.norm_plot.setXLink(self.loss_plot)
+        layout.layout.setRowStretchFactor(0, 1)
+        layout.layout.setRowStretchFactor(1, 1)
+        self.loss_plot.getAxis("bottom").setStyle(showValues=False)
+        self.loss_plot.setLabel("bottom", "")
+        self.loss_plot.getAxis("bottom").showLabel(False)
+        self.legend = self.add_legend(plotting.new_legend(), layout, below=(2, 0, 1), beside=(0, 1, 2))
+
+        self.loss_curve = self.loss_plot.plot()
+        self.loss_bad = self.loss_plot.plot()            # steps whose loss was ∞ / NaN, at the top edge
+        self.baseline_line = pg.InfiniteLine(angle=0, movable=False, label="baseline",
+                                             labelOpts={"position": 0.98, "anchors": [(1, 1), (1, 1)]})
+        self.baseline_sample = pg.PlotDataItem()       # stands for the baseline line in the legend
+        self.loss_plot.addItem(self.baseline_line)
+        self.norm_curve = self.norm_plot.plot()
+        self.clipped_curve = self.norm_plot.plot()
+        self.clipped_markers = self.norm_plot.plot()
+        self.clip_line = pg.InfiniteLine(angle=0, movable=False,
+                                         label="", labelOpts={"position": 0.02, "anchors": [(0, 1), (0, 1)]})
+        self.norm_plot.addItem(self.clip_line)
+        for curve in (self.loss_curve, self.norm_curve, self.clipped_curve):
+            curve.setClipToView(True)
+            curve.setDownsampling(auto=True, method="peak")
+            curve.opts["autoDownsampleFactor"] = 1.0     # ~1 min/max pair per pixel: long runs stay cheap
+        self.norm_curve.setZValue(2)
+        self.clipped_curve.setZValue(3)
+        self.clipped_markers.setZValue(4)
+        self.loss_bad.setZValue(5)
+        for item, name in ((self.loss_curve, "loss"), (self.baseline_sample, "baseline"),
+                           (self.norm_curve, "‖g‖ before clip"), (self.clipped_curve, "‖g‖ after clip"),
+                           (self.clipped_markers, "clipped")):
+            self.legend.addItem(item, name)
+
+        self.loss_range = plotting.StickyRange((-1.0, 0.0), step=0.5, margin=0.02, shrink_below=0.3, min_span=1.0)
+        self.norm_range = plotting.StickyRange((-2.0, 1.0), step=0.5, margin=0.02, shrink_below=0.3, min_span=1.0)
+        self.loss_ceiling = 1.0           # where non-finite losses are marked
+        self.uses_perplexity: bool | None = None      # perplexity (cross-entropy tasks) or loss (MSE)
+        self._last = (None, -1)
+        self._last_draw = 0.0
+        self.apply_theme(self.theme)
+
+    def show_record(self, record: Record, history: History) -> None:
+        if self._is_new_run(record):
+            self.loss_range.reset()
+            self.norm_range.reset()
+            self._last_draw = 0.0
+        count = len(history)
+        if self._last == (record.step, count):
+            return
+        if count > SLOW_ABOVE and self._too_soon(record, history, self._last_draw, SLOW_EVERY_S):
+            return
+        self._last, self._last_draw = (record.step, count), time.monotonic()
+        s = history.scalars()
+        n = min(len(v) for v in s.values())
+        steps = s["step"][:n]
+        perplexity = record.perplexity is not None
+        loss = (s["perplexity"] if perplexity else s["loss"])[:n]
+        if perplexity is not self.uses_perplexity:
+            self.uses_perplexity = perplexity
+            self.loss_plot.setLabel("left", "perplexity" if perplexity else "MSE")
+            plotting.style_axis(self.loss_plot.getAxis("left"), self.theme)
+
+        # -- loss --------------------------------------------------------------------------
+        baseline = record.baseline
+        if baseline is not None and perplexity:
+            baseline = math.exp(min(baseline, 700.0))
+        extent = plotting.finite_extent(loss, positive=True)
+        lo_hi = [math.log10(v) for v in extent] if extent else [self.loss_range.lo, self.loss_range.hi]
+        if baseline is not None and baseline > 0:
+            lo_hi = [min(lo_hi[0], math.log10(baseline)), max(lo_hi[1], math.log10(baseline))]
+        bad = ~np.isfinite(loss)                      # ∞ or NaN: the step diverged
+        if bad.any():
+            lo_hi[1] += 0.5
+        self.loss_range.update(*lo_hi)
+        self.loss_ceiling = 10 ** (self.loss_range.hi - 0.04 * (self.loss_range.hi - self.loss_range.lo))
+        drawn = np.where(np.isposinf(loss), self.loss_ceiling, loss)
+        self.loss_curve.setData(steps, drawn)
+        bad_steps = steps[bad]
+        self.loss_bad.setData(bad_steps, np.full(len(bad_steps), self.loss_ceiling))
+        self.loss_plot.setYRange(*self.loss_range.range, padding=0)
+        if baseline is not None and baseline > 0:
+            self.baseline_line.setPos(math.log10(baseline))
+            lo, hi = self.loss_range.range
+            above = (math.log10(baseline) - lo) < 0.7 * (hi - lo)      # label where the line leaves room
+            self.baseline_line.label.anchors = [(1, 1), (1, 1)] if above else [(1, 0), (1, 0)]
+            self.baseline_line.label.updatePosition()
+            self.baseline_line.setVisible(True)
+            self._set_label(self.baseline_sample, f"baseline {baseline:.3g}")
+        else:
+            self.baseline_line.setVisible(False)
+            self._set_label(self.baseline_sample, "baseline (none)")
+        value = float(loss[-1]) if n else float("nan")
+        name = "perplexity" if perplexity else "MSE"
+        self._set_label(self.loss_curve, f"{name} {_fmt(value)} (step {record.step})")
+        notes = []
+        if bad.any():
+            notes.append(f"{int(bad.sum())} step(s) with a non-finite loss (▲ at the top)")
+        if record.diverged:
+            notes.append(f"step {record.step}: update refused ({record.diverged})")
+        self.set_alert(" · ".join(notes))
+
+        # -- gradient norm -------------------------------------------------------------------
+        before, after, clip = s["grad_norm"][:n], s["grad_norm_clipped"][:n], s["clip"][:n]
+        extent = plotting.finite_extent(np.concatenate([before, after]), positive=True)
+        lo_hi = [math.log10(v) for v in extent] if extent else [self.norm_range.lo, self.norm_range.hi]
+        if record.clip is not None and record.clip > 0:
+            lo_hi = [min(lo_hi[0], math.log10(record.clip)), max(lo_hi[1], math.log10(record.clip))]
+        inf_norm = np.isinf(before)
+        if inf_norm.any():
+            lo_hi[1] += 0.5
+        self.norm_range.update(*lo_hi)
+        ceiling = 10 ** (self.norm_range.hi - 0.04 * (self.norm_range.hi - self.norm_range.lo))
+        self.norm_curve.setData(steps, np.where(np.isposinf(before), ceiling, before))
+        self.clipped_curve.setData(steps, np.where(np.isposinf(after), ceiling, after))
+        with np.errstate(invalid="ignore"):
+            was_clipped = np.isfinite(clip) & (before > clip)
+        idx = np.flatnonzero(was_clipped)
+        if len(idx) > MAX_MARKERS:
+            idx = idx[np.linspace(0, len(idx) - 1, MAX_MARKERS).astype(int)]
+        self.clipped_markers.setData(steps[idx], np.minimum(before[idx], ceiling))
+        self.norm_plot.setYRange(*self.norm_range.range, padding=0)
+        if record.clip is not None:
+            self.clip_line.setPos(math.log10(record.clip))
+            self.clip_line.label.setFormat(f"θ = {record.clip:g}")
+            self.clip_line.setVisible(True)
+        else:
+            self.clip_line.setVisible(False)
+        clipping = record.clip is not None or was_clipped.any()
+        self._set_label(self.clipped_curve, "‖g‖ after clip" if clipping else "‖g‖ after (no clip)")
+        self._set_label(self.clipped_markers, f"clipped {int(was_clipped.sum())}/{n} steps" if clipping else "clipped (θ off)")
+        last = steps[-1] if n else 1
+        self.loss_plot.setXRange(max(0.0, steps[0] - 0.5) if n else 0, last + 0.5, padding=0.01)
+
+    def _set_label(self, item, text: str):
+        label = self.legend.getLabel(item)
+        if label is not None and label.text != text:
+            label.setText(text)
+            self.fit_legends()
+
+    def _restyle(self, theme: Theme):
+        self.loss_curve.setPen(plotting.pen(theme.color(0), theme.pen_width))
+        self.norm_curve.setPen(plotting.pen(theme.color(1), theme.pen_width * 0.9))
+        self.clipped_curve.setPen(plotting.pen(theme.color(2), theme.pen_width * 0.9))
+        for item, size, symbol in ((self.clipped_markers, 0.75, "o"), (self.loss_bad, 1.3, "t1")):
+            item.setPen(None)
+            item.setSymbol(symbol)
+            item.setSymbolSize(theme.marker_size * size)
+            item.setSymbolPen(None)
+            item.setSymbolBrush(plotting.brush(theme.alert))
+            item.scatter.setBrush(plotting.brush(theme.alert))    # the legend sample reads these even
+            item.scatter.setPen(None)                            # before the first marker exists
+            item.scatter.setSymbol(symbol)
+        for line in (self.baseline_line, self.clip_line, self.baseline_sample):
+            line.setPen(plotting.pen(theme.foreground, theme.pen_width * 0.7, plotting.DASH))
+        for line in (self.baseline_line, self.clip_line):
+            line.label.setColor(plotting.color(theme.foreground))
+            line.label.setFont(plotting.font(theme))
+
+
+def _fmt(value: float) -> str:
+    if not math.isfinite(value):
+        return "∞" if value > 0 else ("−∞" if value < 0 else "NaN")
+    return f"{value:.3g}"

@@ -1,0 +1,367 @@
+"""Shared pyqtgraph helpers for the panels: styling from a Theme, corner notes, sticky ranges,
+and the clipping of non-finite values so that a diverging run is drawn, never crashes.
+
+Everything here is created once per panel and restyled in place by `Panel.apply_theme`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QFont
+from PySide6.QtWidgets import QSizePolicy
+
+from explorer.theme import Theme
+
+pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
+
+AXES = ("left", "bottom", "right", "top")
+DASH = Qt.PenStyle.DashLine
+DOT = Qt.PenStyle.DotLine
+DASH_DOT = Qt.PenStyle.DashDotLine
+SOLID = Qt.PenStyle.SolidLine
+
+
+# -- colours, pens, fonts --------------------------------------------------------------------
+def color(value: str, alpha: float = 1.0) -> QColor:
+    """A QColor from '#rrggbb' with opacity alpha in 0..1."""
+    c = QColor(value)
+    c.setAlphaF(max(0.0, min(1.0, alpha)))
+    return c
+
+
+def pen(value: str, width: float = 1.0, style: Qt.PenStyle = SOLID, alpha: float = 1.0):
+    p = pg.mkPen(color(value, alpha), width=width, style=style)
+    p.setCosmetic(True)
+    return p
+
+
+def brush(value: str, alpha: float = 1.0):
+    return pg.mkBrush(color(value, alpha))
+
+
+def font(theme: Theme, scale: float = 1.0, family: str | None = None, bold: bool = False) -> QFont:
+    f = QFont(family) if family else QFont()
+    f.setPointSizeF(theme.font_pt * scale)
+    f.setBold(bold)
+    return f
+
+
+def caption_font(theme: Theme) -> QFont:
+    """Captions grow less than plot text in presentation mode (they are sentences, not labels)."""
+    f = QFont()
+    f.setPointSizeF(round(theme.font_size * math.sqrt(theme.scale), 1))
+    return f
+
+
+def mono_font(theme: Theme, scale: float = 1.0) -> QFont:
+    f = QFont("DejaVu Sans Mono")
+    f.setStyleHint(QFont.StyleHint.Monospace)
+    f.setPointSizeF(theme.font_pt * scale)
+    return f
+
+
+# -- plot construction and styling -------------------------------------------------------------
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def decade_label(exponent: int) -> str:
+    """10^k as tick text: '1', '10', '10⁻³'."""
+    return {0: "1", 1: "10"}.get(exponent, "10" + str(exponent).translate(_SUPERSCRIPT))
+
+
+class LogAxis(pg.AxisItem):
+    """A log-mode axis with ticks at whole decades (every 2, 3, 5 ... on long ranges) and, on short
+    ranges, labelled 2× and 5× ticks too. One number format per axis: plain ('0.01', '0.2', '100')
+    while every tick lies in 10⁻³ … 10⁴, else powers ('10⁻⁵', '2·10⁻⁵') — never a mix."""
+
+    _span, _plain, _majors = 0.0, True, frozenset()
+
+    def tickValues(self, minVal, maxVal, size):
+        if not self.logMode:
+            return super().tickValues(minVal, maxVal, size)
+        a, b = sorted((float(minVal), float(maxVal)))
+        lo, hi = math.ceil(a - 1e-9), math.floor(b + 1e-9)
+        step = next(s for s in (1, 2, 3, 5, 10, 20, 50, 100, 1000) if (hi - lo) / s <= 7)
+        major = [float(v) for v in range(lo, hi + 1) if v % step == 0]
+        minor = [float(v) for v in range(lo, hi + 1) if v % step] if step > 1 else []
+        if b - a <= 3:  # few decades: 2..9 × 10^k as minor ticks (and grid lines)
+            minor += [e + math.log10(m) for e in range(math.floor(a), math.ceil(b) + 1) for m in range(2, 10)
+                      if a <= e + math.log10(m) <= b]
+        return [(float(step), major), (1.0, minor)]
+
+    def tickStrings(self, values, scale, spacing):
+        if not self.logMode:
+            return super().tickStrings(values, scale, spacing)
+        labels = []
+        for v in values:
+            e = math.floor(v + 1e-9)
+            mantissa = round(10 ** (v - e), 6)
+            if abs(mantissa - 1) < 1e-6 and float(round(v)) in self._majors:
+                labels.append(self._format(1, round(v)))
+            elif self._span <= 1.5 and mantissa in (2.0, 5.0):
+                labels.append(self._format(int(mantissa), e))
+            else:
+                labels.append("")
+        return labels
+
+    def _format(self, mantissa: int, exponent: int) -> str:
+        if self._plain:
+            return f"{mantissa * 10.0 ** exponent:g}"
+        return decade_label(exponent) if mantissa == 1 else f"{mantissa}·{decade_label(exponent)}"
+
+    def generateDrawSpecs(self, p):
+        if self.logMode:
+            a, b = sorted(self.range)
+            self._span = b - a
+            self._plain = math.floor(a) >= -3 and math.ceil(b) <= 4
+            ticks = self.tickValues(a, b, 0)
+            self._majors = frozenset(ticks[0][1])
+        return super().generateDrawSpecs(p)
+
+
+class IntegerAxis(pg.AxisItem):
+    """An axis of counts (training steps, time steps, units): ticks only at whole numbers."""
+
+    def tickSpacing(self, minVal, maxVal, size):
+        levels = [(spacing, offset) for spacing, offset in super().tickSpacing(minVal, maxVal, size)
+                  if spacing >= 1]
+        return levels or [(1.0, 0.0)]
+
+
+def new_plot(layout: pg.GraphicsLayout, row: int, col: int, x_label: str, y_label: str,
+             log_y: bool = False, int_x: bool = False, int_y: bool = False, **kwargs) -> pg.PlotItem:
+    """A PlotItem in `layout` with labelled axes, no SI-prefix rescaling and a tidy frame.
+    log_y: log10 y axis labelled at decades; int_x / int_y: ticks at whole numbers only."""
+    axes = kwargs.setdefault("axisItems", {})
+    if log_y:
+        axes["left"] = LogAxis("left")
+    elif int_y:
+        axes["left"] = IntegerAxis("left")
+    if int_x:
+        axes["bottom"] = IntegerAxis("bottom")
+    plot = layout.addPlot(row=row, col=col, **kwargs)
+    plot.setLabel("bottom", x_label)
+    plot.setLabel("left", y_label)
+    for name in AXES:
+        plot.getAxis(name).enableAutoSIPrefix(False)
+    plot.showAxis("top")
+    plot.showAxis("right")
+    for name in ("top", "right"):  # a closed frame without duplicate tick labels
+        plot.getAxis(name).setStyle(showValues=False)
+    plot.getAxis("top").setTicks([])   # frame only (the right axis keeps ticks for the grid)
+    plot.getAxis("right").setTicks([])
+    if log_y:
+        plot.setLogMode(x=False, y=True)
+    plot.setMenuEnabled(False)
+    plot.hideButtons()
+    return plot
+
+
+def style_axis(axis: pg.AxisItem, theme: Theme):
+    axis.setPen(pen(theme.foreground, 1.0))
+    axis.setTextPen(pen(theme.foreground, 1.0))
+    axis.setTickFont(font(theme))
+    axis.setStyle(tickTextOffset=int(4 * theme.scale), tickLength=int(-6 * theme.scale))
+    if getattr(axis, "labelText", ""):
+        axis.setLabel(axis.labelText, units=axis.labelUnits or None,
+                      **{"color": theme.foreground, "font-size": f"{theme.label_pt}pt"})
+    if axis.orientation == "left":  # fixed width: tick labels never overlap the axis title,
+        axis.setWidth(int(theme.font_pt * 7.5))  # and stacked plots line up
+
+
+def style_plot(plot: pg.PlotItem, theme: Theme, grid: bool = True):
+    for name in AXES:
+        style_axis(plot.getAxis(name), theme)
+    if grid:
+        plot.showGrid(x=True, y=True, alpha=theme.grid_alpha)
+
+
+def style_legend(legend: pg.LegendItem, theme: Theme):
+    legend.setPen(pen(theme.muted, 1.0, alpha=0.0))
+    legend.setBrush(brush(theme.background, 0.0))
+    legend.opts["labelTextColor"] = color(theme.foreground)
+    legend.opts["labelTextSize"] = f"{theme.font_pt}pt"
+    for _, label in legend.items:
+        label.setText(label.text, color=theme.foreground, size=f"{theme.font_pt}pt")
+    legend.updateSize()
+
+
+def style_colorbar(bar: pg.ColorBarItem, theme: Theme):
+    for name in AXES:
+        axis = bar.getAxis(name)
+        axis.setPen(pen(theme.foreground, 1.0))
+        axis.setTextPen(pen(theme.foreground, 1.0))
+        axis.setTickFont(font(theme))
+        if getattr(axis, "labelText", ""):
+            axis.setLabel(axis.labelText, **{"color": theme.foreground, "font-size": f"{theme.label_pt}pt"})
+    bar.axis.setWidth(int(50 * theme.scale))
+
+
+def set_colorbar_label(bar: pg.ColorBarItem, text: str, theme: Theme):
+    axis = bar.getAxis("left")
+    axis.setLabel(text, **{"color": theme.foreground, "font-size": f"{theme.label_pt}pt"})
+
+
+def new_legend(columns: int = 3) -> pg.LegendItem:
+    """A frameless legend for its own layout cell (beside or under the plot), so it never hides data.
+    Place it with Panel.add_legend(legend, layout, below=..., beside=...)."""
+    legend = pg.LegendItem(colCount=columns, horSpacing=8, verSpacing=-4)
+    legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)   # never stretched taller
+    return legend
+
+
+def legend_width(legend: pg.LegendItem, columns: int = 1) -> float:
+    """Pixel width the legend needs in `columns` columns (0 when empty)."""
+    if not legend.items:
+        return 0.0
+    return columns * (max(label.itemRect().width() for _, label in legend.items) + 20 + 14)
+
+
+def fit_legend(legend: pg.LegendItem, width: float):
+    """Lay the legend's entries out in as many columns as fit in `width` pixels (at least one),
+    so a narrow dock wraps the legend instead of clipping the plot."""
+    items = list(legend.items)
+    if not items:
+        return
+    widest = max(label.itemRect().width() for _, label in items) + 20 + 14   # sample + spacing
+    columns = max(1, min(len(items), getattr(legend, "max_columns", None) or len(items),
+                         int(max(width - 16, 1) // widest)))
+    key = (columns, len(items), tuple(id(label) for _, label in items))
+    if getattr(legend, "_fitted", None) == key:
+        return
+    legend._fitted = key
+    for i in range(legend.layout.count() - 1, -1, -1):
+        legend.layout.removeAt(i)
+    for index, (sample, label) in enumerate(items):
+        row, col = divmod(index, columns)
+        legend.layout.addItem(sample, row, 2 * col, alignment=Qt.AlignmentFlag.AlignVCenter)
+        legend.layout.addItem(label, row, 2 * col + 1)
+    legend.columnCount, legend.rowCount = columns, math.ceil(len(items) / columns)
+    legend.layout.invalidate()
+    legend.updateSize()
+    legend.updateGeometry()
+
+
+class Note:
+    """A short text pinned to a corner of a ViewBox (pixels, not data coordinates), for readouts
+    ('ρ = 0.93') and warnings ('∞ clipped at the top'). `text` holds the plain text shown."""
+
+    CORNERS = {"top-left": (0, 0), "top-right": (1, 0), "bottom-left": (0, 1), "bottom-right": (1, 1)}
+
+    def __init__(self, view: pg.ViewBox, corner: str = "top-left", alert: bool = False):
+        self.label = pg.LabelItem("", justify="left" if corner.endswith("left") else "right")
+        self.label.setParentItem(view)
+        x, y = self.CORNERS[corner]
+        self.label.anchor(itemPos=(x, y), parentPos=(x, y), offset=(8 - 16 * x, 6 - 12 * y))
+        self.label.setZValue(100)
+        self.alert = alert
+        self.text = ""
+        self._html = ""
+        self._theme: Theme | None = None
+
+    def set(self, text: str, html: str | None = None):
+        """Show `text` (plain, also kept in .text); `html` if given is what is drawn."""
+        html = html if html is not None else _escape(text).replace("\n", "<br>")
+        if text == self.text and html == self._html:
+            return
+        self.text, self._html = text, html
+        self._render()
+
+    def apply_theme(self, theme: Theme):
+        self._theme = theme
+        self._render()
+
+    def _render(self):
+        theme = self._theme
+        if theme is None:
+            return
+        ink = theme.alert if self.alert else theme.foreground
+        self.label.setText(self._html or "&nbsp;", color=ink, size=f"{theme.font_pt}pt")
+        self.label.setVisible(bool(self.text))
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+# -- ranges and non-finite values ---------------------------------------------------------------
+class StickyRange:
+    """A (lo, hi) range that stays put while the data stays inside it, grows when the data
+    leaves it, and shrinks only when the data fills less than `shrink_below` of it.
+    With `step`, bounds snap outwards to multiples of `step` (e.g. whole decades in log10)."""
+
+    def __init__(self, default: tuple[float, float], step: float | None = None,
+                 margin: float = 0.0, shrink_below: float | None = 0.25, min_span: float = 0.0):
+        self.default = default
+        self.step, self.margin, self.shrink_below, self.min_span = step, margin, shrink_below, min_span
+        self.lo, self.hi = default
+
+    def reset(self):
+        self.lo, self.hi = self.default
+
+    def update(self, lo: float, hi: float) -> bool:
+        """Fit to data spanning [lo, hi] (finite floats); True if the range changed."""
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            return False
+        if hi - lo < self.min_span:
+            mid = (lo + hi) / 2
+            lo, hi = mid - self.min_span / 2, mid + self.min_span / 2
+        span = hi - lo
+        inside = self.lo <= lo and hi <= self.hi
+        too_loose = (self.shrink_below is not None and (self.hi - self.lo) > 0
+                     and span < self.shrink_below * (self.hi - self.lo))
+        if inside and not too_loose:
+            return False
+        new_lo, new_hi = lo - self.margin * max(span, 1e-12), hi + self.margin * max(span, 1e-12)
+        if self.step:
+            new_lo = math.floor(new_lo / self.step) * self.step
+            new_hi = math.ceil(new_hi / self.step) * self.step
+            if new_hi <= new_lo:
+                new_hi = new_lo + self.step
+        if inside and too_loose:  # shrink, but never so far that the data touches the edge
+            new_lo, new_hi = max(new_lo, self.lo), min(new_hi, self.hi)
+        changed = (new_lo, new_hi) != (self.lo, self.hi)
+        self.lo, self.hi = new_lo, new_hi
+        return changed
+
+    @property
+    def range(self) -> tuple[float, float]:
+        return self.lo, self.hi
+
+
+def finite_extent(values: np.ndarray, positive: bool = False) -> tuple[float, float] | None:
+    """(min, max) of the finite (and, with `positive`, > 0) values, or None if there are none."""
+    v = np.asarray(values, dtype=float).ravel()
+    mask = np.isfinite(v)
+    if positive:
+        mask &= v > 0
+    if not mask.any():
+        return None
+    return float(v[mask].min()), float(v[mask].max())
+
+
+def count_nonfinite(values: np.ndarray) -> tuple[int, int]:
+    """(number of ±inf, number of NaN) in values."""
+    v = np.asarray(values, dtype=float)
+    return int(np.isinf(v).sum()), int(np.isnan(v).sum())
+
+
+def nonfinite_note(what: str, values: np.ndarray, where: str = "drawn at the plot edge") -> str:
+    """'' when every value is finite, else e.g.
+    '‖∂L/∂h_t‖: 3 × ∞ (drawn at the plot edge), 2 × NaN (gaps)'."""
+    n_inf, n_nan = count_nonfinite(values)
+    parts = []
+    if n_inf:
+        parts.append(f"{n_inf} × ∞ ({where})")
+    if n_nan:
+        parts.append(f"{n_nan} × NaN (gaps)")
+    return f"{what}: {', '.join(parts)}" if parts else ""
+
+
+def safe_log10(values: np.ndarray) -> np.ndarray:
+    """log10 with 0 -> -inf and negative/NaN -> NaN, silently."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log10(np.asarray(values, dtype=float))

@@ -1,0 +1,455 @@
+"""The six dashboard panels draw what the engine recorded: curve data, image arrays and levels,
+scatter counts and label text are checked against the Record and History a real Trainer produced."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from core.config import Config  # noqa: E402
+from core.records import History  # noqa: E402
+from core.trainer import Trainer  # noqa: E402
+from explorer.panels import (PANELS, GradientHistoryPanel, GradientTimePanel, HiddenStatePanel,  # noqa: E402
+                             Panel, SpectrumPanel, TaskViewPanel, TrainingPanel)
+from explorer.theme import THEMES, Theme, get_theme, presentation  # noqa: E402
+
+SMALL = dict(hidden_size=16, batch_size=8)
+CONFIGS = {
+    "rnn": Config(model="rnn", seq_len=30, **SMALL),
+    "lstm2": Config(model="lstm", num_layers=2, seq_len=25, **SMALL),
+    "text_gru": Config(task="text", model="gru", seq_len=20, **SMALL),
+    "truncated": Config(model="rnn", seq_len=30, truncation=7, clip=0.05, **SMALL),
+    "bidirectional": Config(model="gru", bidirectional=True, seq_len=20, **SMALL),
+    "sine": Config(task="sine", seq_len=10, **SMALL),
+    "copy": Config(task="copy", model="lstm", seq_len=10, **SMALL),
+}
+STEPS = 4   # detail, plain, detail + preview, plain
+
+
+class Run:
+    def __init__(self, config: Config):
+        self.trainer = Trainer(config)
+        self.records = [self.trainer.step(detail=i % 2 == 0, preview=i == 2) for i in range(STEPS)]
+        self.history = self.trainer.history
+
+    @property
+    def last(self):
+        return self.records[-1]
+
+    @property
+    def detailed(self):
+        return self.records[-2]   # the newest record with hidden states (and the task preview)
+
+
+_RUNS: dict[str, Run] = {}
+
+
+def run(name: str) -> Run:
+    if name not in _RUNS:
+        _RUNS[name] = Run(CONFIGS[name])
+    return _RUNS[name]
+
+
+def make(qtbot, cls):
+    panel = cls()
+    qtbot.addWidget(panel)
+    panel.resize(640, 420)
+    return panel
+
+
+def feed(panel: Panel, r: Run):
+    for record in r.records:
+        panel.show_record(record, r.history)
+
+
+def expected_curve(values: np.ndarray) -> np.ndarray:
+    """What the gradient-through-time curve holds: the norms, with exact zeros as gaps."""
+    y = np.array(values, dtype=float)
+    y[y <= 0] = np.nan
+    return y
+
+
+# -- the list the main window docks --------------------------------------------------------------
+def test_panels_are_six_constructible_panels_with_title_and_caption(qtbot):
+    assert [cls.__name__ for cls in PANELS] == ["GradientTimePanel", "GradientHistoryPanel", "HiddenStatePanel",
+                                                "SpectrumPanel", "TrainingPanel", "TaskViewPanel"]
+    for cls in PANELS:
+        panel = make(qtbot, cls)
+        assert isinstance(panel, Panel)
+        assert panel.title and panel.caption
+        assert panel.caption_label.text()
+
+
+# -- gradient through time ---------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["rnn", "lstm2", "text_gru", "bidirectional"])
+def test_gradient_time_curves_hold_dh_norms_of_every_row(qtbot, name):
+    r = run(name)
+    panel = make(qtbot, GradientTimePanel)
+    feed(panel, r)
+    dh = r.last.dh_norms
+    R, T = dh.shape
+    for row in range(R):
+        curve = panel.row_curves[row]
+        assert curve.isVisible()
+        np.testing.assert_array_equal(curve.xData, np.arange(1, T + 1))
+        np.testing.assert_allclose(curve.yData, expected_curve(dh[row]), equal_nan=True)
+    assert not any(c.isVisible() for c in panel.row_curves[R:])
+    if r.last.dc_norms is not None:
+        for row in range(R):
+            np.testing.assert_allclose(panel.cell_curves[row].yData, expected_curve(r.last.dc_norms[row]),
+                                       equal_nan=True)
+            assert panel.cell_curves[row].isVisible()
+    else:
+        assert not any(c.isVisible() for c in panel.cell_curves)
+
+
+def test_gradient_time_theory_lines_start_at_last_step_and_decay_as_powers(qtbot):
+    r = run("rnn")
+    panel = make(qtbot, GradientTimePanel)
+    feed(panel, r)
+    rec = r.last
+    T = rec.seq_len
+    g_T = rec.dh_norms[0, -1]
+    rho_y, sigma_y = panel.rho_line.yData, panel.sigma_line.yData
+    assert rho_y[-1] == pytest.approx(g_T, rel=1e-9)
+    assert rho_y[0] == pytest.approx(g_T * rec.spectral_radius ** (T - 1), rel=1e-6)
+    assert sigma_y[0] == pytest.approx(g_T * rec.sigma_max ** (T - 1), rel=1e-6)
+    legend_text = " ".join(label.text for _, label in panel.legend.items)
+    assert f"ρ = {rec.spectral_radius:.3f}" in legend_text
+
+
+def test_gradient_time_truncated_zeros_are_greyed_markers_at_the_floor(qtbot):
+    r = run("truncated")
+    panel = make(qtbot, GradientTimePanel)
+    feed(panel, r)
+    dh = r.last.dh_norms[0]
+    zero_t = np.flatnonzero(dh == 0) + 1
+    assert len(zero_t) > 0, "fixed truncation must cut the gradient before the last window"
+    np.testing.assert_array_equal(panel.zero_markers.xData, zero_t)
+    np.testing.assert_allclose(panel.zero_markers.yData, panel.floor)
+    assert panel.floor < dh[dh > 0].min()
+    assert any("0" in label.text and "floor" in label.text for _, label in panel.legend.items)
+
+
+def test_gradient_time_trail_shows_earlier_records(qtbot):
+    r = run("rnn")
+    panel = make(qtbot, GradientTimePanel)
+    feed(panel, r)
+    visible = [c for c in panel.trail_curves if c.isVisible()]
+    assert len(visible) == STEPS - 1
+    np.testing.assert_allclose(visible[-1].yData, expected_curve(r.records[-2].dh_norms[0]), equal_nan=True)
+
+
+# -- gradient history ---------------------------------------------------------------------------------
+def test_gradient_history_image_is_log10_profiles_of_row_0(qtbot):
+    r = run("lstm2")
+    panel = make(qtbot, GradientHistoryPanel)
+    feed(panel, r)
+    steps, profiles = r.history.profiles()
+    expected = np.log10(profiles[:, 0, :].astype(float)).T                 # (T, N)
+    image = panel.image.image
+    assert image.shape == (r.last.seq_len, len(steps))
+    np.testing.assert_allclose(image, expected, rtol=1e-5)
+    lo, hi = panel.image.getLevels()
+    assert (lo, hi) == panel.colorbar.levels()
+    assert lo <= np.nanmin(expected) and np.nanmax(expected) <= hi
+    assert "log" in panel.colorbar.getAxis("left").labelText
+
+
+def test_gradient_history_x_axis_follows_strided_steps(qtbot):
+    base = run("rnn").last
+    per_profile = base.dh_norms.astype(np.float32).nbytes
+    history = History(max_bytes=4 * per_profile * 10)              # room for 10 profiles: the stride doubles
+    for step in range(1, 41):
+        history.append(dataclasses.replace(base, step=step, hidden=None, gates={}))
+    steps, _ = history.profiles()
+    assert history.profile_stride > 1 and np.all(np.diff(steps) == history.profile_stride)
+    panel = make(qtbot, GradientHistoryPanel)
+    panel.show_record(dataclasses.replace(base, step=40), history)
+    np.testing.assert_array_equal(panel.steps, steps)
+    rect = panel.image.mapRectToParent(panel.image.boundingRect())
+    stride = history.profile_stride
+    assert rect.left() == pytest.approx(steps[0] - stride / 2)
+    assert rect.right() == pytest.approx(steps[-1] + stride / 2)
+
+
+def test_gradient_history_levels_stay_fixed_while_the_data_stays_inside(qtbot):
+    r = run("rnn")
+    panel = make(qtbot, GradientHistoryPanel)
+    feed(panel, r)
+    levels = panel.colorbar.levels()
+    panel.show_record(dataclasses.replace(r.last, step=r.last.step + 1), r.history)
+    assert panel.colorbar.levels() == levels
+
+
+# -- hidden state -----------------------------------------------------------------------------------------
+def test_hidden_state_is_units_by_time_with_fixed_tanh_levels(qtbot):
+    r = run("rnn")
+    panel = make(qtbot, HiddenStatePanel)
+    feed(panel, r)                                   # the last record has hidden = None
+    assert r.last.hidden is None
+    rec = r.detailed
+    assert panel.shown_step == rec.step
+    H, T = rec.hidden.shape[2], rec.hidden.shape[1]
+    assert panel.image.image.shape == (H, T)
+    np.testing.assert_allclose(panel.image.image, rec.hidden[0].T, rtol=1e-6)
+    assert panel.image.getLevels() == pytest.approx((-1.0, 1.0))
+    assert not panel.layer_combo.isVisibleTo(panel)
+
+
+def test_hidden_state_lstm_offers_cell_state_gates_and_layers(qtbot):
+    r = run("lstm2")
+    panel = make(qtbot, HiddenStatePanel)
+    feed(panel, r)
+    rec = r.detailed
+    assert panel.quantities() == ["hidden", "cell", "gate:input", "gate:forget", "gate:candidate", "gate:output"]
+    assert panel.layer_combo.isVisibleTo(panel) and panel.layer_combo.count() == 2
+
+    panel.select("cell", row=1)
+    cell = rec.cell[1].T
+    np.testing.assert_allclose(panel.image.image, cell, rtol=1e-6)
+    lo, hi = panel.image.getLevels()
+    assert lo == -hi and hi >= np.abs(cell).max()
+
+    panel.select("gate:forget", row=0)
+    np.testing.assert_allclose(panel.image.image, rec.gates["forget"][0].T, rtol=1e-6)
+    assert panel.image.getLevels() == pytest.approx((0.0, 1.0))
+    panel.select("gate:candidate", row=0)
+    assert panel.image.getLevels() == pytest.approx((-1.0, 1.0))
+
+
+def test_hidden_state_relu_rnn_gets_symmetric_adaptive_levels(qtbot):
+    base = run("rnn").detailed
+    panel = make(qtbot, HiddenStatePanel)
+    big = dataclasses.replace(base, hidden=base.hidden * 7.0)      # like an unbounded relu / identity RNN
+    panel.show_record(big, History(2**20))
+    lo, hi = panel.image.getLevels()
+    assert lo == -hi and hi >= np.abs(big.hidden[0]).max()
+
+
+# -- spectrum -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["rnn", "text_gru"])
+def test_spectrum_scatters_every_eigenvalue_and_reads_out_rho(qtbot, name):
+    r = run(name)
+    panel = make(qtbot, SpectrumPanel)
+    feed(panel, r)
+    rec = r.last
+    H = rec.eigenvalues.shape[1]
+    xs, ys = panel.scatter.getData()
+    assert len(xs) == H
+    np.testing.assert_allclose(np.sort_complex(xs + 1j * ys), np.sort_complex(rec.eigenvalues[0]), atol=1e-9)
+    assert f"ρ = {rec.spectral_radius:.3f}" in panel.readout_text
+    assert f"σ_max = {rec.sigma_max:.3f}" in panel.readout_text
+    assert rec.recurrent_block in panel.readout_text
+    assert len(panel.trail.getData()[0]) == H * (STEPS - 1)
+    rho_x = panel.rho_circle.xData
+    assert np.abs(rho_x).max() == pytest.approx(rec.spectral_radius)
+
+
+# -- training -----------------------------------------------------------------------------------------------------
+def test_training_plots_loss_with_baseline_and_norms_with_clip_line(qtbot):
+    r = run("truncated")          # clip = 0.05: most steps are clipped
+    panel = make(qtbot, TrainingPanel)
+    feed(panel, r)
+    s = r.history.scalars()
+    np.testing.assert_allclose(panel.loss_curve.yData, s["loss"])
+    np.testing.assert_allclose(panel.loss_curve.xData, s["step"])
+    assert panel.baseline_line.value() == pytest.approx(math.log10(r.last.baseline))
+    np.testing.assert_allclose(panel.norm_curve.yData, s["grad_norm"])
+    np.testing.assert_allclose(panel.clipped_curve.yData, s["grad_norm_clipped"])
+    assert panel.clip_line.isVisible() and panel.clip_line.value() == pytest.approx(math.log10(0.05))
+    clipped = s["grad_norm"] > 0.05
+    assert clipped.any()
+    np.testing.assert_array_equal(panel.clipped_markers.xData, s["step"][clipped])
+
+
+def test_training_shows_perplexity_for_text(qtbot):
+    r = run("text_gru")
+    panel = make(qtbot, TrainingPanel)
+    feed(panel, r)
+    s = r.history.scalars()
+    assert panel.uses_perplexity
+    np.testing.assert_allclose(panel.loss_curve.yData, s["perplexity"])
+    assert panel.baseline_line.value() == pytest.approx(r.last.baseline / math.log(10))   # log10(exp(b))
+    assert "perplexity" in panel.loss_plot.getAxis("left").labelText
+    assert not panel.clip_line.isVisible()
+
+
+# -- task view ------------------------------------------------------------------------------------------------------
+def test_task_view_adding_scatters_prediction_against_target(qtbot):
+    r = run("rnn")
+    panel = make(qtbot, TaskViewPanel)
+    feed(panel, r)                       # the preview came two records back: it stays on screen
+    preview = r.detailed.task_preview
+    assert panel.kind == "adding" and panel.preview is preview
+    xs, ys = panel.adding_scatter.getData()
+    np.testing.assert_allclose(xs, preview["targets"])
+    np.testing.assert_allclose(ys, preview["predictions"])
+    assert f"MSE {preview['mse']:.4f}" in panel.adding_note.text
+
+
+def test_task_view_sine_draws_data_and_every_k_step_prediction(qtbot):
+    r = run("sine")
+    panel = make(qtbot, TaskViewPanel)
+    feed(panel, r)
+    preview = r.detailed.task_preview
+    assert panel.kind == "sine"
+    assert len(panel.data_curve.yData) == len(preview["data"]) == 1000
+    for k, curve in panel.sine_curves.items():
+        assert len(curve.xData) == len(curve.yData) == 1000
+        assert curve.isVisible()
+    assert panel.train_end.value() == pytest.approx(preview["n_train"] + 0.5)
+    panel.k_combo.setCurrentIndex(panel.k_combo.findData(16))
+    assert [k for k, c in panel.sine_curves.items() if c.isVisible()] == [16]
+
+
+def test_task_view_copy_shows_expected_and_produced_symbols(qtbot):
+    r = run("copy")
+    panel = make(qtbot, TaskViewPanel)
+    feed(panel, r)
+    preview = r.detailed.task_preview
+    assert panel.kind == "copy"
+    texts = [t.textItem.toPlainText() for t in panel.copy_texts]
+    assert texts[:10] == [str(s) for s in preview["expected"]]
+    assert texts[10:] == [str(s) if s > 0 else "·" for s in preview["produced"]]
+    assert f"accuracy {100 * preview['accuracy']:.1f}%" in panel.copy_note.text
+
+
+def test_task_view_text_shows_prefix_generation_and_perplexity(qtbot):
+    r = run("text_gru")
+    panel = make(qtbot, TaskViewPanel)
+    feed(panel, r)
+    preview = r.detailed.task_preview
+    assert panel.kind == "text"
+    assert preview["prefix"] in panel.text_label.text()
+    assert preview["generated"].strip()[:10] in panel.text_label.text()
+    assert f"perplexity {preview['perplexity']:.2f}" in panel.text_header.text()
+
+
+# -- non-finite values, changed shapes -------------------------------------------------------------------------------
+def diverged_history(base_run: Run):
+    """A history whose newest record has ∞ and NaN in its gradient profile and an infinite loss."""
+    history = History(2**24)
+    for record in base_run.records:
+        history.append(record)
+    dh = base_run.last.dh_norms.copy()
+    dh[0, :3] = np.inf
+    dh[0, 3] = np.nan
+    bad = dataclasses.replace(base_run.last, step=base_run.last.step + 1, dh_norms=dh, loss=math.inf,
+                              grad_norm=math.inf, grad_norm_clipped=math.inf, diverged="loss is inf",
+                              eigenvalues=np.full_like(base_run.last.eigenvalues, np.nan),
+                              spectral_radius=math.nan, sigma_max=math.nan)
+    history.append(bad)
+    return bad, history
+
+
+def test_infinite_and_nan_values_never_crash_and_are_marked(qtbot):
+    base = run("rnn")
+    bad, history = diverged_history(base)
+    panels = {cls: make(qtbot, cls) for cls in PANELS}
+    for panel in panels.values():
+        feed(panel, base)
+        panel.show_record(bad, history)
+
+    grad = panels[GradientTimePanel]
+    assert "∞" in grad.alert_text and "NaN" in grad.alert_text and "refused" in grad.alert_text
+    np.testing.assert_array_equal(grad.inf_markers.xData, [1, 2, 3])
+    np.testing.assert_allclose(grad.row_curves[0].yData[:3], grad.ceiling)
+    assert math.isnan(grad.row_curves[0].yData[3])
+    assert grad.ceiling > np.nanmax(bad.dh_norms[np.isfinite(bad.dh_norms)])
+
+    training = panels[TrainingPanel]
+    assert bad.step in training.loss_bad.xData
+    assert "non-finite" in training.alert_text
+    assert "refused" in training.alert_text
+
+    history_panel = panels[GradientHistoryPanel]
+    assert "∞" in history_panel.alert_text
+    assert np.isfinite(history_panel.image.image[:3, -1]).all()          # drawn in the top colour
+
+    spectrum = panels[SpectrumPanel]
+    assert len(spectrum.scatter.getData()[0]) == 0
+    assert "not finite" in spectrum.alert_text and "not finite" in spectrum.readout_text
+
+
+def test_panels_follow_a_rebuild_with_another_shape(qtbot):
+    panels = [make(qtbot, cls) for cls in PANELS]
+    for name in ("rnn", "lstm2"):
+        r = run(name)
+        for panel in panels:
+            feed(panel, r)
+    lstm = run("lstm2")
+    grad, history, hidden = panels[0], panels[1], panels[2]
+    assert grad.plot.getViewBox().viewRange()[0] == pytest.approx([0.5, lstm.last.seq_len + 0.5])
+    assert history.image.image.shape[0] == lstm.last.seq_len
+    assert hidden.image.image.shape == (lstm.detailed.hidden.shape[2], lstm.last.seq_len)
+
+
+# -- themes ----------------------------------------------------------------------------------------------
+def test_apply_theme_restyles_backgrounds_and_fonts_in_place(qtbot):
+    r = run("lstm2")
+    for cls in PANELS:
+        panel = make(qtbot, cls)
+        feed(panel, r)
+        views = panel.graphics_views()
+        assert views
+        before = [id(v) for v in views]
+        for theme in (THEMES["light"], THEMES["dark"], presentation(THEMES["light"])):
+            panel.apply_theme(theme)
+            assert panel.theme is theme
+            for view in views:
+                assert view.backgroundBrush().color().name() == theme.background
+            assert panel.palette().window().color().name() == theme.background
+            assert panel.caption_label.font().pointSizeF() >= theme.font_size
+            for plot in panel.plots():
+                axis = plot.getAxis("bottom")
+                assert axis.style["tickFont"].pointSizeF() == pytest.approx(theme.font_pt)
+                assert axis.textPen().color().name() == theme.foreground
+        assert [id(v) for v in panel.graphics_views()] == before
+
+
+def test_themes_are_frozen_with_a_larger_presentation_variant():
+    assert set(THEMES) == {"light", "dark"}
+    light = THEMES["light"]
+    assert isinstance(light, Theme) and light.background.lower() == "#ffffff"
+    big = get_theme("light", presentation_mode=True)
+    assert big.presentation and big.font_pt > 1.5 * light.font_pt and big.pen_width > 1.5 * light.pen_width
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        light.name = "x"
+    with pytest.raises(ValueError, match="theme must be one of"):
+        get_theme("sepia")
+
+
+def test_a_new_run_drops_the_old_runs_task_preview_and_hidden_state(qtbot):
+    task, hidden = make(qtbot, TaskViewPanel), make(qtbot, HiddenStatePanel)
+    old, new = run("rnn"), run("sine")
+    for panel in (task, hidden):
+        feed(panel, old)
+    assert task.kind == "adding" and hidden.shown_step == old.detailed.step
+    first = new.records[0]                      # step 1 of the new run: detailed, no preview
+    for panel in (task, hidden):
+        panel.show_record(first, new.history)
+    assert task.kind is None and task.preview is None
+    assert task.stack.currentWidget() is task.placeholder
+    assert hidden.shown_step == first.step
+    np.testing.assert_allclose(hidden.image.image, first.hidden[0].T, rtol=1e-6)
+    for record in new.records[1:]:
+        task.show_record(record, new.history)
+    assert task.kind == "sine"
+
+
+def test_throttled_training_panel_still_draws_the_last_record_of_a_paused_run(qtbot, monkeypatch):
+    import explorer.panels.training as training
+    monkeypatch.setattr(training, "SLOW_ABOVE", 0)          # treat this short run as a long one
+    r = run("rnn")
+    panel = make(qtbot, TrainingPanel)
+    panel.show_record(r.records[0], r.history)               # drawn: nothing drawn before
+    panel.show_record(r.records[-1], r.history)              # too soon: deferred, not dropped
+    s = r.history.scalars()
+    qtbot.waitUntil(lambda: panel.loss_curve.xData is not None
+                    and len(panel.loss_curve.xData) == len(s["step"])
+                    and f"(step {r.last.step})" in panel.legend.getLabel(panel.loss_curve).text, timeout=3000)
