@@ -83,10 +83,13 @@ def main() -> int:
     print(f"soak: {'window' if args.window else 'headless'}, {args.steps} steps, config {config.diff()}")
     print(f"{'step':>9} {'RSS MiB':>9} {'history MiB':>11} {'steps/s':>9}")
     rows = (soak_window if args.window else soak_headless)(config, args.steps, args.checkpoints)
-    warm = rows[min(1, len(rows) - 1)]
+    # warm-up ends when the history reaches its byte cap; after that memory should stay flat
+    cap = config.history_mb * 0.99
+    warm = next((r for r in rows if r[2] >= cap), rows[len(rows) // 2])
     growth = rows[-1][1] - warm[1]
-    print(f"RSS after warm-up (step {warm[0]}): {warm[1]:.1f} MiB; at the end: {rows[-1][1]:.1f} MiB; "
-          f"growth {growth:+.1f} MiB")
+    per_step = growth * 2**20 / max(1, rows[-1][0] - warm[0])
+    print(f"RSS after warm-up (step {warm[0]}, history {warm[2]:.1f} MiB of {config.history_mb}): {warm[1]:.1f} MiB; "
+          f"at step {rows[-1][0]}: {rows[-1][1]:.1f} MiB; growth {growth:+.1f} MiB ({per_step:.0f} bytes/step)")
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps({"mode": "window" if args.window else "headless", "steps": args.steps,
                                            "config": config.diff(), "growth_mib": growth,
