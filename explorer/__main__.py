@@ -1,0 +1,35 @@
+"""``gradflow`` / ``python -m explorer``: the desktop app, or a subcommand.
+
+    gradflow                      open the app on the default scenario
+    gradflow --preset NAME        open the app on another scenario
+    gradflow run [...]            train headless (core.cli; Qt is never imported)
+    gradflow export [...]         render panels to PNG/SVG/GIF/MP4 headless (explorer.export), where
+                                  that module is present; otherwise "not yet available", exit 2
+"""
+from __future__ import annotations
+
+import sys
+
+EXIT_BAD_INPUT = 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv[0] if argv else None
+    if command == "run":
+        from core.cli import run  # headless: no Qt import on this path
+        return run(argv[1:])
+    if command == "export":
+        try:
+            from explorer.export import export_main
+        except ImportError:
+            print("gradflow export: not yet available in this version. To save a run's numbers, use "
+                  "`gradflow run --json PATH`.", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        return export_main(argv[1:])
+    from explorer.app import main as open_app
+    return open_app(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

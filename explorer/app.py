@@ -1,0 +1,62 @@
+"""Start the desktop app: ``gradflow [--preset NAME]`` (``gradflow run ...`` trains headless, see __main__)."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from core.config import ConfigError
+from core.presets import DEFAULT_PRESET, load_preset, preset_names
+
+EXIT_BAD_INPUT = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gradflow",
+        description="Gradient Flow Explorer: watch gradients vanish and explode through time in RNN, GRU and "
+                    "LSTM. Without a command the desktop app opens; `gradflow run --help` trains headless; "
+                    "`gradflow export --help` renders figures headless.",
+        epilog="Shortcuts: Space play/pause, Right one step, R reset, F5 presentation mode, F11 full screen.")
+    parser.add_argument("--preset", default=None, metavar="NAME",
+                        help=f"scenario to open (a name or a preset TOML path; default {DEFAULT_PRESET}); "
+                             f"names: {', '.join(preset_names())}")
+    return parser
+
+
+def _no_display() -> bool:
+    """On Linux without X11/Wayland Qt aborts; say so instead."""
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
+        return False
+    return not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, qt_args = build_parser().parse_known_args(sys.argv[1:] if argv is None else argv)
+    if args.preset is not None:
+        try:
+            load_preset(args.preset)
+        except ConfigError as e:
+            print(f"gradflow: {e}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    if _no_display():
+        print("gradflow: no display found (DISPLAY / WAYLAND_DISPLAY unset). Use `gradflow run ...` to train "
+              "headless, or set QT_QPA_PLATFORM=offscreen.", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+    from PySide6.QtWidgets import QApplication  # Qt only from here on
+
+    from explorer.main_window import APPLICATION, ORGANIZATION, MainWindow
+
+    app = QApplication.instance() or QApplication([sys.argv[0], *qt_args])
+    app.setOrganizationName(ORGANIZATION)
+    app.setApplicationName(APPLICATION)
+    app.setApplicationDisplayName("Gradient Flow Explorer")
+    app.setStyle("Fusion")
+    window = MainWindow(preset=args.preset)
+    window.show()
+    return app.exec()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

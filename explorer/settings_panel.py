@@ -1,0 +1,396 @@
+"""The settings dock: one field per config key, generated from `core.config.SPECS`.
+
+Live keys (`LIVE_KEYS`) are sent as soon as a field is accepted and apply at the
+next step; every other key collects in a *pending* config that the Apply &
+rebuild button turns into a new Trainer. A value the engine refuses stays in its
+field with the engine's `ConfigError` message beside it (red); the last valid
+config is kept. The panel never talks to the worker: it emits `live_changed`
+and `rebuild_requested`, and the main window passes them on.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal, Slot
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QGridLayout, QGroupBox, QHBoxLayout, QLabel,
+                               QLineEdit, QPushButton, QScrollArea, QSizePolicy, QToolButton, QVBoxLayout, QWidget)
+
+from core.config import LIVE_KEYS, SPECS, Config, ConfigError
+
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Model", ("model", "activation", "hidden_size", "num_layers", "bidirectional", "init",
+               "spectral_radius", "forget_bias")),
+    ("Task & data", ("task", "seq_len", "batch_size", "loss_at", "sampling", "text", "text_filter",
+                     "text_max_tokens")),
+    ("Optimisation", ("optimizer", "lr", "clip")),
+    ("Truncation", ("truncation", "truncation_mode", "truncation_prob")),
+    ("Run", ("seed", "device", "history_mb")),
+)
+LIVE_MARK = "●"
+
+
+def format_value(value: Any) -> str:
+    """A config value as a field shows it (the inverse of core.config.parse_value)."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value) if abs(value) < 1e16 else f"{value:g}"
+    return str(value)
+
+
+def grouped_keys() -> list[tuple[str, list[str]]]:
+    """GROUPS restricted to known keys, plus an 'Other' group for keys no group names."""
+    listed = {k for _, keys in GROUPS for k in keys}
+    groups = [(title, [k for k in keys if k in SPECS]) for title, keys in GROUPS]
+    other = [k for k in SPECS if k not in listed]
+    if other:
+        groups.append(("Other", other))
+    return [(title, keys) for title, keys in groups if keys]
+
+
+class Field:
+    """The widgets of one config key: a label, an editor, a 'none' box (optional keys) and an error line."""
+
+    def __init__(self, key: str, on_edit):
+        self.key, self.spec = key, SPECS[key]
+        self.live = key in LIVE_KEYS
+        spec = self.spec
+        self.label = QLabel(f"{key} <span style='color:#3fb950'>{LIVE_MARK}</span>" if self.live else key)
+        self.label.setObjectName("fieldLabel")
+        self.label.setTextFormat(Qt.TextFormat.RichText)
+        self.none_box: QCheckBox | None = None
+        self.browse: QToolButton | None = None
+        if spec.choices:
+            self.widget = QComboBox()
+            self.widget.addItems(list(spec.choices))
+            self.widget.activated.connect(lambda _i: on_edit(key))
+        elif spec.kind is bool:
+            self.widget = QCheckBox()
+            self.widget.clicked.connect(lambda _c: on_edit(key))
+        else:
+            self.widget = QLineEdit()
+            self.widget.setClearButtonEnabled(False)
+            self.widget.editingFinished.connect(lambda: on_edit(key))
+            if spec.optional:
+                self.none_box = QCheckBox("none")
+                self.none_box.setToolTip(f"{key} = none: switch this feature off")
+                self.none_box.clicked.connect(lambda _c: self._on_none_clicked(on_edit))
+            if key == "text":
+                self.browse = QToolButton()
+                self.browse.setText("…")
+                self.browse.setToolTip("choose a UTF-8 text file")
+                self.browse.clicked.connect(lambda: self._on_browse_clicked(on_edit))
+        self.widget.setObjectName(f"field_{key}")
+        self.widget.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        self.error_label = QLabel()
+        self.error_label.setObjectName("fieldError")
+        self.error_label.setWordWrap(True)
+        self.error_label.setVisible(False)
+        self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        when = "Live: applies at the next step." if self.live else "Needs Apply & rebuild (a new model)."
+        tip = f"<b>{key}</b>: {spec.help}<br>Allowed: {spec.describe()}.<br><i>{when}</i>"
+        for w in (self.label, self.widget):
+            w.setToolTip(tip)
+
+    # -- value <-> widgets ----------------------------------------------------------------------
+    def text(self) -> str:
+        """The field's value in the string form `Config.with_text` reads."""
+        w = self.widget
+        if isinstance(w, QComboBox):
+            return w.currentText()
+        if isinstance(w, QCheckBox):
+            return "true" if w.isChecked() else "false"
+        if self.none_box is not None and self.none_box.isChecked():
+            return "none"
+        return w.text()
+
+    def set_value(self, value: Any):
+        w = self.widget
+        w.blockSignals(True)
+        try:
+            if isinstance(w, QComboBox):
+                w.setCurrentIndex(w.findText(str(value)))
+            elif isinstance(w, QCheckBox):
+                w.setChecked(bool(value))
+            else:
+                if self.none_box is not None:
+                    self.none_box.setChecked(value is None)
+                    w.setEnabled(value is not None)
+                    if value is not None or not w.text() or w.text() == "none":
+                        w.setText("" if value is None else format_value(value))
+                else:
+                    w.setText(format_value(value))
+                w.setCursorPosition(0)
+        finally:
+            w.blockSignals(False)
+
+    def set_error(self, message: str | None):
+        self.error_label.setText(message or "")
+        self.error_label.setVisible(bool(message))
+        self.widget.setProperty("invalid", bool(message))
+        _repolish(self.widget)
+
+    @property
+    def error(self) -> str:
+        return self.error_label.text()
+
+    def set_pending(self, pending: bool):
+        """Mark a rebuild key whose value differs from the running model's."""
+        self.label.setProperty("pending", pending)
+        _repolish(self.label)
+
+    def _on_none_clicked(self, on_edit):
+        off = self.none_box.isChecked()
+        self.widget.setEnabled(not off)
+        if not off and not self.widget.text().strip():
+            self.widget.setText(format_value(_suggested(self.key)))
+        on_edit(self.key)
+
+    def _on_browse_clicked(self, on_edit):
+        path, _ = QFileDialog.getOpenFileName(self.widget, "Text for the language model", "",
+                                              "Text files (*.txt);;All files (*)")
+        if path:
+            self.widget.setText(path)
+            on_edit(self.key)
+
+
+def _suggested(key: str) -> Any:
+    """A sensible value when an optional key is switched on from 'none'."""
+    spec = SPECS[key]
+    return {"clip": 1.0, "spectral_radius": 1.0, "forget_bias": 1.0, "truncation": 10}.get(
+        key, spec.kind(spec.low if spec.low is not None else 0))
+
+
+def _repolish(widget: QWidget):
+    style = widget.style()
+    style.unpolish(widget)
+    style.polish(widget)
+
+
+class SettingsPanel(QWidget):
+    """Every config key as a field; emits valid live changes and rebuild requests."""
+
+    live_changed = Signal(dict)           # {key: value} of live keys, already validated
+    rebuild_requested = Signal(object)    # the pending Config
+
+    def __init__(self, config: Config, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("SettingsPanel")
+        self._applied = config     # what the running Trainer uses (live keys included)
+        self._pending = config     # applied + accepted rebuild edits
+        self.fields: dict[str, Field] = {}
+
+        legend = QLabel(f"<span style='color:#3fb950'>{LIVE_MARK}</span> live: applies at the next step.<br>"
+                        "Other keys need <b>Apply &amp; rebuild</b> (a new model). Hover a name for help.")
+        legend.setObjectName("settingsLegend")
+        legend.setWordWrap(True)
+
+        body = QWidget()
+        body.setObjectName("settingsBody")
+        column = QVBoxLayout(body)
+        column.setContentsMargins(4, 4, 4, 4)
+        column.setSpacing(8)
+        self._grids: list[QGridLayout] = []
+        for title, keys in grouped_keys():
+            box = QGroupBox(title.replace("&", "&&"))
+            grid = QGridLayout(box)
+            grid.setContentsMargins(8, 6, 8, 6)
+            grid.setHorizontalSpacing(8)
+            grid.setVerticalSpacing(3)
+            grid.setColumnStretch(1, 1)
+            self._grids.append(grid)
+            row = 0
+            for key in keys:
+                f = self.fields[key] = Field(key, self._on_field_edited)
+                grid.addWidget(f.label, row, 0)
+                grid.addWidget(f.widget, row, 1)
+                extra = f.none_box or f.browse
+                if extra is not None:
+                    grid.addWidget(extra, row, 2)
+                grid.addWidget(f.error_label, row + 1, 0, 1, 3)
+                row += 2
+            column.addWidget(box)
+        column.addStretch(1)
+
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(body)
+        self._scroll, self._body = scroll, body
+
+        self.message = QLabel()  # errors that belong to no single field (e.g. a refused rebuild)
+        self.message.setObjectName("fieldError")
+        self.message.setWordWrap(True)
+        self.message.setVisible(False)
+        self.apply_button = QPushButton("Apply && rebuild")
+        self.apply_button.setObjectName("applyButton")
+        self.apply_button.setToolTip("Build a new model with the pending settings (training restarts at step 1)")
+        self.apply_button.clicked.connect(self._on_apply_clicked)
+        self.discard_button = QPushButton("Discard")
+        self.discard_button.setToolTip("Forget the pending settings; show the running model's")
+        self.discard_button.clicked.connect(self._on_discard_clicked)
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.apply_button, 1)
+        buttons.addWidget(self.discard_button)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addWidget(legend)
+        layout.addWidget(scroll, 1)
+        layout.addWidget(self.message)
+        layout.addLayout(buttons)
+        self._show(config)
+        self._refresh_pending()
+        self._fit_width()
+
+    def changeEvent(self, event):
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:   # presentation mode: larger type, wider columns
+            QTimer.singleShot(0, self._fit_width)    # once the fields have their new fonts too
+
+    @Slot()
+    def _fit_width(self):
+        """One label column width for all groups, and a scroll area wide enough to need no horizontal bar."""
+        metrics = self.fontMetrics()
+        label_width = max(metrics.horizontalAdvance(k) for k in SPECS) + metrics.horizontalAdvance(LIVE_MARK) + 16
+        for grid in self._grids:
+            grid.setColumnMinimumWidth(0, label_width)
+            grid.invalidate()
+            grid.activate()
+        self._body.layout().invalidate()
+        self._body.layout().activate()
+        self._scroll.setMinimumWidth(self._body.minimumSizeHint().width()
+                                     + self._scroll.verticalScrollBar().sizeHint().width() + 2)
+
+    # -- public --------------------------------------------------------------------------------
+    @property
+    def config(self) -> Config:
+        """The config of the running model (as far as this panel knows)."""
+        return self._applied
+
+    @property
+    def pending(self) -> Config:
+        """The config the next Apply & rebuild would build."""
+        return self._pending
+
+    def field(self, key: str) -> Field:
+        return self.fields[key]
+
+    def set_config(self, config: Config):
+        """A new model runs with `config` (rebuild, reset, scenario): show it, forget pending edits and errors."""
+        self._applied = self._pending = config
+        for f in self.fields.values():
+            f.set_error(None)
+        self._set_message(None)
+        self._show(config)
+        self._refresh_pending()
+
+    def confirm_live(self, config: Config):
+        """The worker applied live settings: keep its config as the running one."""
+        live = {k: getattr(config, k) for k in LIVE_KEYS}
+        self._applied = config
+        self._pending = self._pending.replace(**live)
+        self._refresh_pending()
+
+    def enter(self, key: str, text: str):
+        """Put `text` in the field of `key` and accept it, as if typed and confirmed with Enter."""
+        f = self.fields[key]
+        if isinstance(f.widget, QComboBox):
+            f.widget.setCurrentText(text)
+        elif isinstance(f.widget, QCheckBox):
+            f.widget.setChecked(text.strip().lower() in ("true", "1", "yes", "on"))
+        else:
+            off = f.none_box is not None and text.strip().lower() in ("none", "off", "")
+            if f.none_box is not None:
+                f.none_box.setChecked(off)
+                f.widget.setEnabled(not off)
+            if not off:
+                f.widget.setText(text)
+        self._on_field_edited(key)
+
+    def show_error(self, message: str):
+        """An engine message: beside the field it names (its first word), else under the fields."""
+        key = _named_key(message)
+        if key is not None:
+            self.fields[key].set_error(message)
+            self._scroll.ensureWidgetVisible(self.fields[key].error_label)
+        else:
+            self._set_message(message)
+
+    # -- editing ----------------------------------------------------------------------------------
+    @Slot(str)
+    def _on_field_edited(self, key: str):
+        self._set_message(None)
+        self._accept(key)
+        # an accepted edit may make an earlier refusal valid (e.g. activation tanh, then model gru)
+        progress = True
+        while progress:
+            progress = False
+            for other, f in self.fields.items():
+                if other != key and f.error and f.text() != format_value(getattr(self._pending, other)):
+                    if self._accept(other):
+                        progress = True
+        self._refresh_pending()
+
+    def _accept(self, key: str) -> bool:
+        f = self.fields[key]
+        base = self._applied if f.live else self._pending
+        try:
+            candidate = base.with_text(**{key: f.text()})
+        except ConfigError as e:
+            f.set_error(str(e))
+            self._scroll.ensureWidgetVisible(f.error_label)
+            return False
+        f.set_error(None)
+        value = getattr(candidate, key)
+        if f.live:
+            if value != getattr(self._applied, key):
+                self._applied = candidate
+                self._pending = self._pending.replace(**{key: value})
+                self.live_changed.emit({key: value})
+        else:
+            self._pending = candidate
+        return True
+
+    def _on_apply_clicked(self):
+        if self._rebuild_changes():
+            self.rebuild_requested.emit(self._pending)
+
+    def _on_discard_clicked(self):
+        self.set_config(self._applied)
+
+    # -- display --------------------------------------------------------------------------------
+    def _show(self, config: Config):
+        for key, f in self.fields.items():
+            f.set_value(getattr(config, key))
+
+    def _rebuild_changes(self) -> list[str]:
+        return [k for k in SPECS if k not in LIVE_KEYS and getattr(self._pending, k) != getattr(self._applied, k)]
+
+    def _refresh_pending(self):
+        changes = self._rebuild_changes()
+        for key, f in self.fields.items():
+            f.set_pending(key in changes)
+        n = len(changes)
+        self.apply_button.setEnabled(bool(n))
+        self.discard_button.setEnabled(bool(n) or any(f.error for f in self.fields.values()))
+        self.apply_button.setText(f"Apply && rebuild ({n} change{'s' if n != 1 else ''})" if n
+                                  else "Apply && rebuild")
+        self.apply_button.setProperty("pending", bool(n))
+        _repolish(self.apply_button)
+
+    def _set_message(self, message: str | None):
+        self.message.setText(message or "")
+        self.message.setVisible(bool(message))
+
+
+def _named_key(message: str) -> str | None:
+    """The config key an engine message starts with ('seq_len = 100 with ...' -> 'seq_len')."""
+    for word in re.findall(r"[A-Za-z_]+", message)[:2]:
+        if word in SPECS:
+            return word
+    return None

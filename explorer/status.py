@@ -1,0 +1,93 @@
+"""The status-bar readout: step, speed, loss (perplexity for text), ‖g‖ before → after clipping, ρ, σ_max."""
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
+
+from core.records import Record
+
+RATE_WINDOW_S = 2.0
+
+
+def fmt(x: float | None, digits: int = 4) -> str:
+    """A number for a readout: 4 significant digits, ∞ / NaN spelled out."""
+    if x is None:
+        return "–"
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "∞" if x > 0 else "−∞"
+    return f"{x:.{digits}g}"
+
+
+class StepRate:
+    """Steps per second over the last RATE_WINDOW_S seconds of arriving records."""
+
+    def __init__(self):
+        self._seen: deque[tuple[float, int]] = deque()
+
+    def reset(self):
+        self._seen.clear()
+
+    def add(self, step: int, now: float | None = None):
+        now = time.perf_counter() if now is None else now
+        self._seen.append((now, step))
+        while len(self._seen) > 2 and now - self._seen[0][0] > RATE_WINDOW_S:
+            self._seen.popleft()
+
+    def rate(self, now: float | None = None) -> float:
+        now = time.perf_counter() if now is None else now
+        if len(self._seen) < 2 or now - self._seen[-1][0] > 1.0:  # nothing for a second: stopped
+            return 0.0
+        (t0, s0), (t1, s1) = self._seen[0], self._seen[-1]
+        return (s1 - s0) / (t1 - t0) if t1 > t0 else 0.0
+
+
+class StatusReadout(QWidget):
+    """Labels in the status bar; `show_record(record, rate)` fills them."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("statusReadout")
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(4, 0, 4, 0)
+        layout.setSpacing(18)
+        self.state = QLabel("starting…")
+        self.step = QLabel("step –")
+        self.rate = QLabel("– steps/s")
+        self.loss = QLabel("loss –")
+        self.grad = QLabel("‖g‖ –")
+        self.rho = QLabel("ρ –")
+        self.sigma = QLabel("σ_max –")
+        self.state.setObjectName("runState")
+        self.grad.setToolTip("global gradient norm before → after clipping (clipping never hides an explosion)")
+        self.rho.setToolTip("spectral radius of the recurrent matrix (layer 1): largest |eigenvalue|")
+        self.sigma.setToolTip("largest singular value of the recurrent matrix (layer 1); ≥ ρ, larger for non-normal W")
+        for label in (self.state, self.step, self.rate, self.loss, self.grad, self.rho, self.sigma):
+            label.setProperty("readout", True)
+            layout.addWidget(label)
+        layout.addStretch(1)
+
+    def set_state(self, text: str):
+        self.state.setText(text)
+
+    def show_record(self, record: Record | None, rate: float):
+        if record is None:
+            return
+        self.step.setText(f"step {record.step:,}")
+        self.rate.setText(f"{rate:.1f} steps/s")
+        if record.perplexity is not None:
+            self.loss.setText(f"perplexity {fmt(record.perplexity)}  (loss {fmt(record.loss)})")
+        else:
+            self.loss.setText(f"loss {fmt(record.loss)}")
+        if record.clip is None:
+            self.grad.setText(f"‖g‖ {fmt(record.grad_norm, 3)}  (no clipping)")
+        else:
+            mark = "  clipped" if record.clipped else ""
+            self.grad.setText(f"‖g‖ {fmt(record.grad_norm, 3)} → {fmt(record.grad_norm_clipped, 3)}"
+                              f"  (θ = {fmt(record.clip, 3)}){mark}")
+        self.rho.setText(f"ρ {fmt(record.spectral_radius, 3)}")
+        self.sigma.setText(f"σ_max {fmt(record.sigma_max, 3)}")

@@ -1,0 +1,169 @@
+"""The training thread (explorer.worker): flags and a command queue in, signals to bound slots out."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from PySide6.QtCore import QCoreApplication, QObject, QThread, Slot
+
+from core.config import Config
+from core.presets import DEFAULT_PRESET, load_preset
+from explorer.worker import TrainingSession
+
+SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
+WAIT_MS = 30_000   # the first build imports torch; a busy machine can be slow
+
+
+class Recorder(QObject):
+    """A GUI-thread receiver: bound slots only. (A lambda, or qtbot.waitSignal's plain-object callback,
+    would run in the worker thread; so these tests wait on what this recorder saw.)"""
+
+    def __init__(self, worker):
+        super().__init__()
+        self.records, self.errors, self.rebuild_errors, self.paused_at, self.rebuilt = [], [], [], [], []
+        self.threads = set()
+        worker.record_ready.connect(self.on_record)
+        worker.rebuilt.connect(self.on_rebuilt)
+        worker.failed.connect(self.on_failed)
+        worker.rebuild_failed.connect(self.on_rebuild_failed)
+        worker.paused.connect(self.on_paused)
+
+    @Slot(object)
+    def on_record(self, record):
+        self.threads.add(QThread.currentThread())
+        self.records.append(record)
+
+    @Slot(object)
+    def on_rebuilt(self, config):
+        self.rebuilt.append(config)
+
+    @Slot(str, str)
+    def on_failed(self, message, details):
+        self.errors.append(message)
+
+    @Slot(object, str)
+    def on_rebuild_failed(self, config, message):
+        self.rebuild_errors.append(message)
+
+    @Slot(int)
+    def on_paused(self, step):
+        self.paused_at.append(step)
+
+
+@pytest.fixture
+def session(qtbot):
+    s = TrainingSession(SMALL)
+    recorder = Recorder(s.worker)
+    s.start()
+    qtbot.waitUntil(lambda: len(recorder.records) >= 1, timeout=WAIT_MS)
+    yield s, recorder
+    assert s.shutdown(5000)
+
+
+def test_worker_has_no_parent_and_lives_in_its_own_thread(session):
+    s, _ = session
+    assert s.worker.parent() is None
+    assert s.worker.thread() is s.thread
+    assert s.thread is not QCoreApplication.instance().thread()
+
+
+def test_first_record_is_computed_at_start_detailed_and_paused(session):
+    s, rec = session
+    first = rec.records[0]
+    assert first.step == 1
+    assert first.hidden is not None and first.task_preview is not None
+    assert not s.worker.is_playing()
+    assert rec.threads == {QCoreApplication.instance().thread()}   # delivered to the GUI thread
+
+
+def test_step_once_emits_exactly_one_detailed_record(qtbot, session):
+    s, rec = session
+    s.worker.step_once()
+    qtbot.waitUntil(lambda: len(rec.records) == 2, timeout=WAIT_MS)
+    qtbot.wait(200)
+    assert [r.step for r in rec.records] == [1, 2]
+    assert rec.records[-1].hidden is not None and rec.records[-1].task_preview is not None
+    assert s.worker.last_step == 2
+
+
+def test_after_pause_the_last_emitted_record_is_the_last_step_and_complete(qtbot, session):
+    s, rec = session
+    s.worker.play()
+    qtbot.waitUntil(lambda: rec.records[-1].step >= 6, timeout=WAIT_MS)
+    s.worker.pause()
+    qtbot.waitUntil(lambda: len(rec.paused_at) == 1, timeout=WAIT_MS)
+    qtbot.wait(200)
+    last = rec.records[-1]
+    assert last.step == s.worker.last_step == rec.paused_at[-1]
+    assert last.hidden is not None and last.task_preview is not None   # no half-drawn frame
+    assert [r.step for r in rec.records] == list(range(1, last.step + 1))  # in order, none lost
+
+
+def test_live_update_applies_before_the_next_step(qtbot, session):
+    s, rec = session
+    s.worker.update(clip=0.25, lr=0.01)
+    s.worker.step_once()
+    qtbot.waitUntil(lambda: len(rec.records) == 2, timeout=WAIT_MS)
+    record = rec.records[-1]
+    assert record.clip == 0.25 and record.lr == 0.01
+    assert record.grad_norm_clipped == pytest.approx(min(0.25, record.grad_norm))
+
+
+def test_rebuild_starts_again_at_step_one_with_the_new_config(qtbot, session):
+    s, rec = session
+    s.worker.rebuild(SMALL.replace(model="lstm", activation="tanh"))
+    qtbot.waitUntil(lambda: len(rec.rebuilt) == 2, timeout=WAIT_MS)   # the first build, then this one
+    assert rec.rebuilt[-1].model == "lstm"
+    qtbot.waitUntil(lambda: rec.records[-1].dc_norms is not None, timeout=WAIT_MS)
+    assert rec.records[-1].step == 1
+
+
+def test_a_config_the_trainer_refuses_keeps_the_previous_model(qtbot, session):
+    s, rec = session
+    bad = Config(task="sine", seq_len=100, batch_size=32)   # valid keys, but the sine series is too short
+    s.worker.rebuild(bad)
+    qtbot.waitUntil(lambda: len(rec.rebuild_errors) == 1, timeout=WAIT_MS)
+    assert "seq_len" in rec.rebuild_errors[-1]
+    s.worker.step_once()
+    qtbot.waitUntil(lambda: len(rec.records) == 2, timeout=WAIT_MS)
+    assert rec.records[-1].step == 2   # the old trainer carried on
+
+
+def test_an_exception_in_a_step_is_reported_and_the_worker_keeps_serving(qtbot, session, monkeypatch):
+    s, rec = session
+    trainer = s.worker.trainer
+    original = trainer.step
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("simulated failure")
+
+    monkeypatch.setattr(trainer, "step", broken)
+    s.worker.play()
+    qtbot.waitUntil(lambda: len(rec.errors) == 1, timeout=WAIT_MS)
+    assert "simulated failure" in rec.errors[-1]
+    qtbot.waitUntil(lambda: not s.worker.is_playing(), timeout=WAIT_MS)
+    monkeypatch.setattr(trainer, "step", original)
+    s.worker.step_once()
+    qtbot.waitUntil(lambda: rec.records[-1].step == 2, timeout=WAIT_MS)
+
+
+def test_max_rate_limits_steps_per_second(qtbot, session):
+    s, rec = session
+    s.worker.set_max_rate(5.0)
+    s.worker.play()
+    start_step = rec.records[-1].step
+    qtbot.wait(1000)
+    s.worker.pause()
+    assert rec.records[-1].step - start_step <= 7   # 5/s for 1 s (+ the closing step after pause)
+
+
+def test_stop_while_playing_finishes_the_thread_within_a_second(qtbot):
+    s = TrainingSession(SMALL)
+    rec = Recorder(s.worker)
+    s.start()
+    s.worker.play()
+    qtbot.waitUntil(lambda: len(rec.records) >= 3, timeout=WAIT_MS)
+    start = time.perf_counter()
+    assert s.shutdown(5000)
+    assert time.perf_counter() - start < 1.0
+    assert s.thread.isFinished()
