@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from string import Template
 
-from PySide6.QtCore import QByteArray, QSettings, Qt, QTimer, Slot
+from PySide6.QtCore import QByteArray, QEvent, QSettings, Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QActionGroup, QColor, QFont, QKeySequence, QPalette, QTextDocument
 from PySide6.QtWidgets import (QApplication, QComboBox, QDockWidget, QFrame, QHBoxLayout, QLabel, QMainWindow, QMessageBox,
                                QPushButton, QSizePolicy, QStyle, QTabWidget, QToolButton, QVBoxLayout, QWidget)
@@ -150,6 +150,25 @@ class DockTitleBar(QFrame):
         self.dock.setFloating(not self.dock.isFloating())
 
 
+class LoadingOverlay(QLabel):
+    """Covers the dock area until the first record is drawn, so nobody sees empty plots."""
+
+    def __init__(self, host: QWidget):
+        super().__init__("Building the model and computing step 1 …", host)
+        self.setObjectName("loadingOverlay")
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.setAutoFillBackground(True)
+        host.installEventFilter(self)
+        self.setGeometry(host.rect())
+        self.raise_()
+
+    def eventFilter(self, watched, event):
+        if event.type() == QEvent.Type.Resize:
+            self.setGeometry(watched.rect())
+            self.raise_()
+        return False
+
+
 class MessageBar(QFrame):
     """A message in the window (divergence, errors): coloured, with optional buttons; stays until closed."""
 
@@ -251,8 +270,8 @@ class MainWindow(QMainWindow):
         self.readout = StatusReadout()
         self.statusBar().addWidget(self.readout, 1)
         self._update_banner()
-        self.message_bar.show_message("info", "Building the model and computing step 1 …")
         self.readout.set_state("building …")
+        self.overlay = LoadingOverlay(self.dock_host)   # until step 1 is drawn: no empty panels on show
 
         self._connect_worker()
         self.settings_panel.live_changed.connect(self._on_live_changed)
@@ -353,6 +372,9 @@ class MainWindow(QMainWindow):
                 host.tabifyDockWidget(group[0], dock)
             group[0].raise_()
         self._size_docks(top, [g[0] for g in groups])
+        overlay = getattr(self, "overlay", None)
+        if overlay is not None and not overlay.isHidden():
+            overlay.raise_()
 
     def _size_docks(self, top: list[QDockWidget], bottom: list[QDockWidget]):
         host = self.dock_host
@@ -698,6 +720,7 @@ class MainWindow(QMainWindow):
 
     @Slot(object, str)
     def _on_rebuild_failed(self, config: Config, message: str):
+        self.overlay.hide()
         self._candidate = None
         self._select_scenario(self.preset.name)
         self.settings_panel.show_error(message)
@@ -734,6 +757,7 @@ class MainWindow(QMainWindow):
 
     @Slot(str, str)
     def _on_failed(self, message: str, details: str):
+        self.overlay.hide()
         self._set_playing_ui(False)
         self._last_traceback = details
         self.message_bar.show_message("error", f"<b>Something went wrong.</b> {_html(message)}. "
@@ -822,6 +846,7 @@ class MainWindow(QMainWindow):
                 self._report_panel_error(panel, e)
             self._drawn[panel] = record
         self.shown_record = record
+        self.overlay.hide()
         self.readout.show_record(self.latest, self.rate.rate() if self.worker.is_playing() else 0.0)
         cost = time.perf_counter() - start
         self._next_frame_at = start + FRAME_COST_FACTOR * cost if self.worker.is_playing() else 0.0
