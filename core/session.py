@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +94,7 @@ def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as npz:
             arrays = {key: npz[key] for key in npz.files}
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError, KeyError) as e:
+    except Exception as e:  # corrupt zips raise many types (BadZipFile, RuntimeError "encrypted", NotImplementedError ...)
         raise SessionError(f"{path.name} is not a readable session file (truncated or not a "
                            f"Gradient Flow Explorer session): {e}") from None
     try:
