@@ -27,7 +27,7 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
@@ -40,9 +40,11 @@ IDLE_POLL_S = 0.1           # how often an idle worker looks at the stop flag
 
 @dataclass
 class _Command:
-    kind: str                                  # "update" | "rebuild" | "step" | "wake"
+    kind: str                                  # "update" | "rebuild" | "step" | "wake" | "call"
     changes: dict[str, Any] = field(default_factory=dict)
     config: Config | None = None
+    call: Callable[[Any], Any] | None = None   # "call": fn(trainer), run between two steps
+    tag: str = ""
 
 
 class TrainingWorker(QObject):
@@ -58,6 +60,7 @@ class TrainingWorker(QObject):
     diverged = Signal(object)              # the Record whose update the engine refused (loss/‖g‖ not finite)
     failed = Signal(str, str)              # unexpected exception: one-line message, traceback
     finished = Signal()                    # run() returned (stop requested)
+    call_done = Signal(str, object, str)   # tag, result of fn(trainer) (None on error), error message ("" if none)
 
     def __init__(self, config: Config, max_rate: float | None = None):
         super().__init__()  # no parent: it is moved to its own thread
@@ -101,6 +104,11 @@ class TrainingWorker(QObject):
         """A new Trainer for `config`; its first step (detailed) is computed and emitted at once."""
         self._rebuild_requested.set()
         self._commands.put(_Command("rebuild", config=config))
+
+    def call(self, tag: str, fn: Callable[[Any], Any]):
+        """Run `fn(trainer)` in the worker thread between two steps (save a session, edit W_hh,
+        compute Jacobians ...); `call_done(tag, result, error)` reports back. Exceptions become `error`."""
+        self._commands.put(_Command("call", call=fn, tag=tag))
 
     def set_max_rate(self, steps_per_second: float | None):
         self._max_rate = steps_per_second
@@ -207,6 +215,13 @@ class TrainingWorker(QObject):
             self._step_requested.clear()
             if self.trainer is not None:
                 self._step(detail=True, preview=True)
+        elif command.kind == "call":
+            try:
+                result = command.call(self.trainer)
+            except Exception as e:  # noqa: BLE001 - reported to the GUI with the caller's tag
+                self.call_done.emit(command.tag, None, str(e) or type(e).__name__)
+            else:
+                self.call_done.emit(command.tag, result, "")
 
     def _rebuild(self, config: Config):
         try:

@@ -167,3 +167,29 @@ def test_stop_while_playing_finishes_the_thread_within_a_second(qtbot):
     assert s.shutdown(5000)
     assert time.perf_counter() - start < 1.0
     assert s.thread.isFinished()
+
+
+def test_call_runs_on_the_trainer_between_steps_and_reports_back(qtbot):
+    from core.config import Config
+    from explorer.worker import TrainingSession
+
+    session = TrainingSession(Config(seq_len=10, hidden_size=8))
+    results = []
+
+    class Sink(QObject):
+        @Slot(str, object, str)
+        def on_done(self, tag, result, error):
+            results.append((tag, result, error))
+
+    sink = Sink()
+    session.worker.call_done.connect(sink.on_done)
+    session.start()
+    try:
+        qtbot.waitUntil(lambda: session.worker.last_step >= 1, timeout=30_000)
+        session.worker.call("steps", lambda trainer: trainer.steps_done)
+        session.worker.call("boom", lambda trainer: 1 / 0)
+        qtbot.waitUntil(lambda: len(results) == 2, timeout=10_000)
+    finally:
+        assert session.shutdown()
+    assert results[0] == ("steps", 1, "")
+    assert results[1][0] == "boom" and results[1][1] is None and "division" in results[1][2]
