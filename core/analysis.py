@@ -50,6 +50,17 @@ def time_contributions(delta: torch.Tensor, h_prev: torch.Tensor) -> tuple[np.nd
     return torch.linalg.matrix_norm(terms).cpu().numpy(), terms.sum(0).cpu().numpy()
 
 
+def row_contributions(row, kind: str, activation: str) -> tuple[np.ndarray, np.ndarray]:
+    """Contributions through time for one traced row (core.models.RowTrace, after backward).
+
+    -> (norms (T,) in sequence order, total (H, H)); total equals the row's W_hh-block gradient.
+    """
+    prev = torch.cat([row.h0.unsqueeze(0), row.h[:-1]]) if not row.reverse \
+        else torch.cat([row.h[1:], row.h0.unsqueeze(0)])  # (T, B, H): the state entering step t
+    delta = candidate_delta(kind, activation, h=row.h, dh=row.dh, gates=row.gates, dc=row.dc)
+    return time_contributions(delta, prev)
+
+
 @dataclass
 class JacobianProfile:
     step_sigma: np.ndarray         # (T,) σ_max(∂s_t/∂s_{t−1}), t = 1..T
@@ -77,7 +88,7 @@ def jacobians_through_time(model, inputs: torch.Tensor, state0=None, activation:
         return (torch.cat(new, dim=1) if lstm else new).view(-1)
 
     if state0 is None:
-        s = torch.zeros(2 * H if lstm else H, dtype=torch.double)
+        s = torch.zeros(2 * H if lstm else H, dtype=torch.double, device=w_hh.device)
     else:
         s = torch.cat([p.double() for p in state0]) if lstm else state0.double()
     states = [s]
@@ -89,7 +100,7 @@ def jacobians_through_time(model, inputs: torch.Tensor, state0=None, activation:
     step_sigma = torch.linalg.matrix_norm(J, ord=2)  # (T,)
 
     log10_product = np.zeros(T)
-    product, log_scale = torch.eye(J.shape[1], dtype=torch.double), 0.0
+    product, log_scale = torch.eye(J.shape[1], dtype=torch.double, device=J.device), 0.0
     for t in range(T - 1, 0, -1):  # ∂s_T/∂s_t = J_T ⋯ J_{t+1}; index t here is 0-based step t+1
         product = product @ J[t]
         scale = torch.linalg.matrix_norm(product, ord=2).item()

@@ -1,18 +1,39 @@
-"""Unrolled RNN / GRU / LSTM whose every time step is visible to autograd.
+"""RNN / GRU / LSTM whose full BPTT gradient ∂L/∂h_t is visible at every time step.
 
 The parameters live in a ``torch.nn.RNN/GRU/LSTM`` module (same names, shapes
 and gate order as torch), so a state dict moves between this model and the
-fused module unchanged. The forward pass unrolls the cells in Python, exactly
-as the seeds write them (torch's convention: ``h @ W_hh.T``):
+fused module unchanged. The cells are exactly the seeds' (torch's convention:
+``h @ W_hh.T``):
 
     RNN   h_t = φ(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh)
     GRU   r = σ(..), z = σ(..), n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)),
           h_t = (1 - z) ⊙ n + z ⊙ h_{t-1}
     LSTM  i, f, g, o = σ, σ, tanh, σ;  c_t = f ⊙ c_{t-1} + i ⊙ g;  h_t = o ⊙ tanh(c_t)
 
-so that ``h_t.retain_grad()`` yields the full BPTT gradient ∂L/∂h_t (direct
-part through the output plus the recurrent part through h_{t+1}) — which a
-fused module's ``output.retain_grad()`` cannot give.
+Two engines compute the same thing:
+
+- ``"bptt"`` (default, fast): one ``torch.autograd.Function`` per row (layer,
+  direction), ``RowBPTT``. Its forward runs the recurrence step by step into
+  preallocated buffers (no autograd graph per step). Its backward is BPTT
+  written out by hand, so ∂L/∂h_t (the direct part through the output plus the
+  recurrent part through step t+1) and, for the LSTM, ∂L/∂c_t are the very
+  tensors the backward propagates: nothing is hooked, nothing is computed
+  twice. Weight and bias gradients are batched matmuls over all steps.
+  Truncation (detach, or ξ-scaling of the state carried into a step) is a
+  factor on the recurrent carry inside that backward, so every truncation mode,
+  multi-layer, bidirectional and a carried initial state run on this engine.
+  First-order only (no double backward); under torch.func transforms the
+  unrolled engine runs instead.
+- ``"unrolled"`` (reference): the cells unrolled in Python under autograd,
+  ``h_t.retain_grad()`` on every step. Slow; kept so tests can check the fast
+  engine against it (tests/core/test_fast_paths.py also checks both against
+  torch's own cell functions differentiated with ``torch.autograd.grad``).
+
+A fused module's ``output.retain_grad()`` would give only the direct part of
+∂L/∂h_t, which is why neither engine calls the fused forward. Measured on a
+2-core CPU the fast engine's step costs about as much as a plain torch.nn
+RNN/GRU step (their CPU kernels are per-step loops too) and more than the
+oneDNN-fused LSTM at h=64; see benchmarks/README.md.
 
 "W_hh" of a gated cell, for the spectrum and spectral-radius rescaling, is the
 block on the candidate path (the analogue of the vanilla RNN's W_hh):
@@ -20,10 +41,13 @@ GRU's W_hn, LSTM's W_hg. ``RECURRENT_BLOCK`` names the choice in every record.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
+from typing import Callable
 
 import torch
 from torch import nn
+from torch.autograd.function import once_differentiable
 
 from core.config import Config
 
@@ -39,6 +63,9 @@ RECURRENT_BLOCK = {
     "lstm": "W_hg (LSTM cell-candidate block of W_hh)",
 }
 ACTIVATIONS = {"tanh": torch.tanh, "relu": torch.relu, "identity": lambda a: a}
+ENGINES = ("bptt", "unrolled")
+
+KeepGradAt = Callable[[int], "float | None"]
 
 
 class ScaleGrad(torch.autograd.Function):
@@ -63,22 +90,374 @@ def detach_state(state):
     return map_state(state, torch.Tensor.detach)
 
 
+# -- what a forward pass leaves for measurement ---------------------------------------------
+@dataclass
+class RowTrace:
+    """One row (layer, direction) of one forward pass; every tensor is detached, time in sequence order.
+
+    ``h0``/``c0`` is the state entering the row's first processed step (for a
+    backward-direction row: the state entering position T-1). ``dh``/``dc`` are
+    the full BPTT gradients ∂L/∂h_t, ∂L/∂c_t (direct + recurrent part, after
+    truncation), available once ``loss.backward()`` has run; zeros where no
+    gradient reached.
+    """
+    label: str
+    reverse: bool
+    h0: torch.Tensor | None = None            # (B, H)
+    h: torch.Tensor | None = None             # (T, B, H)
+    c0: torch.Tensor | None = None            # (B, H)  LSTM
+    c: torch.Tensor | None = None             # (T, B, H) LSTM
+    gates: dict[str, torch.Tensor] = field(default_factory=dict)  # name -> (T, B, H), whole batch; GRU/LSTM
+    _dh: torch.Tensor | None = None
+    _dc: torch.Tensor | None = None
+    _pending: tuple | None = None             # unrolled engine: per-step tensors whose grads were retained
+
+    @property
+    def is_lstm(self) -> bool:
+        return self.c is not None
+
+    @property
+    def dh(self) -> torch.Tensor:
+        if self._dh is None:
+            self._dh = self._retained(0) if self._pending else torch.zeros_like(self.h)
+        return self._dh
+
+    @property
+    def dc(self) -> torch.Tensor | None:
+        if not self.is_lstm:
+            return None
+        if self._dc is None:
+            self._dc = self._retained(1) if self._pending else torch.zeros_like(self.c)
+        return self._dc
+
+    def _retained(self, which: int) -> torch.Tensor:
+        tensors = self._pending[which]
+        return torch.stack([t.grad if t.grad is not None else torch.zeros_like(t) for t in tensors]).detach()
+
+
 @dataclass
 class Trace:
-    """Per-step tensors of one forward pass, kept for measurement after backward.
+    """Per-row tensors of one forward pass, kept for measurement after backward.
 
     rows are (layer, direction) pairs in torch's order: l0, l0_reverse, l1, ...
     """
-    hidden: list[list[torch.Tensor]] = field(default_factory=list)  # [row][t] -> (B, H), grads retained
-    cell: list[list[torch.Tensor]] = field(default_factory=list)    # LSTM only, same layout
-    gates: list[dict[str, list[torch.Tensor]]] = field(default_factory=list)  # [row][gate][t] -> (H,) sample 0
-    row_labels: list[str] = field(default_factory=list)
+    rows: list[RowTrace] = field(default_factory=list)
+
+    @property
+    def row_labels(self) -> list[str]:
+        return [row.label for row in self.rows]
+
+    @property
+    def is_lstm(self) -> bool:
+        return bool(self.rows) and self.rows[0].is_lstm
+
+
+# -- the fast engine: one autograd node per row, BPTT by hand ---------------------------------
+class _RowSpec:
+    """What the row Function needs besides tensors (not saved by autograd)."""
+    __slots__ = ("kind", "activation", "reverse", "scales", "trace")
+
+    def __init__(self, kind, activation, reverse, scales, trace):
+        self.kind, self.activation, self.reverse = kind, activation, reverse
+        self.scales = scales        # None or per processed step k: the factor on the carry into step k (k ≥ 1)
+        self.trace = trace          # RowTrace or None
+
+
+def _state_buffer(like, first, T, reverse):
+    """(T+1, B, H) buffer for a state sequence: (buffer, s_t view (T, B, H), s_{t-1} view), sequence order.
+
+    A forward row keeps the initial state at 0 and s_t at t+1; a backward row
+    (processed T-1 .. 0) keeps it at T and s_t at t, so its predecessor is s_{t+1}.
+    """
+    buf = like.new_empty(T + 1, *first.shape)
+    if reverse:
+        buf[T] = first
+        return buf, buf[:T], buf[1:]
+    buf[0] = first
+    return buf, buf[1:], buf[:T]
+
+
+def _row_forward(spec: _RowSpec, x, h0, c0, w_ih, w_hh, b_ih, b_hh):
+    """The recurrence of one row, step by step, into preallocated buffers (no autograd).
+
+    x (T, B, I) -> h_t (T, B, H) in sequence order, plus what backward needs
+    (gates after their nonlinearities, c_t, tanh c_t, ...).
+    RNN/GRU: one batched input projection, then per step one in-place matmul
+    into the step's slice and a few elementwise ops. (MKL is markedly slower on
+    a transposed W_hh view, hence the contiguous copy of W_hhᵀ.)
+    """
+    T, B, H = x.shape[0], h0.shape[0], h0.shape[1]
+    x2d = x.reshape(T * B, -1)
+    order = range(T - 1, -1, -1) if spec.reverse else range(T)
+    if spec.kind == "lstm":
+        return _lstm_forward(spec, x, h0, c0, w_ih, w_hh, b_ih, b_hh, order)
+    wt = w_hh.t().contiguous()                                            # (H, G*H)
+    _, out, prev = _state_buffer(x, h0, T, spec.reverse)
+    outs, prevs = out.unbind(0), prev.unbind(0)
+    found = {"out": out, "prev": prev}
+    if spec.kind == "rnn":
+        torch.addmm(b_ih + b_hh, x2d, w_ih.t(), out=out.view(T * B, H))  # W_ih x_t + b, then += W_hh h_{t-1}
+        act = {"tanh": torch.tanh_, "relu": torch.relu_}.get(spec.activation)
+        for t in order:
+            outs[t].addmm_(prevs[t], wt)
+            if act is not None:
+                act(outs[t])
+        return found
+    gx = torch.addmm(b_ih, x2d, w_ih.t()).view(T, B, 3 * H)               # GRU: W_ih x_t + b_ih
+    gh = x.new_empty(T, B, 3 * H)        # r, z pre-activations (-> r, z in place) | W_hn h_{t-1} + b_hn
+    torch.add(gx[..., :2 * H], b_hh[:2 * H], out=gh[..., :2 * H])
+    gh[..., 2 * H:] = b_hh[2 * H:]
+    n, diff = x.new_empty(T, B, H), x.new_empty(T, B, H)                   # candidate, h_{t-1} - n
+    ghs, ns, diffs = gh.unbind(0), n.unbind(0), diff.unbind(0)
+    rzs, ghns, xns = gh[..., :2 * H].unbind(0), gh[..., 2 * H:].unbind(0), gx[..., 2 * H:].unbind(0)
+    rs, zs = gh[..., :H].unbind(0), gh[..., H:2 * H].unbind(0)
+    for t in order:
+        ghs[t].addmm_(prevs[t], wt)
+        torch.sigmoid_(rzs[t])
+        torch.addcmul(xns[t], rs[t], ghns[t], out=ns[t])
+        torch.tanh_(ns[t])
+        torch.sub(prevs[t], ns[t], out=diffs[t])
+        torch.addcmul(ns[t], zs[t], diffs[t], out=outs[t])
+    found.update(gh=gh, n=n, diff=diff, gates={"reset": gh[..., :H], "update": gh[..., H:2 * H], "candidate": n})
+    return found
+
+
+def _lstm_forward(spec, x, h0, c0, w_ih, w_hh, b_ih, b_hh, order):
+    """LSTM row. Gate order inside the engine: o, i, f, g (one sigmoid over three contiguous
+    blocks; the three blocks scaled by ∂L/∂c_t adjacent in backward); torch's order is i, f, g, o.
+
+    Each step multiplies [1, x_t, h_{t-1}] (one buffer row: h_t is written straight
+    into the next step's row) by [b, W_ih, W_hh]ᵀ: no separate input-projection or
+    bias pass, and backward gets all three gradients from one matmul.
+    """
+    T, B, I = x.shape
+    H = h0.shape[1]
+    w_cat = _to_ofig(torch.cat([(b_ih + b_hh)[:, None], w_ih, w_hh], 1))  # (4H, 1+I+H): [b, W_ih, W_hh]
+    wct = w_cat.t().contiguous()                                          # (1+I+H, 4H)
+    xh = x.new_empty(T + 1, B, 1 + I + H)  # row s: [1, x, h] as one step reads them (see below)
+    xh[..., 0] = 1.0
+    if spec.reverse:   # position t reads x_t and h_{t+1} from row t+1, writes h_t into row t
+        xh[1:, :, 1:I + 1] = x
+        xh[T, :, I + 1:] = h0
+        xin, out, prev = xh[1:], xh[:T, :, I + 1:], xh[1:, :, I + 1:]
+    else:              # position t reads x_t and h_{t-1} from row t, writes h_t into row t+1
+        xh[:T, :, 1:I + 1] = x
+        xh[0, :, I + 1:] = h0
+        xin, out, prev = xh[:T], xh[1:, :, I + 1:], xh[:T, :, I + 1:]
+    gates = x.new_empty(T, B, 4 * H)                                      # o, i, f, g after their nonlinearities
+    _, c, cprev = _state_buffer(x, c0, T, spec.reverse)
+    tc = x.new_empty(T, B, H)                                             # tanh(c_t)
+    xins, outs, gs, cs, cprevs, tcs = xin.unbind(0), out.unbind(0), gates.unbind(0), c.unbind(0), \
+        cprev.unbind(0), tc.unbind(0)
+    g_sig, g_g = gates[..., :3 * H].unbind(0), gates[..., 3 * H:].unbind(0)
+    g_o, g_i, g_f = gates[..., :H].unbind(0), gates[..., H:2 * H].unbind(0), gates[..., 2 * H:3 * H].unbind(0)
+    for t in order:
+        torch.mm(xins[t], wct, out=gs[t])
+        g_sig[t].sigmoid_()
+        g_g[t].tanh_()
+        torch.mul(g_i[t], g_g[t], out=cs[t])
+        cs[t].addcmul_(g_f[t], cprevs[t])
+        torch.tanh(cs[t], out=tcs[t])
+        torch.mul(g_o[t], tcs[t], out=outs[t])
+    o, i, f, g = gates.chunk(4, dim=2)
+    return {"out": out, "prev": prev, "xin": xin, "w_cat": w_cat, "w_hh": w_cat[:, I + 1:].contiguous(),
+            "gates_buf": gates, "c": c, "cprev": cprev, "tc": tc,
+            "gates": {"input": i, "forget": f, "candidate": g, "output": o}}
+
+
+_OFIG = (3, 0, 1, 2)   # torch chunk (i, f, g, o) of each engine block (o, i, f, g)
+_IFGO = (1, 2, 3, 0)   # engine block of each torch chunk
+
+
+def _to_ofig(w):
+    """(4H, ...) in torch's gate order i, f, g, o -> o, i, f, g."""
+    return w.view(4, -1, *w.shape[1:])[list(_OFIG)].reshape(w.shape)
+
+
+def _to_ifgo(w):
+    return w.view(4, -1, *w.shape[1:])[list(_IFGO)].reshape(w.shape)
+
+
+_SCRATCH = threading.local()
+
+
+def _workspace(name: str, like: torch.Tensor) -> torch.Tensor:
+    """A scratch buffer shaped like `like`, reused across backward calls (this thread's, one per name).
+
+    Only for tensors that never leave the backward that uses them: fresh
+    multi-megabyte buffers every step cost more in page faults than the
+    arithmetic done in them (measured: benchmarks/README.md).
+    """
+    buffers = getattr(_SCRATCH, "buffers", None)
+    if buffers is None:
+        buffers = _SCRATCH.buffers = {}
+    buf = buffers.get(name)
+    if buf is None or buf.shape != like.shape or buf.dtype != like.dtype or buf.device != like.device:
+        buf = buffers[name] = torch.empty(like.shape, dtype=like.dtype, device=like.device)
+    return buf
+
+
+class RowBPTT(torch.autograd.Function):
+    """One recurrent row: layer input x (T, B, I), initial state -> h (T, B, H) [, c_T].
+
+    forward: the recurrence into buffers (see _row_forward), no autograd graph.
+    backward: hand-written BPTT in processing order; records ∂L/∂h_t and
+    ∂L/∂c_t into ``spec.trace``; weight gradients are batched matmuls over all steps.
+    """
+
+    @staticmethod
+    def forward(ctx, x, h0, c0, w_ih, w_hh, b_ih, b_hh, spec: _RowSpec):
+        found = _row_forward(spec, x, h0, c0, w_ih, w_hh, b_ih, b_hh)
+        out = found["out"]
+        ctx.save_for_backward(x, w_ih, w_hh)
+        ctx.spec, ctx.found = spec, found  # internal buffers; `out` itself becomes this node's output
+        row = spec.trace
+        if row is not None:
+            row.h0, row.h, row.gates = h0.detach(), out.detach(), found.get("gates", {})
+            if c0 is not None:
+                row.c0, row.c = c0.detach(), found["c"]
+        if spec.kind == "lstm":
+            return out, found["c"][0 if spec.reverse else -1].clone()
+        return out
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g_out, g_c_last=None):
+        x, w_ih, w_hh = ctx.saved_tensors
+        spec, found = ctx.spec, ctx.found
+        out, prev = found["out"], found["prev"]
+        T, B, H = out.shape
+        order = list(range(T - 1, -1, -1) if spec.reverse else range(T))
+        scales = spec.scales
+        dh = g_out.clone(memory_format=torch.contiguous_format)  # starts as the direct part; the loop adds the carry
+        dhs = dh.unbind(0)
+        dc = None
+        first = order[0]
+        kind = spec.kind
+        one = torch.ones((), dtype=out.dtype, device=out.device)
+        ws = _workspace
+        g_h0 = g_c0 = None
+
+        if kind == "rnn":
+            act = spec.activation
+            if act == "tanh":
+                deriv = torch.addcmul(one, out, out, value=-1, out=ws("rnn_d", out))  # 1 - h²
+            elif act == "relu":
+                deriv = (out > 0).to(out.dtype)
+            else:
+                deriv = None
+            d_a = dh if deriv is None else ws("rnn_da", dh)          # ∂L/∂(pre-activation)
+            d_as = d_a.unbind(0)
+            ders = deriv.unbind(0) if deriv is not None else None
+            nxt = None
+            for k in range(T - 1, -1, -1):
+                t = order[k]
+                if nxt is not None:
+                    s = 1.0 if scales is None else scales[k + 1]
+                    if s:
+                        dhs[t].addmm_(d_as[nxt], w_hh, alpha=s)
+                if ders is not None:
+                    torch.mul(dhs[t], ders[t], out=d_as[t])
+                nxt = t
+            d_x = d_hh = d_a                                          # ∂L/∂(W_ih x + b_ih) = ∂L/∂(W_hh h + b_hh)
+            if ctx.needs_input_grad[1]:
+                g_h0 = d_as[first].mm(w_hh)
+
+        elif kind == "gru":
+            gh, n, diff = found["gh"], found["n"], found["diff"]
+            r, z, gh_n = gh[..., :H], gh[..., H:2 * H], gh[..., 2 * H:]
+            a_n = torch.addcmul(one, n, n, value=-1, out=ws("gru_an", n))    # 1 - n², then
+            a_n.addcmul_(a_n, z, value=-1)                                     # ∂h/∂a_n = (1 - z)(1 - n²)
+            a_z = torch.addcmul(z, z, z, value=-1, out=ws("gru_az", z)).mul_(diff)      # (h_{t-1} - n) z(1 - z)
+            a_r = torch.addcmul(r, r, r, value=-1, out=ws("gru_ar", r)).mul_(gh_n)      # (W_hn h + b_hn) r(1 - r)
+            d_x = ws("gru_dx", gh)                                           # ∂L/∂(W_ih x + b_ih)
+            d_hh = ws("gru_dhh", gh)                                         # ∂L/∂(W_hh h + b_hh)
+            a_ns, a_zs, a_rs, rs, zs = a_n.unbind(0), a_z.unbind(0), a_r.unbind(0), r.unbind(0), z.unbind(0)
+            d_hhs = d_hh.unbind(0)
+            d_r, d_z, d_hn = d_hh[..., :H].unbind(0), d_hh[..., H:2 * H].unbind(0), d_hh[..., 2 * H:].unbind(0)
+            d_n = d_x[..., 2 * H:].unbind(0)
+            nxt = None
+            for k in range(T - 1, -1, -1):
+                t = order[k]
+                if nxt is not None:
+                    s = 1.0 if scales is None else scales[k + 1]
+                    if s:
+                        dhs[t].addcmul_(dhs[nxt], zs[nxt], value=s)
+                        dhs[t].addmm_(d_hhs[nxt], w_hh, alpha=s)
+                torch.mul(dhs[t], a_ns[t], out=d_n[t])
+                torch.mul(dhs[t], a_zs[t], out=d_z[t])
+                torch.mul(d_n[t], a_rs[t], out=d_r[t])
+                torch.mul(d_n[t], rs[t], out=d_hn[t])
+                nxt = t
+            d_x[..., :2 * H] = d_hh[..., :2 * H]
+            if ctx.needs_input_grad[1]:
+                g_h0 = torch.addmm(dhs[first] * zs[first], d_hhs[first], w_hh)
+
+        else:  # lstm (engine gate order o, i, f, g; see _row_forward)
+            gates, cprev, tc = found["gates_buf"], found["cprev"], found["tc"]
+            w_hh = found["w_hh"]                                               # engine gate order
+            o, i, f, g = gates.chunk(4, dim=2)
+            m = torch.addcmul(gates, gates, gates, value=-1, out=ws("lstm_m", gates)).view(T, B, 4, H)
+            m[:, :, 0].mul_(tc)                                                # ∂h/∂a_o = tanh(c) o(1 - o)
+            m[:, :, 1].mul_(g)                                                 # ∂c/∂a_i = g i(1 - i)
+            m[:, :, 2].mul_(cprev)                                             # ∂c/∂a_f = c_{t-1} f(1 - f)
+            torch.addcmul(one, g, g, value=-1, out=m[:, :, 3]).mul_(i)         # ∂c/∂a_g = i (1 - g²)
+            k_c = torch.addcmul(one, tc, tc, value=-1, out=ws("lstm_kc", tc)).mul_(o)  # ∂h/∂c = o (1 - tanh² c)
+            dc = torch.empty_like(dh)
+            d_g = ws("lstm_dg", gates)                                       # ∂L/∂(gate pre-activations)
+            k_cs, ms, m_os, fs = k_c.unbind(0), m[:, :, 1:].unbind(0), m[:, :, 0].unbind(0), f.unbind(0)
+            dcs, dcus, d_gs = dc.unbind(0), dc.unsqueeze(2).unbind(0), d_g.unbind(0)
+            d_o, d_ifg = d_g[..., :H].unbind(0), d_g[..., H:].unflatten(-1, (3, H)).unbind(0)
+            nxt = None
+            for k in range(T - 1, -1, -1):
+                t = order[k]
+                s = 0.0
+                if nxt is not None:
+                    s = 1.0 if scales is None else scales[k + 1]
+                    if s:
+                        dhs[t].addmm_(d_gs[nxt], w_hh, alpha=s)
+                torch.mul(dhs[t], k_cs[t], out=dcs[t])
+                if s:
+                    dcs[t].addcmul_(fs[nxt], dcs[nxt], value=s)
+                elif nxt is None and g_c_last is not None:
+                    dcs[t].add_(g_c_last)
+                torch.mul(dcus[t], ms[t], out=d_ifg[t])
+                torch.mul(dhs[t], m_os[t], out=d_o[t])
+                nxt = t
+            d_x = d_hh = d_g
+            if ctx.needs_input_grad[1]:
+                g_h0 = d_gs[first].mm(w_hh)
+            if ctx.needs_input_grad[2]:
+                g_c0 = dcs[first] * fs[first]
+
+        G = d_x.shape[2]
+        flat_x, flat_hh = d_x.view(T * B, G), d_hh.view(T * B, G)
+        if kind == "lstm":  # [1, x, h] rows: one matmul for all three gradients; back to torch's gate order
+            I = x.shape[2]
+            w_cat, xin = found["w_cat"], found["xin"]
+            g_x = flat_x.mm(w_cat[:, 1:I + 1]).view(T, B, I) if ctx.needs_input_grad[0] else None
+            g_cat = _to_ifgo(xin.reshape(T * B, -1).t().mm(flat_x).t())  # (4H, 1+I+H); the faster orientation
+            g_b_ih = g_b_hh = g_cat[:, 0]
+            g_w_ih, g_w_hh = g_cat[:, 1:I + 1], g_cat[:, I + 1:]
+        else:
+            g_x = flat_x.mm(w_ih).view(T, B, -1) if ctx.needs_input_grad[0] else None
+            g_w_ih = x.reshape(T * B, -1).t().mm(flat_x).t()       # (G*H, I); the faster orientation
+            g_w_hh = prev.reshape(T * B, H).t().mm(flat_hh).t()
+            g_b_ih = flat_x.sum(0)
+            g_b_hh = g_b_ih if d_hh is d_x else flat_hh.sum(0)
+        if spec.trace is not None:
+            spec.trace._dh = dh
+            spec.trace._dc = dc
+        return g_x, g_h0, g_c0, g_w_ih, g_w_hh, g_b_ih, g_b_hh, None
 
 
 class RecurrentNet(nn.Module):
+    engine = "bptt"  # or "unrolled" (the slow reference); see the module docstring
+
     def __init__(self, config: Config, input_size: int, output_size: int):
         super().__init__()
         self.kind = config.model
+        self.activation_name = config.activation
         self.activation = ACTIVATIONS[config.activation]
         self.hidden_size = config.hidden_size
         self.num_layers = config.num_layers
@@ -126,19 +505,60 @@ class RecurrentNet(nn.Module):
         return (h, h.clone()) if self.kind == "lstm" else h
 
     # -- forward ------------------------------------------------------------------
-    def forward(self, inputs, state=None, keep_grad_at=None, trace: Trace | None = None):
+    def forward(self, inputs, state=None, keep_grad_at: KeepGradAt | None = None, trace: Trace | None = None):
         """inputs (T, B, I) -> outputs (T, B, O), final state (L*D, B, H) or (h, c).
 
-        keep_grad_at(t) -> None (no change), 0.0 (detach) or a gradient scale ξ,
-        applied to the state carried into step t (truncated BPTT).
-        With `trace`, every h_t (and c_t) retains its gradient and gates of sample 0 are kept.
+        keep_grad_at(step) -> None (no change), 0.0 (detach) or a gradient scale ξ,
+        applied to the state carried into processed step `step` (1 .. T-1; truncated BPTT).
+        With `trace`, each row's h_t (c_t, gates) is kept and, after backward,
+        its full gradient ∂L/∂h_t (∂L/∂c_t); see RowTrace.
         """
+        if self.engine == "unrolled" or torch._C._are_functorch_transforms_active():
+            # the reference engine also serves torch.func transforms (jacrev, vmap), which
+            # the hand-written backward does not support
+            return self._forward_unrolled(inputs, state, keep_grad_at, trace)
+        T, B, _ = inputs.shape
+        if state is None:
+            state = self.zero_state(B)
+        scales = None
+        if keep_grad_at is not None:
+            scales = [1.0] + [_scale(keep_grad_at(step)) for step in range(1, T)]
+            if all(s == 1.0 for s in scales):
+                scales = None
+        lstm = self.kind == "lstm"
+        final_h, final_c = [], []
+        layer_input = inputs  # (T, B, I) then (T, B, H*D)
+        for layer in range(self.num_layers):
+            outs = []
+            for direction in range(self.num_directions):
+                row = layer * self.num_directions + direction
+                weights = self.row_weights(row)
+                row_trace = None
+                if trace is not None:
+                    row_trace = RowTrace(self.row_label(row), bool(direction))
+                    trace.rows.append(row_trace)
+                spec = _RowSpec(self.kind, self.activation_name, bool(direction), scales, row_trace)
+                last = 0 if direction else T - 1
+                if lstm:
+                    h, c_last = RowBPTT.apply(layer_input, state[0][row], state[1][row], *weights, spec)
+                    final_c.append(c_last)
+                else:
+                    h = RowBPTT.apply(layer_input, state[row], None, *weights, spec)
+                final_h.append(h[last])
+                outs.append(h)
+            layer_input = outs[0] if len(outs) == 1 else torch.cat(outs, dim=2)  # (T, B, H*D)
+        outputs = self.head(layer_input)  # (T, B, O)
+        final = (torch.stack(final_h), torch.stack(final_c)) if lstm else torch.stack(final_h)
+        return outputs, final
+
+    # -- the reference engine: unrolled under autograd ------------------------------------
+    def _forward_unrolled(self, inputs, state, keep_grad_at, trace):
         T, B, _ = inputs.shape
         if state is None:
             state = self.zero_state(B)
         lstm = self.kind == "lstm"
         final_h, final_c = [], []
-        layer_input = inputs  # (T, B, I) then (T, B, H*D)
+        layer_input = inputs
         for layer in range(self.num_layers):
             outs = []
             for direction in range(self.num_directions):
@@ -151,18 +571,19 @@ class RecurrentNet(nn.Module):
                     final_c.append(last[1])
                 else:
                     final_h.append(last)
-            layer_input = outs[0] if len(outs) == 1 else torch.cat(outs, dim=2)  # (T, B, H*D)
-        outputs = self.head(layer_input)  # (T, B, O)
+            layer_input = outs[0] if len(outs) == 1 else torch.cat(outs, dim=2)
+        outputs = self.head(layer_input)
         final = (torch.stack(final_h), torch.stack(final_c)) if lstm else torch.stack(final_h)
         return outputs, final
 
     def _run_row(self, row, inputs, state, keep_grad_at, trace, reverse):
         w_ih, w_hh, b_ih, b_hh = self.row_weights(row)
         T = inputs.shape[0]
-        x_proj = torch.addmm(b_ih, inputs.reshape(-1, inputs.shape[2]), w_ih.t()).view(T, inputs.shape[1], -1)  # (T, B, G*H)
+        x_proj = torch.addmm(b_ih, inputs.reshape(-1, inputs.shape[2]), w_ih.t()).view(T, inputs.shape[1], -1)
         hs: list[torch.Tensor] = [None] * T
         cs: list[torch.Tensor] = [None] * T if self.kind == "lstm" else None
         gate_log = {name: [None] * T for name in GATES[self.kind]} if trace is not None and self.kind != "rnn" else None
+        start = state
         order = range(T - 1, -1, -1) if reverse else range(T)
         for step, t in enumerate(order):
             if keep_grad_at is not None and step > 0:
@@ -179,17 +600,18 @@ class RecurrentNet(nn.Module):
                     state[1].retain_grad()
                 if gate_log is not None:
                     for name, value in zip(GATES[self.kind], gates):
-                        gate_log[name][t] = value[0].detach()
+                        gate_log[name][t] = value.detach()
             hs[t] = h
             if cs is not None:
                 cs[t] = state[1]
         if trace is not None:
-            trace.hidden.append(hs)
-            if cs is not None:
-                trace.cell.append(cs)
-            if gate_log is not None:
-                trace.gates.append(gate_log)
-            trace.row_labels.append(self.row_label(row))
+            lstm = cs is not None
+            trace.rows.append(RowTrace(
+                self.row_label(row), reverse,
+                h0=(start[0] if lstm else start).detach(), h=torch.stack(hs).detach(),
+                c0=start[1].detach() if lstm else None, c=torch.stack(cs).detach() if lstm else None,
+                gates={name: torch.stack(v) for name, v in gate_log.items()} if gate_log else {},
+                _pending=(hs, cs)))
         return hs, state
 
     def _cell(self, x_proj, state, w_hh, b_hh):
@@ -209,6 +631,11 @@ class RecurrentNet(nn.Module):
         i, f, g, o = torch.sigmoid(i), torch.sigmoid(f), torch.tanh(g), torch.sigmoid(o)
         c = f * c + i * g
         return (o * torch.tanh(c), c), (i, f, g, o)
+
+
+def _scale(value) -> float:
+    """keep_grad_at's answer as the factor on the recurrent carry: None -> 1, 0 -> 0 (detach), ξ -> ξ."""
+    return 1.0 if value is None else float(value)
 
 
 @torch.no_grad()

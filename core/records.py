@@ -40,6 +40,8 @@ class Record:
     cell: np.ndarray | None = None     # (R, T, H) LSTM sample 0; on detail steps
     gates: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (R, T, H) sample 0
     contributions: np.ndarray | None = None  # (R, T) ‖step t's term of ∂L/∂W_hh‖_F; on detail steps
+    contribution_share: np.ndarray | None = None  # (R, T) each term's share of Σ_t ‖term_t‖_F
+    jacobians: Any = None              # core.analysis.JacobianProfile of layer 1, sample 0; when asked for
     task_preview: dict[str, Any] | None = None
 
     @property

@@ -8,13 +8,23 @@ complex pair without a partner).
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 CONJUGATE_TOL = 1e-9
 
 
-def spectrum(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(eigenvalues (H,) complex, singular values (H,) descending) of a real (H, H) matrix."""
-    return np.linalg.eigvals(matrix), np.linalg.svd(matrix, compute_uv=False)
+def spectrum(mats: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """(R, H, H) -> eigenvalues (R, H) complex, singular values (R, H) descending, in float64; NaN if not finite.
+
+    torch's LAPACK (it follows torch.set_num_threads): numpy's threaded OpenBLAS
+    was up to 20x slower for 128 x 128 on a busy 2-core machine, and a worker
+    thread gained nothing there (measured: benchmarks/README.md).
+    """
+    mats = mats.detach().to("cpu", torch.float64)
+    if not torch.isfinite(mats).all():
+        nan = np.full(mats.shape[:2], np.nan)
+        return nan.astype(complex), nan
+    return torch.linalg.eigvals(mats).numpy(), torch.linalg.svdvals(mats).numpy()
 
 
 def edit_eigenvalue(matrix: np.ndarray, index: int, new_value: complex) -> np.ndarray:

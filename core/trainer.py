@@ -1,10 +1,11 @@
 """One optimizer step at a time, fully recorded.
 
-    zero_grad -> forward (unrolled, h_t grads retained) -> loss -> backward
-    -> measure ‖∂L/∂h_t‖, ‖∂L/∂c_t‖, norms -> clip -> step -> spectrum -> Record
+    zero_grad -> forward -> loss -> backward (core.models records ∂L/∂h_t, ∂L/∂c_t)
+    -> norms (one device -> host transfer) -> spectrum of W_hh -> clip -> step -> Record
 """
 from __future__ import annotations
 
+import copy
 import math
 import time
 from typing import Any
@@ -14,8 +15,10 @@ import torch
 import torch.nn.functional as F
 
 from core.config import LIVE_KEYS, Config, ConfigError
+from core.analysis import jacobians_through_time, row_contributions
 from core.models import RECURRENT_BLOCK, RecurrentNet, Trace, detach_state
 from core.records import History, Record
+from core.spectrum import edit_eigenvalue, spectrum
 from core.tasks import make_task
 
 OPTIMIZERS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop}
@@ -34,6 +37,7 @@ class Trainer:
         self._carried_state = None  # sequential sampling: the previous batch's final state
         self._xi_rng = torch.Generator().manual_seed(config.seed)  # randomized truncation draws
         self._rescale_to: float | None = None
+        self._matrix_edits: list[tuple[int, torch.Tensor]] = []  # undo stack: (row, W_hh before the edit)
 
     # -- settings that apply at the next step --------------------------------------
     def update(self, **changes: Any) -> Config:
@@ -45,14 +49,15 @@ class Trainer:
         new = self.config.replace(**changes)
         for group in self.optimizer.param_groups:
             group["lr"] = new.lr
-        if new.spectral_radius is not None and new.spectral_radius != self.config.spectral_radius:
-            self._rescale_to = new.spectral_radius
+        if "spectral_radius" in changes and new.spectral_radius is not None:
+            self._rescale_to = new.spectral_radius  # re-imposed even if unchanged: training drifts ρ
         self.config = new
         return new
 
     # -- the step ------------------------------------------------------------------------
-    def step(self, detail: bool = True, preview: bool = False) -> Record:
-        """One optimizer step. `detail` adds hidden/cell/gate arrays; `preview` adds the task view."""
+    def step(self, detail: bool = True, preview: bool = False, jacobians: bool = False) -> Record:
+        """One optimizer step. `detail` adds hidden/cell/gate arrays and contributions through time;
+        `preview` adds the task view; `jacobians` adds Jacobians through time (layer 1, sample 0)."""
         start = time.perf_counter()
         cfg, model = self.config, self.model
         if self._rescale_to is not None:
@@ -67,21 +72,35 @@ class Trainer:
         outputs, final_state = model(inputs, state, self._truncation_schedule(inputs.shape[0]), trace)
         loss = self._loss(outputs, targets)
         loss.backward()
-        eigenvalues, singular_values = self._spectrum()  # of the W that made these gradients
 
         params = [(name, p) for name, p in model.named_parameters() if p.grad is not None]
-        param_norms = torch.stack([torch.linalg.vector_norm(p.grad) for _, p in params])
-        grad_norm = torch.linalg.vector_norm(param_norms).item()
-        loss_value = loss.item()
+        grads = [p.grad for _, p in params]
+        param_norms = torch.stack(torch._foreach_norm(grads))
+        R, T = len(trace.rows), inputs.shape[0]
+        norms = [loss.detach().reshape(1), torch.linalg.vector_norm(param_norms).reshape(1), param_norms]
+        norms += [torch.linalg.vector_norm(row.dh, dim=(1, 2)) for row in trace.rows]  # (T,) each
+        if trace.is_lstm:
+            norms += [torch.linalg.vector_norm(row.dc, dim=(1, 2)) for row in trace.rows]
+        measured = torch.cat(norms).double().cpu().numpy()  # the step's one device -> host transfer
+        eigenvalues, singular_values = self._spectrum()  # of the W that made these gradients
+        loss_value, grad_norm = float(measured[0]), float(measured[1])
+        n = len(params)
+        dh_norms = measured[2 + n:2 + n + R * T].reshape(R, T)
+        dc_norms = measured[2 + n + R * T:].reshape(R, T) if trace.is_lstm else None
+        jacobian_profile = None
+        if jacobians and math.isfinite(loss_value):  # layer 1, sample 0, same weights as the spectrum
+            first_state = None if state is None else (
+                (state[0][0, 0], state[1][0, 0]) if isinstance(state, tuple) else state[0, 0])
+            jacobian_profile = jacobians_through_time(model, inputs[:, 0], first_state, cfg.activation)
+
         diverged = _divergence(loss_value, grad_norm)
         clipped = False
         if diverged is None:
             if cfg.clip is not None and grad_norm > cfg.clip:  # g <- (θ/‖g‖) g
-                for _, p in params:
-                    p.grad.mul_(cfg.clip / grad_norm)
+                torch._foreach_mul_(grads, cfg.clip / grad_norm)
                 clipped = True
             grad_norm_clipped = torch.linalg.vector_norm(
-                torch.stack([torch.linalg.vector_norm(p.grad) for _, p in params])).item() if clipped else grad_norm
+                torch.stack(torch._foreach_norm(grads))).item() if clipped else grad_norm  # measured, not assumed
             self.optimizer.step()
             self._carried_state = detach_state(final_state)
         else:  # refuse the update: weights, optimizer and carried state stay as they were
@@ -95,9 +114,9 @@ class Trainer:
             grad_norm=grad_norm,
             grad_norm_clipped=grad_norm_clipped,
             clipped=clipped,
-            param_grad_norms=dict(zip((n for n, _ in params), param_norms.tolist())),
-            dh_norms=_grad_norms(trace.hidden),
-            dc_norms=_grad_norms(trace.cell) if trace.cell else None,
+            param_grad_norms=dict(zip((name for name, _ in params), measured[2:2 + n].tolist())),
+            dh_norms=dh_norms,
+            dc_norms=dc_norms,
             row_labels=trace.row_labels,
             recurrent_block=RECURRENT_BLOCK[cfg.model],
             eigenvalues=eigenvalues,
@@ -112,10 +131,15 @@ class Trainer:
             diverged=diverged,
         )
         if detail:
-            record.hidden = _sample0(trace.hidden)
-            record.cell = _sample0(trace.cell) if trace.cell else None
-            record.gates = {name: np.stack([torch.stack(row[name]).cpu().numpy() for row in trace.gates])
-                            for name in (trace.gates[0] if trace.gates else ())}
+            rows = trace.rows
+            record.hidden = _sample0([row.h for row in rows])
+            record.cell = _sample0([row.c for row in rows]) if trace.is_lstm else None
+            record.gates = {name: _sample0([row.gates[name] for row in rows]) for name in rows[0].gates}
+            norms = np.stack([row_contributions(row, cfg.model, cfg.activation)[0] for row in rows])  # (R, T)
+            record.contributions = norms
+            total = norms.sum(axis=1, keepdims=True)
+            record.contribution_share = np.divide(norms, total, out=np.zeros_like(norms), where=total > 0)
+        record.jacobians = jacobian_profile
         if preview:
             record.task_preview = self.preview()
         if diverged is not None:
@@ -123,6 +147,40 @@ class Trainer:
         record.step_ms = (time.perf_counter() - start) * 1e3
         self.history.append(record)
         return record
+
+    # -- hands-on edits and snapshots -------------------------------------------------------
+    def edit_eigenvalue(self, row: int, index: int, value: complex):
+        """Move eigenvalue `index` of row `row`'s W_hh to `value` (its conjugate too), keeping the
+        eigenvectors; effective at the next step. ValueError if the matrix is (nearly) defective."""
+        if not 0 <= row < self.model.num_rows:
+            raise ValueError(f"row must be 0..{self.model.num_rows - 1}, got {row}")
+        w = self.model.recurrent_matrix(row)
+        edited = edit_eigenvalue(w.detach().double().cpu().numpy(), index, value)
+        with torch.no_grad():
+            self._matrix_edits.append((row, w.detach().clone()))
+            w.copy_(torch.from_numpy(edited).to(w))
+
+    def undo_matrix_edit(self) -> bool:
+        """Restore W_hh as it was before the last edit_eigenvalue; False if there is none."""
+        if not self._matrix_edits:
+            return False
+        row, before = self._matrix_edits.pop()
+        with torch.no_grad():
+            self.model.recurrent_matrix(row).copy_(before)
+        return True
+
+    def checkpoint(self) -> dict[str, Any]:
+        """A snapshot of weights, optimizer and carried state (to revert after a blow-up)."""
+        return {"step": self.steps_done, "model": copy.deepcopy(self.model.state_dict()),
+                "optimizer": copy.deepcopy(self.optimizer.state_dict()),
+                "carried_state": self._carried_state}
+
+    def restore(self, snapshot: dict[str, Any]):
+        """Go back to a checkpoint's weights and optimizer state; the step counter and history go on."""
+        self.model.load_state_dict(snapshot["model"])
+        self.optimizer.load_state_dict(snapshot["optimizer"])
+        self._carried_state = snapshot["carried_state"]
+        self._matrix_edits.clear()
 
     def preview(self) -> dict[str, Any]:
         """The task view (predictions, generated text ...) for the current weights."""
@@ -159,14 +217,10 @@ class Trainer:
         return lambda step: xi[step] if step % k == 0 else None
 
     def _spectrum(self) -> tuple[np.ndarray, np.ndarray]:
-        """Eigenvalues (R, H) and singular values (R, H) of each row's W_hh."""
+        """Eigenvalues (R, H) and singular values (R, H) of each row's W_hh, as they are now."""
         with torch.no_grad():
             mats = torch.stack([self.model.recurrent_matrix(r) for r in range(self.model.num_rows)])
-        mats = mats.double().cpu().numpy()  # (R, H, H)
-        if not np.isfinite(mats).all():
-            nan = np.full(mats.shape[:2], np.nan)
-            return nan.astype(complex), nan
-        return np.linalg.eigvals(mats), np.linalg.svd(mats, compute_uv=False)
+        return spectrum(mats)
 
 
 def _divergence(loss: float, grad_norm: float) -> str | None:
@@ -177,15 +231,6 @@ def _divergence(loss: float, grad_norm: float) -> str | None:
     return None
 
 
-def _grad_norms(per_row: list[list[torch.Tensor]]) -> np.ndarray:
-    """[row][t] tensors with retained grads -> (R, T) Frobenius norms over (B, H); 0 where no gradient."""
-    norms = []
-    for tensors in per_row:
-        grads = [t.grad if t.grad is not None else torch.zeros_like(t) for t in tensors]
-        norms.append(torch.linalg.vector_norm(torch.stack(grads), dim=(1, 2)))  # (T,)
-    return torch.stack(norms).double().cpu().numpy()
-
-
-def _sample0(per_row: list[list[torch.Tensor]]) -> np.ndarray:
-    """[row][t] (B, H) -> (R, T, H) values of sample 0."""
-    return torch.stack([torch.stack([t[0] for t in tensors]) for tensors in per_row]).detach().cpu().numpy()
+def _sample0(per_row: list[torch.Tensor]) -> np.ndarray:
+    """[row] (T, B, H) -> (R, T, H) values of sample 0."""
+    return torch.stack([t[:, 0] for t in per_row]).detach().cpu().numpy()

@@ -86,3 +86,62 @@ def test_defective_matrix_is_refused_with_a_reason():
     jordan = np.array([[1.0, 1.0], [0.0, 1.0]])
     with pytest.raises(ValueError, match="defective"):
         edit_eigenvalue(jordan, 0, 0.5)
+
+
+@pytest.mark.parametrize("model", ["rnn", "gru", "lstm"])
+def test_contributions_sum_to_the_recorded_w_hh_gradient(model):
+    """Σ_t δ_tᵀ h_{t−1} equals the W_hh-block gradient autograd computed (seed 004's decomposition)."""
+    from core.analysis import row_contributions
+    from core.models import CANDIDATE_CHUNK, Trace
+
+    H = 6
+    net = RecurrentNet(Config(model=model, hidden_size=H, bidirectional=True), 3, 2).double()
+    trace = Trace()
+    outputs, _ = net(torch.randn(9, 4, 3, dtype=torch.double), None, None, trace)
+    outputs.pow(2).mean().backward()
+    k = CANDIDATE_CHUNK[model]
+    for r, row in enumerate(trace.rows):
+        norms, total = row_contributions(row, model, "tanh")
+        np.testing.assert_allclose(total, net.row_weights(r)[1].grad[k * H:(k + 1) * H].numpy(), atol=1e-14)
+        assert norms.shape == (9,) and np.all(norms >= 0)
+
+
+def test_record_carries_contributions_shares_and_jacobians():
+    from core.trainer import Trainer
+
+    trainer = Trainer(Config(seq_len=15, hidden_size=8, num_layers=2))
+    record = trainer.step(detail=True, jacobians=True)
+    assert record.contributions.shape == (2, 15)
+    np.testing.assert_allclose(record.contribution_share.sum(axis=1), 1.0)
+    assert record.jacobians.log10_product.shape == (15,) and record.jacobians.log10_product[-1] == 0.0
+    assert trainer.step(detail=False).contributions is None
+
+
+def test_eigenvalue_edit_applies_to_the_trainer_and_undo_restores_it():
+    from core.trainer import Trainer
+
+    trainer = Trainer(Config(hidden_size=8, seq_len=10))
+    original = trainer.model.recurrent_matrix(0).detach().clone()
+    eigenvalues = np.linalg.eigvals(original.double().numpy())
+    k = int(np.argmax(np.abs(eigenvalues)))
+    target = 1.5 if abs(eigenvalues[k].imag) < 1e-9 else complex(1.2, 0.5 * np.sign(eigenvalues[k].imag))
+    trainer.edit_eigenvalue(0, k, target)
+    record = trainer.step()
+    assert np.min(np.abs(record.eigenvalues[0] - target)) < 1e-4  # float32 weights
+    trainer2 = Trainer(Config(hidden_size=8, seq_len=10))
+    trainer2.edit_eigenvalue(0, k, target)
+    assert trainer2.undo_matrix_edit() and not trainer2.undo_matrix_edit()
+    assert torch.equal(trainer2.model.recurrent_matrix(0), original)
+
+
+def test_restore_goes_back_to_the_checkpointed_weights():
+    from core.trainer import Trainer
+
+    trainer = Trainer(Config(hidden_size=8, seq_len=10))
+    snapshot = trainer.checkpoint()
+    before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+    for _ in range(3):
+        trainer.step(detail=False)
+    trainer.restore(snapshot)
+    for k, v in trainer.model.state_dict().items():
+        assert torch.equal(v, before[k]), k

@@ -1,0 +1,213 @@
+"""Instrumented Trainer.step() against the plain torch.nn training step.
+
+Question: what does recording everything cost? For each cell (RNN, GRU, LSTM),
+size (h=64, T=100, B=32 and h=128, T=200, B=32) and loss (a character language
+model: cross-entropy at every step over the built-in text's ~28-symbol vocabulary;
+the adding problem: MSE at the last step) this times, side by side:
+
+- plain:        a torch.nn.RNN/GRU/LSTM + nn.Linear head with the same initial
+                weights, sizes, batches, loss, optimizer and clipping:
+                zero_grad / forward / loss / backward / clip_grad_norm_ / step / loss.item()
+- instrumented: Trainer.step(detail=False): the same update plus every recorded
+                number: ‖∂L/∂h_t‖ for every t and row (and ‖∂L/∂c_t‖ for the LSTM),
+                per-parameter gradient norms, norm before/after clipping, eigenvalues
+                and singular values of W_hh, the Record.
+- detail:       Trainer.step(detail=True): as above plus sample 0's hidden states,
+                cell states and gates (what the GUI asks for on the steps it draws).
+
+The three run interleaved, one step each per repetition (their order rotates
+between repetitions), for many repetitions; the table shows median step times and
+the median over repetitions of the paired ratio instrumented / plain.
+
+    python benchmarks/bench_step.py                 # full run, writes benchmarks/results/step.json
+    python benchmarks/bench_step.py --quick         # smoke run: few repetitions
+    python benchmarks/bench_step.py --json out.json --reps 200 --threads 1
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
+
+from core.config import Config  # noqa: E402
+from core.trainer import OPTIMIZERS, Trainer  # noqa: E402
+
+try:  # the spectrum's share of the instrumented step, timed on its own
+    from core.trainer import spectrum as _spectrum_of
+except ImportError:  # an older engine without the helper
+    _spectrum_of = None
+
+TARGETS = {"rnn": 1.1, "gru": 1.3, "lstm": 1.3}  # issue 6: instrumented / plain, every step
+SIZES = ((64, 100), (128, 200))                   # (hidden_size, seq_len)
+LOSSES = {"lm": "text", "adding": "adding"}        # label -> task
+BATCH = 32
+CLIP = 1.0
+POOL = 8                                          # distinct batches, cycled by both sides
+
+
+class PlainStep:
+    """The reference: a plain torch.nn module trained the ordinary way, same weights as `trainer.model`."""
+
+    def __init__(self, trainer: Trainer):
+        cfg, net = trainer.config, trainer.model
+        module = {"rnn": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}[cfg.model]
+        kwargs = {"nonlinearity": cfg.activation} if cfg.model == "rnn" else {}
+        self.rnn = module(net.rnn.input_size, cfg.hidden_size, cfg.num_layers,
+                          bidirectional=cfg.bidirectional, **kwargs)
+        self.head = nn.Linear(net.head.in_features, net.head.out_features)
+        self.rnn.load_state_dict(net.rnn.state_dict())
+        self.head.load_state_dict(net.head.state_dict())
+        self.params = list(self.rnn.parameters()) + list(self.head.parameters())
+        self.optimizer = OPTIMIZERS[cfg.optimizer](self.params, lr=cfg.lr)
+        self.ce = trainer.task.loss == "ce"
+        self.last = cfg.loss_positions == "last"
+        self.clip = cfg.clip
+
+    def step(self, batch) -> float:
+        self.optimizer.zero_grad(set_to_none=True)
+        out, _ = self.rnn(batch.inputs)                       # (T, B, H)
+        if self.last:
+            out = out[-1:]
+        outputs = self.head(out)                              # (T or 1, B, O)
+        targets = batch.targets[-1:] if self.last else batch.targets
+        if self.ce:
+            loss = F.cross_entropy(outputs.reshape(-1, outputs.shape[-1]), targets.reshape(-1))
+        else:
+            loss = F.mse_loss(outputs, targets)
+        loss.backward()
+        if self.clip is not None:
+            nn.utils.clip_grad_norm_(self.params, self.clip)
+        self.optimizer.step()
+        return loss.item()
+
+
+def cycling(batches):
+    state = {"i": 0}
+
+    def next_batch():
+        batch = batches[state["i"] % len(batches)]
+        state["i"] += 1
+        return batch
+    return next_batch
+
+
+def measure(cell: str, hidden: int, seq_len: int, loss: str, reps: int, warmup: int, engine: str = "bptt") -> dict:
+    config = Config(model=cell, hidden_size=hidden, seq_len=seq_len, batch_size=BATCH, task=LOSSES[loss],
+                    clip=CLIP)
+    trainer = Trainer(config)
+    trainer.model.engine = engine
+    plain = PlainStep(trainer)
+    batches = [trainer.task.next_batch() for _ in range(POOL)]
+    trainer.task.next_batch = cycling(batches)
+    plain_batches = cycling(batches)
+    runs = {
+        "plain": lambda: plain.step(plain_batches()),
+        "instrumented": lambda: trainer.step(detail=False),
+        "detail": lambda: trainer.step(detail=True),
+    }
+    times = {name: [] for name in runs}
+    spectrum_ms = []
+    names = list(runs)
+    for rep in range(warmup + reps):
+        order = names[rep % 3:] + names[:rep % 3]  # rotate who goes first
+        for name in order:
+            start = time.perf_counter()
+            runs[name]()
+            elapsed = time.perf_counter() - start
+            if rep >= warmup:
+                times[name].append(elapsed * 1e3)
+        if _spectrum_of is not None and rep >= warmup:
+            with torch.no_grad():
+                mats = torch.stack([trainer.model.recurrent_matrix(r) for r in range(trainer.model.num_rows)])
+            start = time.perf_counter()
+            _spectrum_of(mats)
+            spectrum_ms.append((time.perf_counter() - start) * 1e3)
+    med = {name: statistics.median(v) for name, v in times.items()}
+    paired = {name: statistics.median(a / b for a, b in zip(times[name], times["plain"]))
+              for name in ("instrumented", "detail")}
+    return {
+        "cell": cell, "hidden_size": hidden, "seq_len": seq_len, "batch_size": BATCH, "loss": loss,
+        "task": config.task, "loss_positions": config.loss_positions, "vocab_or_output": trainer.task.output_size,
+        "optimizer": config.optimizer, "clip": CLIP, "reps": reps,
+        "engine": engine,
+        "median_ms": med,
+        "spectrum_ms": statistics.median(spectrum_ms) if spectrum_ms else None,
+        "ratio": paired["instrumented"], "ratio_detail": paired["detail"],
+        "ratio_of_medians": med["instrumented"] / med["plain"],
+        "target": TARGETS[cell], "met": paired["instrumented"] <= TARGETS[cell],
+        "times_ms": times,
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "step.json"),
+                        help="where to write the results (default: benchmarks/results/step.json)")
+    parser.add_argument("--quick", action="store_true", help="smoke run: 5 repetitions after 2 warm-up steps")
+    parser.add_argument("--reps", type=int, default=60, help="timed repetitions per case (default 60)")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed repetitions first (default 5)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch.set_num_threads for both sides (default 1; 0: torch's own default)")
+    parser.add_argument("--flush-denormal", action="store_true",
+                        help="torch.set_flush_denormal(True) for both sides (default: off, as the app runs)")
+    parser.add_argument("--cells", default="rnn,gru,lstm", help="comma-separated subset of rnn,gru,lstm")
+    parser.add_argument("--engine", default="bptt", choices=("bptt", "unrolled"),
+                        help="RecurrentNet engine of the instrumented side (default bptt; unrolled: the slow reference)")
+    args = parser.parse_args(argv)
+    reps, warmup = (5, 2) if args.quick else (args.reps, args.warmup)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.flush_denormal:
+        torch.set_flush_denormal(True)
+
+    env = {"torch": torch.__version__, "python": platform.python_version(), "cpus": os.cpu_count(),
+           "engine": args.engine,
+           "torch_threads": torch.get_num_threads(), "flush_denormal": args.flush_denormal,
+           "machine": platform.machine(), "loadavg_start": os.getloadavg()}
+    print(f"torch {env['torch']}, {env['torch_threads']} threads on {env['cpus']} CPUs, "
+          f"flush_denormal={args.flush_denormal}, {reps} reps (+{warmup} warm-up), batch {BATCH}, "
+          f"clip {CLIP}, optimizer {Config().optimizer}")
+    if args.engine == "bptt":
+        print("engine: hand-written BPTT (core.models.RowBPTT) in every case; truncation, multi-layer,"
+              " bidirectional and carried state run on the same engine (no fallback)")
+    else:
+        print("engine: unrolled reference (h_t.retain_grad() on every step)")
+    header = (f"{'cell':5} {'h':>4} {'T':>4} {'loss':7} {'plain ms':>9} {'instr ms':>9} {'ratio':>6} "
+              f"{'detail ms':>9} {'ratio':>6} {'spectrum':>8} {'target':>6}  met")
+    print(header)
+    print("-" * len(header))
+    results = []
+    for cell in args.cells.split(","):
+        for hidden, seq_len in SIZES:
+            for loss in LOSSES:
+                r = measure(cell, hidden, seq_len, loss, reps, warmup, args.engine)
+                results.append(r)
+                m = r["median_ms"]
+                spec = f"{r['spectrum_ms']:8.2f}" if r["spectrum_ms"] is not None else f"{'-':>8}"
+                print(f"{cell:5} {hidden:4d} {seq_len:4d} {loss:7} {m['plain']:9.2f} {m['instrumented']:9.2f} "
+                      f"{r['ratio']:6.2f} {m['detail']:9.2f} {r['ratio_detail']:6.2f} {spec} {r['target']:6.1f}  "
+                      f"{'yes' if r['met'] else 'NO'}", flush=True)
+    env["loadavg_end"] = os.getloadavg()
+    print("ratio: median over repetitions of (instrumented or detail step) / (plain step), interleaved pairs;"
+          " spectrum: ms of the instrumented step spent on eigvals + svdvals of W_hh (float64), timed alone")
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"environment": env, "quick": args.quick, "results": results}, indent=1))
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
