@@ -187,9 +187,21 @@ class Trainer:
         return self.task.preview(self.run)
 
     @torch.no_grad()
-    def run(self, inputs: torch.Tensor, state=None):
-        """No-grad forward for previews: inputs (T, B, I) on CPU -> outputs (T, B, O) on CPU, state."""
-        outputs, state = self.model(inputs.to(self.device), state)
+    def run(self, inputs: torch.Tensor, state=None, all_states: bool = False):
+        """No-grad forward for previews: inputs (T, B, I) on CPU -> outputs (T, B, O) on CPU, state.
+
+        all_states: instead of the final state, the state after every step, as one state whose
+        batch index is t * B + b (so a preview can start rollouts from every prefix at once).
+        """
+        trace = Trace() if all_states else None
+        if all_states and self.model.num_directions > 1:
+            raise ValueError("all_states needs a one-directional model: a backward row has no 'state after step t'")
+        outputs, state = self.model(inputs.to(self.device), state, None, trace)
+        if all_states:
+            T, B = inputs.shape[:2]
+            per_step = lambda name: torch.stack([getattr(row, name) for row in trace.rows]).reshape(  # noqa: E731
+                len(trace.rows), T * B, -1)  # (L, T, B, H) -> (L, T*B, H)
+            state = (per_step("h"), per_step("c")) if trace.is_lstm else per_step("h")
         return outputs.cpu(), state
 
     # -- pieces ------------------------------------------------------------------------

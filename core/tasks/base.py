@@ -9,7 +9,8 @@ import torch
 
 # A no-grad forward the trainer lends to previews:
 #   run(inputs (T, B, input_size), state or None) -> (outputs (T, B, output_size), state)
-RunFn = Callable[[torch.Tensor, Any], tuple[torch.Tensor, Any]]
+#   run(inputs, state, all_states=True) -> (outputs, the state after every step, batch index t * B + b)
+RunFn = Callable[..., tuple[torch.Tensor, Any]]
 
 
 @dataclass

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from core.config import Config, ConfigError
+from core.models import map_state
 from core.tasks.base import Batch, RunFn, Task
 from core.tasks.sequence_sampling import WindowStream, min_corpus_length
 
@@ -31,11 +32,9 @@ def sine_series(seed: int) -> torch.Tensor:
     return torch.sin(0.01 * time) + torch.normal(0.0, NOISE_STD, (NUM_POINTS,), generator=generator)
 
 
-def cat_states(states: list[Any]) -> Any:
-    """Join states along the batch dimension 1; a state is a tensor or a tuple (h, c), each (layers*dirs, B, H)."""
-    if isinstance(states[0], tuple):
-        return tuple(torch.cat(parts, dim=1) for parts in zip(*states))
-    return torch.cat(states, dim=1)
+def first_states(state: Any, n: int) -> Any:
+    """The first `n` entries along the batch dimension 1 of a tensor or (h, c) state, each (layers*dirs, B, H)."""
+    return map_state(state, lambda s: s[:, :n])
 
 
 class SineTask(Task):
@@ -66,14 +65,9 @@ class SineTask(Task):
         return Batch(X.T.unsqueeze(-1), Y.T.unsqueeze(-1), fresh_state=fresh)         # (T, B, 1)
 
     def preview(self, run: RunFn) -> dict[str, Any]:
-        # Feed the observed series once, one step at a time, keeping the state after every prefix.
-        observed = self.series.reshape(NUM_POINTS, 1, 1, 1)                          # (1000, T=1, B=1, 1)
-        state, states, preds = None, [], []
-        for x in observed:
-            out, state = run(x, state)                                                # (1, 1, 1)
-            states.append(state)
-            preds.append(out)
-        preds = torch.cat(preds, dim=1)                                               # (1, 1000, 1)
+        # Feed the observed series once, keeping the state after every prefix (batch index = prefix end).
+        outputs, states = run(self.series.reshape(NUM_POINTS, 1, 1), None, all_states=True)  # (1000, 1, 1)
+        preds = outputs.reshape(1, NUM_POINTS, 1)                                     # (1, 1000, 1)
         # preds[:, s] predicts x at index s+1 from x[0..s]
         onestep = np.full(NUM_POINTS, np.nan, dtype=np.float32)
         onestep[1:] = preds[0, :-1, 0].cpu().numpy()
@@ -82,7 +76,7 @@ class SineTask(Task):
         kstep = {}
         for k in K_STEPS:
             starts = NUM_POINTS - k                                                   # s = 0 .. 999-k
-            guess, state = preds[:, :starts], cat_states(states[:starts])             # (1, S, 1)
+            guess, state = preds[:, :starts], first_states(states, starts)            # (1, S, 1)
             for _ in range(k - 1):
                 guess, state = run(guess, state)
             kstep[k] = np.full(NUM_POINTS, np.nan, dtype=np.float32)

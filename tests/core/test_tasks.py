@@ -560,15 +560,19 @@ A, W_H, W_C = 0.5, 0.9, 0.01     # stub model: h = A h + x, c = c + x, y = W_H h
 
 def stub_run(lstm_like: bool):
     """A tiny deterministic recurrent 'model' with a (1, B, 1) tensor state, or an (h, c) tuple of them."""
-    def run(inputs, state):                                                     # inputs (T, B, 1)
+    def run(inputs, state, all_states=False):                                   # inputs (T, B, 1)
         B = inputs.shape[1]
         if state is None:
             state = (torch.zeros(1, B, 1), torch.zeros(1, B, 1)) if lstm_like else torch.zeros(1, B, 1)
         h, c = state if lstm_like else (state, torch.zeros(1, B, 1))
-        outputs = []
+        outputs, hs, cs = [], [], []
         for x in inputs:                                                        # (B, 1)
             h, c = A * h + x, c + x
             outputs.append(W_H * h[0] + (W_C * c[0] if lstm_like else 0))
+            hs.append(h)
+            cs.append(c)
+        if all_states:                                                          # batch index t * B + b
+            h, c = torch.cat(hs, dim=1), torch.cat(cs, dim=1)
         return torch.stack(outputs), ((h, c) if lstm_like else h)
     return run
 
@@ -606,18 +610,23 @@ def test_sine_preview_onestep_and_kstep(lstm_like):
                                                         rel=1e-4, abs=1e-5), (k, t)
 
 
-def test_sine_preview_runs_a_real_lstm():
-    torch.manual_seed(0)
-    lstm, head = torch.nn.LSTM(1, 8, num_layers=2), torch.nn.Linear(8, 1)
+@pytest.mark.parametrize("model", ["rnn", "lstm"])
+def test_sine_preview_runs_the_real_trainer_model(model):
+    """Rollouts start from the engine's state after every prefix; checked against torch.nn's fused module."""
+    from core.trainer import Trainer
 
-    @torch.no_grad()
-    def run(inputs, state):
-        outputs, state = lstm(inputs, state)
-        return head(outputs), state
-
-    task = make_task(Config(task="sine", seq_len=10, batch_size=8))
-    view = task.preview(run)
+    trainer = Trainer(Config(task="sine", model=model, seq_len=10, batch_size=8, num_layers=2, hidden_size=8))
+    view = trainer.preview()
+    series = trainer.task.series.reshape(-1, 1, 1)
     with torch.no_grad():
-        full = run(task.series.reshape(-1, 1, 1), None)[0][:, 0, 0].numpy()
+        fused, _ = trainer.model.rnn(series)
+        full = trainer.model.head(fused)[:, 0, 0].numpy()
     np.testing.assert_allclose(view["onestep"][1:], full[:-1], atol=1e-5)
+    with torch.no_grad():  # one k = 4 rollout by hand from the prefix ending at index 300
+        _, state = trainer.model.rnn(series[:301])
+        guess = trainer.model.head(fused[300:301])
+        for _ in range(3):
+            out, state = trainer.model.rnn(guess, state)
+            guess = trainer.model.head(out)
+    assert view["kstep"][4][304] == pytest.approx(guess.item(), abs=1e-5)
     assert np.isfinite(view["kstep"][64][64:]).all()
