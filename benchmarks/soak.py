@@ -48,7 +48,10 @@ def soak_window(config: Config, steps: int, checkpoints: int):
     from explorer.main_window import MainWindow
 
     app = QApplication.instance() or QApplication([])
-    window = MainWindow(config=config)
+    from PySide6.QtCore import QSettings
+
+    window = MainWindow(config=config, settings=QSettings(str(Path(__file__).parent / "results/.soak.ini"),
+                                                          QSettings.IniFormat))
     window.resize(1600, 1000)
     window.show()
     rows, every, start = [], max(1, steps // checkpoints), time.perf_counter()
@@ -56,9 +59,9 @@ def soak_window(config: Config, steps: int, checkpoints: int):
     window.play()
     while True:
         app.processEvents()
-        done = window.last_record.step if window.last_record else 0
+        done = window.latest.step if window.latest else 0
         if done >= next_mark:
-            rows.append((done, rss_mib(), window.history_bytes() / 2**20, done / (time.perf_counter() - start)))
+            rows.append((done, rss_mib(), window.history.nbytes / 2**20, done / (time.perf_counter() - start)))
             print(f"{rows[-1][0]:>9} {rows[-1][1]:>9.1f} {rows[-1][2]:>11.2f} {rows[-1][3]:>9.1f}", flush=True)
             next_mark += every
         if done >= steps:

@@ -1,0 +1,165 @@
+"""Is the dashboard smooth, and does it slow training? Measured side by side in one run.
+
+    python benchmarks/bench_gui.py [--seconds 8] [--rounds 3] [--startups 5] [--json PATH]
+
+- frame time: wall time of each repaint of the main window (all visible panels) while playing
+  the default scenario offscreen, and the achieved frames per second;
+- throughput: training steps/s with the window open and playing vs the same Trainer loop headless
+  (same config, same detail policy: hidden states every 30 ms), interleaved round by round;
+- start-up: seconds from process start to the window shown, and to the first record drawn
+  (median of several fresh processes).
+Prints a table of medians and ratios and writes JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+STARTUP_PROBE = """
+import time; t0 = time.perf_counter()
+import os, sys; sys.path.insert(0, {root!r}); os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+from PySide6.QtCore import QSettings
+from PySide6.QtWidgets import QApplication
+from explorer.main_window import MainWindow
+app = QApplication([])
+QSettings.setDefaultFormat(QSettings.IniFormat)
+window = MainWindow(settings=QSettings({ini!r}, QSettings.IniFormat))
+window.show(); app.processEvents()
+shown = time.perf_counter() - t0
+while window.shown_record is None:
+    app.processEvents(); time.sleep(0.002)
+drawn = time.perf_counter() - t0
+print(shown, drawn); window.close(); app.processEvents()
+"""
+
+
+def headless_rate(config, seconds: float) -> float:
+    from core.trainer import Trainer
+
+    trainer = Trainer(config)
+    trainer.step()
+    last_detail, steps, start = 0.0, 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        now = time.perf_counter()
+        detail = now - last_detail >= 0.030
+        last_detail = now if detail else last_detail
+        trainer.step(detail=detail)
+        steps += 1
+    return steps / (time.perf_counter() - start)
+
+
+def window_round(app, config, seconds: float) -> tuple[float, list[float], float]:
+    """(steps/s, repaint durations in ms, frames/s) of the main window playing for `seconds`."""
+    from PySide6.QtCore import QSettings
+
+    from explorer.main_window import MainWindow
+
+    window = MainWindow(config=config, settings=QSettings(str(ROOT / "benchmarks/results/.bench.ini"),
+                                                          QSettings.IniFormat))
+    window.resize(1600, 1000)
+    window.show()
+    while window.shown_record is None:
+        app.processEvents()
+        time.sleep(0.002)
+    durations: list[float] = []
+    repaint = window._repaint
+
+    def timed_repaint():  # measure each frame the window draws
+        t = time.perf_counter()
+        repaint()
+        durations.append((time.perf_counter() - t) * 1e3)
+
+    window._repaint = timed_repaint
+    first = window.latest.step
+    window.play()
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        app.processEvents()
+        time.sleep(0.001)
+    elapsed = time.perf_counter() - start
+    steps = window.latest.step - first
+    window.pause()
+    window.close()
+    app.processEvents()
+    return steps / elapsed, durations, len(durations) / elapsed
+
+
+def startup_times(count: int) -> list[tuple[float, float]]:
+    ini = str(ROOT / "benchmarks/results/.startup.ini")
+    times = []
+    for _ in range(count):
+        out = subprocess.run([sys.executable, "-c", STARTUP_PROBE.format(root=str(ROOT), ini=ini)],
+                             capture_output=True, text=True, timeout=120)
+        shown, drawn = (float(v) for v in out.stdout.split()[-2:])
+        times.append((shown, drawn))
+    return times
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--startups", type=int, default=5)
+    parser.add_argument("--json", default=str(ROOT / "benchmarks/results/gui.json"))
+    args = parser.parse_args()
+    (ROOT / "benchmarks/results").mkdir(parents=True, exist_ok=True)
+
+    from PySide6.QtWidgets import QApplication
+
+    from core.presets import DEFAULT_PRESET, load_preset
+
+    from explorer.worker import _limit_torch_threads
+
+    _limit_torch_threads()  # the app's worker policy, so headless and windowed train alike
+    app = QApplication.instance() or QApplication([])
+    config = load_preset(DEFAULT_PRESET).config
+    headless, windowed, frames, fps = [], [], [], []
+    for r in range(args.rounds):  # interleaved: the machine's load hits both alike
+        headless.append(headless_rate(config, args.seconds))
+        rate, durations, frame_rate = window_round(app, config, args.seconds)
+        windowed.append(rate)
+        frames += durations
+        fps.append(frame_rate)
+        print(f"round {r + 1}: headless {headless[-1]:.1f} steps/s, window {rate:.1f} steps/s, "
+              f"{frame_rate:.1f} frames/s, median frame {statistics.median(durations):.1f} ms", flush=True)
+    starts = startup_times(args.startups)
+
+    result = {
+        "config": DEFAULT_PRESET,
+        "headless_steps_per_s": statistics.median(headless),
+        "window_steps_per_s": statistics.median(windowed),
+        "throughput_ratio": statistics.median(w / h for w, h in zip(windowed, headless)),
+        "median_frame_ms": statistics.median(frames),
+        "p90_frame_ms": sorted(frames)[int(0.9 * (len(frames) - 1))],
+        "frames_per_s": statistics.median(fps),
+        "startup_shown_s": statistics.median(s for s, _ in starts),
+        "startup_first_record_s": statistics.median(d for _, d in starts),
+    }
+    print()
+    print(f"{'measure':<40} {'median':>10}  target")
+    rows = [("training with window / headless", f"{result['throughput_ratio']:.2f}", ">= 0.90"),
+            ("headless steps/s", f"{result['headless_steps_per_s']:.1f}", ""),
+            ("window steps/s", f"{result['window_steps_per_s']:.1f}", ""),
+            ("frame (repaint) ms, median", f"{result['median_frame_ms']:.1f}", "<= 33"),
+            ("frame (repaint) ms, 90th percentile", f"{result['p90_frame_ms']:.1f}", ""),
+            ("frames per second while playing", f"{result['frames_per_s']:.1f}", ">= 30"),
+            ("start-up: window shown, s", f"{result['startup_shown_s']:.2f}", "<= 3"),
+            ("start-up: first record drawn, s", f"{result['startup_first_record_s']:.2f}", "")]
+    for name, value, target in rows:
+        print(f"{name:<40} {value:>10}  {target}")
+    Path(args.json).write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
