@@ -21,6 +21,7 @@ from PySide6.QtWidgets import QApplication, QGridLayout, QLabel, QVBoxLayout, QW
 
 from core.files import atomic_write
 
+DASHBOARD_PANELS = ("gradient_time", "gradient_history", "hidden_state", "spectrum", "training", "task_view")
 IMAGE_SUFFIXES = (".png", ".svg")
 ANIMATION_SUFFIXES = (".gif", ".mp4")
 SCALES = (1, 2, 4)
@@ -147,13 +148,15 @@ def panel_name(cls) -> str:
 
 
 class Dashboard(QWidget):
-    """Every panel in a 3 × 2 grid under a title: what `gradflow export` renders."""
+    """The six main panels (DASHBOARD_PANELS) in a 3 × 2 grid under a title, or the panels named:
+    what `gradflow export` renders."""
 
     def __init__(self, title: str, panel_names: list[str] | None = None):
         super().__init__()
         from explorer.panels import PANELS
 
-        chosen = [cls for cls in PANELS if panel_names is None or panel_name(cls) in panel_names]
+        wanted = DASHBOARD_PANELS if panel_names is None else panel_names
+        chosen = [cls for cls in PANELS if panel_name(cls) in wanted]
         self.panels = [cls() for cls in chosen]
         layout = QVBoxLayout(self)
         self.title = QLabel(title)
@@ -190,8 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_config_arguments(parser)
     parser.add_argument("--steps", type=int, default=100, help="optimizer steps to train first (default 100)")
     parser.add_argument("--out", required=True, help="FILE.png, .svg, .gif or .mp4")
-    parser.add_argument("--panel", help="render one panel: gradient_time, gradient_history, hidden_state, "
-                                        "spectrum, training or task_view (default: the whole dashboard)")
+    parser.add_argument("--panel", help="render one panel by name, e.g. gradient_time, spectrum, contributions "
+                                        "(default: the six-panel dashboard); a wrong name lists them all")
     parser.add_argument("--scale", type=int, default=1, choices=SCALES, help="PNG resolution factor")
     parser.add_argument("--theme", default="light", choices=("light", "dark"))
     parser.add_argument("--presentation", action="store_true", help="large fonts and lines")
@@ -250,6 +253,9 @@ def export_main(argv: list[str] | None = None) -> int:
     view.resize(width, height)
     view.show()
     app.processEvents()
+    if (view.width(), view.height()) != (width, height):
+        print(f"gradflow export: these panels need at least {view.width()}x{view.height()} pixels; "
+              f"rendering at that size instead of {width}x{height}", file=sys.stderr)
 
     animated = suffix in ANIMATION_SUFFIXES
     frame_every = max(1, args.steps // max(1, args.frames)) if animated else args.steps
