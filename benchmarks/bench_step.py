@@ -13,7 +13,8 @@ the adding problem: MSE at the last step) this times, side by side:
                 per-parameter gradient norms, norm before/after clipping, eigenvalues
                 and singular values of W_hh, the Record.
 - detail:       Trainer.step(detail=True): as above plus sample 0's hidden states,
-                cell states and gates (what the GUI asks for on the steps it draws).
+                cell states and gates and the contributions through time (what the
+                GUI asks for on the steps it draws).
 
 The three run interleaved, one step each per repetition (their order rotates
 between repetitions), for many repetitions; the table shows median step times and

@@ -41,7 +41,6 @@ GRU's W_hn, LSTM's W_hg. ``RECURRENT_BLOCK`` names the choice in every record.
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -63,7 +62,6 @@ RECURRENT_BLOCK = {
     "lstm": "W_hg (LSTM cell-candidate block of W_hh)",
 }
 ACTIVATIONS = {"tanh": torch.tanh, "relu": torch.relu, "identity": lambda a: a}
-ENGINES = ("bptt", "unrolled")
 
 KeepGradAt = Callable[[int], "float | None"]
 
@@ -155,21 +153,72 @@ class Trace:
 # -- the fast engine: one autograd node per row, BPTT by hand ---------------------------------
 class _RowSpec:
     """What the row Function needs besides tensors (not saved by autograd)."""
-    __slots__ = ("kind", "activation", "reverse", "scales", "trace")
+    __slots__ = ("kind", "activation", "reverse", "scales", "trace", "pool")
 
-    def __init__(self, kind, activation, reverse, scales, trace):
+    def __init__(self, kind, activation, reverse, scales, trace, pool=None):
         self.kind, self.activation, self.reverse = kind, activation, reverse
         self.scales = scales        # None or per processed step k: the factor on the carry into step k (k ≥ 1)
         self.trace = trace          # RowTrace or None
+        self.pool = pool if pool is not None else BufferPool()
 
 
-def _state_buffer(like, first, T, reverse):
+try:
+    _use_count = torch._C._storage_Use_Count   # private; without it every buffer is simply fresh
+except AttributeError:  # pragma: no cover
+    _use_count = None
+
+
+class BufferPool:
+    """The fast engine's buffers, kept by one RecurrentNet between passes (one thread at a time).
+
+    Fresh multi-megabyte buffers every step cost page faults that were a
+    measurable share of a step on CPU (benchmarks/README.md), so:
+
+    - ``fresh``: buffers that may outlive a pass (outputs, trace tensors) are
+      handed out again only once nothing but the pool refers to their storage
+      (no trace, output, view or autograd node of an earlier pass), so recycling
+      never aliases live data;
+    - ``scratch``: buffers used only inside one backward call, reused by name.
+    """
+
+    def __init__(self):
+        self._recycled: dict[tuple, list[torch.Tensor]] = {}
+        self._scratch: dict[str, torch.Tensor] = {}
+
+    def fresh(self, like: torch.Tensor, *shape: int) -> torch.Tensor:
+        if _use_count is None or like.device.type != "cpu":
+            return like.new_empty(shape)
+        key = (tuple(shape), like.dtype)
+        entries = self._recycled.pop(key, None)
+        if entries is None:
+            entries = []
+            if len(self._recycled) >= 32:  # shapes of an earlier configuration: forget the least recently used
+                del self._recycled[next(iter(self._recycled))]
+        self._recycled[key] = entries  # most recently used last
+        for tensor in entries:
+            if _use_count(tensor.untyped_storage()._cdata) == 2:  # the pooled tensor + this call's handle
+                return tensor.detach()  # a new alias: it holds the storage while in use
+        tensor = like.new_empty(shape)
+        entries.append(tensor)
+        if len(entries) > 16:  # a shape whose buffers are all held elsewhere: stop pooling the oldest
+            entries.pop(0)
+        return tensor.detach()
+
+    def scratch(self, name: str, like: torch.Tensor) -> torch.Tensor:
+        """A buffer shaped like `like` that never leaves the backward call using it."""
+        buf = self._scratch.get(name)
+        if buf is None or buf.shape != like.shape or buf.dtype != like.dtype or buf.device != like.device:
+            buf = self._scratch[name] = torch.empty(like.shape, dtype=like.dtype, device=like.device)
+        return buf
+
+
+def _state_buffer(pool, like, first, T, reverse):
     """(T+1, B, H) buffer for a state sequence: (buffer, s_t view (T, B, H), s_{t-1} view), sequence order.
 
     A forward row keeps the initial state at 0 and s_t at t+1; a backward row
     (processed T-1 .. 0) keeps it at T and s_t at t, so its predecessor is s_{t+1}.
     """
-    buf = like.new_empty(T + 1, *first.shape)
+    buf = pool.fresh(like, T + 1, *first.shape)
     if reverse:
         buf[T] = first
         return buf, buf[:T], buf[1:]
@@ -192,7 +241,7 @@ def _row_forward(spec: _RowSpec, x, h0, c0, w_ih, w_hh, b_ih, b_hh):
     if spec.kind == "lstm":
         return _lstm_forward(spec, x, h0, c0, w_ih, w_hh, b_ih, b_hh, order)
     wt = w_hh.t().contiguous()                                            # (H, G*H)
-    _, out, prev = _state_buffer(x, h0, T, spec.reverse)
+    _, out, prev = _state_buffer(spec.pool, x, h0, T, spec.reverse)
     outs, prevs = out.unbind(0), prev.unbind(0)
     found = {"out": out, "prev": prev}
     if spec.kind == "rnn":
@@ -204,10 +253,10 @@ def _row_forward(spec: _RowSpec, x, h0, c0, w_ih, w_hh, b_ih, b_hh):
                 act(outs[t])
         return found
     gx = torch.addmm(b_ih, x2d, w_ih.t()).view(T, B, 3 * H)               # GRU: W_ih x_t + b_ih
-    gh = x.new_empty(T, B, 3 * H)        # r, z pre-activations (-> r, z in place) | W_hn h_{t-1} + b_hn
+    gh = spec.pool.fresh(x, T, B, 3 * H)          # r, z pre-activations (-> r, z in place) | W_hn h_{t-1} + b_hn
     torch.add(gx[..., :2 * H], b_hh[:2 * H], out=gh[..., :2 * H])
     gh[..., 2 * H:] = b_hh[2 * H:]
-    n, diff = x.new_empty(T, B, H), x.new_empty(T, B, H)                   # candidate, h_{t-1} - n
+    n, diff = spec.pool.fresh(x, T, B, H), spec.pool.fresh(x, T, B, H)                       # candidate, h_{t-1} - n
     ghs, ns, diffs = gh.unbind(0), n.unbind(0), diff.unbind(0)
     rzs, ghns, xns = gh[..., :2 * H].unbind(0), gh[..., 2 * H:].unbind(0), gx[..., 2 * H:].unbind(0)
     rs, zs = gh[..., :H].unbind(0), gh[..., H:2 * H].unbind(0)
@@ -234,7 +283,7 @@ def _lstm_forward(spec, x, h0, c0, w_ih, w_hh, b_ih, b_hh, order):
     H = h0.shape[1]
     w_cat = _to_ofig(torch.cat([(b_ih + b_hh)[:, None], w_ih, w_hh], 1))  # (4H, 1+I+H): [b, W_ih, W_hh]
     wct = w_cat.t().contiguous()                                          # (1+I+H, 4H)
-    xh = x.new_empty(T + 1, B, 1 + I + H)  # row s: [1, x, h] as one step reads them (see below)
+    xh = spec.pool.fresh(x, T + 1, B, 1 + I + H)    # row s: [1, x, h] as one step reads them (see below)
     xh[..., 0] = 1.0
     if spec.reverse:   # position t reads x_t and h_{t+1} from row t+1, writes h_t into row t
         xh[1:, :, 1:I + 1] = x
@@ -244,9 +293,9 @@ def _lstm_forward(spec, x, h0, c0, w_ih, w_hh, b_ih, b_hh, order):
         xh[:T, :, 1:I + 1] = x
         xh[0, :, I + 1:] = h0
         xin, out, prev = xh[:T], xh[1:, :, I + 1:], xh[:T, :, I + 1:]
-    gates = x.new_empty(T, B, 4 * H)                                      # o, i, f, g after their nonlinearities
-    _, c, cprev = _state_buffer(x, c0, T, spec.reverse)
-    tc = x.new_empty(T, B, H)                                             # tanh(c_t)
+    gates = spec.pool.fresh(x, T, B, 4 * H)                                        # o, i, f, g after their nonlinearities
+    _, c, cprev = _state_buffer(spec.pool, x, c0, T, spec.reverse)
+    tc = spec.pool.fresh(x, T, B, H)                                               # tanh(c_t)
     xins, outs, gs, cs, cprevs, tcs = xin.unbind(0), out.unbind(0), gates.unbind(0), c.unbind(0), \
         cprev.unbind(0), tc.unbind(0)
     g_sig, g_g = gates[..., :3 * H].unbind(0), gates[..., 3 * H:].unbind(0)
@@ -276,25 +325,6 @@ def _to_ofig(w):
 
 def _to_ifgo(w):
     return w.view(4, -1, *w.shape[1:])[list(_IFGO)].reshape(w.shape)
-
-
-_SCRATCH = threading.local()
-
-
-def _workspace(name: str, like: torch.Tensor) -> torch.Tensor:
-    """A scratch buffer shaped like `like`, reused across backward calls (this thread's, one per name).
-
-    Only for tensors that never leave the backward that uses them: fresh
-    multi-megabyte buffers every step cost more in page faults than the
-    arithmetic done in them (measured: benchmarks/README.md).
-    """
-    buffers = getattr(_SCRATCH, "buffers", None)
-    if buffers is None:
-        buffers = _SCRATCH.buffers = {}
-    buf = buffers.get(name)
-    if buf is None or buf.shape != like.shape or buf.dtype != like.dtype or buf.device != like.device:
-        buf = buffers[name] = torch.empty(like.shape, dtype=like.dtype, device=like.device)
-    return buf
 
 
 class RowBPTT(torch.autograd.Function):
@@ -329,13 +359,13 @@ class RowBPTT(torch.autograd.Function):
         T, B, H = out.shape
         order = list(range(T - 1, -1, -1) if spec.reverse else range(T))
         scales = spec.scales
-        dh = g_out.clone(memory_format=torch.contiguous_format)  # starts as the direct part; the loop adds the carry
+        dh = spec.pool.fresh(g_out, T, B, H).copy_(g_out)  # starts as the direct part; the loop adds the carry
         dhs = dh.unbind(0)
         dc = None
         first = order[0]
         kind = spec.kind
         one = torch.ones((), dtype=out.dtype, device=out.device)
-        ws = _workspace
+        ws = spec.pool.scratch
         g_h0 = g_c0 = None
 
         if kind == "rnn":
@@ -403,7 +433,7 @@ class RowBPTT(torch.autograd.Function):
             m[:, :, 2].mul_(cprev)                                             # ∂c/∂a_f = c_{t-1} f(1 - f)
             torch.addcmul(one, g, g, value=-1, out=m[:, :, 3]).mul_(i)         # ∂c/∂a_g = i (1 - g²)
             k_c = torch.addcmul(one, tc, tc, value=-1, out=ws("lstm_kc", tc)).mul_(o)  # ∂h/∂c = o (1 - tanh² c)
-            dc = torch.empty_like(dh)
+            dc = spec.pool.fresh(dh, T, B, H)
             d_g = ws("lstm_dg", gates)                                       # ∂L/∂(gate pre-activations)
             k_cs, ms, m_os, fs = k_c.unbind(0), m[:, :, 1:].unbind(0), m[:, :, 0].unbind(0), f.unbind(0)
             dcs, dcus, d_gs = dc.unbind(0), dc.unsqueeze(2).unbind(0), d_g.unbind(0)
@@ -469,6 +499,7 @@ class RecurrentNet(nn.Module):
         self.rnn = module(input_size, config.hidden_size, config.num_layers,
                           bidirectional=config.bidirectional, **kwargs)
         self.head = nn.Linear(config.hidden_size * self.num_directions, output_size)
+        self._buffer_pool = BufferPool()  # the fast engine's reusable buffers (see BufferPool)
         initialize(self, config)
 
     # -- parameters per (layer, direction) -------------------------------------
@@ -537,14 +568,15 @@ class RecurrentNet(nn.Module):
                 if trace is not None:
                     row_trace = RowTrace(self.row_label(row), bool(direction))
                     trace.rows.append(row_trace)
-                spec = _RowSpec(self.kind, self.activation_name, bool(direction), scales, row_trace)
+                spec = _RowSpec(self.kind, self.activation_name, bool(direction), scales, row_trace,
+                                self._buffer_pool)
                 last = 0 if direction else T - 1
                 if lstm:
                     h, c_last = RowBPTT.apply(layer_input, state[0][row], state[1][row], *weights, spec)
                     final_c.append(c_last)
                 else:
                     h = RowBPTT.apply(layer_input, state[row], None, *weights, spec)
-                final_h.append(h[last])
+                final_h.append(h[last].clone())  # not a view: the row's buffers can be recycled
                 outs.append(h)
             layer_input = outs[0] if len(outs) == 1 else torch.cat(outs, dim=2)  # (T, B, H*D)
         outputs = self.head(layer_input)  # (T, B, O)

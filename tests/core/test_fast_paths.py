@@ -14,7 +14,6 @@ import torch.nn.functional as F
 
 from core.config import Config
 from core.models import RecurrentNet, Trace
-from core.tasks.base import Batch
 from core.trainer import Trainer, spectrum
 
 CELLS = [("rnn", "tanh"), ("rnn", "relu"), ("rnn", "identity"), ("gru", "tanh"), ("lstm", "tanh")]
@@ -229,25 +228,29 @@ def test_trace_layout_for_the_analysis_module():
 
 
 def test_a_later_step_does_not_overwrite_an_earlier_trace():
-    """Scratch buffers are reused between backward passes; what a trace holds is not among them."""
+    """Buffers are recycled between passes only once nothing refers to them: what a caller still
+    holds from an earlier pass (trace tensors, outputs, final state) is never overwritten."""
     for model in ("rnn", "gru", "lstm"):
-        net = build(model, "tanh", 1, False)
-        traces = []
-        for seed in (0, 1):
+        net = build(model, "tanh", 2, True)
+        held = []
+        for seed in range(3):
             torch.manual_seed(seed)
             trace = Trace()
-            outputs, _ = net(torch.randn(T, B, I, dtype=torch.double), None, None, trace)
+            outputs, final = net(torch.randn(T, B, I, dtype=torch.double), None, None, trace)
             outputs.pow(2).sum().backward()
-            traces.append(trace)
             if seed == 0:
-                kept = {k: v.clone() for k, v in (("h", trace.rows[0].h), ("dh", trace.rows[0].dh))}
+                row = trace.rows[0]
+                tensors = {"h": row.h, "dh": row.dh, "outputs": outputs.detach(),
+                           "final": (final[0] if model == "lstm" else final).detach()}
                 if model == "lstm":
-                    kept.update(c=trace.rows[0].c.clone(), dc=trace.rows[0].dc.clone())
-                kept.update({f"gate {n}": g.clone() for n, g in trace.rows[0].gates.items()})
-        first = traces[0].rows[0]
-        for name, value in kept.items():
-            now = first.gates[name[5:]] if name.startswith("gate ") else getattr(first, name)
-            assert torch.equal(now, value), f"{model}: {name} changed"
+                    tensors.update(c=row.c, dc=row.dc)
+                tensors.update({f"gate {n}": g for n, g in row.gates.items()})
+                held = [(name, t, t.clone()) for name, t in tensors.items()]
+            del trace, outputs, final
+            with torch.no_grad():
+                net(torch.randn(T, B, I, dtype=torch.double))  # a preview-style pass in between
+        for name, tensor, value in held:
+            assert torch.equal(tensor, value), f"{model}: {name} changed"
 
 
 @pytest.mark.parametrize("model", ["rnn", "gru", "lstm"])
