@@ -1,0 +1,57 @@
+"""`gradflow run`: JSON as specified, exit 2 with a named problem on bad input, divergence reported not crashed."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def gradflow(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "explorer", "run", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_run_writes_the_specified_json(tmp_path):
+    out = tmp_path / "run.json"
+    result = gradflow("--preset", "lstm_forget_bias_1", "--set", "seq_len=12", "--set", "hidden_size=8",
+                      "--steps", "3", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "lstm on adding | step 3" in result.stdout
+    data = json.loads(out.read_text())
+    assert data["config"]["model"] == "lstm" and data["config"]["seq_len"] == 12
+    assert [h["step"] for h in data["history"]] == [1, 2, 3]
+    assert {"loss", "grad_norm", "grad_norm_clipped", "spectral_radius", "sigma_max", "step_ms"} <= set(data["history"][0])
+    last = data["last"]
+    assert len(last["dh_norms"]) == 1 and len(last["dh_norms"][0]) == 12
+    assert len(last["dc_norms"][0]) == 12
+    assert len(last["eigenvalues"]) == 8 and len(last["eigenvalues"][0]) == 2
+    assert len(last["singular_values"]) == 8
+    assert len(last["hidden"]) == 12 and len(last["hidden"][0]) == 8
+    assert data["diverged"] is None
+
+
+@pytest.mark.parametrize("args,named", [
+    (["--set", "hidden_size=0"], "hidden_size"),
+    (["--set", "colour=red"], "colour"),
+    (["--set", "model"], "KEY=VALUE"),
+    (["--preset", "no_such_scenario"], "no_such_scenario"),
+    (["--config", "/nonexistent/x.toml"], "not found"),
+    (["--set", "task=text", "--set", "text=/nonexistent/book.txt"], "text"),
+])
+def test_bad_input_exits_2_naming_the_problem(args, named):
+    result = gradflow(*args, "--steps", "1")
+    assert result.returncode == 2
+    assert named in result.stderr and "Traceback" not in result.stderr
+
+
+def test_divergence_is_reported_and_exits_0(tmp_path):
+    out = tmp_path / "d.json"
+    result = gradflow("--preset", "exploding", "--set", "lr=10", "--set", "activation=identity",
+                      "--steps", "60", "--json", str(out))
+    assert result.returncode == 0, result.stderr
+    data = json.loads(out.read_text())
+    assert data["diverged"] is not None and data["diverged"]["step"] <= 60
+    assert "DIVERGED" in result.stdout
