@@ -138,7 +138,8 @@ class Trainer:
             norms = np.stack([row_contributions(row, cfg.model, cfg.activation)[0] for row in rows])  # (R, T)
             record.contributions = norms
             total = norms.sum(axis=1, keepdims=True)
-            record.contribution_share = np.divide(norms, total, out=np.zeros_like(norms), where=total > 0)
+            with np.errstate(invalid="ignore", divide="ignore"):  # a diverged step's norms are inf/nan
+                record.contribution_share = np.divide(norms, total, out=np.zeros_like(norms), where=total > 0)
         record.jacobians = jacobian_profile
         if preview:
             record.task_preview = self.preview()
