@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from PySide6.QtWidgets import QApplication  # Qt only from here on
 
+    from explorer import errors
     from explorer.main_window import APPLICATION, ORGANIZATION, MainWindow
 
     app = QApplication.instance() or QApplication([sys.argv[0], *qt_args])
@@ -53,9 +54,16 @@ def main(argv: list[str] | None = None) -> int:
     app.setApplicationName(APPLICATION)
     app.setApplicationDisplayName("Gradient Flow Explorer")
     app.setStyle("Fusion")
+    log_file = errors.setup_logging()            # <AppLocalDataLocation>/logs/explorer.log, rotating
+    errors.log.info("started (log: %s)", log_file)
     window = MainWindow(preset=args.preset)
+    errors.install_excepthook(window.errors)     # an exception in any slot: logged, shown, the app goes on
     window.show()
-    return app.exec()
+    try:
+        return app.exec()
+    finally:
+        errors.restore_excepthook()
+        errors.log.info("closed")
 
 
 if __name__ == "__main__":

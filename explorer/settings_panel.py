@@ -4,8 +4,14 @@ Live keys (`LIVE_KEYS`) are sent as soon as a field is accepted and apply at the
 next step; every other key collects in a *pending* config that the Apply &
 rebuild button turns into a new Trainer. A value the engine refuses stays in its
 field with the engine's `ConfigError` message beside it (red); the last valid
-config is kept. The panel never talks to the worker: it emits `live_changed`
-and `rebuild_requested`, and the main window passes them on.
+config is kept. The panel never talks to the worker: it emits `live_changed`,
+`rebuild_requested` and `check_requested`, and the main window passes them on.
+
+Some values can only be judged by the engine (a text file: missing, a folder,
+empty, not UTF-8, binary, too big, too short for seq_len × batch_size). The panel
+accepts them provisionally and emits `check_requested(key, config)`; the window
+has the engine check them off the GUI thread, and `refuse(key, value, message)`
+puts the message at the field and the previous valid value back.
 """
 from __future__ import annotations
 
@@ -175,12 +181,16 @@ class SettingsPanel(QWidget):
 
     live_changed = Signal(dict)           # {key: value} of live keys, already validated
     rebuild_requested = Signal(object)    # the pending Config
+    check_requested = Signal(str, object)  # key, a Config whose value of `key` the engine must judge
+
+    CHECKED_KEYS = frozenset({"text"})     # values the engine judges by reading something (a file)
 
     def __init__(self, config: Config, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("SettingsPanel")
         self._applied = config     # what the running Trainer uses (live keys included)
         self._pending = config     # applied + accepted rebuild edits
+        self._previous: dict[str, Any] = {}   # key -> valid value before an edit still being checked
         self.fields: dict[str, Field] = {}
 
         legend = QLabel(f"<span style='color:#3fb950'>{LIVE_MARK}</span> live: applies at the next step.<br>"
@@ -283,6 +293,7 @@ class SettingsPanel(QWidget):
     def set_config(self, config: Config):
         """A new model runs with `config` (rebuild, reset, scenario): show it, forget pending edits and errors."""
         self._applied = self._pending = config
+        self._previous.clear()
         for f in self.fields.values():
             f.set_error(None)
         self._set_message(None)
@@ -290,10 +301,15 @@ class SettingsPanel(QWidget):
         self._refresh_pending()
 
     def confirm_live(self, config: Config):
-        """The worker applied live settings: keep its config as the running one."""
+        """The worker applied live settings: keep its config as the running one. Live values that did not
+        come from these fields (e.g. a revert brought older ones back) are shown in their fields."""
         live = {k: getattr(config, k) for k in LIVE_KEYS}
+        changed = [k for k in LIVE_KEYS if live[k] != getattr(self._applied, k)]
         self._applied = config
         self._pending = self._pending.replace(**live)
+        for key in changed:
+            self.fields[key].set_value(live[key])
+            self.fields[key].set_error(None)
         self._refresh_pending()
 
     def enter(self, key: str, text: str):
@@ -353,8 +369,29 @@ class SettingsPanel(QWidget):
                 self._pending = self._pending.replace(**{key: value})
                 self.live_changed.emit({key: value})
         else:
+            if key in self.CHECKED_KEYS and value != getattr(self._pending, key):
+                self._previous.setdefault(key, getattr(self._pending, key))
+                self.check_requested.emit(key, candidate)
             self._pending = candidate
         return True
+
+    def refuse(self, key: str, value: Any, message: str):
+        """The engine refused `value` for `key` (see check_requested): the message goes to the field, the
+        field keeps what was typed, and the pending config gets the previous valid value back."""
+        f = self.fields[key]
+        if getattr(self._pending, key) != value and f.text().strip() != format_value(value):
+            return   # stale: another value was entered since
+        if getattr(self._pending, key) == value:
+            previous = self._previous.pop(key, getattr(self._applied, key))
+            self._pending = self._pending.replace(**{key: previous})
+        f.set_error(message)
+        self._scroll.ensureWidgetVisible(f.error_label)
+        self._refresh_pending()
+
+    def check_passed(self, key: str, value: Any):
+        """The engine accepted `value` for `key`: it is the valid value to fall back to from now on."""
+        if getattr(self._pending, key) == value:
+            self._previous.pop(key, None)
 
     def _on_apply_clicked(self):
         if self._rebuild_changes():

@@ -8,7 +8,9 @@
     bound slots on GUI objects   ◀──signals──  record_ready, rebuilt, paused, failed ...
 
 `TrainingWorker` is a QObject with no parent, moved to a QThread; its `run()`
-loop owns the `Trainer` (torch is imported there, off the GUI thread). Every
+loop owns the engine (torch is imported there, off the GUI thread): a `Trainer` for
+one `Config`, or a `core.compare.Comparison` for a list of (label, Config) runs
+trained in lockstep (then `record_ready` carries a list of Records, one per run). Every
 public method of the worker is safe to call from the GUI thread: it only sets a
 `threading.Event` or puts a command on a `queue.Queue`. Signals are delivered
 queued to *bound* slots of GUI-thread objects (a lambda would run in the
@@ -21,13 +23,14 @@ thread (the GUI mirrors the records it receives).
 """
 from __future__ import annotations
 
+import inspect
 import os
 import queue
 import threading
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
@@ -36,6 +39,31 @@ from core.config import Config, ConfigError
 DETAIL_INTERVAL_S = 0.030   # hidden states / gates when >= 30 ms since the last detailed step (≈ every frame)
 PREVIEW_INTERVAL_S = 0.5    # the task view at most twice a second while playing
 IDLE_POLL_S = 0.1           # how often an idle worker looks at the stop flag
+JACOBIAN_INTERVAL_S = 0.5   # Jacobians through time at most twice a second while a panel wants them ...
+JACOBIAN_COST_FACTOR = 5.0  # ... and at most 1/5 of the time (they cost 3-10 plain steps)
+
+RunSpec = Config | Sequence[tuple[str, Config]]   # one run, or 2-4 labelled runs in lockstep
+
+
+def build_engine(spec: RunSpec):
+    """A `Trainer` for a Config, a `Comparison` for [(label, Config), ...] (worker thread: imports torch)."""
+    if isinstance(spec, Config):
+        from core.trainer import Trainer
+        return Trainer(spec)
+    from core.compare import Comparison
+    return Comparison([(str(label), config) for label, config in spec])
+
+
+def _takes(fn: Callable, name: str) -> bool:
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _records(result) -> list:
+    """A step's result as a list of Records (a Comparison already returns one)."""
+    return list(result) if isinstance(result, (list, tuple)) else [result]
 
 
 @dataclass
@@ -48,21 +76,25 @@ class _Command:
 
 
 class TrainingWorker(QObject):
-    """Runs `Trainer.step()` in a loop; controlled by flags and a command queue (see module doc)."""
+    """Runs the engine's `step()` in a loop; controlled by flags and a command queue (see module doc).
 
-    record_ready = Signal(object)          # Record, in step order
-    rebuilt = Signal(object)               # Config of the new Trainer; the record of its step 1 follows
-    rebuild_failed = Signal(object, str)   # Config that was refused, the engine's message
+    `config` is a Config (one Trainer) or a list of (label, Config) (a Comparison); signals that carry
+    a Record carry a list of Records, one per run, in the second case."""
+
+    record_ready = Signal(object)          # Record (list of Records for a comparison), in step order
+    rebuilt = Signal(object)               # the Config (or runs) of the new engine; the record of its step 1 follows
+    rebuild_failed = Signal(object, str)   # Config (or runs) that was refused, the engine's message
     config_changed = Signal(object)        # Config after live settings were applied
     update_failed = Signal(str)            # message of a refused live update
     paused = Signal(int)                   # the loop stopped stepping; the last step computed (0: none)
     playing = Signal()                     # the loop started stepping
-    diverged = Signal(object)              # the Record whose update the engine refused (loss/‖g‖ not finite)
+    diverged = Signal(object)              # the Record whose update the engine refused (loss/‖g‖ not finite);
+    #                                        a comparison pauses (and emits its list) only when every run diverged
     failed = Signal(str, str)              # unexpected exception: one-line message, traceback
     finished = Signal()                    # run() returned (stop requested)
     call_done = Signal(str, object, str)   # tag, result of fn(trainer) (None on error), error message ("" if none)
 
-    def __init__(self, config: Config, max_rate: float | None = None):
+    def __init__(self, config: RunSpec, max_rate: float | None = None):
         super().__init__()  # no parent: it is moved to its own thread
         self._initial_config = config
         self._commands: queue.Queue[_Command] = queue.Queue()
@@ -73,7 +105,9 @@ class TrainingWorker(QObject):
         self._max_rate = max_rate                  # steps per second, None: as fast as possible
         self._last_step = 0                        # read by the GUI thread: an int assignment is atomic
         self._last_record = None                   # worker thread only
-        self.trainer = None                        # touched only in the worker thread
+        self._want_jacobians = False               # set by the GUI thread: a bool assignment is atomic
+        self._takes_jacobians = False              # does the engine's step() accept jacobians=? (inspected once)
+        self.trainer = None                        # the engine (Trainer or Comparison), worker thread only
 
     # -- called from the GUI thread ------------------------------------------------------------------
     def play(self):
@@ -110,6 +144,15 @@ class TrainingWorker(QObject):
         compute Jacobians ...); `call_done(tag, result, error)` reports back. Exceptions become `error`."""
         self._commands.put(_Command("call", call=fn, tag=tag))
 
+    def set_wanted(self, jacobians: bool = False):
+        """Which costly extras are on screen (read between steps): `jacobians` asks for Jacobians
+        through time on some steps (throttled, see module doc); False stops computing them."""
+        self._want_jacobians = bool(jacobians)
+
+    @property
+    def wants_jacobians(self) -> bool:
+        return self._want_jacobians
+
     def set_max_rate(self, steps_per_second: float | None):
         self._max_rate = steps_per_second
         self._wake()
@@ -135,6 +178,7 @@ class TrainingWorker(QObject):
         last_start = 0.0
         was_playing = False
         last_detail = last_preview = -1e9   # so the first step after Play is detailed and previewed
+        next_jacobians = 0.0
         while not self._stop.is_set():
             if not self._playing.is_set():
                 if was_playing:
@@ -167,10 +211,14 @@ class TrainingWorker(QObject):
                     continue
             now = time.perf_counter()
             last_start = now
-            detail = now - last_detail >= DETAIL_INTERVAL_S
             preview = now - last_preview >= PREVIEW_INTERVAL_S
-            if self._step(detail=detail, preview=preview) is None:  # an exception: reported, paused
+            jacobians = self._jacobians_wanted() and now >= next_jacobians
+            detail = jacobians or now - last_detail >= DETAIL_INTERVAL_S   # the window draws detailed records
+            if self._step(detail=detail, preview=preview, jacobians=jacobians) is None:  # an exception: reported
                 continue
+            if jacobians:
+                cost = time.perf_counter() - now
+                next_jacobians = now + max(JACOBIAN_INTERVAL_S, JACOBIAN_COST_FACTOR * cost)
             if detail:
                 last_detail = now
             if preview:
@@ -181,11 +229,11 @@ class TrainingWorker(QObject):
     def _finish_pause(self):
         """After Pause the last record must be complete: if the last step was not detailed, take one more
         (unless a Step or a rebuild is already waiting, which will give a complete record anyway)."""
-        last = self._last_record
+        last = _records(self._last_record)[0] if self._last_record is not None else None
         if (last is not None and last.diverged is None and self.trainer is not None
                 and (last.hidden is None or last.task_preview is None)
                 and not (self._stop.is_set() or self._step_requested.is_set() or self._rebuild_requested.is_set())):
-            self._step(detail=True, preview=True)
+            self._step(detail=True, preview=True, jacobians=self._jacobians_wanted())
         self.paused.emit(self._last_step)
 
     def _drain_commands(self):
@@ -214,7 +262,7 @@ class TrainingWorker(QObject):
         elif command.kind == "step":
             self._step_requested.clear()
             if self.trainer is not None:
-                self._step(detail=True, preview=True)
+                self._step(detail=True, preview=True, jacobians=self._jacobians_wanted())
         elif command.kind == "call":
             try:
                 result = command.call(self.trainer)
@@ -223,10 +271,9 @@ class TrainingWorker(QObject):
             else:
                 self.call_done.emit(command.tag, result, "")
 
-    def _rebuild(self, config: Config):
+    def _rebuild(self, config: RunSpec):
         try:
-            from core.trainer import Trainer  # torch is imported here, in the worker thread
-            trainer = Trainer(config)
+            trainer = build_engine(config)   # torch is imported here, in the worker thread
         except ConfigError as e:  # e.g. a task that cannot fit seq_len: the previous trainer stays
             self.rebuild_failed.emit(config, str(e))
             return
@@ -235,26 +282,32 @@ class TrainingWorker(QObject):
             self.failed.emit(f"Building the model failed: {type(e).__name__}: {e}", traceback.format_exc())
             return
         self.trainer = trainer
+        self._takes_jacobians = _takes(trainer.step, "jacobians")
         self._last_step = 0
         self._last_record = None
         self.rebuilt.emit(config)
-        self._step(detail=True, preview=True)  # so no panel is ever empty
+        self._step(detail=True, preview=True, jacobians=self._jacobians_wanted())  # so no panel is ever empty
 
-    def _step(self, detail: bool, preview: bool):
+    def _jacobians_wanted(self) -> bool:
+        return self._want_jacobians and self._takes_jacobians
+
+    def _step(self, detail: bool, preview: bool, jacobians: bool = False):
+        """One step of the engine; emits its Record (or list of Records). None after an exception."""
+        extra = {"jacobians": True} if jacobians and self._takes_jacobians else {}
         try:
-            record = self.trainer.step(detail=detail, preview=preview)
+            result = self.trainer.step(detail=detail, preview=preview, **extra)
         except Exception as e:  # noqa: BLE001 - the GUI shows it; the worker keeps serving commands
             self._playing.clear()
-            self.failed.emit(f"Step {self.trainer.steps_done + 1} failed: {type(e).__name__}: {e}",
-                             traceback.format_exc())
+            self.failed.emit(f"Step {self._last_step + 1} failed: {type(e).__name__}: {e}", traceback.format_exc())
             return None
-        self._last_step = record.step
-        self._last_record = record
-        self.record_ready.emit(record)
-        if record.diverged is not None:
+        records = _records(result)
+        self._last_step = records[0].step
+        self._last_record = result
+        self.record_ready.emit(result)
+        if all(r.diverged is not None for r in records):
             self._playing.clear()
-            self.diverged.emit(record)
-        return record
+            self.diverged.emit(result)
+        return result
 
 
 def _limit_torch_threads():
@@ -267,9 +320,10 @@ def _limit_torch_threads():
 
 
 class TrainingSession(QObject):
-    """One worker in one QThread: start, and shut down in order (stop -> quit -> wait)."""
+    """One worker in one QThread: start, and shut down in order (stop -> quit -> wait).
+    `config`: a Config, or [(label, Config), ...] for a comparison in lockstep (see TrainingWorker)."""
 
-    def __init__(self, config: Config, max_rate: float | None = None, parent: QObject | None = None):
+    def __init__(self, config: RunSpec, max_rate: float | None = None, parent: QObject | None = None):
         super().__init__(parent)
         self.worker = TrainingWorker(config, max_rate)
         self.thread = QThread()

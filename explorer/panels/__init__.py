@@ -1,22 +1,42 @@
-"""The six dashboard panels, in the order the main window docks them.
+"""The dashboard panels, in the order the main window docks them.
 
     for cls in PANELS:
         panel = cls()                          # no arguments
         dock = QDockWidget(panel.title); dock.setWidget(panel)
         ...
+    connect_panels(panels, worker)             # once: panels that talk to the worker wire themselves
         panel.show_record(record, history)     # GUI thread, ~30 fps, newest record
         panel.apply_theme(theme)               # explorer.theme.THEMES[...] / presentation(...)
+
+The first six are the everyday dashboard; the last three are deeper views (contributions through time,
+the LSTM highway, Jacobians through time) that the main window tabs behind the others.
 """
 from explorer.panels.base import Panel
+from explorer.panels.contributions import ContributionsPanel
 from explorer.panels.gradient_history import GradientHistoryPanel
 from explorer.panels.gradient_time import GradientTimePanel
 from explorer.panels.hidden_state import HiddenStatePanel
+from explorer.panels.jacobians import JacobiansPanel
+from explorer.panels.lstm_highway import LstmHighwayPanel
 from explorer.panels.spectrum import SpectrumPanel
 from explorer.panels.task_view import TaskViewPanel
 from explorer.panels.training import TrainingPanel
 
 PANELS: list[type[Panel]] = [GradientTimePanel, GradientHistoryPanel, HiddenStatePanel, SpectrumPanel,
-                             TrainingPanel, TaskViewPanel]
+                             TrainingPanel, TaskViewPanel, ContributionsPanel, LstmHighwayPanel, JacobiansPanel]
+DEEPER_PANELS: tuple[type[Panel], ...] = (ContributionsPanel, LstmHighwayPanel, JacobiansPanel)
 
-__all__ = ["PANELS", "Panel", "GradientTimePanel", "GradientHistoryPanel", "HiddenStatePanel",
-           "SpectrumPanel", "TrainingPanel", "TaskViewPanel"]
+
+def connect_panels(panels, worker) -> None:
+    """Let each panel that talks to the worker wire itself (GUI thread, once after the worker exists):
+    SpectrumPanel sends eigenvalue edits and undo through `worker.call`; JacobiansPanel tells
+    `worker.set_wanted(jacobians=...)` whether it is on screen. Other panels ignore it."""
+    for panel in panels:
+        connect = getattr(panel, "connect_to_worker", None)
+        if connect is not None:
+            connect(worker)
+
+
+__all__ = ["PANELS", "DEEPER_PANELS", "Panel", "connect_panels", "GradientTimePanel", "GradientHistoryPanel",
+           "HiddenStatePanel", "SpectrumPanel", "TrainingPanel", "TaskViewPanel", "ContributionsPanel",
+           "LstmHighwayPanel", "JacobiansPanel"]

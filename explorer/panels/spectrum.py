@@ -1,12 +1,23 @@
-"""Eigenvalues of the recurrent matrix in the complex plane, with the unit circle and the ρ and σ_max circles."""
+"""Eigenvalues of the recurrent matrix in the complex plane, with the unit circle and the ρ and σ_max circles.
+
+Hands-on: once editable (`connect_to_worker(worker)`, or `set_editable(True)` to wire it yourself), the
+user drags an eigenvalue of row 0; a complex-conjugate pair moves together. On release the panel emits
+`eigenvalue_edited(row, index, value)` (index into `record.eigenvalues[row]`, value a Python complex);
+its Undo button emits `undo_requested()`. `connect_to_worker` sends both to the worker as
+`worker.call(...)` (run between two steps) and shows the engine's answer (e.g. a ValueError for a
+defective matrix) under the plot.
+"""
 from __future__ import annotations
 
 import math
 import re
+import weakref
+from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton
 
 from core.records import History, Record
 from explorer import plotting
@@ -15,9 +26,70 @@ from explorer.theme import Theme
 
 TRAIL = 20                 # earlier records whose eigenvalues are drawn faintly
 CIRCLE = np.exp(1j * np.linspace(0, 2 * np.pi, 361))
+EDIT_TAG = "spectrum.edit_eigenvalue"     # worker.call tags this panel sends and answers to
+UNDO_TAG = "spectrum.undo_matrix_edit"
+REAL_TOL = 1e-9                           # |Im λ| ≤ this × max(1, |λ|): a real eigenvalue
+EDIT_HINT = "Drag an eigenvalue to move it (a complex pair moves together); it applies at the next step."
+
+
+def conjugate_partner(eigenvalues: np.ndarray, index: int) -> int | None:
+    """The index of λ_index's complex-conjugate partner, or None for a real eigenvalue."""
+    value = complex(eigenvalues[index])
+    if abs(value.imag) <= REAL_TOL * max(1.0, abs(value)):
+        return None
+    distance = np.abs(np.asarray(eigenvalues, dtype=complex) - value.conjugate())
+    distance[index] = np.inf
+    return int(np.argmin(distance))
+
+
+def apply_eigenvalue_edit(trainer, row: int, index: int, old: complex | None, value: complex) -> None:
+    """Worker thread: move the eigenvalue the user dragged to `value` (Trainer.edit_eigenvalue).
+
+    `index` is its place in the record the drag started on, i.e. in the spectrum of W_hh *before* that
+    step's update; W_hh has moved since (at least by that update), and LAPACK's order of the eigenvalues
+    changes with it for about half of them (measured: default config, one Adam step). So the eigenvalue is
+    found again by value: the one nearest `old` in the spectrum as it is now, in the order the edit uses."""
+    current = getattr(trainer, "_spectrum", None)
+    if old is not None and current is not None:
+        eigenvalues = np.asarray(current()[0][row])
+        if eigenvalues.size and np.isfinite(eigenvalues).all():
+            index = int(np.argmin(np.abs(eigenvalues - old)))
+    trainer.edit_eigenvalue(row, index, value)
+
+
+@dataclass
+class EigenvalueDrag:
+    """One eigenvalue being moved (or moved and waiting for the next step to show the edited matrix)."""
+    index: int             # into record.eigenvalues[0]
+    partner: int | None    # its conjugate's index (None: real, stays on the real axis)
+    old: complex
+    new: complex
+    step: int              # the record the drag started on
+
+
+class EigenvalueScatter(pg.ScatterPlotItem):
+    """The eigenvalue markers; drags go to `drag_handler(event)` (a weak reference to the panel's method,
+    so panel and item form no reference cycle); unhandled drags pan the view."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._handler: weakref.WeakMethod | None = None
+
+    def set_drag_handler(self, method) -> None:
+        self._handler = weakref.WeakMethod(method)
+
+    def mouseDragEvent(self, ev):
+        handler = self._handler() if self._handler is not None else None
+        if handler is None:
+            ev.ignore()
+            return
+        handler(ev)
 
 
 class SpectrumPanel(Panel):
+    eigenvalue_edited = Signal(int, int, object)   # row, index into record.eigenvalues[row], new value (complex)
+    undo_requested = Signal()
+
     title = "Spectrum of W_hh"
     caption = ("Eigenvalues λ of the recurrent matrix. Backpropagation multiplies by it once per time step: "
                "all |λ| inside the unit circle → the gradient shrinks (vanishes); any outside → it can explode.")
@@ -32,6 +104,7 @@ class SpectrumPanel(Panel):
         self.readout_text = ""                               # the same, as plain text
         self._readout_html = ""
         self._wide: bool | None = None
+        self.compact = False                                 # small multiples: no legend, one-line readout
         self._shown = None
 
         self.axes_lines = [pg.InfiniteLine(pos=0, angle=0), pg.InfiniteLine(pos=0, angle=90)]
@@ -41,11 +114,16 @@ class SpectrumPanel(Panel):
         self.rho_circle = self.plot.plot()
         self.sigma_circle = self.plot.plot()
         self.trail = pg.ScatterPlotItem()
-        self.scatter = pg.ScatterPlotItem()
+        self.scatter = EigenvalueScatter()
         self.plot.addItem(self.trail)
         self.plot.addItem(self.scatter)
         self.trail.setZValue(5)
         self.scatter.setZValue(10)
+        self.edit_lines = self.plot.plot()            # old → new position of a dragged/edited eigenvalue (pair)
+        self.edit_markers = pg.ScatterPlotItem()      # the dragged eigenvalue and its conjugate partner
+        self.plot.addItem(self.edit_markers)
+        self.edit_lines.setZValue(15)
+        self.edit_markers.setZValue(20)
         for item, name in ((self.scatter, "eigenvalues λ"), (self.trail, f"last {TRAIL} steps"),
                            (self.unit_circle, "|λ| = 1"), (self.rho_circle, "|λ| = ρ"),
                            (self.sigma_circle, "|λ| = σ<sub>max</sub>")):
@@ -53,7 +131,160 @@ class SpectrumPanel(Panel):
         self._arrange(True)
         self.extent = plotting.StickyRange((-1.15, 1.15), margin=0.0, shrink_below=0.6)
         self._shown = None
+
+        # hands-on editing (hidden until set_editable(True) / connect_to_worker)
+        self.edit_row = QHBoxLayout()
+        self.edit_row.setContentsMargins(0, 0, 0, 0)
+        self.edit_label = QLabel(EDIT_HINT)
+        self.edit_label.setWordWrap(True)
+        self.undo_button = QPushButton("Undo edit")
+        self.undo_button.setToolTip("Put W_hh back as it was before the last eigenvalue edit")
+        self.undo_button.setEnabled(False)
+        self.undo_button.clicked.connect(self._on_undo_clicked)
+        self.edit_row.addWidget(self.edit_label, 1)
+        self.edit_row.addWidget(self.undo_button, 0)
+        self.body.addLayout(self.edit_row)
+        self.editable = False
+        self.drag: EigenvalueDrag | None = None       # in progress
+        self.pending: EigenvalueDrag | None = None    # released, shown until a newer step arrives
+        self.edit_error = ""
+        self._eig = np.zeros(0, complex)               # row 0 of the record on screen (what indices refer to)
+        self._undoable = 0
+        self._worker = None
+        self.scatter.set_drag_handler(self._on_drag)
+        self._show_edit_controls(False)
         self.apply_theme(self.theme)
+
+    def set_compact(self, on: bool = True) -> None:
+        """For small multiples (the compare window): no legend, a short readout above the plot."""
+        self.compact = bool(on)
+        self._wide = None
+        self._arrange(False)
+        if self._shown is not None:
+            self._write_readout(self._shown)
+
+    # -- hands-on editing -------------------------------------------------------------------------
+    def set_editable(self, on: bool = True) -> None:
+        """Let the user drag eigenvalues (row 0); shows the hint and the Undo button."""
+        self.editable = bool(on)
+        self._show_edit_controls(self.editable)
+
+    def _show_edit_controls(self, on: bool):
+        self.edit_label.setVisible(on)
+        self.undo_button.setVisible(on)
+
+    def connect_to_worker(self, worker) -> None:
+        """Make the panel editable and send its edits to `worker` (explorer.worker.TrainingWorker):
+        eigenvalue_edited -> worker.call(EDIT_TAG, trainer.edit_eigenvalue(...)), undo_requested ->
+        worker.call(UNDO_TAG, trainer.undo_matrix_edit()); the answers come back on worker.call_done
+        (queued to a bound slot of this GUI-thread panel). Calling it again with the same worker does nothing."""
+        if worker is self._worker:
+            return
+        if self._worker is not None:
+            self._worker.call_done.disconnect(self._on_call_done)
+        else:
+            self.eigenvalue_edited.connect(self._on_eigenvalue_edited)
+            self.undo_requested.connect(self._on_undo_requested)
+        self._worker = worker
+        worker.call_done.connect(self._on_call_done)
+        self.set_editable(True)
+
+    @Slot(int, int, object)
+    def _on_eigenvalue_edited(self, row: int, index: int, value: complex):
+        if self.pending is not None and self.pending.index == index and row == 0:
+            old = self.pending.old                # where the drag started (newer records may have come since)
+        else:
+            shown = self._shown.eigenvalues[row] if self._shown is not None and row < len(self._shown.eigenvalues) \
+                else np.zeros(0, complex)
+            old = complex(shown[index]) if 0 <= index < len(shown) else None
+        # runs in the worker thread, on the engine, between two steps (by design of call())
+        self._worker.call(EDIT_TAG, lambda trainer: apply_eigenvalue_edit(trainer, row, index, old, value))
+
+    @Slot()
+    def _on_undo_requested(self):
+        self._worker.call(UNDO_TAG, lambda trainer: trainer.undo_matrix_edit())
+
+    @Slot(str, object, str)
+    def _on_call_done(self, tag: str, result, error: str):
+        if tag == EDIT_TAG:
+            if error:
+                self._undoable = max(0, self._undoable - 1)
+                self.pending = None
+                self._draw_edit(None)
+                self.edit_error = f"Could not edit the spectrum: {error}"
+                self.edit_label.setText(EDIT_HINT)
+            else:
+                self.edit_error = ""
+        elif tag == UNDO_TAG:
+            if error:
+                self.edit_error = f"Could not undo: {error}"
+            elif result is False:
+                self._undoable = 0
+                self.edit_error = ""
+                self.edit_label.setText("Nothing to undo: W_hh has no edits left.")
+            else:
+                self._undoable = max(0, self._undoable - 1)
+                self.pending = None
+                self._draw_edit(None)
+                self.edit_error = ""
+                self.edit_label.setText("Undone: W_hh is back as before the last edit (applies at the next step).")
+        else:
+            return
+        self.undo_button.setEnabled(self._undoable > 0)
+        self._update_alert()
+
+    @Slot()
+    def _on_undo_clicked(self):
+        self.undo_requested.emit()
+
+    def _on_drag(self, ev):
+        if not self.editable or ev.button() != Qt.MouseButton.LeftButton:
+            ev.ignore()
+            return
+        if ev.isStart():
+            points = self.scatter.pointsAt(ev.buttonDownPos())
+            if len(points) == 0 or self._shown is None:
+                ev.ignore()
+                return
+            index = int(points[0].data())
+            old = complex(self._eig[index])
+            self.drag = EigenvalueDrag(index, conjugate_partner(self._eig, index), old, old, self._shown.step)
+        if self.drag is None:
+            ev.ignore()
+            return
+        ev.accept()
+        pos = ev.pos()                       # item coordinates = data coordinates (Re λ, Im λ)
+        self.drag.new = complex(pos.x(), pos.y() if self.drag.partner is not None else 0.0)
+        self._draw_edit(self.drag)
+        if ev.isFinish():
+            drag, self.drag = self.drag, None
+            self.pending = drag
+            self._undoable += 1
+            self.undo_button.setEnabled(True)
+            self.edit_error = ""
+            self._update_alert()
+            pair = " and its conjugate" if drag.partner is not None else ""
+            self.edit_label.setText(f"λ = {_complex(drag.old)} moved to {_complex(drag.new)}{pair}: "
+                                    "applies at the next step.")
+            self.eigenvalue_edited.emit(0, drag.index, drag.new)
+
+    def _draw_edit(self, drag: EigenvalueDrag | None):
+        """The dragged eigenvalue (and its partner) as open markers, with lines from where they were."""
+        if drag is None:
+            self.edit_markers.setData([], [])
+            self.edit_lines.setData([], [])
+            return
+        new = [drag.new] + ([drag.new.conjugate()] if drag.partner is not None else [])
+        old = [drag.old] + ([drag.old.conjugate()] if drag.partner is not None else [])
+        self.edit_markers.setData([z.real for z in new], [z.imag for z in new])
+        path = [p for pair in zip(old, new) for p in pair]
+        self.edit_lines.setData([z.real for z in path], [z.imag for z in path], connect="pairs")
+
+    def _update_alert(self):
+        bad = int((~np.isfinite(self._eig)).sum())
+        parts = [f"{bad} of {len(self._eig)} eigenvalues are not finite: the weights diverged" if bad else "",
+                 self.edit_error]
+        self.set_alert(" · ".join(p for p in parts if p))
 
     def show_record(self, record: Record, history: History) -> None:
         if record is self._shown:
@@ -61,9 +292,17 @@ class SpectrumPanel(Panel):
         self._shown = record
         if self._is_new_run(record):
             self.extent.reset()
+            self.drag = self.pending = None
+            self._undoable, self.edit_error = 0, ""
+            self.undo_button.setEnabled(False)
+            self.edit_label.setText(EDIT_HINT)
         eig = np.asarray(record.eigenvalues[0]).astype(complex)             # (H,)
         ok = np.isfinite(eig)
-        self.scatter.setData(eig[ok].real, eig[ok].imag)
+        self._eig = eig
+        self.scatter.setData(eig[ok].real, eig[ok].imag, data=np.flatnonzero(ok))   # data: index into eig
+        if self.pending is not None and record.step > self.pending.step and self.drag is None:
+            self.pending = None                   # this record's spectrum already shows the edit
+            self._draw_edit(None)
         earlier = [r for r in list(history.records)
                    if r.step < record.step and r.eigenvalues.shape == record.eigenvalues.shape][-TRAIL:]
         trail = np.concatenate([np.asarray(r.eigenvalues[0]).astype(complex) for r in earlier]) if earlier \
@@ -84,17 +323,22 @@ class SpectrumPanel(Panel):
         self.plot.setRange(xRange=(-half, half), yRange=(-half, half), padding=0)
 
         self._write_readout(record)
-        bad = int((~ok).sum())
-        self.set_alert(f"{bad} of {len(eig)} eigenvalues are not finite: the weights diverged" if bad else "")
+        self._update_alert()
 
     def _write_readout(self, record: Record):
         rho, sigma, block = record.spectral_radius, record.sigma_max, record.recurrent_block
         row = f" · {record.row_labels[0]}" if len(record.row_labels) > 1 else ""
         verdict = ("not finite: the weights diverged" if not math.isfinite(rho) else
+                   "ρ ≈ 1: on the edge, its powers neither shrink nor grow" if abs(rho - 1) < 5e-4 else
                    "ρ < 1: its powers shrink, gradients vanish" if rho < 1 else
-                   "ρ > 1: its powers grow, gradients can explode" if rho > 1 else "ρ = 1: on the edge")
+                   "ρ > 1: its powers grow, gradients can explode")
         name, _, detail = block.partition(" ")
         self.readout_text = f"{block}{row}\nρ = {rho:.3f}\nσ_max = {sigma:.3f}\n{verdict}"
+        if self.compact:
+            self._readout_html = (f"<b>{_html(name)}</b> &nbsp; ρ = {rho:.3f} &nbsp;·&nbsp; σ<sub>max</sub> = "
+                                  f"{sigma:.3f}<br><span style='color:{self.theme.muted}'>{_html(verdict)}</span>")
+            self.readout.setText(self._readout_html, color=self.theme.foreground, size=f"{self.theme.font_pt}pt")
+            return
         big = f"font-size:{self.theme.font_pt * 1.3:.1f}pt"
         self._readout_html = (
             f"<span style='{big}'><b>{_html(name)}</b></span>{_html(row)}<br>"
@@ -110,6 +354,8 @@ class SpectrumPanel(Panel):
         super().resizeEvent(event)
 
     def _update_arrangement(self):
+        if self.compact:
+            return
         side = max(self.readout.itemRect().width(), plotting.legend_width(self.legend, 2))
         wide = self.width() - side - 60 > 0.8 * self.height()
         if wide != self._wide:
@@ -122,7 +368,11 @@ class SpectrumPanel(Panel):
         for item in (self.plot, self.readout, self.legend):
             if item in layout.items:
                 layout.removeItem(item)
-        if wide:
+        self.legend.setVisible(not self.compact)
+        if self.compact:
+            layout.addItem(self.readout, row=0, col=0)
+            layout.addItem(self.plot, row=1, col=0)
+        elif wide:
             layout.addItem(self.plot, row=0, col=0, rowspan=2)
             layout.addItem(self.readout, row=0, col=1)
             layout.addItem(self.legend, row=1, col=1)
@@ -148,8 +398,19 @@ class SpectrumPanel(Panel):
         self.trail.setPen(None)
         self.trail.setBrush(plotting.brush(theme.color(0), 0.18))
         self.trail.setSize(theme.marker_size * 0.7)
+        self.edit_markers.setPen(plotting.pen(theme.color(1), 2.0))
+        self.edit_markers.setBrush(plotting.brush(theme.background, 0.0))
+        self.edit_markers.setSize(theme.marker_size * 1.6)
+        self.edit_lines.setPen(plotting.pen(theme.color(1), 1.0, plotting.DOT))
+        for widget in (self.edit_label, self.undo_button):
+            widget.setFont(plotting.font(theme))
+        self.edit_label.setStyleSheet(f"color: {theme.muted};")
         if self._shown is not None:  # the readout embeds theme colours
             self._write_readout(self._shown)
+
+
+def _complex(z: complex) -> str:
+    return f"{z.real:.3f} {'−' if z.imag < 0 else '+'} {abs(z.imag):.3f}i" if z.imag else f"{z.real:.3f}"
 
 
 def _html(text: str) -> str:

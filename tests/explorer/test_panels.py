@@ -74,9 +74,10 @@ def expected_curve(values: np.ndarray) -> np.ndarray:
 
 
 # -- the list the main window docks --------------------------------------------------------------
-def test_panels_are_six_constructible_panels_with_title_and_caption(qtbot):
+def test_panels_are_the_six_dashboard_panels_then_the_deeper_views_all_with_title_and_caption(qtbot):
     assert [cls.__name__ for cls in PANELS] == ["GradientTimePanel", "GradientHistoryPanel", "HiddenStatePanel",
-                                                "SpectrumPanel", "TrainingPanel", "TaskViewPanel"]
+                                                "SpectrumPanel", "TrainingPanel", "TaskViewPanel",
+                                                "ContributionsPanel", "LstmHighwayPanel", "JacobiansPanel"]
     for cls in PANELS:
         panel = make(qtbot, cls)
         assert isinstance(panel, Panel)

@@ -193,3 +193,56 @@ def test_call_runs_on_the_trainer_between_steps_and_reports_back(qtbot):
         assert session.shutdown()
     assert results[0] == ("steps", 1, "")
     assert results[1][0] == "boom" and results[1][1] is None and "division" in results[1][2]
+
+
+# -- extras on demand: Jacobians through time, only while a panel wants them ------------------------------
+def test_jacobians_are_computed_only_while_wanted(qtbot, session):
+    s, rec = session
+    assert rec.records[0].jacobians is None            # nobody asked
+    s.worker.set_wanted(jacobians=True)
+    s.worker.step_once()
+    qtbot.waitUntil(lambda: len(rec.records) == 2, timeout=WAIT_MS)
+    wanted = rec.records[-1]
+    assert wanted.jacobians is not None and wanted.hidden is not None   # detailed, so the window draws it
+    assert wanted.jacobians.log10_product.shape == (wanted.seq_len,)
+    s.worker.set_wanted(jacobians=False)
+    s.worker.step_once()
+    qtbot.waitUntil(lambda: len(rec.records) == 3, timeout=WAIT_MS)
+    assert rec.records[-1].jacobians is None
+
+
+def test_jacobians_while_playing_come_at_most_every_half_second(qtbot, session):
+    from explorer.worker import JACOBIAN_INTERVAL_S
+
+    s, rec = session
+    s.worker.set_wanted(jacobians=True)
+    s.worker.play()
+    start = time.perf_counter()
+    qtbot.wait(1600)
+    s.worker.pause()
+    elapsed = time.perf_counter() - start
+    qtbot.waitUntil(lambda: len(rec.paused_at) == 1, timeout=WAIT_MS)
+    during = [r for r in rec.records[1:-1] if r.jacobians is not None]   # the closing step after Pause aside
+    assert len(rec.records) > len(during) + 2, "plain steps go on between the Jacobian steps"
+    assert 1 <= len(during) <= elapsed / JACOBIAN_INTERVAL_S + 1
+    assert all(r.hidden is not None for r in during)
+
+
+# -- one worker, one thread, two kinds of engine: a Trainer or a Comparison in lockstep ------------------
+def test_the_same_worker_drives_a_comparison_in_lockstep(qtbot):
+    runs = [("tanh", SMALL), ("lstm", SMALL.replace(model="lstm"))]
+    s = TrainingSession(runs)
+    rec = Recorder(s.worker)
+    s.start()
+    try:
+        qtbot.waitUntil(lambda: len(rec.records) >= 1, timeout=WAIT_MS)
+        s.worker.step_once()
+        qtbot.waitUntil(lambda: len(rec.records) >= 2, timeout=WAIT_MS)
+        assert rec.rebuilt == [runs]
+        for step, records in enumerate(rec.records[:2], start=1):
+            assert isinstance(records, list) and len(records) == 2
+            assert [r.step for r in records] == [step, step]
+            assert records[0].dc_norms is None and records[1].dc_norms is not None
+        assert s.worker.last_step == 2
+    finally:
+        assert s.shutdown(5000)

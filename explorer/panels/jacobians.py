@@ -1,0 +1,219 @@
+"""Jacobians through time: how much one step of the recurrence stretches the state, and the product back from T."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer, Slot
+from PySide6.QtWidgets import QLabel
+
+from core.records import History, Record
+from explorer import plotting
+from explorer.panels.base import Panel
+from explorer.theme import Theme
+
+LOG_CLAMP = 300.0
+SCAN = 400          # records searched back in the history for the newest one with Jacobians
+POLL_MS = 250       # how often a connected panel tells the worker whether it is on screen
+
+
+class DecadeAxis(plotting.IntegerAxis):
+    """A linear axis of log10 values, labelled as powers of ten: 0 → '1', −3 → '10⁻³'."""
+
+    def tickStrings(self, values, scale, spacing):
+        return [plotting.decade_label(int(round(v))) if abs(v - round(v)) < 1e-9 else "" for v in values]
+
+
+def on_screen(widget) -> bool:
+    """Shown and not parked behind another tab (Qt keeps tabbed docks 'visible', off-screen)."""
+    return widget.isVisible() and not widget.visibleRegion().isEmpty()
+
+
+class JacobiansPanel(Panel):
+    title = "Jacobians through time"
+    caption = ("Top: how much one step stretches the state s, σ_max(∂s_t/∂s_(t−1)). Bottom: their product from t "
+               "to the loss at T, which backpropagation applies to ∂L/∂s_T: below 1 the gradient vanishes, "
+               "above 1 it explodes.")
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.readout = QLabel()                 # the finite-time Lyapunov exponent, in words
+        self.readout.setTextFormat(Qt.TextFormat.RichText)
+        self.readout.setWordWrap(True)
+        self.readout_text = ""                  # the same, as plain text
+        self.body.addWidget(self.readout)
+        self.view = self.add_graphics()
+        layout = self.view.ci
+        self.step_plot = self.add_plot(plotting.new_plot(layout, 0, 0, "", "σ<sub>max</sub>(J<sub>t</sub>)",
+                                                         log_y=True, int_x=True))
+        self.product_plot = self.add_plot(plotting.new_plot(
+            layout, 1, 0, "time step t", "‖∂s<sub>T</sub>/∂s<sub>t</sub>‖<sub>2</sub>", int_x=True,
+            axisItems={"left": DecadeAxis("left")}))
+        self.product_plot.setXLink(self.step_plot)
+        self.step_plot.getAxis("bottom").setStyle(showValues=False)
+        self.step_plot.getAxis("bottom").showLabel(False)
+        layout.layout.setRowStretchFactor(0, 2)
+        layout.layout.setRowStretchFactor(1, 3)
+        self.legend = self.add_legend(plotting.new_legend(), layout, below=(2, 0, 1), beside=(0, 1, 2))
+
+        self.step_curve = self.step_plot.plot()        # σ_max(J_t), t = 1..T
+        self.one_line = pg.InfiniteLine(pos=0.0, angle=0, movable=False)   # σ = 1 (log10 0)
+        self.step_plot.addItem(self.one_line)
+        self.product_curve = self.product_plot.plot()  # log10 ‖∂s_T/∂s_t‖₂
+        self.bound_curve = self.product_plot.plot()    # log10 (γ σ_max(W_hh))^(T−t), vanilla RNN
+        self.product_curve.setZValue(3)
+        self.waiting_note = self.add_note(plotting.Note(self.step_plot.getViewBox(), "top-left"))
+        self.legend.addItem(self.product_curve, "‖J<sub>T</sub> ⋯ J<sub>t+1</sub>‖")
+        self.y_range = plotting.StickyRange((-3.0, 0.0), step=1.0, margin=0.03, shrink_below=0.5, min_span=1.0)
+        self.step_range = plotting.StickyRange((-0.5, 0.5), step=0.5, margin=0.05, shrink_below=0.4, min_span=0.5)
+        self.jacobians = None                 # the JacobianProfile on screen
+        self.shown_step: int | None = None    # the step it was computed at
+        self._has_bound = False
+        self._drawn: Record | None = None     # the record whose Jacobians are on screen
+        self._shown = None
+        self._worker = None
+        self._wanted: bool | None = None
+        self._poll: QTimer | None = None
+        self.apply_theme(self.theme)
+        self._set_waiting()
+
+    # -- wiring ---------------------------------------------------------------------------------
+    def connect_to_worker(self, worker) -> None:
+        """Ask `worker` (explorer.worker.TrainingWorker) for Jacobians only while this panel is on screen
+        (polled every POLL_MS in the GUI thread: hidden docks and background tabs cost nothing)."""
+        self._worker = worker
+        if self._poll is None:
+            self._poll = QTimer(self)
+            self._poll.setInterval(POLL_MS)
+            self._poll.timeout.connect(self._on_poll)
+        self._poll.start()
+        self._on_poll()
+
+    @Slot()
+    def _on_poll(self):
+        wanted = on_screen(self)
+        if self._worker is not None and wanted != self._wanted:
+            self._wanted = wanted
+            self._worker.set_wanted(jacobians=wanted)
+
+    # -- drawing ------------------------------------------------------------------------------
+    def show_record(self, record: Record, history: History) -> None:
+        if record is self._shown:
+            return
+        self._shown = record
+        if self._is_new_run(record):
+            self.jacobians, self.shown_step, self._drawn = None, None, None
+            self.y_range.reset()
+            self.step_range.reset()
+        found = self._newest_with_jacobians(record, history)
+        if found is None:
+            if self.jacobians is None:
+                self._set_waiting()
+            return
+        if found is not self._drawn:
+            self._draw(found)
+
+    def _newest_with_jacobians(self, record: Record, history: History) -> Record | None:
+        """`record` if it carries Jacobians, else the newest earlier one of the same run in the history
+        (Jacobians come on a few steps only; the window may draw another record in between)."""
+        if getattr(record, "jacobians", None) is not None:
+            return record
+        floor = self.shown_step or 0
+        for i, old in enumerate(reversed(history.records)):
+            if i >= SCAN or old.step <= floor:
+                break
+            if old.step < record.step and getattr(old, "jacobians", None) is not None:
+                return old
+        return None
+
+    def _set_waiting(self):
+        self.waiting_note.set("Jacobians are computed about twice a second while this panel is on screen:\n"
+                              "press Play or Step.")
+        self.set_key("")
+        self._write_lyapunov(None)
+
+    def _draw(self, record: Record):
+        self._drawn = record
+        jac = record.jacobians
+        self.jacobians, self.shown_step = jac, record.step
+        self.waiting_note.set("")
+        sigma = np.asarray(jac.step_sigma, dtype=float)
+        product = np.asarray(jac.log10_product, dtype=float)
+        T = len(product)
+        ts = np.arange(1, T + 1, dtype=float)
+
+        s = sigma.copy()
+        s[s <= 0] = np.nan
+        s_ext = plotting.finite_extent(s, positive=True)
+        if s_ext is not None:
+            self.step_range.update(min(math.log10(s_ext[0]), -0.1), max(math.log10(s_ext[1]), 0.1))
+        self.step_plot.setYRange(self.step_range.lo, self.step_range.hi, padding=0)
+        s[np.isposinf(s)] = 10.0 ** self.step_range.hi
+        self.step_curve.setData(ts, s)
+
+        bound = None if jac.log10_bound is None else np.asarray(jac.log10_bound, dtype=float)
+        drawn = np.clip(product, -LOG_CLAMP, LOG_CLAMP)
+        drawn[np.isneginf(product)] = np.nan              # an exactly-zero product: a gap
+        self.product_curve.setData(ts, drawn)
+        values = [product[np.isfinite(product)]]
+        if bound is not None:
+            self.bound_curve.setData(ts, np.clip(bound, -LOG_CLAMP, LOG_CLAMP))
+            values.append(bound[np.isfinite(bound)])
+        else:
+            self.bound_curve.setData([], [])
+        both = np.concatenate(values)
+        if both.size:
+            self.y_range.update(max(float(both.min()), -LOG_CLAMP), min(float(both.max()), LOG_CLAMP))
+        self.product_plot.setYRange(self.y_range.lo, self.y_range.hi, padding=0)
+        self.step_plot.setXRange(0.5, T + 0.5, padding=0)
+
+        if self._has_bound != (bound is not None):
+            self._has_bound = bound is not None
+            if self._has_bound:
+                self.legend.addItem(self.bound_curve, "upper bound σ<sub>max</sub>(W<sub>hh</sub>)<sup>T−t</sup>")
+            else:
+                self.legend.removeItem(self.bound_curve)
+            plotting.style_legend(self.legend, self.theme)
+            self.fit_legends()
+        self._write_lyapunov(jac.lyapunov)
+        state = "s = h" if jac.state == "h" else "s = (h, c), the LSTM's pair"
+        self.set_key(f"step {record.step} · layer 1, sample 0 · {state} · recomputed ≈ 2×/s while on screen")
+        self.set_alert(plotting.nonfinite_note("σ_max(J_t)", sigma, "drawn at the top"))
+
+    def _write_lyapunov(self, lyapunov: float | None):
+        """'λ = −0.200 per step: × 0.819 a step on average — gradients vanish' (above the plots)."""
+        if lyapunov is None:
+            self.readout_text = ""
+        elif not math.isfinite(lyapunov):
+            self.readout_text = f"λ = {lyapunov}: the product is {'exactly 0' if lyapunov < 0 else 'infinite'}"
+        else:
+            verdict = ("gradients vanish" if lyapunov < -1e-3 else "gradients explode" if lyapunov > 1e-3
+                       else "on the edge of chaos: gradients neither vanish nor explode")
+            exponent = f"{lyapunov:+.3f}".replace("-", "−")
+            self.readout_text = f"Lyapunov exponent λ = {exponent}: × {math.exp(lyapunov):.3g} per step, {verdict}"
+        self._render_readout()
+
+    def _render_readout(self):
+        theme, text = self.theme, self.readout_text
+        if not text:
+            self.readout.setText("")
+            self.readout.setVisible(False)
+            return
+        head, _, rest = text.partition(": ")
+        size = f"font-size:{theme.font_pt * 1.2:.1f}pt"
+        self.readout.setText(f"<span style='{size}; color:{theme.foreground}'><b>{_escape(head)}</b></span>"
+                             f"<span style='color:{theme.muted}'>: {_escape(rest)}</span>")
+        self.readout.setVisible(True)
+
+    def _restyle(self, theme: Theme):
+        self.step_curve.setPen(plotting.pen(theme.color(2), theme.pen_width))
+        self.product_curve.setPen(plotting.pen(theme.color(0), theme.pen_width * 1.2))
+        self.bound_curve.setPen(plotting.pen(theme.foreground, theme.pen_width * 0.75, plotting.DASH))
+        self.one_line.setPen(plotting.pen(theme.muted, 1.0, plotting.DASH))
+        self.readout.setFont(plotting.font(theme))
+        self._render_readout()
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

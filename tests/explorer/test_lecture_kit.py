@@ -1,0 +1,436 @@
+"""The lecture kit: a prepared demo saved and reopened exactly, figures and data out of the window,
+presentation mode, comparison scenarios. Driven through the window's own methods (the ones its menu
+actions call once a file dialog has answered); checked on files and on what the panels hold.
+
+Waiting is done with qtbot.waitUntil on window state (worker signals are delivered queued).
+"""
+from __future__ import annotations
+
+import errno
+import io
+import json
+import os
+import sys
+import types
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from PySide6.QtCore import QSettings, QStandardPaths, Qt
+from PySide6.QtWidgets import QPushButton
+
+from core.presets import DEFAULT_PRESET, load_preset, preset_names
+from explorer.main_window import MainWindow
+
+SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
+WAIT_MS = 30_000
+
+
+@pytest.fixture(autouse=True)
+def private_settings(tmp_path):
+    """Nothing in these tests may read or write the user's real settings."""
+    QStandardPaths.setTestModeEnabled(True)
+    for fmt in (QSettings.Format.NativeFormat, QSettings.Format.IniFormat):
+        QSettings.setPath(fmt, QSettings.Scope.UserScope, str(tmp_path / "user"))
+        QSettings.setPath(fmt, QSettings.Scope.SystemScope, str(tmp_path / "system"))
+
+
+@pytest.fixture
+def open_window(qtbot, tmp_path):
+    """open_window(config=SMALL, name='a'): a shown window (own settings file) whose first record is drawn."""
+    opened = []
+
+    def open_(config=SMALL, name: str = "a") -> MainWindow:
+        store = QSettings(str(tmp_path / f"{name}.ini"), QSettings.Format.IniFormat)
+        window = MainWindow(config=config, settings=store)
+        qtbot.addWidget(window)
+        opened.append(window)
+        window.resize(1400, 900)
+        window.show()
+        qtbot.waitUntil(lambda: window.shown_record is not None, timeout=WAIT_MS)
+        return window
+
+    yield open_
+    for window in opened:
+        window.close()
+
+
+@pytest.fixture
+def window(open_window):
+    return open_window()
+
+
+def step_to(qtbot, window: MainWindow, step: int):
+    while window.latest.step < step:
+        target = window.latest.step + 1
+        window.step_action.trigger()
+        qtbot.waitUntil(lambda: window.shown_record is not None and window.shown_record.step == target,
+                        timeout=WAIT_MS)
+
+
+def in_worker(qtbot, window: MainWindow, fn):
+    """fn(trainer) evaluated in the worker thread (between two steps), its result returned here."""
+    box = {}
+    window.call_in_worker("test", fn, lambda result, error: box.update(result=result, error=error))
+    qtbot.waitUntil(lambda: "error" in box, timeout=WAIT_MS)
+    assert box["error"] == "", box["error"]
+    return box["result"]
+
+
+def weights(qtbot, window: MainWindow) -> dict[str, np.ndarray]:
+    return in_worker(qtbot, window, lambda t: {k: v.detach().cpu().numpy().copy()
+                                               for k, v in t.model.state_dict().items()})
+
+
+def curve_y(window: MainWindow) -> np.ndarray:
+    _, y = window.panel("GradientTimePanel").row_curves[0].getOriginalDataset()
+    return np.asarray(y, dtype=float)
+
+
+def problem_text(window: MainWindow) -> str:
+    box = window.last_message_box
+    return "" if box is None else f"{box.text()} {box.informativeText()}"
+
+
+def wait_problem(qtbot, window: MainWindow) -> str:
+    qtbot.waitUntil(lambda: window.last_message_box is not None, timeout=WAIT_MS)
+    text = problem_text(window)
+    window.last_message_box.done(0)
+    qtbot.waitUntil(lambda: window.last_message_box is None, timeout=5000)
+    return text
+
+
+def saved_session(qtbot, window: MainWindow, path: Path) -> Path:
+    window.save_session(path)
+    qtbot.waitUntil(lambda: window.session_path == path, timeout=WAIT_MS)
+    return path
+
+
+# -- sessions ------------------------------------------------------------------------------------------------
+def test_a_saved_session_reopens_in_a_new_window_at_the_same_step_history_and_weights(qtbot, open_window, tmp_path):
+    first = open_window(name="first")
+    first.set_theme("light", True)
+    first.speed_combo.setCurrentText("5 steps/s")
+    step_to(qtbot, first, 5)
+    path = saved_session(qtbot, first, tmp_path / "demo.gfe")
+    assert path.is_file() and "demo.gfe" in first.windowTitle()
+    saved_weights = weights(qtbot, first)
+    saved_scalars = first.history.scalars()
+    saved_curve = curve_y(first)
+
+    second = open_window(name="second")          # a fresh window: default theme, step 1
+    assert second.latest.step == 1 and second.theme.name != "light"
+    second.open_session(path)
+    qtbot.waitUntil(lambda: second.session_path == path, timeout=WAIT_MS)
+
+    assert second.latest.step == 5 and second.shown_record.step == 5
+    assert "step 5" in second.readout.step.text()
+    assert len(second.history) == len(first.history) == 5
+    for name in ("step", "loss", "grad_norm"):
+        assert np.array_equal(second.history.scalars()[name], saved_scalars[name], equal_nan=True)
+    reopened = weights(qtbot, second)
+    assert reopened.keys() == saved_weights.keys()
+    assert all(np.array_equal(reopened[k], saved_weights[k]) for k in saved_weights)
+    assert np.array_equal(curve_y(second), saved_curve)            # the panels show what they showed
+    assert second.settings_panel.config == first.settings_panel.config
+    assert second.theme.name == "light" and second.theme.presentation     # the view came back too
+    assert second.speed_combo.currentText() == "5 steps/s"
+    assert "demo.gfe" in second.windowTitle()
+
+    second.step_action.trigger()                                   # and it trains on from there
+    qtbot.waitUntil(lambda: second.shown_record.step == 6, timeout=WAIT_MS)
+    assert len(second.history) == 6
+
+
+def _newer_version(source: Path, target: Path):
+    with np.load(source, allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    manifest = json.loads(arrays["manifest"].tobytes().decode("utf-8"))
+    manifest["version"] = 99
+    arrays["manifest"] = np.frombuffer(json.dumps(manifest).encode("utf-8"), dtype=np.uint8)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    target.write_bytes(buffer.getvalue())
+
+
+@pytest.mark.parametrize("damage, expected", [
+    ("truncated", "not a readable session file"),
+    ("garbage", "not a readable session file"),
+    ("newer", "newer version"),
+    ("folder", "is a folder"),
+    ("missing", "not found"),
+])
+def test_a_damaged_session_shows_the_reason_and_changes_nothing(qtbot, window, tmp_path, damage, expected):
+    step_to(qtbot, window, 3)
+    good = saved_session(qtbot, window, tmp_path / "good.gfe")
+    bad = tmp_path / f"{damage}.gfe"
+    if damage == "truncated":
+        bad.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    elif damage == "garbage":
+        bad.write_bytes(os.urandom(4096))
+    elif damage == "newer":
+        _newer_version(good, bad)
+    elif damage == "folder":
+        bad.mkdir()
+    config, step, before = window.settings_panel.config, window.latest.step, weights(qtbot, window)
+
+    window.open_session(bad)
+    text = wait_problem(qtbot, window)
+    assert expected in text and bad.name in text and "Nothing was changed" in text
+    assert window.settings_panel.config == config and window.latest.step == step
+    assert window.session_path == good                              # still the file it came from
+    after = weights(qtbot, window)
+    assert all(np.array_equal(after[k], before[k]) for k in before)
+    window.step_action.trigger()                                    # and it keeps running
+    qtbot.waitUntil(lambda: window.shown_record.step == step + 1, timeout=WAIT_MS)
+
+
+def test_a_failed_save_names_the_file_and_the_reason_and_the_app_keeps_running(qtbot, window, tmp_path,
+                                                                                 monkeypatch):
+    missing = tmp_path / "no_such_folder" / "demo.gfe"
+    window.save_session(missing)
+    text = wait_problem(qtbot, window)
+    assert str(missing) in text and "does not exist" in text
+
+    def full_disk(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    path = tmp_path / "full.gfe"
+    window.save_session(path)
+    text = wait_problem(qtbot, window)
+    assert "full.gfe" in text and os.strerror(errno.ENOSPC) in text
+    assert not path.exists() and not list(tmp_path.glob(".full.gfe*"))   # nothing half-written is left
+    assert window.session_path is None
+    monkeypatch.undo()
+    window.step_action.trigger()
+    qtbot.waitUntil(lambda: window.shown_record.step == 2, timeout=WAIT_MS)
+
+
+def test_closing_right_after_save_finishes_writing_the_session(qtbot, window, tmp_path):
+    path = tmp_path / "last.gfe"
+    window.save_session(path)
+    window.close()
+    assert path.is_file() and path.stat().st_size > 0
+
+
+# -- exports ---------------------------------------------------------------------------------------------------
+def test_dashboard_png_at_2x_is_twice_the_size_of_1x(qtbot, window, tmp_path):
+    assert window.export_dashboard_png(tmp_path / "d1.png", 1)
+    assert window.export_dashboard_png(tmp_path / "d2.png", 2)
+    one, two = Image.open(tmp_path / "d1.png"), Image.open(tmp_path / "d2.png")
+    assert one.format == two.format == "PNG"
+    assert two.size == (2 * one.size[0], 2 * one.size[1])
+    assert one.size[0] >= 600 and one.size[1] >= 400                # the panels, not an empty widget
+    assert len(set(np.asarray(one.convert("L")).ravel().tolist())) > 20  # something is drawn
+
+
+def test_a_panel_exports_as_svg_xml_and_as_png(qtbot, window, tmp_path):
+    assert window.export_panel("GradientTimePanel", tmp_path / "g.svg")
+    root = ET.parse(tmp_path / "g.svg").getroot()
+    assert root.tag.endswith("svg")
+    assert len(list(root.iter("{http://www.w3.org/2000/svg}path"))) + \
+        len(list(root.iter("{http://www.w3.org/2000/svg}polyline"))) > 5
+    hidden = type(window.panels[-1]).__name__                       # a panel tabbed behind another works too
+    assert window.export_panel(hidden, tmp_path / "h.png", scale=2)
+    assert Image.open(tmp_path / "h.png").size[0] == 2 * window.panel(hidden).width()
+
+
+def test_run_data_csv_has_a_row_per_step_and_npz_round_trips_the_loss(qtbot, window, tmp_path):
+    step_to(qtbot, window, 4)
+    assert window.export_run_data(tmp_path / "run.csv")
+    rows = (tmp_path / "run.csv").read_text().strip().splitlines()
+    assert len(rows) == 1 + 4 and rows[0].startswith("step,loss")
+    assert window.export_run_data(tmp_path / "run.npz")
+    with np.load(tmp_path / "run.npz") as npz:
+        assert np.array_equal(npz["loss"], window.history.scalars()["loss"])
+        assert np.array_equal(npz["step"], [1, 2, 3, 4])
+
+
+def test_an_animation_records_more_steps_into_a_gif_with_several_frames(qtbot, window, tmp_path):
+    path = tmp_path / "a.gif"
+    assert window.record_animation(path, steps=6, frames=4, target="dashboard")
+    assert window.recording is not None and window.recording.progress.isVisible()
+    qtbot.waitUntil(lambda: window.recording is None and path.exists(), timeout=WAIT_MS)
+    gif = Image.open(path)
+    assert gif.format == "GIF" and gif.n_frames == 4                 # now, then every second step
+    assert window.latest.step == 7
+    panel = tmp_path / "p.gif"
+    assert window.record_animation(panel, steps=2, frames=3, target="TrainingPanel")
+    qtbot.waitUntil(lambda: window.recording is None and panel.exists(), timeout=WAIT_MS)
+    assert Image.open(panel).n_frames == 3
+
+
+def test_cancelling_an_animation_writes_nothing(qtbot, window, tmp_path):
+    path = tmp_path / "c.gif"
+    window.record_animation(path, steps=500, frames=10)
+    qtbot.waitUntil(lambda: window.latest.step >= 3, timeout=WAIT_MS)
+    progress = window.recording.progress
+    qtbot.mouseClick(progress.findChild(QPushButton), Qt.MouseButton.LeftButton)   # its Cancel button
+    assert window.recording is None
+    qtbot.wait(300)
+    assert not path.exists()
+    stopped = window.latest.step
+    qtbot.wait(300)
+    assert window.latest.step <= stopped + 1 and not window.is_playing()
+
+
+@pytest.mark.parametrize("export", ["dashboard", "svg", "csv", "npz", "gif"])
+def test_every_export_failure_names_the_file_and_the_reason(qtbot, window, tmp_path, monkeypatch, export):
+    suffix = {"dashboard": ".png", "svg": ".svg", "csv": ".csv", "npz": ".npz", "gif": ".gif"}[export]
+
+    def run(path):
+        if export == "dashboard":
+            return window.export_dashboard_png(path, 2)
+        if export == "svg":
+            return window.export_panel("SpectrumPanel", path)
+        if export in ("csv", "npz"):
+            return window.export_run_data(path)
+        started = window.record_animation(path, steps=2, frames=2)
+        qtbot.waitUntil(lambda: window.recording is None, timeout=WAIT_MS)
+        return started and path.exists()
+
+    missing = tmp_path / "gone" / f"x{suffix}"
+    assert not run(missing)
+    text = wait_problem(qtbot, window)
+    assert str(missing) in text and "does not exist" in text
+
+    def full_disk(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    full = tmp_path / f"full{suffix}"
+    assert not run(full)
+    text = wait_problem(qtbot, window)
+    assert str(full) in text and os.strerror(errno.ENOSPC) in text
+    assert not full.exists()
+    monkeypatch.undo()
+    step = window.latest.step
+    window.step_action.trigger()                                    # the app keeps running
+    qtbot.waitUntil(lambda: window.shown_record.step == step + 1, timeout=WAIT_MS)
+
+
+def test_the_file_menu_has_sessions_and_every_export(window):
+    file_menu = window.menuBar().actions()[0].menu()
+    texts = [a.text() for a in file_menu.actions()]
+    assert {"Open Session…", "Save Session", "Save Session As…", "Export"} <= set(texts)
+    export = [a.text() for a in window.export_menu.actions()]
+    assert {"Dashboard as PNG", "Panel as PNG/SVG…", "Run data as CSV/NPZ…", "Animation (GIF/MP4)…",
+            "Copy figure to clipboard"} <= set(export)
+    assert window.open_action.shortcut().toString() == "Ctrl+O"
+    assert window.save_action.shortcut().toString() == "Ctrl+S"
+    assert window.copy_action.shortcut().toString() == "Ctrl+Shift+C"
+    assert sorted(window.dashboard_actions) == [1, 2, 4]
+
+
+def test_copy_figure_puts_the_dashboard_on_the_clipboard_at_2x(qtbot, window):
+    from PySide6.QtGui import QGuiApplication
+    window.copy_action.trigger()
+    image = QGuiApplication.clipboard().image()
+    assert not image.isNull()
+    assert image.width() == 2 * window.dashboard_rect().width()
+
+
+# -- presentation mode and the light theme ------------------------------------------------------------------
+def test_presentation_mode_enlarges_captions_plots_and_controls(qtbot, window):
+    panel = window.panel("GradientTimePanel")
+    caption = panel.caption_label
+    small = caption.font().pointSizeF()
+    app_small = window.font().pointSizeF()
+    window.presentation_action.trigger()
+    qtbot.waitUntil(lambda: caption.font().pointSizeF() > small, timeout=5000)
+    assert caption.font().pointSizeF() >= 1.3 * small
+    assert window.font().pointSizeF() >= 1.3 * app_small               # menus, fields, status bar
+    assert all(p.theme.presentation for p in window.panels)            # plots: axes and lines scale
+    window.presentation_action.trigger()
+    qtbot.waitUntil(lambda: caption.font().pointSizeF() == small, timeout=5000)
+
+
+def test_the_light_theme_exports_dark_ink_on_white(qtbot, window, tmp_path):
+    window.set_theme("light", False)
+    assert window.export_panel("GradientTimePanel", tmp_path / "light.png", scale=1)
+    pixels = np.asarray(Image.open(tmp_path / "light.png").convert("L"))
+    assert np.median(pixels) > 240                                       # paper white
+    assert pixels.min() < 80                                             # dark ink for text and axes
+
+
+# -- comparison scenarios -----------------------------------------------------------------------------------
+def _choose(window: MainWindow, name: str):
+    combo = window.scenario_combo
+    index = combo.findData(name)
+    assert index >= 0
+    combo.setCurrentIndex(index)
+    combo.activated.emit(index)
+
+
+def test_comparison_scenarios_are_listed_and_open_the_comparison_view(qtbot, window, monkeypatch):
+    names = [n for n in preset_names() if n.startswith("compare_") and load_preset(n).runs]
+    assert names
+    combo = window.scenario_combo
+    for name in names:
+        assert combo.itemText(combo.findData(name)).startswith("Compare: ")
+    opened = []
+    fake = types.ModuleType("explorer.compare_window")
+    fake.open_comparison = lambda preset, parent=None: opened.append((preset.name, parent))
+    fake.open_comparison_dialog = lambda parent=None: opened.append(("dialog", parent))
+    monkeypatch.setitem(sys.modules, "explorer.compare_window", fake)
+    config = window.settings_panel.config
+    _choose(window, names[0])
+    assert opened == [(names[0], window)]
+    assert window.settings_panel.config == config                       # this window keeps its run
+    assert combo.currentData() == window.preset.name
+    window.compare_action.trigger()
+    assert opened[-1] == ("dialog", window)
+
+
+def test_without_a_comparison_view_choosing_one_says_so(qtbot, window, monkeypatch):
+    monkeypatch.setitem(sys.modules, "explorer.compare_window", None)   # as if the module were absent
+    name = next(n for n in preset_names() if n.startswith("compare_"))
+    _choose(window, name)
+    assert "comparison view not available" in wait_problem(qtbot, window)
+    window.compare_action.trigger()
+    assert "comparison view not available" in wait_problem(qtbot, window)
+    assert window.latest.step == 1 and window.settings_panel.config == SMALL
+
+
+def test_a_reopened_session_saved_again_at_once_reopens_the_same_picture(qtbot, open_window, tmp_path):
+    first = open_window(name="first")
+    step_to(qtbot, first, 3)
+    saved_session(qtbot, first, tmp_path / "one.gfe")
+    second = open_window(name="second")
+    second.open_session(tmp_path / "one.gfe")
+    qtbot.waitUntil(lambda: second.session_path == tmp_path / "one.gfe", timeout=WAIT_MS)
+    saved_session(qtbot, second, tmp_path / "two.gfe")               # no step in between
+    third = open_window(name="third")
+    third.open_session(tmp_path / "two.gfe")
+    qtbot.waitUntil(lambda: third.session_path == tmp_path / "two.gfe", timeout=WAIT_MS)
+    assert third.shown_record.step == 3
+    assert np.array_equal(curve_y(third), curve_y(first))
+
+
+def test_comparison_scenario_opens_the_real_comparison_window(qtbot, window):
+    compare = pytest.importorskip("explorer.compare_window")
+    from PySide6.QtWidgets import QApplication
+    name = next(n for n in preset_names() if n.startswith("compare_"))
+    _choose(window, name)
+    opened = [w for w in QApplication.topLevelWidgets() if isinstance(w, compare.CompareWindow)]
+    assert len(opened) == 1 and opened[0].isVisible()
+    assert window.latest.step == 1 and window.settings_panel.config == SMALL
+    opened[0].close()
+
+
+# -- timeline ----------------------------------------------------------------------------------------------
+def test_the_panels_follow_the_timeline_and_exports_show_the_step_picked(qtbot, window, tmp_path):
+    if window.timeline is None:
+        pytest.skip("explorer.timeline is not installed")
+    step_to(qtbot, window, 4)
+    qtbot.waitUntil(lambda: len(window.timeline.records()) == 4, timeout=WAIT_MS)
+    window.timeline.scrub_to(1)                                      # back to step 2
+    qtbot.waitUntil(lambda: window.shown_record.step == 2, timeout=5000)
+    assert np.allclose(curve_y(window), window.shown_record.dh_norms[0])
+    assert window.export_run_data(tmp_path / "run.csv")              # run data: the whole run all the same
+    assert len((tmp_path / "run.csv").read_text().strip().splitlines()) == 1 + 4
+    window.timeline.go_live()
+    qtbot.waitUntil(lambda: window.shown_record.step == 4, timeout=5000)

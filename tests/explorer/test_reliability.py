@@ -1,0 +1,352 @@
+"""Reliability: a blow-up can be undone, an exception anywhere is logged and shown and the app goes on,
+bad input is refused with a message that names the key, and closing mid-run is quick and quiet.
+
+Waiting is done with qtbot.waitUntil on window state (worker signals are delivered queued).
+"""
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings as hyp_settings, strategies as st
+from PySide6.QtCore import QSettings, QStandardPaths, Qt, QTimer
+from PySide6.QtWidgets import QFileDialog, QPushButton
+
+from core.config import SPECS
+from core.presets import DEFAULT_PRESET, load_preset
+from core.tasks.text import MAX_TEXT_BYTES
+from explorer import errors
+from explorer.main_window import MainWindow
+from explorer.settings_panel import SettingsPanel
+
+SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
+STABLE = SMALL.replace(activation="identity", spectral_radius=1.0, optimizer="sgd", lr=0.01)
+# The brief's exploding config: identity φ, ρ = 3, SGD lr 10 — ‖g‖ is not finite at the very first step.
+EXPLODING = SMALL.replace(activation="identity", spectral_radius=3.0, optimizer="sgd", lr=10.0)
+WAIT_MS = 30_000
+
+
+@pytest.fixture(autouse=True)
+def private_settings(tmp_path):
+    QStandardPaths.setTestModeEnabled(True)
+    for fmt in (QSettings.Format.NativeFormat, QSettings.Format.IniFormat):
+        QSettings.setPath(fmt, QSettings.Scope.UserScope, str(tmp_path / "user"))
+        QSettings.setPath(fmt, QSettings.Scope.SystemScope, str(tmp_path / "system"))
+
+
+@pytest.fixture
+def open_window(qtbot, tmp_path):
+    opened = []
+
+    def open_(config=SMALL) -> MainWindow:
+        window = MainWindow(config=config, settings=QSettings(str(tmp_path / "w.ini"), QSettings.Format.IniFormat))
+        qtbot.addWidget(window)
+        opened.append(window)
+        window.show()
+        qtbot.waitUntil(lambda: window.shown_record is not None, timeout=WAIT_MS)
+        return window
+
+    yield open_
+    for window in opened:
+        window.close()
+
+
+@pytest.fixture
+def window(open_window):
+    return open_window()
+
+
+def in_worker(qtbot, window: MainWindow, fn):
+    box = {}
+    window.call_in_worker("test", fn, lambda result, error: box.update(result=result, error=error))
+    qtbot.waitUntil(lambda: "error" in box, timeout=WAIT_MS)
+    assert box["error"] == "", box["error"]
+    return box["result"]
+
+
+def weights(qtbot, window: MainWindow) -> dict[str, np.ndarray]:
+    return in_worker(qtbot, window, lambda t: {k: v.detach().cpu().numpy().copy()
+                                               for k, v in t.model.state_dict().items()})
+
+
+def step_once(qtbot, window: MainWindow):
+    target = window.latest.step + 1
+    window.step_action.trigger()
+    qtbot.waitUntil(lambda: window.latest.step == target and window.shown_record.step == target, timeout=WAIT_MS)
+
+
+def bar_button(window: MainWindow, starts: str) -> QPushButton:
+    buttons = [b for b in window.message_bar.findChildren(QPushButton) if b.text().startswith(starts)]
+    assert buttons, [b.text() for b in window.message_bar.findChildren(QPushButton)]
+    return buttons[0]
+
+
+# -- divergence: revert, continue -----------------------------------------------------------------------------
+def test_a_blow_up_pauses_explains_itself_and_revert_restores_the_last_good_weights(qtbot, open_window):
+    window = open_window(STABLE)
+    window.checkpoint_every = 3                       # (50 in use) so that the test stays short
+    kept = {1: weights(qtbot, window)}
+    for _ in range(6):
+        step_once(qtbot, window)
+        kept[window.latest.step] = weights(qtbot, window)
+    qtbot.waitUntil(lambda: [c.step for c in window.checkpoints] == [1, 3, 6], timeout=WAIT_MS)
+
+    window.settings_panel.enter("spectral_radius", "3")    # the lecturer turns it up, live ...
+    window.settings_panel.enter("lr", "10")
+    window.play()
+    qtbot.waitUntil(lambda: window.message_bar.kind == "error", timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: not window.is_playing(), timeout=WAIT_MS)
+    diverged = window.diverged_record
+    assert diverged is not None and diverged.step >= 8
+    text = window.message_bar.text()
+    assert f"diverged at step {diverged.step}" in text
+    assert "clipping" in text and "spectral_radius" in text and "lr" in text       # what to try
+    revert = bar_button(window, "Revert to step ")
+    target = int(revert.text().rsplit(" ", 1)[-1])
+    assert target <= diverged.step - 2 and target in (1, 3, 6)   # the step after it was still finite
+
+    qtbot.mouseClick(revert, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: "Reverted" in window.message_bar.text(), timeout=WAIT_MS)
+    restored = weights(qtbot, window)
+    assert all(np.isfinite(v).all() for v in restored.values())
+    assert all(np.array_equal(restored[k], kept[target][k]) for k in restored)
+    assert window.shown_record.step == target and window.shown_record.diverged is None
+    config = window.settings_panel.config                              # the settings of that step came back
+    assert (config.lr, config.spectral_radius) == (STABLE.lr, STABLE.spectral_radius)
+    assert window.settings_panel.field("lr").widget.text() == "0.01"
+    assert "lr 0.01 (was 10" in window.message_bar.text()
+
+    bar_button(window, "Continue with new settings").click()           # ... and continues, tamed
+    dialog = window._continue_dialog
+    dialog.edits["lr"].setText("0.01")
+    dialog.edits["spectral_radius"].setText("1")
+    dialog.edits["clip"].setText("1")
+    next(b for b in dialog.findChildren(QPushButton) if b.text() == "Continue").click()
+    qtbot.waitUntil(lambda: window.latest.step >= diverged.step + 5, timeout=WAIT_MS)
+    window.pause()
+    assert window.settings_panel.config.lr == 0.01 and window.settings_panel.config.clip == 1.0
+    assert window.message_bar.kind != "error"
+    assert all(math.isfinite(x) for x in window.history.scalars()["loss"][-5:])
+
+
+def test_the_exploding_scenario_diverges_at_step_one_and_continue_with_new_settings_trains(qtbot, open_window):
+    window = open_window(EXPLODING)
+    qtbot.waitUntil(lambda: window.message_bar.kind == "error", timeout=WAIT_MS)
+    assert window.shown_record.step == 1 and window.shown_record.diverged
+    text = window.message_bar.text()
+    assert "diverged at step 1" in text and "enable clipping" in text and "lower lr" in text
+    assert "weights are still finite" in text
+    assert all(np.isfinite(v).all() for v in weights(qtbot, window).values())   # the update was refused
+    assert not [b for b in window.message_bar.findChildren(QPushButton) if b.text().startswith("Revert")]
+    assert window.continue_with({"clip": "1", "lr": "0.001", "spectral_radius": "0.9"})
+    qtbot.waitUntil(lambda: window.latest.step >= 6, timeout=WAIT_MS)
+    window.pause()
+    scalars = window.history.scalars()
+    assert all(math.isfinite(x) for x in scalars["loss"][1:])
+    assert window.settings_panel.config.clip == 1.0
+
+
+def test_continue_refuses_absurd_values_with_the_key_named(qtbot, open_window):
+    window = open_window(EXPLODING)
+    qtbot.waitUntil(lambda: window.message_bar.kind == "error", timeout=WAIT_MS)
+    config = window.settings_panel.config
+    assert not window.continue_with({"lr": "-1", "clip": "1", "spectral_radius": "1"})
+    assert "<br>lr must be" in window.last_message_box.text()
+    window.last_message_box.done(0)
+    assert window.settings_panel.config == config and not window.is_playing()
+
+
+# -- unexpected exceptions ----------------------------------------------------------------------------------
+@pytest.fixture
+def log_file(tmp_path):
+    path = errors.setup_logging(tmp_path / "logs")
+    yield path
+    errors.restore_excepthook()
+
+
+@pytest.mark.qt_no_exception_capture
+def test_an_exception_in_a_slot_is_logged_shown_once_and_the_app_keeps_stepping(qtbot, window, log_file,
+                                                                                   monkeypatch):
+    errors.install_excepthook(window.errors)
+    original = window.readout.show_record
+
+    def broken(record, rate):
+        raise RuntimeError("simulated bug in a slot")
+
+    monkeypatch.setattr(window.readout, "show_record", broken)     # runs in the frame timer's slot
+    window.step_action.trigger()
+    qtbot.waitUntil(lambda: window.errors.dialog is not None, timeout=WAIT_MS)
+    dialog = window.errors.dialog
+    assert dialog.isVisible() and "simulated bug in a slot" in dialog.text()
+    assert "Traceback" in dialog.detailedText() and "broken" in dialog.detailedText()   # under Details…
+    logged = log_file.read_text()
+    assert "RuntimeError: simulated bug in a slot" in logged and "Traceback" in logged
+    window.step_action.trigger()                                   # another failing frame: no second dialog
+    qtbot.waitUntil(lambda: window.errors.count >= 2, timeout=WAIT_MS)
+    assert window.errors.dialog is dialog
+    window.errors.close_dialog()
+    qtbot.waitUntil(lambda: window.errors.dialog is None, timeout=5000)
+
+    monkeypatch.setattr(window.readout, "show_record", original)
+    step = window.latest.step
+    window.play()                                                   # the app keeps stepping
+    qtbot.waitUntil(lambda: window.latest.step >= step + 3, timeout=WAIT_MS)
+    window.pause()
+
+
+@pytest.mark.qt_no_exception_capture
+def test_an_exception_in_a_timer_callback_goes_through_the_hook(qtbot, window, log_file):
+    errors.install_excepthook(window.errors)
+
+    def bad():
+        raise ValueError("from a timer")
+
+    QTimer.singleShot(0, bad)
+    qtbot.waitUntil(lambda: window.errors.dialog is not None, timeout=5000)
+    assert "ValueError: from a timer" in window.errors.dialog.text()
+    window.errors.close_dialog()
+    assert "ValueError: from a timer" in log_file.read_text()
+
+
+def test_a_worker_failure_is_logged_with_its_traceback(qtbot, window, log_file, monkeypatch):
+    trainer = window.worker.trainer
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("simulated failure in the engine")
+
+    monkeypatch.setattr(trainer, "step", broken)
+    window.step_action.trigger()
+    qtbot.waitUntil(lambda: "simulated failure" in window.message_bar.text(), timeout=WAIT_MS)
+    assert bar_button(window, "Details")
+    logged = log_file.read_text()
+    assert "simulated failure in the engine" in logged and "Traceback" in logged
+
+
+# -- bad input through the GUI ------------------------------------------------------------------------------
+def _make_text(tmp_path: Path, kind: str) -> Path:
+    path = tmp_path / f"{kind}.txt"
+    if kind == "missing":
+        return path
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "latin1":
+        path.write_bytes("café au lait ".encode("latin-1") * 200)
+    elif kind == "binary":
+        path.write_bytes(bytes(range(256)) * 40)
+    elif kind == "too_big":
+        with open(path, "wb") as f:
+            f.truncate(MAX_TEXT_BYTES + 1)       # sparse: the size is refused before anything is read
+    elif kind == "too_short":
+        path.write_text("a tiny text", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("kind, expected", [
+    ("missing", "no such file"), ("folder", "is a directory"), ("empty", "is empty"),
+    ("latin1", "is not UTF-8"), ("binary", "looks binary"), ("too_big", "limit"), ("too_short", "at least"),
+])
+def test_a_bad_text_file_chosen_with_the_browse_button_is_refused_at_the_field(qtbot, window, tmp_path,
+                                                                              monkeypatch, kind, expected):
+    panel = window.settings_panel
+    config, pending = panel.config, panel.pending
+    path = _make_text(tmp_path, kind)
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *a, **k: (str(path), "")))
+    field = panel.field("text")
+    qtbot.mouseClick(field.browse, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: bool(field.error), timeout=WAIT_MS)
+    assert field.error.startswith("text = ") and expected in field.error   # the engine's message, key named
+    assert field.widget.text() == str(path)                                # what was chosen stays visible
+    assert panel.pending == pending and panel.config == config             # the previous valid config stays
+    assert not panel.apply_button.isEnabled()
+    step_once(qtbot, window)                                               # the model keeps running
+
+
+def test_a_good_text_file_is_accepted_and_waits_for_apply(qtbot, window, tmp_path, monkeypatch):
+    path = tmp_path / "good.txt"
+    path.write_text("the quick brown fox jumps over the lazy dog. " * 400, encoding="utf-8")
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *a, **k: (str(path), "")))
+    field = window.settings_panel.field("text")
+    qtbot.mouseClick(field.browse, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.settings_panel.pending.text == str(path), timeout=WAIT_MS)
+    qtbot.wait(500)                                                        # the engine's check has answered
+    assert field.error == "" and window.settings_panel.pending.text == str(path)
+
+
+@pytest.mark.parametrize("key, text", [
+    ("lr", "-3"), ("lr", "1e400"), ("lr", "nan"), ("lr", "inf"), ("lr", "ten"), ("hidden_size", "-5"),
+    ("hidden_size", "99999999999999999999"), ("hidden_size", "2.5"), ("seq_len", "0"), ("clip", "-1"),
+    ("batch_size", "1e9"), ("truncation_prob", "1.5"), ("seed", "abc"),
+])
+def test_an_absurd_number_typed_into_a_field_is_refused_with_the_key_named(qtbot, window, key, text):
+    panel = window.settings_panel
+    config, pending = panel.config, panel.pending
+    field = panel.field(key)
+    if field.none_box is not None and field.none_box.isChecked():
+        qtbot.mouseClick(field.none_box, Qt.MouseButton.LeftButton)   # switch "none" off to type a number
+        config, pending = panel.config, panel.pending
+    field.widget.selectAll()
+    qtbot.keyClicks(field.widget, text)
+    qtbot.keyClick(field.widget, Qt.Key.Key_Return)
+    assert field.error.startswith(f"{key} must be"), field.error
+    assert panel.config == config and panel.pending == pending
+
+
+NUMERIC = sorted(k for k, spec in SPECS.items() if spec.kind in (int, float))
+TYPED = st.one_of(
+    st.text(max_size=30),
+    st.from_regex(r"\s*[-+]?(\d{0,25}(\.\d*)?|\.\d+)([eE][-+]?\d{1,4})?\s*", fullmatch=True),
+    st.sampled_from(["nan", "NaN", "inf", "-inf", "Infinity", "1e308", "1e-320", "0x10", "1_000", "none", ""]),
+)
+
+
+def test_any_text_typed_into_a_numeric_field_is_accepted_in_range_or_refused_by_name(qtbot):
+    panel = SettingsPanel(SMALL)       # one panel for every example: a refusal must not spoil the next one
+    qtbot.addWidget(panel)
+    panel.show()
+
+    @hyp_settings(max_examples=400, deadline=None)
+    @given(key=st.sampled_from(NUMERIC), text=TYPED)
+    def typed(key, text):
+        applied, pending = panel.config, panel.pending
+        panel.enter(key, text)                     # never raises
+        field, spec = panel.field(key), SPECS[key]
+        value = getattr(panel.pending, key)
+        if field.error:
+            assert key in field.error, field.error
+            assert panel.config == applied and panel.pending == pending
+        elif value is None:
+            assert spec.optional
+        else:
+            assert isinstance(value, spec.kind) and not isinstance(value, bool)
+            assert spec.low <= value <= spec.high and math.isfinite(value)
+
+    typed()
+
+
+# -- closing --------------------------------------------------------------------------------------------------
+def test_closing_mid_run_returns_within_a_second_without_an_error(qtbot, open_window, log_file):
+    window = open_window(SMALL.replace(hidden_size=64, seq_len=100))
+    window.play()
+    qtbot.waitUntil(lambda: window.latest.step >= 5, timeout=WAIT_MS)
+    start = time.perf_counter()
+    window.close()
+    elapsed = time.perf_counter() - start
+    assert window.session.thread.isFinished()
+    assert elapsed < 1.2, elapsed
+    assert window.errors.count == 0
+    assert "Error" not in log_file.read_text()
+
+
+def test_closing_while_recording_an_animation_cancels_it(qtbot, window, tmp_path):
+    path = tmp_path / "a.gif"
+    window.record_animation(path, steps=10_000, frames=20)
+    qtbot.waitUntil(lambda: window.latest.step >= 3, timeout=WAIT_MS)
+    start = time.perf_counter()
+    window.close()
+    assert time.perf_counter() - start < 1.5
+    assert window.recording is None and not path.exists()
