@@ -58,6 +58,15 @@ def edit_eigenvalue(matrix: np.ndarray, index: int, new_value: complex) -> np.nd
     return np.ascontiguousarray(rebuilt.real)
 
 
+def nearest_eigenvalue(matrix: np.ndarray, value: complex) -> int:
+    """Index (in edit_eigenvalue's order) of the eigenvalue of `matrix` nearest `value`.
+
+    An eigenvalue seen in an earlier record is found again by value: after an optimizer
+    step LAPACK may list the eigenvalues in another order."""
+    eigenvalues = np.linalg.eigvals(np.asarray(matrix, dtype=np.float64))
+    return int(np.argmin(np.abs(eigenvalues - value)))
+
+
 def _conjugate_partner(eigenvalues: np.ndarray, index: int) -> int:
     target = eigenvalues[index].conjugate()
     distance = np.abs(eigenvalues - target)

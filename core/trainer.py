@@ -18,7 +18,7 @@ from core.config import LIVE_KEYS, Config, ConfigError
 from core.analysis import jacobians_through_time, row_contributions
 from core.models import RECURRENT_BLOCK, RecurrentNet, Trace, detach_state
 from core.records import History, Record
-from core.spectrum import edit_eigenvalue, spectrum
+from core.spectrum import edit_eigenvalue, nearest_eigenvalue, spectrum
 from core.tasks import make_task
 
 OPTIMIZERS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop}
@@ -150,13 +150,15 @@ class Trainer:
         return record
 
     # -- hands-on edits and snapshots -------------------------------------------------------
-    def edit_eigenvalue(self, row: int, index: int, value: complex):
-        """Move eigenvalue `index` of row `row`'s W_hh to `value` (its conjugate too), keeping the
-        eigenvectors; effective at the next step. ValueError if the matrix is (nearly) defective."""
+    def edit_eigenvalue(self, row: int, old: complex, new: complex):
+        """Move the eigenvalue of row `row`'s W_hh nearest `old` (as shown in a record) to `new`, its
+        conjugate too, keeping the eigenvectors; effective at the next step.
+        ValueError if the matrix is (nearly) defective."""
         if not 0 <= row < self.model.num_rows:
             raise ValueError(f"row must be 0..{self.model.num_rows - 1}, got {row}")
         w = self.model.recurrent_matrix(row)
-        edited = edit_eigenvalue(w.detach().double().cpu().numpy(), index, value)
+        matrix = w.detach().double().cpu().numpy()
+        edited = edit_eigenvalue(matrix, nearest_eigenvalue(matrix, old), new)
         with torch.no_grad():
             self._matrix_edits.append((row, w.detach().clone()))
             w.copy_(torch.from_numpy(edited).to(w))

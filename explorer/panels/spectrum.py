@@ -42,21 +42,6 @@ def conjugate_partner(eigenvalues: np.ndarray, index: int) -> int | None:
     return int(np.argmin(distance))
 
 
-def apply_eigenvalue_edit(trainer, row: int, index: int, old: complex | None, value: complex) -> None:
-    """Worker thread: move the eigenvalue the user dragged to `value` (Trainer.edit_eigenvalue).
-
-    `index` is its place in the record the drag started on, i.e. in the spectrum of W_hh *before* that
-    step's update; W_hh has moved since (at least by that update), and LAPACK's order of the eigenvalues
-    changes with it for about half of them (measured: default config, one Adam step). So the eigenvalue is
-    found again by value: the one nearest `old` in the spectrum as it is now, in the order the edit uses."""
-    current = getattr(trainer, "_spectrum", None)
-    if old is not None and current is not None:
-        eigenvalues = np.asarray(current()[0][row])
-        if eigenvalues.size and np.isfinite(eigenvalues).all():
-            index = int(np.argmin(np.abs(eigenvalues - old)))
-    trainer.edit_eigenvalue(row, index, value)
-
-
 @dataclass
 class EigenvalueDrag:
     """One eigenvalue being moved (or moved and waiting for the next step to show the edited matrix)."""
@@ -196,9 +181,14 @@ class SpectrumPanel(Panel):
         else:
             shown = self._shown.eigenvalues[row] if self._shown is not None and row < len(self._shown.eigenvalues) \
                 else np.zeros(0, complex)
-            old = complex(shown[index]) if 0 <= index < len(shown) else None
-        # runs in the worker thread, on the engine, between two steps (by design of call())
-        self._worker.call(EDIT_TAG, lambda trainer: apply_eigenvalue_edit(trainer, row, index, old, value))
+            if not 0 <= index < len(shown):
+                self.edit_error = f"Could not edit the spectrum: the shown record has no eigenvalue {index}"
+                self._update_alert()
+                return
+            old = complex(shown[index])
+        # runs in the worker thread, on the engine, between two steps (by design of call());
+        # the engine finds the eigenvalue again by its value `old`
+        self._worker.call(EDIT_TAG, lambda trainer: trainer.edit_eigenvalue(row, old, value))
 
     @Slot()
     def _on_undo_requested(self):

@@ -125,13 +125,28 @@ def test_eigenvalue_edit_applies_to_the_trainer_and_undo_restores_it():
     eigenvalues = np.linalg.eigvals(original.double().numpy())
     k = int(np.argmax(np.abs(eigenvalues)))
     target = 1.5 if abs(eigenvalues[k].imag) < 1e-9 else complex(1.2, 0.5 * np.sign(eigenvalues[k].imag))
-    trainer.edit_eigenvalue(0, k, target)
+    trainer.edit_eigenvalue(0, eigenvalues[k], target)
     record = trainer.step()
     assert np.min(np.abs(record.eigenvalues[0] - target)) < 1e-4  # float32 weights
     trainer2 = Trainer(Config(hidden_size=8, seq_len=10))
-    trainer2.edit_eigenvalue(0, k, target)
+    trainer2.edit_eigenvalue(0, eigenvalues[k], target)
     assert trainer2.undo_matrix_edit() and not trainer2.undo_matrix_edit()
     assert torch.equal(trainer2.model.recurrent_matrix(0), original)
+
+
+def test_eigenvalue_is_found_by_value_after_the_weights_moved():
+    """The drag starts on a record's spectrum; an optimizer step later LAPACK's order may differ."""
+    from core.trainer import Trainer
+
+    trainer = Trainer(Config(hidden_size=16, seq_len=10, lr=0.01))
+    shown = trainer.step().eigenvalues[0]  # the spectrum the user sees (before this step's update)
+    real = [z for z in shown if abs(z.imag) < 1e-9]
+    old = max(real, key=abs) if real else shown[np.argmax(np.abs(shown))]
+    target = 1.7 if abs(old.imag) < 1e-9 else complex(1.5, np.sign(old.imag) * 0.2)
+    trainer.edit_eigenvalue(0, old, target)
+    after = np.linalg.eigvals(trainer.model.recurrent_matrix(0).detach().double().numpy())
+    assert np.min(np.abs(after - target)) < 1e-4
+    assert np.sum(np.abs(np.abs(after) - abs(target)) < 1e-3) == (1 if abs(old.imag) < 1e-9 else 2)
 
 
 def test_restore_goes_back_to_the_checkpointed_weights():

@@ -365,9 +365,9 @@ def test_an_edit_sent_through_the_worker_moves_the_dragged_eigenvalue_and_only_i
 
 def test_a_refused_edit_is_shown_and_undo_reports_when_nothing_is_left(qtbot, edit_session):
     s, sink, panel = edit_session
-    panel.eigenvalue_edited.emit(0, 999, 0.5 + 0j)         # no eigenvalue 999: the engine raises ValueError
+    panel.eigenvalue_edited.emit(0, 999, 0.5 + 0j)         # no eigenvalue 999 in the shown record
     qtbot.waitUntil(lambda: "Could not edit the spectrum" in panel.alert_text, timeout=WAIT_MS)
-    assert "eigenvalue index" in panel.alert_text
+    assert "no eigenvalue 999" in panel.alert_text
     panel.undo_requested.emit()
     qtbot.waitUntil(lambda: "Nothing to undo" in panel.edit_label.text(), timeout=WAIT_MS)
     assert not panel.undo_button.isEnabled()
