@@ -15,6 +15,7 @@ def atomic_write(path: str | Path, data: bytes | str):
     payload = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a saved file gets the usual permissions
         with os.fdopen(fd, "wb") as f:
             f.write(payload)
             f.flush()
@@ -23,3 +24,9 @@ def atomic_write(path: str | Path, data: bytes | str):
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

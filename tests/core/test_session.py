@@ -120,3 +120,11 @@ def test_any_single_byte_corruption_is_refused_or_loads_a_valid_run(saved, tmp_p
     except SessionError:
         return
     assert isinstance(trainer, Trainer)  # a flip in array payload bytes may load; it must still be a valid run
+
+
+def test_saved_files_get_the_usual_permissions_not_mkstemps_0600(saved):
+    import os
+    _, path = saved
+    mask = os.umask(0)
+    os.umask(mask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~mask

@@ -28,13 +28,6 @@ SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
 WAIT_MS = 30_000
 
 
-@pytest.fixture(autouse=True)
-def private_settings(tmp_path):
-    """Nothing in these tests may read or write the user's real settings."""
-    QStandardPaths.setTestModeEnabled(True)
-    for fmt in (QSettings.Format.NativeFormat, QSettings.Format.IniFormat):
-        QSettings.setPath(fmt, QSettings.Scope.UserScope, str(tmp_path / "user"))
-        QSettings.setPath(fmt, QSettings.Scope.SystemScope, str(tmp_path / "system"))
 
 
 @pytest.fixture

@@ -29,12 +29,6 @@ EXPLODING = SMALL.replace(activation="identity", spectral_radius=3.0, optimizer=
 WAIT_MS = 30_000
 
 
-@pytest.fixture(autouse=True)
-def private_settings(tmp_path):
-    QStandardPaths.setTestModeEnabled(True)
-    for fmt in (QSettings.Format.NativeFormat, QSettings.Format.IniFormat):
-        QSettings.setPath(fmt, QSettings.Scope.UserScope, str(tmp_path / "user"))
-        QSettings.setPath(fmt, QSettings.Scope.SystemScope, str(tmp_path / "system"))
 
 
 @pytest.fixture
