@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
-from PySide6.QtCore import QSettings, QStandardPaths, Qt
+from PySide6.QtCore import QSettings, Qt
 from PySide6.QtWidgets import QPushButton
 
 from core.presets import DEFAULT_PRESET, load_preset, preset_names

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QSettings, QStandardPaths, Qt
+from PySide6.QtCore import QSettings, Qt
 
 from core.config import Config
 from core.presets import DEFAULT_PRESET, load_preset, preset_names

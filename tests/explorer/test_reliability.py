@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import given, settings as hyp_settings, strategies as st
-from PySide6.QtCore import QSettings, QStandardPaths, Qt, QTimer
+from PySide6.QtCore import QSettings, Qt, QTimer
 from PySide6.QtWidgets import QFileDialog, QPushButton
 
 from core.config import SPECS
