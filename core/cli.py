@@ -58,12 +58,11 @@ def run(argv: list[str] | None = None) -> int:
         print(f"gradflow: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
-    records, diverged, interrupted = [], None, False
+    record, diverged, interrupted = None, None, False
     progress = Progress(args.steps)
     try:
-        for _ in range(args.steps):
-            record = trainer.step()
-            records.append(record)
+        for i in range(args.steps):
+            record = trainer.step(detail=i == args.steps - 1)  # the history keeps the run; hidden states: last step
             progress.update(record)
             if record.diverged:
                 diverged = {"step": record.step, "reason": record.diverged}
@@ -72,9 +71,10 @@ def run(argv: list[str] | None = None) -> int:
         interrupted = True
     progress.close()
 
-    if records:
-        print(summary_line(config, records[-1], diverged, interrupted))
-    if args.json and records:
+    if record is None:
+        return EXIT_INTERRUPTED
+    print(summary_line(config, record, diverged, interrupted))
+    if args.json:
         try:
             atomic_write(args.json, json.dumps(to_json(config, trainer, diverged), allow_nan=True))
         except OSError as e:
@@ -112,7 +112,8 @@ def to_json(config: Config, trainer, diverged) -> dict[str, Any]:
             "dc_norms": None if last.dc_norms is None else _floats(last.dc_norms),
             "eigenvalues": [[_number(z.real), _number(z.imag)] for z in last.eigenvalues[0]],
             "singular_values": _floats(last.singular_values[0]),
-            "hidden": _floats(last.hidden[0]),  # layer 1, sample 0: T rows of H
+            # layer 1, sample 0: T rows of H; null when the run stopped before its last planned step
+            "hidden": None if last.hidden is None else _floats(last.hidden[0]),
         },
         "diverged": diverged,
     }
