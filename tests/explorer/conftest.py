@@ -1,6 +1,12 @@
 import pytest
 from PySide6.QtCore import QSettings, QStandardPaths
 
+from core.presets import DEFAULT_PRESET, load_preset
+from explorer.main_window import MainWindow
+
+SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
+WAIT_MS = 30_000
+
 
 @pytest.fixture(autouse=True)
 def private_settings(tmp_path):
@@ -9,3 +15,36 @@ def private_settings(tmp_path):
     for fmt in (QSettings.Format.NativeFormat, QSettings.Format.IniFormat):
         QSettings.setPath(fmt, QSettings.Scope.UserScope, str(tmp_path / "user"))
         QSettings.setPath(fmt, QSettings.Scope.SystemScope, str(tmp_path / "system"))
+
+
+@pytest.fixture
+def settings(tmp_path):
+    return QSettings(str(tmp_path / "explorer.ini"), QSettings.Format.IniFormat)
+
+
+@pytest.fixture
+def open_window(qtbot, tmp_path, settings):
+    """open_window(config=SMALL, name=None, store=None, size=None, **kwargs): a shown window whose first
+    record is drawn, closed after the test. `name` gives it its own settings file; `store` a given one."""
+    opened = []
+
+    def open_(config=SMALL, name: str | None = None, store: QSettings | None = None, size=None, **kwargs):
+        if store is None:
+            store = QSettings(str(tmp_path / f"{name}.ini"), QSettings.Format.IniFormat) if name else settings
+        window = MainWindow(config=config, settings=store, **kwargs)
+        qtbot.addWidget(window)
+        opened.append(window)   # qtbot only holds a weak reference
+        if size is not None:
+            window.resize(*size)
+        window.show()
+        qtbot.waitUntil(lambda: window.shown_record is not None, timeout=WAIT_MS)
+        return window
+
+    yield open_
+    for window in opened:
+        window.close()
+
+
+@pytest.fixture
+def window(open_window):
+    return open_window()

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
 
 from core.presets import DEFAULT_PRESET, load_preset, preset_names
@@ -26,33 +26,18 @@ from explorer.main_window import MainWindow
 
 SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
 WAIT_MS = 30_000
-
-
-
-
-@pytest.fixture
-def open_window(qtbot, tmp_path):
-    """open_window(config=SMALL, name='a'): a shown window (own settings file) whose first record is drawn."""
-    opened = []
-
-    def open_(config=SMALL, name: str = "a") -> MainWindow:
-        store = QSettings(str(tmp_path / f"{name}.ini"), QSettings.Format.IniFormat)
-        window = MainWindow(config=config, settings=store)
-        qtbot.addWidget(window)
-        opened.append(window)
-        window.resize(1400, 900)
-        window.show()
-        qtbot.waitUntil(lambda: window.shown_record is not None, timeout=WAIT_MS)
-        return window
-
-    yield open_
-    for window in opened:
-        window.close()
+LECTURE_SIZE = (1400, 900)
 
 
 @pytest.fixture
 def window(open_window):
-    return open_window()
+    return open_window(name="a", size=LECTURE_SIZE)
+
+
+
+
+
+
 
 
 def step_to(qtbot, window: MainWindow, step: int):
@@ -103,7 +88,7 @@ def saved_session(qtbot, window: MainWindow, path: Path) -> Path:
 
 # -- sessions ------------------------------------------------------------------------------------------------
 def test_a_saved_session_reopens_in_a_new_window_at_the_same_step_history_and_weights(qtbot, open_window, tmp_path):
-    first = open_window(name="first")
+    first = open_window(name="first", size=LECTURE_SIZE)
     first.set_theme("light", True)
     first.speed_combo.setCurrentText("5 steps/s")
     step_to(qtbot, first, 5)
@@ -113,7 +98,7 @@ def test_a_saved_session_reopens_in_a_new_window_at_the_same_step_history_and_we
     saved_scalars = first.history.scalars()
     saved_curve = curve_y(first)
 
-    second = open_window(name="second")          # a fresh window: default theme, step 1
+    second = open_window(name="second", size=LECTURE_SIZE)          # a fresh window: default theme, step 1
     assert second.latest.step == 1 and second.theme.name != "light"
     second.open_session(path)
     qtbot.waitUntil(lambda: second.session_path == path, timeout=WAIT_MS)
@@ -389,10 +374,10 @@ def test_without_a_comparison_view_choosing_one_says_so(qtbot, window, monkeypat
 
 
 def test_a_reopened_session_saved_again_at_once_reopens_the_same_picture(qtbot, open_window, tmp_path):
-    first = open_window(name="first")
+    first = open_window(name="first", size=LECTURE_SIZE)
     step_to(qtbot, first, 3)
     saved_session(qtbot, first, tmp_path / "one.gfe")
-    second = open_window(name="second")
+    second = open_window(name="second", size=LECTURE_SIZE)
     second.open_session(tmp_path / "one.gfe")
     qtbot.waitUntil(lambda: second.session_path == tmp_path / "one.gfe", timeout=WAIT_MS)
     saved_session(qtbot, second, tmp_path / "two.gfe")               # no step in between

@@ -13,9 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QSettings, Qt
+from PySide6.QtCore import Qt
 
-from core.config import Config
 from core.presets import DEFAULT_PRESET, load_preset, preset_names
 from explorer.main_window import MainWindow
 from explorer.theme import THEMES
@@ -29,32 +28,10 @@ WAIT_MS = 30_000
 
 
 
-@pytest.fixture
-def settings(tmp_path):
-    return QSettings(str(tmp_path / "explorer.ini"), QSettings.Format.IniFormat)
 
 
-@pytest.fixture
-def open_window(qtbot, settings):
-    """open_window(config=SMALL, **kwargs): a shown window whose first record is drawn; closed after the test."""
-    opened = []
-
-    def open_(config: Config | None = SMALL, store: QSettings | None = None, **kwargs) -> MainWindow:
-        window = MainWindow(config=config, settings=store if store is not None else settings, **kwargs)
-        qtbot.addWidget(window)
-        opened.append(window)   # qtbot only holds a weak reference
-        window.show()
-        qtbot.waitUntil(lambda: window.shown_record is not None, timeout=WAIT_MS)
-        return window
-
-    yield open_
-    for window in opened:
-        window.close()
 
 
-@pytest.fixture
-def window(open_window):
-    return open_window()
 
 
 def curve_y(window: MainWindow) -> np.ndarray:

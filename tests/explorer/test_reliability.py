@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import given, settings as hyp_settings, strategies as st
-from PySide6.QtCore import QSettings, Qt, QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QFileDialog, QPushButton
 
 from core.config import SPECS
@@ -31,26 +31,8 @@ WAIT_MS = 30_000
 
 
 
-@pytest.fixture
-def open_window(qtbot, tmp_path):
-    opened = []
-
-    def open_(config=SMALL) -> MainWindow:
-        window = MainWindow(config=config, settings=QSettings(str(tmp_path / "w.ini"), QSettings.Format.IniFormat))
-        qtbot.addWidget(window)
-        opened.append(window)
-        window.show()
-        qtbot.waitUntil(lambda: window.shown_record is not None, timeout=WAIT_MS)
-        return window
-
-    yield open_
-    for window in opened:
-        window.close()
 
 
-@pytest.fixture
-def window(open_window):
-    return open_window()
 
 
 def in_worker(qtbot, window: MainWindow, fn):
