@@ -55,6 +55,7 @@ class Panel(QWidget):
             label.setVisible(False)
         self._footer_added = False
         self._last_seen_step: int | None = None
+        self._last_record: Record | None = None
         self._defer_timer: QTimer | None = None
         self._deferred: tuple[Record, History] | None = None
         self._drawing_deferred = False
@@ -69,6 +70,20 @@ class Panel(QWidget):
         new = self._last_seen_step is not None and record.step < self._last_seen_step
         self._last_seen_step = record.step
         return new
+
+    def _first_sight(self, record: Record) -> bool:
+        """For panels that draw each record once: False when `record` is the one seen last (the
+        window hands it in again, e.g. on a theme change) — nothing to redraw. Otherwise True, after
+        `_on_new_run()` when `record` starts another run."""
+        if record is self._last_record:
+            return False
+        self._last_record = record
+        if self._is_new_run(record):
+            self._on_new_run()
+        return True
+
+    def _on_new_run(self) -> None:
+        """Another run began (see `_first_sight`): drop what was kept from the old one (subclasses)."""
 
     def _too_soon(self, record: Record, history: History, last_draw: float, interval_s: float) -> bool:
         """Throttle for expensive redraws of long histories: True if the last draw was less than

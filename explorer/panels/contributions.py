@@ -61,24 +61,23 @@ class ContributionsPanel(Panel):
         self.shown_step: int | None = None
         self._detail: Record | None = None
         self._legend_key = None
-        self._shown = None
         self.apply_theme(self.theme)
 
     # -- drawing ------------------------------------------------------------------------------
     def show_record(self, record: Record, history: History) -> None:
-        if record is self._shown:
+        if not self._first_sight(record):
             return
-        self._shown = record
-        if self._is_new_run(record):
-            self._detail = None
-            self.y_range.reset()
-            self.share_range.reset()
         if record.contributions is not None:
             self._detail = record
         if self._detail is None:
             self.set_key("waiting for a detail step (contributions are measured on detail steps)")
             return
         self._draw(self._detail)
+
+    def _on_new_run(self):
+        self._detail = None
+        self.y_range.reset()
+        self.share_range.reset()
 
     def _draw(self, record: Record):
         norms = np.asarray(record.contributions, dtype=float)              # (R, T), sequence order

@@ -45,16 +45,12 @@ class GradientTimePanel(Panel):
         self.ceiling = 10.0 ** self.y_range.hi    # where infinities are drawn
         self._seq_len = 0
         self._legend_key = None
-        self._shown = None
         self.apply_theme(self.theme)
 
     # -- drawing ------------------------------------------------------------------------------
     def show_record(self, record: Record, history: History) -> None:
-        if record is self._shown:
+        if not self._first_sight(record):
             return
-        self._shown = record
-        if self._is_new_run(record):
-            self.y_range.reset()
         dh = np.asarray(record.dh_norms, dtype=float)                     # (R, T)
         dc = None if record.dc_norms is None else np.asarray(record.dc_norms, dtype=float)
         R, T = dh.shape
@@ -92,6 +88,9 @@ class GradientTimePanel(Panel):
         if record.diverged:
             notes.append(f"step {record.step}: update refused ({record.diverged})")
         self.set_alert(" · ".join(n for n in notes if n))
+
+    def _on_new_run(self):
+        self.y_range.reset()
 
     def _fit_y(self, values: np.ndarray, trail: list[np.ndarray]):
         """Sticky log10 range over the positive finite norms (trail included), with room for the

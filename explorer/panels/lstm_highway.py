@@ -65,7 +65,6 @@ class LstmHighwayPanel(Panel):
         self.forget_mean = np.zeros(0)
         self.shown_step: int | None = None
         self._detail: Record | None = None
-        self._shown = None
         self.apply_theme(self.theme)
 
     @property
@@ -75,12 +74,8 @@ class LstmHighwayPanel(Panel):
 
     # -- drawing ------------------------------------------------------------------------------
     def show_record(self, record: Record, history: History) -> None:
-        if record is self._shown:
+        if not self._first_sight(record):
             return
-        self._shown = record
-        if self._is_new_run(record):
-            self._detail = None
-            self.y_range.reset()
         if record.dc_norms is None:
             kind = "GRU" if "GRU" in record.recurrent_block else "vanilla RNN"
             self._show_placeholder(f"{NOT_LSTM}.\n\nA {kind} has no cell state: only an LSTM has the "
@@ -91,6 +86,10 @@ class LstmHighwayPanel(Panel):
             self._detail = record
         self._draw_gradients(record)
         self._draw_forget(self._detail)
+
+    def _on_new_run(self):
+        self._detail = None
+        self.y_range.reset()
 
     def _show_placeholder(self, text: str):
         self.placeholder.setText(text)
