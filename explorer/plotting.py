@@ -160,6 +160,17 @@ def new_plot(layout: pg.GraphicsLayout, row: int, col: int, x_label: str, y_labe
     return plot
 
 
+def stack_plots(layout: pg.GraphicsLayout, top: pg.PlotItem, bottom: pg.PlotItem,
+                stretch: tuple[int, int] = (3, 2)):
+    """Two plots made in rows 0 and 1 of `layout` as one figure: a shared x axis, drawn and labelled
+    only under `bottom`, and the height split top : bottom = `stretch`."""
+    bottom.setXLink(top)
+    top.getAxis("bottom").setStyle(showValues=False)
+    top.getAxis("bottom").showLabel(False)
+    layout.layout.setRowStretchFactor(0, stretch[0])
+    layout.layout.setRowStretchFactor(1, stretch[1])
+
+
 def style_axis(axis: pg.AxisItem, theme: Theme):
     axis.setPen(pen(theme.foreground, 1.0))
     axis.setTextPen(pen(theme.foreground, 1.0))
@@ -359,6 +370,14 @@ def nonfinite_note(what: str, values: np.ndarray, where: str = "drawn at the plo
     if n_nan:
         parts.append(f"{n_nan} × NaN (gaps)")
     return f"{what}: {', '.join(parts)}" if parts else ""
+
+
+def log_drawable(values: np.ndarray, ceiling: float) -> np.ndarray:
+    """A copy of norms as drawn on a log axis: 0 (no log) becomes a gap, +∞ is drawn at `ceiling`."""
+    y = np.array(values, dtype=float)
+    y[y <= 0] = np.nan
+    y[np.isposinf(y)] = ceiling
+    return y
 
 
 def safe_log10(values: np.ndarray) -> np.ndarray:

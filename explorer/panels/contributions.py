@@ -40,11 +40,7 @@ class ContributionsPanel(Panel):
                                                          int_x=True))
         self.share_plot = self.add_plot(plotting.new_plot(layout, 1, 0, "distance from the loss, T − t (steps)",
                                                           "share of Σ (%)", int_x=True))
-        self.share_plot.setXLink(self.norm_plot)
-        self.norm_plot.getAxis("bottom").setStyle(showValues=False)
-        self.norm_plot.getAxis("bottom").showLabel(False)
-        layout.layout.setRowStretchFactor(0, 3)
-        layout.layout.setRowStretchFactor(1, 2)
+        plotting.stack_plots(layout, self.norm_plot, self.share_plot)
         self.legend = self.add_legend(plotting.new_legend(), layout, below=(2, 0, 1), beside=(0, 1, 2))
 
         self.row_curves: list[pg.PlotDataItem] = []      # ‖term_t‖ per row, against T − t
@@ -97,11 +93,8 @@ class ContributionsPanel(Panel):
         for r, curve in enumerate(self.row_curves):
             visible = r in rows
             curve.setVisible(visible)
-            if visible:
-                y = near_first[r].copy()
-                y[y <= 0] = np.nan          # an exact 0 (h_0 = 0, a truncated window) is a gap
-                y[np.isposinf(y)] = ceiling
-                curve.setData(self.distance, y)
+            if visible:   # an exact 0 (h_0 = 0, a truncated window) is a gap
+                curve.setData(self.distance, plotting.log_drawable(near_first[r], ceiling))
         if math.isfinite(total) and total > 0:
             self.total_line.setData([-0.5, T - 0.5], [total, total])
         else:

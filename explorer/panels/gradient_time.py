@@ -70,9 +70,10 @@ class GradientTimePanel(Panel):
             self.row_curves[r].setVisible(visible)
             self.cell_curves[r].setVisible(visible and dc is not None)
             if visible:
-                self.row_curves[r].setData(ts, self._drawable(dh[r]))
+                # zeros are gaps (their markers sit at the floor), ∞ is clipped to the ceiling
+                self.row_curves[r].setData(ts, plotting.log_drawable(dh[r], self.ceiling))
                 if dc is not None:
-                    self.cell_curves[r].setData(ts, self._drawable(dc[r]))
+                    self.cell_curves[r].setData(ts, plotting.log_drawable(dc[r], self.ceiling))
 
         zero_t = ts[(both == 0).any(axis=0)] if both.size else ts[:0]
         inf_t = ts[np.isinf(both).any(axis=0)] if both.size else ts[:0]
@@ -109,13 +110,6 @@ class GradientTimePanel(Panel):
         self.ceiling = 10.0 ** (min(math.ceil(hi) + 1, LOG_CLAMP) if has_inf else self.y_range.hi)
         self.plot.setYRange(self.y_range.lo, self.y_range.hi, padding=0)
 
-    def _drawable(self, values: np.ndarray) -> np.ndarray:
-        """Norms as drawn: zeros become gaps (their markers sit at the floor), ∞ is clipped to the ceiling."""
-        y = np.array(values, dtype=float)
-        y[y <= 0] = np.nan
-        y[np.isposinf(y)] = self.ceiling
-        return y
-
     @staticmethod
     def _earlier(record: Record, history: History) -> list[Record]:
         """Up to TRAIL records before `record` with the same shape (list() snapshots the deque)."""
@@ -126,7 +120,7 @@ class GradientTimePanel(Panel):
         for curve in self.trail_curves:
             curve.setVisible(False)
         for curve, old in zip(self.trail_curves[TRAIL - len(earlier):], earlier):
-            curve.setData(ts, self._drawable(np.asarray(old.dh_norms[0], dtype=float)))
+            curve.setData(ts, plotting.log_drawable(old.dh_norms[0], self.ceiling))
             curve.setVisible(True)
 
     def _draw_theory(self, record: Record, row0: np.ndarray, ts: np.ndarray):

@@ -35,13 +35,9 @@ class LstmHighwayPanel(Panel):
         self.grad_plot = self.add_plot(plotting.new_plot(layout, 0, 0, "", "gradient norm", log_y=True, int_x=True))
         self.gate_plot = self.add_plot(plotting.new_plot(layout, 1, 0, "time step t", "forget gate f<sub>t</sub>",
                                                          int_x=True))
-        self.gate_plot.setXLink(self.grad_plot)
-        self.grad_plot.getAxis("bottom").setStyle(showValues=False)
-        self.grad_plot.getAxis("bottom").showLabel(False)
+        plotting.stack_plots(layout, self.grad_plot, self.gate_plot)
         self.gate_plot.setYRange(-0.12, 1.12, padding=0)
         self.gate_plot.getAxis("left").setTicks([[(0.0, "0"), (0.5, "0.5"), (1.0, "1")], [(0.25, ""), (0.75, "")]])
-        layout.layout.setRowStretchFactor(0, 3)
-        layout.layout.setRowStretchFactor(1, 2)
         self.legend = self.add_legend(plotting.new_legend(), layout, below=(2, 0, 1), beside=(0, 1, 2))
 
         self.cell_curve = self.grad_plot.plot()       # ‖∂L/∂c_t‖, row 0
@@ -111,10 +107,7 @@ class LstmHighwayPanel(Panel):
         self.grad_plot.setXRange(0.5, T + 0.5, padding=0)
         ceiling = 10.0 ** self.y_range.hi
         for curve, values in ((self.cell_curve, dc), (self.hidden_curve, dh)):
-            y = values.copy()
-            y[y <= 0] = np.nan
-            y[np.isposinf(y)] = ceiling
-            curve.setData(ts, y)
+            curve.setData(ts, plotting.log_drawable(values, ceiling))
         label = f" · {record.row_labels[0]}" if len(record.row_labels) > 1 else ""
         parts = [f"step {record.step}{label}"]
         ok = np.isfinite(dc) & (dc > 0) & np.isfinite(dh) & (dh > 0)
