@@ -21,19 +21,6 @@ SHAPES = [(1, False), (2, True), (3, False)]  # (num_layers, bidirectional)
 T, B, I, H, O = 9, 4, 3, 5, 2
 
 
-class _Scale(torch.autograd.Function):
-    """Reference truncation: identity forward, gradient times ξ (an independent twin of core.models.ScaleGrad)."""
-
-    @staticmethod
-    def forward(ctx, x, xi):
-        ctx.xi = xi
-        return x.clone()
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * ctx.xi, None
-
-
 def schedule(kind):
     """keep_grad_at(step) -> None | 0.0 | ξ, for every processed step 1 .. T-1."""
     if kind is None:
@@ -73,49 +60,28 @@ def targets_for(where):
     return torch.randn(T, B, O, dtype=torch.double) if where == "last" else torch.randint(0, O, (T, B))
 
 
-def reference(net, x, state, keep_grad_at):
+def reference(unroll, net, x, state, keep_grad_at):
     """torch's own cell functions (what torch.nn.*Cell.forward calls), float64, on the net's parameters:
     outputs and per-row h/c lists, graph kept."""
-    lstm = net.kind == "lstm"
-    hs, cs, layer_input = [], [], x
-    for layer in range(net.num_layers):
-        outs = []
-        for direction in range(net.num_directions):
-            row = layer * net.num_directions + direction
-            weights = net.row_weights(row)
-            if net.kind == "rnn" and net.activation_name == "identity":  # H_t = X_t W_xh + H_{t-1} W_hh + b (seed 000)
-                w_ih, w_hh, b_ih, b_hh = weights
-                cell = lambda inp, h: inp @ w_ih.T + b_ih + h @ w_hh.T + b_hh  # noqa: E731
-            else:
-                fn = {"gru": torch._VF.gru_cell, "lstm": torch._VF.lstm_cell,
-                      "rnn": torch._VF.rnn_tanh_cell if net.activation_name == "tanh" else torch._VF.rnn_relu_cell}
-                cell = lambda inp, h, fn=fn[net.kind], weights=weights: fn(inp, h, *weights)  # noqa: E731
-            h = state[0][row] if lstm else state[row]
-            c = state[1][row] if lstm else None
-            row_h, row_c = [None] * T, [None] * T
-            order = list(reversed(range(T))) if direction else list(range(T))
-            for step, t in enumerate(order):
-                scale = keep_grad_at(step) if keep_grad_at is not None and step > 0 else None
-                if scale == 0.0:
-                    h, c = h.detach(), (c.detach() if lstm else None)
-                elif scale is not None:
-                    h, c = _Scale.apply(h, scale), (_Scale.apply(c, scale) if lstm else None)
-                if lstm:
-                    h, c = cell(layer_input[t], (h, c))
-                    row_c[t] = c
-                else:
-                    h = cell(layer_input[t], h)
-                row_h[t] = h
-            hs.append(row_h)
-            cs.append(row_c)
-            outs.append(torch.stack(row_h))
-        layer_input = torch.cat(outs, dim=2)
-    return net.head(layer_input), hs, cs
+    def cell_of(row):
+        weights = net.row_weights(row)
+        if net.kind == "rnn" and net.activation_name == "identity":  # H_t = X_t W_xh + H_{t-1} W_hh + b (seed 000)
+            w_ih, w_hh, b_ih, b_hh = weights
+            return lambda inp, h: inp @ w_ih.T + b_ih + h @ w_hh.T + b_hh
+        fn = {"gru": torch._VF.gru_cell, "lstm": torch._VF.lstm_cell,
+              "rnn": torch._VF.rnn_tanh_cell if net.activation_name == "tanh" else torch._VF.rnn_relu_cell}[net.kind]
+        return lambda inp, h: fn(inp, h, *weights)
+
+    def state_of(row):
+        return (state[0][row], state[1][row]) if net.kind == "lstm" else state[row]
+
+    top, hs, cs = unroll(net, x, cell_of, state_of, keep_grad_at)
+    return net.head(top), hs, cs
 
 
-def reference_grads(net, x, state, keep_grad_at, where):
+def reference_grads(unroll, net, x, state, keep_grad_at, where):
     """∂L/∂h_t, ∂L/∂c_t (rows x (T, B, H)) and ∂L/∂(params, x, state) by torch.autograd.grad."""
-    outputs, hs, cs = reference(net, x, state, keep_grad_at)
+    outputs, hs, cs = reference(unroll, net, x, state, keep_grad_at)
     loss = loss_of(outputs, targets_for(where), where)
     lstm = net.kind == "lstm"
     flat_h = [h for row in hs for h in row]
@@ -150,14 +116,15 @@ def close(a, b, what):
 @pytest.mark.parametrize("layers,bidirectional", SHAPES)
 @pytest.mark.parametrize("truncation", [None, "fixed", "random"])
 @pytest.mark.parametrize("where", ["all", "last"])
-def test_fast_engine_equals_torch_cells_and_autograd_grad(model, activation, layers, bidirectional, truncation, where):
+def test_fast_engine_equals_torch_cells_and_autograd_grad(model, activation, layers, bidirectional, truncation, where,
+                                                          unroll):
     net = build(model, activation, layers, bidirectional)
     torch.manual_seed(11)
     x = torch.randn(T, B, I, dtype=torch.double, requires_grad=True)
     state = random_state(net)
     keep = schedule(truncation)
 
-    loss_ref, out_ref, hs, cs, dh_ref, dc_ref, grads_ref = reference_grads(net, x, state, keep, where)
+    loss_ref, out_ref, hs, cs, dh_ref, dc_ref, grads_ref = reference_grads(unroll, net, x, state, keep, where)
     loss, outputs, final, trace, grads = engine_grads(net, x, state, keep, where, "bptt")
 
     close(loss, loss_ref, "loss")

@@ -19,37 +19,27 @@ def fixed_batch(trainer: Trainer, seed: int = 1) -> Batch:
     return batch
 
 
-def reference_hidden_grads(trainer: Trainer, batch: Batch):
+def reference_hidden_grads(unroll, trainer: Trainer, batch: Batch):
     """∂L/∂h_t (and ∂L/∂c_t) via torch.nn.*Cell loops and torch.autograd.grad: [row][t] (B, H)."""
     net, cfg = trainer.model, trainer.config
     cell_type = {"rnn": nn.RNNCell, "gru": nn.GRUCell, "lstm": nn.LSTMCell}[cfg.model]
     extra = {"nonlinearity": cfg.activation} if cfg.model == "rnn" else {}
     x = batch.inputs.double()
     T, B, _ = x.shape
-    hs, cs, layer_input = [], [], x
-    for layer in range(net.num_layers):
-        outs = []
-        for direction in range(net.num_directions):
-            row = layer * net.num_directions + direction
-            w_ih, w_hh, b_ih, b_hh = (w.detach().double() for w in net.row_weights(row))
-            cell = cell_type(w_ih.shape[1], net.hidden_size, **extra).double()
-            with torch.no_grad():
-                for name, w in zip(("weight_ih", "weight_hh", "bias_ih", "bias_hh"), (w_ih, w_hh, b_ih, b_hh)):
-                    getattr(cell, name).copy_(w)
-            h = torch.zeros(B, net.hidden_size, dtype=torch.double)
-            c = torch.zeros_like(h)
-            row_h, row_c = [None] * T, [None] * T
-            for t in (reversed(range(T)) if direction else range(T)):
-                if cfg.model == "lstm":
-                    h, c = cell(layer_input[t], (h, c))
-                    row_c[t] = c
-                else:
-                    h = cell(layer_input[t], h)
-                row_h[t] = h
-            hs.append(row_h)
-            cs.append(row_c)
-            outs.append(torch.stack(row_h))
-        layer_input = torch.cat(outs, dim=2)
+
+    def cell_of(row):
+        w_ih, w_hh, b_ih, b_hh = (w.detach().double() for w in net.row_weights(row))
+        cell = cell_type(w_ih.shape[1], net.hidden_size, **extra).double()
+        with torch.no_grad():
+            for name, w in zip(("weight_ih", "weight_hh", "bias_ih", "bias_hh"), (w_ih, w_hh, b_ih, b_hh)):
+                getattr(cell, name).copy_(w)
+        return cell
+
+    def state_of(row):
+        h = torch.zeros(B, net.hidden_size, dtype=torch.double)
+        return (h, torch.zeros_like(h)) if cfg.model == "lstm" else h
+
+    layer_input, hs, cs = unroll(net, x, cell_of, state_of)
     head_w, head_b = net.head.weight.detach().double(), net.head.bias.detach().double()
     outputs = layer_input @ head_w.T + head_b  # (T, B, O)
     targets = batch.targets
@@ -70,11 +60,11 @@ def reference_hidden_grads(trainer: Trainer, batch: Batch):
 
 @pytest.mark.parametrize("model,activation", [("rnn", "tanh"), ("rnn", "relu"), ("gru", "tanh"), ("lstm", "tanh")])
 @pytest.mark.parametrize("task,layers,bidirectional", [("adding", 2, True), ("copy", 2, False)])
-def test_recorded_dh_equals_autograd_grad_wrt_h_t(model, activation, task, layers, bidirectional):
+def test_recorded_dh_equals_autograd_grad_wrt_h_t(model, activation, task, layers, bidirectional, unroll):
     trainer = Trainer(Config(model=model, activation=activation, task=task, seq_len=12, batch_size=5,
                              hidden_size=10, num_layers=layers, bidirectional=bidirectional))
     batch = fixed_batch(trainer)
-    dh_ref, dc_ref, loss_ref = reference_hidden_grads(trainer, batch)  # before the step changes weights
+    dh_ref, dc_ref, loss_ref = reference_hidden_grads(unroll, trainer, batch)  # before the step changes weights
 
     record = trainer.step()
 
