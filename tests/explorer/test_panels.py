@@ -66,6 +66,14 @@ def feed(panel: Panel, r: Run):
         panel.show_record(record, r.history)
 
 
+def task_view(qtbot, name: str) -> tuple[TaskViewPanel, dict]:
+    """A task view fed run `name`, and the preview it should show (the newest, two records back)."""
+    r = run(name)
+    panel = make(qtbot, TaskViewPanel)
+    feed(panel, r)
+    return panel, r.detailed.task_preview
+
+
 def expected_curve(values: np.ndarray) -> np.ndarray:
     """What the gradient-through-time curve holds: the norms, with exact zeros as gaps."""
     y = np.array(values, dtype=float)
@@ -282,10 +290,7 @@ def test_training_shows_perplexity_for_text(qtbot):
 
 # -- task view ------------------------------------------------------------------------------------------------------
 def test_task_view_adding_scatters_prediction_against_target(qtbot):
-    r = run("rnn")
-    panel = make(qtbot, TaskViewPanel)
-    feed(panel, r)                       # the preview came two records back: it stays on screen
-    preview = r.detailed.task_preview
+    panel, preview = task_view(qtbot, "rnn")    # the preview came two records back: it stays on screen
     assert panel.kind == "adding" and panel.preview is preview
     xs, ys = panel.adding_scatter.getData()
     np.testing.assert_allclose(xs, preview["targets"])
@@ -294,10 +299,7 @@ def test_task_view_adding_scatters_prediction_against_target(qtbot):
 
 
 def test_task_view_sine_draws_data_and_every_k_step_prediction(qtbot):
-    r = run("sine")
-    panel = make(qtbot, TaskViewPanel)
-    feed(panel, r)
-    preview = r.detailed.task_preview
+    panel, preview = task_view(qtbot, "sine")
     assert panel.kind == "sine"
     assert len(panel.data_curve.yData) == len(preview["data"]) == 1000
     for k, curve in panel.sine_curves.items():
@@ -309,10 +311,7 @@ def test_task_view_sine_draws_data_and_every_k_step_prediction(qtbot):
 
 
 def test_task_view_copy_shows_expected_and_produced_symbols(qtbot):
-    r = run("copy")
-    panel = make(qtbot, TaskViewPanel)
-    feed(panel, r)
-    preview = r.detailed.task_preview
+    panel, preview = task_view(qtbot, "copy")
     assert panel.kind == "copy"
     texts = [t.textItem.toPlainText() for t in panel.copy_texts]
     assert texts[:10] == [str(s) for s in preview["expected"]]
@@ -321,10 +320,7 @@ def test_task_view_copy_shows_expected_and_produced_symbols(qtbot):
 
 
 def test_task_view_text_shows_prefix_generation_and_perplexity(qtbot):
-    r = run("text_gru")
-    panel = make(qtbot, TaskViewPanel)
-    feed(panel, r)
-    preview = r.detailed.task_preview
+    panel, preview = task_view(qtbot, "text_gru")
     assert panel.kind == "text"
     assert preview["prefix"] in panel.text_label.text()
     assert preview["generated"].strip()[:10] in panel.text_label.text()
