@@ -34,18 +34,20 @@ def window(open_window):
     return open_window(name="a", size=LECTURE_SIZE)
 
 
-
-
-
-
-
-
 def step_to(qtbot, window: MainWindow, step: int):
     while window.latest.step < step:
         target = window.latest.step + 1
         window.step_action.trigger()
         qtbot.waitUntil(lambda: window.shown_record is not None and window.shown_record.step == target,
                         timeout=WAIT_MS)
+
+
+def fill_the_disk(monkeypatch):
+    """From now on every fsync fails as on a full disk (monkeypatch.undo() empties it again)."""
+    def full_disk(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full_disk)
 
 
 def in_worker(qtbot, window: MainWindow, fn):
@@ -161,8 +163,7 @@ def test_a_damaged_session_shows_the_reason_and_changes_nothing(qtbot, window, t
     assert window.session_path == good                              # still the file it came from
     after = weights(qtbot, window)
     assert all(np.array_equal(after[k], before[k]) for k in before)
-    window.step_action.trigger()                                    # and it keeps running
-    qtbot.waitUntil(lambda: window.shown_record.step == step + 1, timeout=WAIT_MS)
+    step_to(qtbot, window, step + 1)                                # and it keeps running
 
 
 def test_a_failed_save_names_the_file_and_the_reason_and_the_app_keeps_running(qtbot, window, tmp_path,
@@ -171,11 +172,7 @@ def test_a_failed_save_names_the_file_and_the_reason_and_the_app_keeps_running(q
     window.save_session(missing)
     text = wait_problem(qtbot, window)
     assert str(missing) in text and "does not exist" in text
-
-    def full_disk(fd):
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-    monkeypatch.setattr(os, "fsync", full_disk)
+    fill_the_disk(monkeypatch)
     path = tmp_path / "full.gfe"
     window.save_session(path)
     text = wait_problem(qtbot, window)
@@ -183,8 +180,7 @@ def test_a_failed_save_names_the_file_and_the_reason_and_the_app_keeps_running(q
     assert not path.exists() and not list(tmp_path.glob(".full.gfe*"))   # nothing half-written is left
     assert window.session_path is None
     monkeypatch.undo()
-    window.step_action.trigger()
-    qtbot.waitUntil(lambda: window.shown_record.step == 2, timeout=WAIT_MS)
+    step_to(qtbot, window, 2)                                       # the app keeps running
 
 
 def test_closing_right_after_save_finishes_writing_the_session(qtbot, window, tmp_path):
@@ -274,20 +270,14 @@ def test_every_export_failure_names_the_file_and_the_reason(qtbot, window, tmp_p
     assert not run(missing)
     text = wait_problem(qtbot, window)
     assert str(missing) in text and "does not exist" in text
-
-    def full_disk(fd):
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-
-    monkeypatch.setattr(os, "fsync", full_disk)
+    fill_the_disk(monkeypatch)
     full = tmp_path / f"full{suffix}"
     assert not run(full)
     text = wait_problem(qtbot, window)
     assert str(full) in text and os.strerror(errno.ENOSPC) in text
     assert not full.exists()
     monkeypatch.undo()
-    step = window.latest.step
-    window.step_action.trigger()                                    # the app keeps running
-    qtbot.waitUntil(lambda: window.shown_record.step == step + 1, timeout=WAIT_MS)
+    step_to(qtbot, window, window.latest.step + 1)                  # the app keeps running
 
 
 def test_the_file_menu_has_sessions_and_every_export(window):

@@ -29,12 +29,6 @@ EXPLODING = SMALL.replace(activation="identity", spectral_radius=3.0, optimizer=
 WAIT_MS = 30_000
 
 
-
-
-
-
-
-
 def in_worker(qtbot, window: MainWindow, fn):
     box = {}
     window.call_in_worker("test", fn, lambda result, error: box.update(result=result, error=error))
