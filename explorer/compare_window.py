@@ -4,7 +4,7 @@
     open_comparison_dialog(parent)      # pick a comparison preset, or vary one setting of any preset
     open_windows()                      # the comparison windows open now
 
-The window trains the runs in a worker thread — the same `explorer.worker.TrainingSession` the main
+The window trains the runs in an engine process — the same `explorer.worker.TrainingSession` the main
 window uses, driving a Comparison instead of a Trainer (its records arrive as one list per step) —
 and overlays what they did on the same batch: the gradient through time of layer 1 (log axis) and the
 loss curves, one colour per run; below, each run's spectrum and hidden state side by side.
@@ -436,7 +436,7 @@ class CompareWindow(QMainWindow):
             self.close()
 
     def shutdown(self, timeout_ms: int = 10_000) -> bool:
-        """Stop the training thread (stop -> quit -> wait); True if it ended in time."""
+        """Stop training (stop -> quit -> wait); True if it ended in time."""
         self.frame_timer.stop()
         return self.session.shutdown(timeout_ms)
 

@@ -3,7 +3,7 @@
 It owns one `TrainingSession` (explorer.worker) and never trains itself. Records
 arrive by signal at bound slots; the window keeps the newest one (and a mirror
 of the run's `History`, touched only in the GUI thread) and repaints the panels
-from a ~30 fps timer, so drawing never slows training.
+from a ~30 fps timer; the engine trains in a process of its own, so drawing never slows training.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import importlib
 import math
 import time
 from collections import deque
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from string import Template
@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (QApplication, QComboBox, QDialog, QDialogButtonBo
 from core.config import LIVE_KEYS, SPECS, Config, ConfigError
 from core.presets import DEFAULT_PRESET, Preset, load_preset, preset_names
 from core.records import History, Record
-from explorer import errors
+from explorer import engine_calls, errors
 from explorer.settings_panel import SettingsPanel, format_value
 from explorer.status import StatusReadout, StepRate, fmt
 from explorer.theme import DEFAULT_THEME, THEMES, Theme, presentation
@@ -40,7 +40,7 @@ ORGANIZATION, APPLICATION = "GradientFlowExplorer", "Explorer"
 LAYOUT_KEYS = {False: "docks", True: "docks_presentation"}   # QSettings keys of each mode's dock layout
 LAYOUT_VERSION = 2          # bump when the set of docks changes: an old saved layout is then ignored
 FRAME_MS = 33               # repaint timer (~30 fps)
-FRAME_COST_FACTOR = 3       # while playing, drawing takes at most ~1/3 of the time (slow panels lower the fps)
+FRAME_COST_FACTOR = 3       # engine in a thread (GRADFLOW_ENGINE=thread): drawing takes at most ~1/3 of the time
 SPEEDS: tuple[tuple[str, float | None], ...] = (
     ("1 step/s", 1.0), ("5 steps/s", 5.0), ("20 steps/s", 20.0), ("unlimited", None))
 DEFAULT_SPEED = "unlimited"
@@ -893,7 +893,7 @@ class MainWindow(QMainWindow):
         self.overlay.hide()
         self._set_playing_ui(False)
         self._last_traceback = details
-        errors.log.error("training thread: %s\n%s", message, details.rstrip())
+        errors.log.error("training: %s\n%s", message, details.rstrip())
         if self.recording is not None:
             self._finish_recording(f"training failed: {message}")
         self.message_bar.show_message("error", f"<b>Something went wrong.</b> {_html(message)}. "
@@ -902,7 +902,7 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def _on_error_details(self):
-        box = QMessageBox(QMessageBox.Icon.Critical, "Error in the training thread",
+        box = QMessageBox(QMessageBox.Icon.Critical, "Error in training",
                           "The training step raised an exception.", QMessageBox.StandardButton.Close, self)
         box.setInformativeText(f"The app keeps running. The error is also in the log"
                                f"{': ' + str(errors.log_path()) if errors.log_path() else ''}.")
@@ -988,9 +988,10 @@ class MainWindow(QMainWindow):
     def _repaint(self):
         """Draw the frame record on every visible panel that does not show it yet, then the status bar.
 
-        Panels hidden behind a tab or closed are skipped (they catch up when shown). While playing,
-        the next frame waits at least FRAME_COST_FACTOR × this frame's drawing time, so that drawing
-        takes a bounded share of the interpreter from the training thread."""
+        Panels hidden behind a tab or closed are skipped (they catch up when shown). With the engine in a
+        process of its own the timer's pace is the only limit; with the engine in a thread, while playing,
+        the next frame waits at least FRAME_COST_FACTOR × this frame's drawing time, so that drawing takes a
+        bounded share of the interpreter from the training thread."""
         self._dirty = False
         record = self.frame_record()
         if record is None:
@@ -1008,7 +1009,8 @@ class MainWindow(QMainWindow):
         self.overlay.hide()
         self.readout.show_record(self.latest, self.rate.rate() if self.worker.is_playing() else 0.0)
         cost = time.perf_counter() - start
-        self._next_frame_at = start + FRAME_COST_FACTOR * cost if self.worker.is_playing() else 0.0
+        shares_interpreter = self.worker.is_playing() and not self.worker.isolated
+        self._next_frame_at = start + FRAME_COST_FACTOR * cost if shares_interpreter else 0.0
 
     @Slot(bool)
     def _on_dock_visibility_changed(self, visible: bool):
@@ -1031,8 +1033,9 @@ class MainWindow(QMainWindow):
 
     # -- calls into the worker (between two steps) ------------------------------------------------------
     def call_in_worker(self, what: str, fn: Callable[[Any], Any], on_done: Callable[[Any, str], None]) -> str:
-        """Run fn(trainer) in the worker thread between two steps; `on_done(result, error)` runs here in the
-        GUI thread when it is done (error: the exception's message, '' on success)."""
+        """Run fn(trainer) in the engine between two steps (fn importable: see explorer.engine_calls);
+        `on_done(result, error)` runs here in the GUI thread when it is done (error: the exception's message,
+        '' on success)."""
         self._call_seq += 1
         tag = f"main_window:{what}:{self._call_seq}"
         self._calls[tag] = on_done
@@ -1146,7 +1149,7 @@ class MainWindow(QMainWindow):
             return
         self._saves_pending += 1
         self.readout.set_state("saving …")
-        self.call_in_worker("save", partial(_save_session_in_worker, str(path), self.view_state()),
+        self.call_in_worker("save", partial(engine_calls.save_session, str(path), self.view_state()),
                             partial(self._on_session_saved, path))
 
     def _on_session_saved(self, path: Path, step: object, error: str):
@@ -1171,7 +1174,7 @@ class MainWindow(QMainWindow):
             return
         self._remember_dir(path)
         self.readout.set_state("opening …")
-        self.call_in_worker("open", partial(_load_session_in_worker, str(path)), partial(self._on_session_read, path))
+        self.call_in_worker("open", partial(engine_calls.read_session, str(path)), partial(self._on_session_read, path))
 
     def _on_session_read(self, path: Path, result: object, error: str):
         if error:
@@ -1182,7 +1185,7 @@ class MainWindow(QMainWindow):
         self.message_bar.clear()
         self._restoring = {"path": path, "view": result["view"], "seed": None}
         self.worker.rebuild(result["config"])   # a Trainer for the saved config, then its state moves in
-        self.call_in_worker("restore", partial(_adopt_session_in_worker, result["trainer"], result["view"]),
+        self.call_in_worker("restore", partial(engine_calls.adopt_session, str(path)),
                             partial(self._on_session_restored, path))
 
     def _on_session_restored(self, path: Path, result: object, error: str):
@@ -1511,7 +1514,7 @@ class MainWindow(QMainWindow):
         if self._checkpoint_pending:
             return
         self._checkpoint_pending = True
-        self.call_in_worker("checkpoint", _checkpoint_in_worker, partial(self._on_checkpoint_done, self._model_id))
+        self.call_in_worker("checkpoint", engine_calls.checkpoint, partial(self._on_checkpoint_done, self._model_id))
 
     def _on_checkpoint_done(self, model_id: int, result: object, error: str):
         self._checkpoint_pending = False
@@ -1552,7 +1555,7 @@ class MainWindow(QMainWindow):
         then (the step counter and the history go on), then call `then()`."""
         self.pause()
         live = {k: getattr(checkpoint.config, k) for k in LIVE_KEYS}
-        self.call_in_worker("revert", partial(_restore_in_worker, checkpoint.snapshot, live),
+        self.call_in_worker("revert", partial(engine_calls.restore, checkpoint.snapshot, live),
                             partial(self._on_reverted, checkpoint, then))
 
     def _on_reverted(self, checkpoint: Checkpoint, then, result: object, error: str):
@@ -1646,7 +1649,7 @@ class MainWindow(QMainWindow):
     @Slot(str, object)
     def _on_check_requested(self, key: str, config: Config):
         """A value only the engine can judge (a text file): checked in the worker, refused at the field."""
-        self.call_in_worker("check", partial(_check_config_in_worker, config),
+        self.call_in_worker("check", partial(engine_calls.check_config, config),
                             partial(self._on_check_done, key, getattr(config, key)))
 
     def _on_check_done(self, key: str, value: object, result: object, error: str):
@@ -1831,7 +1834,7 @@ class ContinueDialog(QDialog):
 @dataclass
 class Checkpoint:
     step: int                    # trainer.steps_done when it was taken
-    snapshot: object             # opaque: Trainer.checkpoint()
+    snapshot: bytes              # opaque: engine_calls.checkpoint()
     latest: Record               # what the panels showed at that step
     detailed: Record | None      # the newest record with hidden states at that step
     config: Config               # the settings in force then (live keys may have changed since)
@@ -1850,144 +1853,7 @@ class Recording:
     size: QSize | None = None    # of the first frame; later frames are scaled to it
 
 
-# -- run in the worker thread (via worker.call): each gets the trainer last --------------------------------
-def _checkpoint_in_worker(trainer) -> dict | None:
-    """Trainer.checkpoint() with the records of its step; None when there is no model (or no checkpoint
-    in the engine) or a weight is not finite."""
-    if trainer is None or not hasattr(trainer, "checkpoint"):
-        return None
-    if not all(bool(p.isfinite().all()) for p in trainer.model.parameters()):
-        return None
-    latest = detailed = None
-    for i, record in enumerate(reversed(trainer.history.records)):
-        if i == 0 and record.step == trainer.steps_done:
-            latest = record
-        if record.hidden is not None or i > 200:
-            detailed = record if record.hidden is not None else None
-            break
-    snapshot = trainer.checkpoint()
-    nbytes = 3 * sum(p.numel() * p.element_size() for p in trainer.model.parameters())  # weights + optimizer
-    return {"step": trainer.steps_done, "snapshot": snapshot, "latest": latest, "detailed": detailed,
-            "config": trainer.config, "nbytes": nbytes}
-
-
-def _restore_in_worker(snapshot: object, live: dict[str, Any], trainer) -> tuple[int, Config]:
-    """Trainer.restore(snapshot), and the live settings of that time (a changed spectral_radius is applied
-    again at the next step, as any change of it is)."""
-    if trainer is None:
-        raise RuntimeError("there is no model to restore into")
-    trainer.restore(snapshot)
-    return trainer.steps_done, trainer.update(**live)
-
-
-def _save_session_in_worker(path: str, view: dict, trainer) -> int:
-    """core.session.save_session, with the records the panels show (so a reopened run looks the same)."""
-    if trainer is None:
-        raise RuntimeError("there is no model to save: the first build failed")
-    from core.session import save_session
-    view = dict(view)
-    records = trainer.history.records
-    if records:   # the newest record, and the newest with hidden states / a task preview if it lacks them
-        latest = records[-1]
-        view["record"] = record_to_json(latest)
-        detailed = None
-        if latest.hidden is None:
-            detailed = next((r for r in reversed(records) if r.hidden is not None), None)
-            if detailed is not None:
-                view["detailed_record"] = record_to_json(detailed)
-        if latest.task_preview is None:
-            preview = next((r for r in reversed(records) if r.task_preview is not None), None)
-            if preview is not None and preview is not detailed:
-                view["preview_record"] = record_to_json(preview)
-    save_session(trainer, path, view)
-    return trainer.steps_done
-
-
-def _load_session_in_worker(path: str, _trainer) -> dict:
-    """core.session.load_session, off the GUI thread; the running trainer is not touched."""
-    from core.session import load_session
-    trainer, view = load_session(path)
-    return {"config": trainer.config, "trainer": trainer, "view": view if isinstance(view, dict) else {}}
-
-
-def _adopt_session_in_worker(loaded, view: dict, trainer) -> dict:
-    """Move a loaded session's state into the trainer the worker just built for its config; the records
-    the panels showed (saved in the view) go back into its history, so a save right away keeps them."""
-    if trainer is None or trainer.config != loaded.config:
-        raise RuntimeError("the model for the session's settings was not built")
-    trainer.model.load_state_dict(loaded.model.state_dict())
-    trainer.optimizer.load_state_dict(loaded.optimizer.state_dict())
-    trainer.task = loaded.task            # its data stream from the start, as a reopened run
-    trainer.steps_done = loaded.steps_done
-    trainer.history = loaded.history
-    records = sorted((r for r in (record_from_json(view.get(k)) for k in ("preview_record", "detailed_record",
-                                                                            "record")) if r is not None),
-                     key=lambda r: r.step)   # oldest first; the newest is what the run shows
-    history = History.from_state(loaded.history.state())   # the GUI's own copy
-    trainer.history.records.extend(records)
-    history.records.extend(records)
-    return {"history": history, "records": records}
-
-
-def _check_config_in_worker(config: Config, _trainer) -> None:
-    """Raise the engine's ConfigError if config.text cannot be used (read with the text task's rules)."""
-    from core.tasks.text import TextTask, read_text
-    if config.task != "text":
-        try:
-            config = config.replace(task="text", loss_at="auto", bidirectional=False)
-        except ConfigError:
-            read_text(config.text)
-            return
-    TextTask(config)
-
-
 # -- plain helpers ----------------------------------------------------------------------------------------
-def record_to_json(record: Record) -> dict:
-    """A Record as JSON-able data (arrays as base64 of their bytes: exact)."""
-    return {f.name: _to_json(getattr(record, f.name)) for f in fields(record)}
-
-
-def record_from_json(data: object) -> Record | None:
-    """The Record `record_to_json` wrote, or None if `data` is not one (missing, damaged, another version)."""
-    if not isinstance(data, dict):
-        return None
-    try:
-        return Record(**{name: _from_json(value) for name, value in data.items()})
-    except (TypeError, ValueError, KeyError):
-        return None
-
-
-def _to_json(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind not in "biufc":
-            return None
-        return {"@nd": value.dtype.str, "shape": list(value.shape),
-                "b64": base64.b64encode(np.ascontiguousarray(value).tobytes()).decode("ascii")}
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, dict):
-        return {"@dict": [[str(k), _to_json(v)] for k, v in value.items()]}
-    if isinstance(value, (list, tuple)):
-        return [_to_json(v) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return None
-
-
-def _from_json(value: Any) -> Any:
-    if isinstance(value, dict) and "@nd" in value:
-        dtype = np.dtype(value["@nd"])
-        if dtype.kind not in "biufc":
-            raise ValueError(f"not a numeric array: {dtype}")
-        data = base64.b64decode(value["b64"], validate=True)
-        return np.frombuffer(data, dtype=dtype).reshape([int(n) for n in value["shape"]]).copy()
-    if isinstance(value, dict) and "@dict" in value:
-        return {k: _from_json(v) for k, v in value["@dict"]}
-    if isinstance(value, list):
-        return [_from_json(v) for v in value]
-    return value
-
-
 def _b64(data: QByteArray) -> str:
     return base64.b64encode(bytes(data)).decode("ascii")
 

@@ -1,78 +1,56 @@
-"""The one owner of threading in the app: the engine trains in a worker thread.
+"""The one owner of concurrency in the app: the engine trains off the GUI thread, by default in a process.
 
-    GUI thread                              worker thread
-    ----------                              -------------
-    TrainingSession.play()/pause()  ──flag──▶  _playing  (threading.Event, read between steps)
-    .step_once()/.update()/.rebuild() ─queue─▶ commands   (drained between steps)
-    .stop()                         ──flag──▶  _stop
-    bound slots on GUI objects   ◀──signals──  record_ready, rebuilt, paused, failed ...
+    GUI thread                                 engine (explorer.engine_loop.EngineLoop)
+    ----------                                 -----------------------------------------
+    TrainingWorker.play()/pause()/stop() ─flags──▶  read between steps
+    .step_once()/.update()/.rebuild()/.call() ─queue─▶ drained between steps
+    bound slots on GUI objects       ◀──signals──  record_ready, rebuilt, paused, failed ...
 
-`TrainingWorker` is a QObject with no parent, moved to a QThread; its `run()`
-loop owns the engine (torch is imported there, off the GUI thread): a `Trainer` for
-one `Config`, or a `core.compare.Comparison` for a list of (label, Config) runs
-trained in lockstep (then `record_ready` carries a list of Records, one per run). Every
-public method of the worker is safe to call from the GUI thread: it only sets a
-`threading.Event` or puts a command on a `queue.Queue`. Signals are delivered
-queued to *bound* slots of GUI-thread objects (a lambda would run in the
-worker thread). `TrainingSession` wires one worker to one thread and shuts it
-down in the documented order: request stop -> thread.quit() -> thread.wait().
+`TrainingWorker` is a QObject with no parent, moved to a QThread. Its `run()` either
 
-Records are never mutated after they are emitted, so the GUI may read their
-numpy arrays without a lock; the trainer's own `History` stays in the worker
-thread (the GUI mirrors the records it receives).
+- starts the engine process (`isolated=True`, the app's default) and relays its events to the signals
+  below: training and drawing then each have a core and a GIL of their own (measured in
+  benchmarks/bench_gui.py); a step that will not end is cut short on stop (terminate, then kill), and
+  an engine process that dies is reported and started again on the last model asked for; or
+- runs the same loop in the QThread itself (`isolated=False`; `GRADFLOW_ENGINE=thread`), where
+  `worker.trainer` is the engine object (tests use it to look inside).
+
+Every public method is safe to call from the GUI thread: it only sets a flag or queues a command.
+Signals are delivered queued to *bound* slots of GUI-thread objects (a lambda would run in the
+worker thread). Records are never mutated after they are emitted, so the GUI may read their numpy
+arrays without a lock. `TrainingSession` wires one worker to one thread and shuts it down in order:
+request stop -> thread.quit() -> thread.wait().
 """
 from __future__ import annotations
 
-import inspect
+import multiprocessing
 import os
 import queue
-import threading
 import time
-import traceback
-from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
-from core.config import Config, ConfigError
+from explorer.engine_loop import IDLE_POLL_S, Command, EngineLoop, Flags, PickledQueue, RunSpec, serve
 
-DETAIL_INTERVAL_S = 0.030   # hidden states / gates when >= 30 ms since the last detailed step (≈ every frame)
-PREVIEW_INTERVAL_S = 0.5    # the task view at most twice a second while playing
-IDLE_POLL_S = 0.1           # how often an idle worker looks at the stop flag
-JACOBIAN_INTERVAL_S = 0.5   # Jacobians through time at most twice a second while a panel wants them ...
-JACOBIAN_COST_FACTOR = 5.0  # ... and at most 1/5 of the time (they cost 3-10 plain steps)
-
-RunSpec = Config | Sequence[tuple[str, Config]]   # one run, or 2-4 labelled runs in lockstep
+ENGINE_ENV = "GRADFLOW_ENGINE"   # "process" (default) or "thread"
+STOP_GRACE_S = 0.5               # after stop, how long a busy engine process may take to finish its step
+KILL_GRACE_S = 0.5               # ... and after terminate (SIGTERM: cleanup handlers run), before kill
 
 
-def build_engine(spec: RunSpec):
-    """A `Trainer` for a Config, a `Comparison` for [(label, Config), ...] (worker thread: imports torch)."""
-    if isinstance(spec, Config):
-        from core.trainer import Trainer
-        return Trainer(spec)
-    from core.compare import Comparison
-    return Comparison([(str(label), config) for label, config in spec])
+def isolated_by_default() -> bool:
+    return os.environ.get(ENGINE_ENV, "process").strip().lower() != "thread"
 
 
-def _takes(fn: Callable, name: str) -> bool:
-    try:
-        return name in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-def _records(result) -> list:
-    """A step's result as a list of Records (a Comparison already returns one)."""
-    return list(result) if isinstance(result, (list, tuple)) else [result]
-
-
-@dataclass
-class _Command:
-    kind: str                                  # "update" | "rebuild" | "step" | "wake" | "call"
-    changes: dict[str, Any] = field(default_factory=dict)
-    config: Config | None = None
-    call: Callable[[Any], Any] | None = None   # "call": fn(trainer), run between two steps
-    tag: str = ""
+def engine_process_context():
+    """How engine processes start. Never a plain fork of the GUI (Qt's threads would be copied mid-state):
+    where it exists, a fork server that has already imported torch and the engine (its first start costs
+    the imports, later ones ~0.1 s, e.g. after a crash or in a comparison window); elsewhere spawn."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["explorer.engine_loop", "core.trainer", "core.compare"])
+    return context
 
 
 class TrainingWorker(QObject):
@@ -94,238 +72,171 @@ class TrainingWorker(QObject):
     finished = Signal()                    # run() returned (stop requested)
     call_done = Signal(str, object, str)   # tag, result of fn(trainer) (None on error), error message ("" if none)
 
-    def __init__(self, config: RunSpec, max_rate: float | None = None):
+    def __init__(self, config: RunSpec, max_rate: float | None = None, isolated: bool | None = None):
         super().__init__()  # no parent: it is moved to its own thread
-        self._initial_config = config
-        self._commands: queue.Queue[_Command] = queue.Queue()
-        self._playing = threading.Event()
-        self._stop = threading.Event()
-        self._step_requested = threading.Event()   # coalesces Step presses (key auto-repeat)
-        self._rebuild_requested = threading.Event()  # a new model is coming: no closing step for the old one
-        self._max_rate = max_rate                  # steps per second, None: as fast as possible
-        self._last_step = 0                        # read by the GUI thread: an int assignment is atomic
-        self._last_record = None                   # worker thread only
-        self._want_jacobians = False               # set by the GUI thread: a bool assignment is atomic
-        self._takes_jacobians = False              # does the engine's step() accept jacobians=? (inspected once)
-        self.trainer = None                        # the engine (Trainer or Comparison), worker thread only
+        self.isolated = isolated_by_default() if isolated is None else isolated
+        self._spec = config                        # the model the engine has, or is about to build
+        self._context = engine_process_context() if self.isolated else None
+        self._flags = Flags(self._context)
+        self._commands = PickledQueue(self._context) if self.isolated else queue.Queue()
+        self._flags.max_rate.value = max_rate or 0.0
+        self._loop: EngineLoop | None = None       # thread flavour only
+        self.process = None                        # process flavour: the engine process now running
 
     # -- called from the GUI thread ------------------------------------------------------------------
     def play(self):
-        self._playing.set()
+        self._flags.playing.set()
         self._wake()
 
     def pause(self):
-        self._playing.clear()
+        self._flags.playing.clear()
         self._wake()
 
     def is_playing(self) -> bool:
-        return self._playing.is_set()
+        return self._flags.playing.is_set()
 
     def step_once(self) -> bool:
         """Ask for one detailed step (pauses a running loop). False if a step is still pending."""
-        self._playing.clear()
-        if self._step_requested.is_set():
+        self._flags.playing.clear()
+        if self._flags.step_requested.is_set():
             return False
-        self._step_requested.set()
-        self._commands.put(_Command("step"))
+        self._flags.step_requested.set()
+        self._commands.put(Command("step"))
         return True
 
     def update(self, **changes: Any):
         """Live settings (core.config.LIVE_KEYS), applied before the next step."""
-        self._commands.put(_Command("update", changes=dict(changes)))
+        self._commands.put(Command("update", changes=dict(changes)))
 
-    def rebuild(self, config: Config):
+    def rebuild(self, config: RunSpec):
         """A new Trainer for `config`; its first step (detailed) is computed and emitted at once."""
-        self._rebuild_requested.set()
-        self._commands.put(_Command("rebuild", config=config))
+        self._spec = config
+        self._flags.rebuild_requested.set()
+        self._commands.put(Command("rebuild", config=config))
 
     def call(self, tag: str, fn: Callable[[Any], Any]):
-        """Run `fn(trainer)` in the worker thread between two steps (save a session, edit W_hh,
-        compute Jacobians ...); `call_done(tag, result, error)` reports back. Exceptions become `error`."""
-        self._commands.put(_Command("call", call=fn, tag=tag))
+        """Run `fn(trainer)` in the engine between two steps (save a session, edit W_hh ...);
+        `call_done(tag, result, error)` reports back. Exceptions become `error`. In a process, `fn`
+        and its result are pickled: use an importable function (functools.partial, operator.methodcaller)."""
+        self._commands.put(Command("call", call=fn, tag=tag))
 
     def set_wanted(self, jacobians: bool = False):
         """Which costly extras are on screen (read between steps): `jacobians` asks for Jacobians
-        through time on some steps (throttled, see module doc); False stops computing them."""
-        self._want_jacobians = bool(jacobians)
+        through time on some steps (throttled, see explorer.engine_loop); False stops computing them."""
+        self._flags.want_jacobians.value = bool(jacobians)
 
     @property
     def wants_jacobians(self) -> bool:
-        return self._want_jacobians
+        return bool(self._flags.want_jacobians.value)
 
     def set_max_rate(self, steps_per_second: float | None):
-        self._max_rate = steps_per_second
+        self._flags.max_rate.value = steps_per_second or 0.0
         self._wake()
 
     def stop(self):
-        self._stop.set()
-        self._playing.clear()
+        self._flags.stop.set()
+        self._flags.playing.clear()
         self._wake()
 
     @property
     def last_step(self) -> int:
         """The step number of the last record computed (0 before the first)."""
-        return self._last_step
+        return self._flags.last_step.value
+
+    @property
+    def trainer(self):
+        """The engine object (Trainer or Comparison) in the thread flavour; None in a process."""
+        return self._loop.engine if self._loop is not None else None
 
     def _wake(self):
-        self._commands.put(_Command("wake"))
+        self._commands.put(Command("wake"))
 
     # -- the worker thread -------------------------------------------------------------------------------
     @Slot()
     def run(self):
-        _limit_torch_threads()
-        self._rebuild(self._initial_config)
-        last_start = 0.0
-        was_playing = False
-        last_detail = last_preview = -1e9   # so the first step after Play is detailed and previewed
-        next_jacobians = 0.0
-        while not self._stop.is_set():
-            if not self._playing.is_set():
-                if was_playing:
-                    was_playing = False
-                    self._finish_pause()
-                try:
-                    self._handle(self._commands.get(timeout=IDLE_POLL_S))
-                except queue.Empty:
-                    pass
-                continue
-
-            if not was_playing:
-                was_playing = True
-                last_detail = last_preview = -1e9
-                self.playing.emit()
-            self._drain_commands()
-            if self._stop.is_set() or not self._playing.is_set():
-                continue
-            if self.trainer is None:  # the first build failed: nothing to play
-                self._playing.clear()
-                continue
-            rate = self._max_rate
-            if rate:  # wait for the next slot, answering commands meanwhile
-                wait = last_start + 1.0 / rate - time.perf_counter()
-                if wait > 0:
-                    try:
-                        self._handle(self._commands.get(timeout=min(wait, IDLE_POLL_S)))
-                    except queue.Empty:
-                        pass
-                    continue
-            now = time.perf_counter()
-            last_start = now
-            preview = now - last_preview >= PREVIEW_INTERVAL_S
-            jacobians = self._jacobians_wanted() and now >= next_jacobians
-            detail = jacobians or now - last_detail >= DETAIL_INTERVAL_S   # the window draws detailed records
-            if self._step(detail=detail, preview=preview, jacobians=jacobians) is None:  # an exception: reported
-                continue
-            if jacobians:
-                cost = time.perf_counter() - now
-                next_jacobians = now + max(JACOBIAN_INTERVAL_S, JACOBIAN_COST_FACTOR * cost)
-            if detail:
-                last_detail = now
-            if preview:
-                last_preview = now
-        self._playing.clear()
+        if not self.isolated:
+            self._loop = EngineLoop(self._spec, self._flags, self._commands, self._emit)
+            self._loop.run()
+            return
+        while not self._relay_process():   # the engine process died after it had started: start a new one
+            pass
+        self._commands.close()
         self.finished.emit()
 
-    def _finish_pause(self):
-        """After Pause the last record must be complete: if the last step was not detailed, take one more
-        (unless a Step or a rebuild is already waiting, which will give a complete record anyway)."""
-        last = _records(self._last_record)[0] if self._last_record is not None else None
-        if (last is not None and last.diverged is None and self.trainer is not None
-                and (last.hidden is None or last.task_preview is None)
-                and not (self._stop.is_set() or self._step_requested.is_set() or self._rebuild_requested.is_set())):
-            self._step(detail=True, preview=True, jacobians=self._jacobians_wanted())
-        self.paused.emit(self._last_step)
+    def _emit(self, name: str, *args):
+        getattr(self, name).emit(*args)
 
-    def _drain_commands(self):
-        """Handle every queued command (between two steps)."""
-        while True:
-            try:
-                command = self._commands.get_nowait()
-            except queue.Empty:
-                return
-            self._handle(command)
-
-    def _handle(self, command: _Command):
-        if command.kind == "update":
-            if self.trainer is None:
-                self.update_failed.emit("no model yet: the first build failed")
-                return
-            try:
-                config = self.trainer.update(**command.changes)
-            except ConfigError as e:
-                self.update_failed.emit(str(e))
-            else:
-                self.config_changed.emit(config)
-        elif command.kind == "rebuild":
-            self._rebuild_requested.clear()
-            self._rebuild(command.config)
-        elif command.kind == "step":
-            self._step_requested.clear()
-            if self.trainer is not None:
-                self._step(detail=True, preview=True, jacobians=self._jacobians_wanted())
-        elif command.kind == "call":
-            try:
-                result = command.call(self.trainer)
-            except Exception as e:  # noqa: BLE001 - reported to the GUI with the caller's tag
-                self.call_done.emit(command.tag, None, str(e) or type(e).__name__)
-            else:
-                self.call_done.emit(command.tag, result, "")
-
-    def _rebuild(self, config: RunSpec):
+    def _relay_process(self) -> bool:
+        """Start an engine process and emit its events until it finishes. True when it finished (stop was
+        asked for, or it died before its first event: a broken install, not worth a retry); False when it
+        died unasked later, after reporting that."""
+        events = PickledQueue(self._context)
+        self.process = self._context.Process(target=serve, args=(self._spec, self._flags, self._commands, events),
+                                             name="gradflow-engine", daemon=True)
+        self.process.start()
+        stop_seen_at = None
+        started = False
         try:
-            trainer = build_engine(config)   # torch is imported here, in the worker thread
-        except ConfigError as e:  # e.g. a task that cannot fit seq_len: the previous trainer stays
-            self.rebuild_failed.emit(config, str(e))
-            return
-        except Exception as e:  # noqa: BLE001 - reported to the GUI, the app keeps running
-            self.rebuild_failed.emit(config, f"{type(e).__name__}: {e}")
-            self.failed.emit(f"Building the model failed: {type(e).__name__}: {e}", traceback.format_exc())
-            return
-        self.trainer = trainer
-        self._takes_jacobians = _takes(trainer.step, "jacobians")
-        self._last_step = 0
-        self._last_record = None
-        self.rebuilt.emit(config)
-        self._step(detail=True, preview=True, jacobians=self._jacobians_wanted())  # so no panel is ever empty
+            while True:
+                try:
+                    name, args = events.get(timeout=IDLE_POLL_S)
+                except queue.Empty:
+                    if self._flags.stop.is_set():
+                        stop_seen_at = stop_seen_at or time.monotonic()
+                        if time.monotonic() - stop_seen_at > STOP_GRACE_S:
+                            self._end_process()   # a long step: cut it short
+                            return True
+                    if not self.process.is_alive():
+                        if self._flags.stop.is_set():
+                            return True
+                        self._report_death(started)
+                        return not started
+                    continue
+                if name == "finished":
+                    self.process.join(STOP_GRACE_S)
+                    return True
+                started = True
+                self._emit(name, *args)
+        finally:
+            events.close()
 
-    def _jacobians_wanted(self) -> bool:
-        return self._want_jacobians and self._takes_jacobians
+    def _end_process(self):
+        self.process.terminate()
+        self.process.join(KILL_GRACE_S)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
 
-    def _step(self, detail: bool, preview: bool, jacobians: bool = False):
-        """One step of the engine; emits its Record (or list of Records). None after an exception."""
-        extra = {"jacobians": True} if jacobians and self._takes_jacobians else {}
-        try:
-            result = self.trainer.step(detail=detail, preview=preview, **extra)
-        except Exception as e:  # noqa: BLE001 - the GUI shows it; the worker keeps serving commands
-            self._playing.clear()
-            self.failed.emit(f"Step {self._last_step + 1} failed: {type(e).__name__}: {e}", traceback.format_exc())
-            return None
-        records = _records(result)
-        self._last_step = records[0].step
-        self._last_record = result
-        self.record_ready.emit(result)
-        if all(r.diverged is not None for r in records):
-            self._playing.clear()
-            self.diverged.emit(result)
-        return result
+    def _report_death(self, started: bool):
+        code = self.process.exitcode
+        self._renew_channels()
+        if started:
+            self.failed.emit(f"The training process stopped unexpectedly (exit code {code}); the model was "
+                             f"started again from step 1", f"engine process exit code {code}")
+        else:
+            self.failed.emit(f"The training process could not start (exit code {code}); see the terminal or the "
+                             f"log for its error. Restart the app, or run `gradflow run` to see the error",
+                             f"engine process exit code {code}")
 
-
-def _limit_torch_threads():
-    """Small recurrent nets run fastest on one or two intra-op threads; leave a core for the GUI."""
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is a hard dependency
-        return
-    torch.set_num_threads(max(1, min(4, (os.cpu_count() or 2) // 2)))
+    def _renew_channels(self):
+        """New flags and command queue for the next engine process: the dead one may have died holding their
+        locks. Commands sent to it are dropped (the new one starts afresh from the last model asked for)."""
+        old = self._flags
+        self._flags = Flags(self._context)
+        self._flags.max_rate.value = old.max_rate.value
+        self._flags.want_jacobians.value = old.want_jacobians.value
+        self._commands, dead = PickledQueue(self._context), self._commands
+        dead.close()
 
 
 class TrainingSession(QObject):
     """One worker in one QThread: start, and shut down in order (stop -> quit -> wait).
     `config`: a Config, or [(label, Config), ...] for a comparison in lockstep (see TrainingWorker)."""
 
-    def __init__(self, config: RunSpec, max_rate: float | None = None, parent: QObject | None = None):
+    def __init__(self, config: RunSpec, max_rate: float | None = None, parent: QObject | None = None,
+                 isolated: bool | None = None):
         super().__init__(parent)
-        self.worker = TrainingWorker(config, max_rate)
+        self.worker = TrainingWorker(config, max_rate, isolated)
         self.thread = QThread()
         self.thread.setObjectName("training")
         self.worker.moveToThread(self.thread)
@@ -351,3 +262,4 @@ class TrainingSession(QObject):
                 self.shutdown()
         except (RuntimeError, AttributeError):  # the C++ objects are already gone
             pass
+

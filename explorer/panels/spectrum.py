@@ -13,6 +13,7 @@ import math
 import re
 import weakref
 from dataclasses import dataclass
+from operator import methodcaller
 
 import numpy as np
 import pyqtgraph as pg
@@ -186,13 +187,13 @@ class SpectrumPanel(Panel):
                 self._update_alert()
                 return
             old = complex(shown[index])
-        # runs in the worker thread, on the engine, between two steps (by design of call());
+        # runs in the engine (its process), between two steps (by design of call());
         # the engine finds the eigenvalue again by its value `old`
-        self._worker.call(EDIT_TAG, lambda trainer: trainer.edit_eigenvalue(row, old, value))
+        self._worker.call(EDIT_TAG, methodcaller("edit_eigenvalue", row, old, value))
 
     @Slot()
     def _on_undo_requested(self):
-        self._worker.call(UNDO_TAG, lambda trainer: trainer.undo_matrix_edit())
+        self._worker.call(UNDO_TAG, methodcaller("undo_matrix_edit"))
 
     @Slot(str, object, str)
     def _on_call_done(self, tag: str, result, error: str):

@@ -1,7 +1,15 @@
-"""The training thread (explorer.worker): flags and a command queue in, signals to bound slots out."""
+"""The worker (explorer.worker): flags and a command queue in, signals to bound slots out.
+
+The `session` tests run twice: with the engine in a process of its own (the app's default) and in the
+worker's thread (where tests can reach into the engine object)."""
 from __future__ import annotations
 
+import operator
+import os
+import signal
 import time
+import weakref
+from functools import partial
 
 import pytest
 from PySide6.QtCore import QCoreApplication, QObject, QThread, Slot
@@ -50,12 +58,25 @@ class Recorder(QObject):
         self.paused_at.append(step)
 
 
-@pytest.fixture
-def session(qtbot):
-    s = TrainingSession(SMALL)
+def start(qtbot, spec=SMALL, isolated=True):
+    s = TrainingSession(spec, isolated=isolated)
     recorder = Recorder(s.worker)
     s.start()
     qtbot.waitUntil(lambda: len(recorder.records) >= 1, timeout=WAIT_MS)
+    return s, recorder
+
+
+@pytest.fixture(params=[True, False], ids=["process", "thread"])
+def session(qtbot, request):
+    s, recorder = start(qtbot, isolated=request.param)
+    yield s, recorder
+    assert s.shutdown(5000)
+
+
+@pytest.fixture
+def thread_session(qtbot):
+    """The engine in the worker's thread, so a test can reach into it (`worker.trainer`)."""
+    s, recorder = start(qtbot, isolated=False)
     yield s, recorder
     assert s.shutdown(5000)
 
@@ -129,8 +150,8 @@ def test_a_config_the_trainer_refuses_keeps_the_previous_model(qtbot, session):
     assert rec.records[-1].step == 2   # the old trainer carried on
 
 
-def test_an_exception_in_a_step_is_reported_and_the_worker_keeps_serving(qtbot, session, monkeypatch):
-    s, rec = session
+def test_an_exception_in_a_step_is_reported_and_the_worker_keeps_serving(qtbot, thread_session, monkeypatch):
+    s, rec = thread_session
     trainer = s.worker.trainer
     original = trainer.step
 
@@ -157,10 +178,8 @@ def test_max_rate_limits_steps_per_second(qtbot, session):
     assert rec.records[-1].step - start_step <= 7   # 5/s for 1 s (+ the closing step after pause)
 
 
-def test_stop_while_playing_finishes_the_thread_within_a_second(qtbot):
-    s = TrainingSession(SMALL)
-    rec = Recorder(s.worker)
-    s.start()
+def test_stop_while_playing_finishes_the_thread_within_a_second(qtbot, session):
+    s, rec = session
     s.worker.play()
     qtbot.waitUntil(lambda: len(rec.records) >= 3, timeout=WAIT_MS)
     start = time.perf_counter()
@@ -169,30 +188,69 @@ def test_stop_while_playing_finishes_the_thread_within_a_second(qtbot):
     assert s.thread.isFinished()
 
 
-def test_call_runs_on_the_trainer_between_steps_and_reports_back(qtbot):
-    from core.config import Config
-    from explorer.worker import TrainingSession
+class Sink(QObject):
+    def __init__(self, worker):
+        super().__init__()
+        self.results = []
+        worker.call_done.connect(self.on_done)
 
-    session = TrainingSession(Config(seq_len=10, hidden_size=8))
-    results = []
+    @Slot(str, object, str)
+    def on_done(self, tag, result, error):
+        self.results.append((tag, result, error))
 
-    class Sink(QObject):
-        @Slot(str, object, str)
-        def on_done(self, tag, result, error):
-            results.append((tag, result, error))
 
-    sink = Sink()
-    session.worker.call_done.connect(sink.on_done)
-    session.start()
+def test_call_runs_on_the_trainer_between_steps_and_reports_back(qtbot, session):
+    s, _ = session
+    sink = Sink(s.worker)
+    s.worker.call("steps", operator.attrgetter("steps_done"))
+    s.worker.call("boom", operator.methodcaller("no_such_method"))
+    qtbot.waitUntil(lambda: len(sink.results) == 2, timeout=WAIT_MS)
+    assert sink.results[0] == ("steps", 1, "")
+    assert sink.results[1][0] == "boom" and sink.results[1][1] is None and "no_such_method" in sink.results[1][2]
+
+
+# -- the engine process: what crosses is pickled; a stuck step or a crash does not take the window along -----
+def test_a_result_that_cannot_cross_to_the_window_is_an_error_not_a_crash(qtbot):
+    s, rec = start(qtbot)
+    sink = Sink(s.worker)
     try:
-        qtbot.waitUntil(lambda: session.worker.last_step >= 1, timeout=30_000)
-        session.worker.call("steps", lambda trainer: trainer.steps_done)
-        session.worker.call("boom", lambda trainer: 1 / 0)
-        qtbot.waitUntil(lambda: len(results) == 2, timeout=10_000)
+        s.worker.call("ref", partial(weakref.ref))            # a weak reference cannot be pickled
+        s.worker.call("steps", operator.attrgetter("steps_done"))
+        qtbot.waitUntil(lambda: len(sink.results) == 2, timeout=WAIT_MS)
     finally:
-        assert session.shutdown()
-    assert results[0] == ("steps", 1, "")
-    assert results[1][0] == "boom" and results[1][1] is None and "division" in results[1][2]
+        assert s.shutdown(5000)
+    assert sink.results[0][0] == "ref" and sink.results[0][1] is None
+    assert "cannot be sent to the window" in sink.results[0][2]
+    assert sink.results[1] == ("steps", 1, "")                 # the engine kept serving
+
+
+def test_stop_cuts_short_a_step_that_would_take_minutes(qtbot):
+    s, rec = start(qtbot)
+    s.worker.call("stuck", block_for_ten_minutes)
+    qtbot.wait(500)                                              # the engine is inside the call now
+    process = s.worker.process
+    start_time = time.perf_counter()
+    assert s.shutdown(5000)
+    assert time.perf_counter() - start_time < 1.5
+    assert not process.is_alive()
+
+
+def block_for_ten_minutes(_trainer):
+    """A stand-in for a step that will not end (the engine process imports this module to run it)."""
+    time.sleep(600)
+
+
+def test_a_crashed_engine_process_is_reported_and_started_again(qtbot):
+    s, rec = start(qtbot)
+    try:
+        os.kill(s.worker.process.pid, signal.SIGKILL)
+        qtbot.waitUntil(lambda: len(rec.errors) == 1, timeout=WAIT_MS)
+        assert "stopped unexpectedly" in rec.errors[0]
+        qtbot.waitUntil(lambda: len(rec.rebuilt) == 2 and rec.records[-1].step == 1, timeout=WAIT_MS)
+        s.worker.step_once()
+        qtbot.waitUntil(lambda: rec.records[-1].step == 2, timeout=WAIT_MS)
+    finally:
+        assert s.shutdown(5000)
 
 
 # -- extras on demand: Jacobians through time, only while a panel wants them ------------------------------
@@ -212,7 +270,7 @@ def test_jacobians_are_computed_only_while_wanted(qtbot, session):
 
 
 def test_jacobians_while_playing_come_at_most_every_half_second(qtbot, session):
-    from explorer.worker import JACOBIAN_INTERVAL_S
+    from explorer.engine_loop import JACOBIAN_INTERVAL_S
 
     s, rec = session
     s.worker.set_wanted(jacobians=True)

@@ -1,0 +1,163 @@
+"""What the window asks the engine to do between two steps (via `TrainingWorker.call`).
+
+Each function takes the engine (a `core.trainer.Trainer`) last, so the window passes
+`functools.partial(fn, ...)`. Qt-free and importable: in the app they run in the engine process, so they
+and their results are pickled (numpy arrays, torch state dicts, Configs and plain data; never a Trainer).
+"""
+from __future__ import annotations
+
+import base64
+import io
+from dataclasses import fields
+from typing import Any
+
+import numpy as np
+
+from core.config import Config, ConfigError
+from core.records import History, Record
+
+
+def checkpoint(trainer) -> dict | None:
+    """Trainer.checkpoint() (as the bytes of torch.save: the window keeps it without importing torch) with
+    the records of its step; None when there is no model (or no checkpoint in the engine) or a weight is
+    not finite."""
+    if trainer is None or not hasattr(trainer, "checkpoint"):
+        return None
+    if not all(bool(p.isfinite().all()) for p in trainer.model.parameters()):
+        return None
+    latest = detailed = None
+    for i, record in enumerate(reversed(trainer.history.records)):
+        if i == 0 and record.step == trainer.steps_done:
+            latest = record
+        if record.hidden is not None or i > 200:
+            detailed = record if record.hidden is not None else None
+            break
+    import torch
+    buffer = io.BytesIO()
+    torch.save(trainer.checkpoint(), buffer)
+    snapshot = buffer.getvalue()
+    return {"step": trainer.steps_done, "snapshot": snapshot, "latest": latest, "detailed": detailed,
+            "config": trainer.config, "nbytes": len(snapshot)}
+
+
+def restore(snapshot: bytes, live: dict[str, Any], trainer) -> tuple[int, Config]:
+    """Trainer.restore() of a `checkpoint`'s snapshot, and the live settings of that time (a changed
+    spectral_radius is applied again at the next step, as any change of it is)."""
+    if trainer is None:
+        raise RuntimeError("there is no model to restore into")
+    import torch
+    trainer.restore(torch.load(io.BytesIO(snapshot), weights_only=True))
+    return trainer.steps_done, trainer.update(**live)
+
+
+def save_session(path: str, view: dict, trainer) -> int:
+    """core.session.save_session, with the records the panels show (so a reopened run looks the same)."""
+    if trainer is None:
+        raise RuntimeError("there is no model to save: the first build failed")
+    from core.session import save_session as save
+    view = dict(view)
+    records = trainer.history.records
+    if records:   # the newest record, and the newest with hidden states / a task preview if it lacks them
+        latest = records[-1]
+        view["record"] = record_to_json(latest)
+        detailed = None
+        if latest.hidden is None:
+            detailed = next((r for r in reversed(records) if r.hidden is not None), None)
+            if detailed is not None:
+                view["detailed_record"] = record_to_json(detailed)
+        if latest.task_preview is None:
+            preview = next((r for r in reversed(records) if r.task_preview is not None), None)
+            if preview is not None and preview is not detailed:
+                view["preview_record"] = record_to_json(preview)
+    save(trainer, path, view)
+    return trainer.steps_done
+
+
+def read_session(path: str, _trainer) -> dict:
+    """Check that `path` is a session this version can open (core.session.load_session); its config and
+    view. The running trainer is not touched."""
+    from core.session import load_session
+    loaded, view = load_session(path)
+    return {"config": loaded.config, "view": view if isinstance(view, dict) else {}}
+
+
+def adopt_session(path: str, trainer) -> dict:
+    """Move the session at `path` into the trainer the engine just built for its config; the records the
+    panels showed (saved in the view) go back into its history, so a save right away keeps them.
+    Returns the window's copy of the history and those records, oldest first."""
+    from core.session import load_session
+    loaded, view = load_session(path)
+    if trainer is None or trainer.config != loaded.config:
+        raise RuntimeError("the model for the session's settings was not built")
+    trainer.model.load_state_dict(loaded.model.state_dict())
+    trainer.optimizer.load_state_dict(loaded.optimizer.state_dict())
+    trainer.task = loaded.task            # its data stream from the start, as a reopened run
+    trainer.steps_done = loaded.steps_done
+    trainer.history = loaded.history
+    view = view if isinstance(view, dict) else {}
+    records = sorted((r for r in (record_from_json(view.get(k)) for k in ("preview_record", "detailed_record",
+                                                                            "record")) if r is not None),
+                     key=lambda r: r.step)   # oldest first; the newest is what the run shows
+    history = History.from_state(loaded.history.state())   # the GUI's own copy
+    trainer.history.records.extend(records)
+    history.records.extend(records)
+    return {"history": history, "records": records}
+
+
+def check_config(config: Config, _trainer) -> None:
+    """Raise the engine's ConfigError if config.text cannot be used (read with the text task's rules)."""
+    from core.tasks.text import TextTask, read_text
+    if config.task != "text":
+        try:
+            config = config.replace(task="text", loss_at="auto", bidirectional=False)
+        except ConfigError:
+            read_text(config.text)
+            return
+    TextTask(config)
+
+
+# -- records as JSON (what a session keeps of the panels) ------------------------------------------------
+def record_to_json(record: Record) -> dict:
+    """A Record as JSON-able data (arrays as base64 of their bytes: exact)."""
+    return {f.name: _to_json(getattr(record, f.name)) for f in fields(record)}
+
+
+def record_from_json(data: object) -> Record | None:
+    """The Record `record_to_json` wrote, or None if `data` is not one (missing, damaged, another version)."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        return Record(**{name: _from_json(value) for name, value in data.items()})
+    except (TypeError, ValueError, KeyError):
+        return None
+
+
+def _to_json(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biufc":
+            return None
+        return {"@nd": value.dtype.str, "shape": list(value.shape),
+                "b64": base64.b64encode(np.ascontiguousarray(value).tobytes()).decode("ascii")}
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {"@dict": [[str(k), _to_json(v)] for k, v in value.items()]}
+    if isinstance(value, (list, tuple)):
+        return [_to_json(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return None
+
+
+def _from_json(value: Any) -> Any:
+    if isinstance(value, dict) and "@nd" in value:
+        dtype = np.dtype(value["@nd"])
+        if dtype.kind not in "biufc":
+            raise ValueError(f"not a numeric array: {dtype}")
+        data = base64.b64decode(value["b64"], validate=True)
+        return np.frombuffer(data, dtype=dtype).reshape([int(n) for n in value["shape"]]).copy()
+    if isinstance(value, dict) and "@dict" in value:
+        return {k: _from_json(v) for k, v in value["@dict"]}
+    if isinstance(value, list):
+        return [_from_json(v) for v in value]
+    return value

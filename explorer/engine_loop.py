@@ -1,0 +1,295 @@
+"""The training loop the app runs: Qt-free, so it can run in a thread or in a process of its own.
+
+    GUI side (explorer.worker)                 EngineLoop (a thread, or the engine process)
+    --------------------------                 --------------------------------------------
+    play()/pause()/stop()/step_once()  ──flags──▶  Flags: Events and shared values, read between steps
+    update()/rebuild()/call()          ─commands─▶ a queue of pickled _Commands, drained between steps
+    Qt signals of TrainingWorker     ◀──events──  emit(name, *args): record_ready, rebuilt, paused ...
+
+`EngineLoop` owns the engine: a `Trainer` for one `Config`, or a `core.compare.Comparison` for a
+list of (label, Config) runs in lockstep. It knows nothing of Qt: it reads `Flags`, takes commands
+from a queue and reports through `emit(name, *args)`, whose names are TrainingWorker's signals.
+
+In the app the loop runs in a process of its own (`serve`, started with the "spawn" method), so
+training does not share Python's GIL with drawing: the window may draw at full frame rate while the
+engine trains at full speed. Everything that crosses is pickled with the standard pickler
+(Records are numpy arrays and scalars; `call` functions must be importable, e.g. a
+`functools.partial` of a module-level function of `explorer.engine_calls`). Tests may run the same
+loop in a thread (`threading` flags, a `queue.Queue`), which also exposes the engine object.
+"""
+from __future__ import annotations
+
+import inspect
+import os
+import pickle
+import queue
+import signal
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from core.config import Config, ConfigError
+
+DETAIL_INTERVAL_S = 0.030   # hidden states / gates when >= 30 ms since the last detailed step (≈ every frame)
+PREVIEW_INTERVAL_S = 0.5    # the task view at most twice a second while playing
+IDLE_POLL_S = 0.1           # how often an idle loop looks at the stop flag
+JACOBIAN_INTERVAL_S = 0.5   # Jacobians through time at most twice a second while a panel wants them ...
+JACOBIAN_COST_FACTOR = 5.0  # ... and at most 1/5 of the time (they cost 3-10 plain steps)
+
+RunSpec = Config | Sequence[tuple[str, Config]]   # one run, or 2-4 labelled runs in lockstep
+Emit = Callable[..., None]                        # emit(signal_name, *args)
+
+
+def build_engine(spec: RunSpec):
+    """A `Trainer` for a Config, a `Comparison` for [(label, Config), ...] (imports torch)."""
+    if isinstance(spec, Config):
+        from core.trainer import Trainer
+        return Trainer(spec)
+    from core.compare import Comparison
+    return Comparison([(str(label), config) for label, config in spec])
+
+
+@dataclass
+class Command:
+    kind: str                                  # "update" | "rebuild" | "step" | "wake" | "call"
+    changes: dict[str, Any] = field(default_factory=dict)
+    config: Any = None                         # RunSpec for "rebuild"
+    call: Callable[[Any], Any] | None = None   # "call": fn(engine), run between two steps
+    tag: str = ""
+
+
+class _Box:
+    """A plain `.value` holder: the thread flavour of multiprocessing.Value."""
+
+    def __init__(self, value):
+        self.value = value
+
+
+class Flags:
+    """What the GUI sets and the loop reads between steps; `threading` objects, or shared between
+    processes when made with a multiprocessing context."""
+
+    def __init__(self, context=None):
+        event = context.Event if context is not None else threading.Event
+        value = (lambda code, v: context.Value(code, v, lock=False)) if context is not None else (lambda _c, v: _Box(v))
+        self.playing = event()
+        self.stop = event()
+        self.step_requested = event()      # coalesces Step presses (key auto-repeat)
+        self.rebuild_requested = event()   # a new model is coming: no closing step for the old one
+        self.want_jacobians = value("b", 0)
+        self.max_rate = value("d", 0.0)    # steps per second, 0: as fast as possible
+        self.last_step = value("q", 0)     # the step of the last record computed (0: none)
+
+
+class PickledQueue:
+    """A multiprocessing queue whose items are pickled with the standard pickler (not torch's shared-memory
+    reductions, whose file descriptors would have to outlive the sender)."""
+
+    def __init__(self, context):
+        self._queue = context.Queue()
+        self._closed = False
+
+    def put(self, item):
+        """Send `item`; after close() (the engine has stopped) it is dropped."""
+        if not self._closed:
+            self._queue.put(pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def get(self, timeout: float | None = None):
+        return pickle.loads(self._queue.get(timeout=timeout))
+
+    def get_nowait(self):
+        return pickle.loads(self._queue.get_nowait())
+
+    def close(self):
+        self._closed = True
+        self._queue.close()
+        self._queue.cancel_join_thread()   # a GUI closing mid-transfer must not hang on the feeder thread
+
+
+def _takes(fn: Callable, name: str) -> bool:
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def as_records(result) -> list:
+    """A step's result as a list of Records (a Comparison already returns one)."""
+    return list(result) if isinstance(result, (list, tuple)) else [result]
+
+
+class EngineLoop:
+    """Steps the engine while `flags.playing` is set; handles commands between steps (see module doc)."""
+
+    def __init__(self, spec: RunSpec, flags: Flags, commands, emit: Emit):
+        self._initial_spec = spec
+        self.flags = flags
+        self.commands = commands
+        self.emit = emit
+        self.engine = None             # Trainer or Comparison; None until the first build succeeds
+        self._last_record = None
+        self._takes_jacobians = False  # does the engine's step() accept jacobians=? (inspected once)
+
+    def run(self):
+        flags = self.flags
+        limit_torch_threads()
+        self._rebuild(self._initial_spec)
+        last_start = 0.0
+        was_playing = False
+        last_detail = last_preview = -1e9   # so the first step after Play is detailed and previewed
+        next_jacobians = 0.0
+        while not flags.stop.is_set():
+            if not flags.playing.is_set():
+                if was_playing:
+                    was_playing = False
+                    self._finish_pause()
+                self._wait_for_command(IDLE_POLL_S)
+                continue
+
+            if not was_playing:
+                was_playing = True
+                last_detail = last_preview = -1e9
+                self.emit("playing")
+            self._drain_commands()
+            if flags.stop.is_set() or not flags.playing.is_set():
+                continue
+            if self.engine is None:  # the first build failed: nothing to play
+                flags.playing.clear()
+                continue
+            rate = flags.max_rate.value
+            if rate > 0:  # wait for the next slot, answering commands meanwhile
+                wait = last_start + 1.0 / rate - time.perf_counter()
+                if wait > 0:
+                    self._wait_for_command(min(wait, IDLE_POLL_S))
+                    continue
+            now = time.perf_counter()
+            last_start = now
+            preview = now - last_preview >= PREVIEW_INTERVAL_S
+            jacobians = self._jacobians_wanted() and now >= next_jacobians
+            detail = jacobians or now - last_detail >= DETAIL_INTERVAL_S   # the window draws detailed records
+            if self._step(detail=detail, preview=preview, jacobians=jacobians) is None:  # an exception: reported
+                continue
+            if jacobians:
+                cost = time.perf_counter() - now
+                next_jacobians = now + max(JACOBIAN_INTERVAL_S, JACOBIAN_COST_FACTOR * cost)
+            if detail:
+                last_detail = now
+            if preview:
+                last_preview = now
+        flags.playing.clear()
+        self.emit("finished")
+
+    def _wait_for_command(self, timeout: float):
+        try:
+            self._handle(self.commands.get(timeout=timeout))
+        except queue.Empty:
+            pass
+
+    def _finish_pause(self):
+        """After Pause the last record must be complete: if the last step was not detailed, take one more
+        (unless a Step or a rebuild is already waiting, which will give a complete record anyway)."""
+        flags = self.flags
+        last = as_records(self._last_record)[0] if self._last_record is not None else None
+        if (last is not None and last.diverged is None and self.engine is not None
+                and (last.hidden is None or last.task_preview is None)
+                and not (flags.stop.is_set() or flags.step_requested.is_set() or flags.rebuild_requested.is_set())):
+            self._step(detail=True, preview=True, jacobians=self._jacobians_wanted())
+        self.emit("paused", flags.last_step.value)
+
+    def _drain_commands(self):
+        """Handle every queued command (between two steps)."""
+        while True:
+            try:
+                command = self.commands.get_nowait()
+            except queue.Empty:
+                return
+            self._handle(command)
+
+    def _handle(self, command: Command):
+        if command.kind == "update":
+            if self.engine is None:
+                self.emit("update_failed", "no model yet: the first build failed")
+                return
+            try:
+                config = self.engine.update(**command.changes)
+            except ConfigError as e:
+                self.emit("update_failed", str(e))
+            else:
+                self.emit("config_changed", config)
+        elif command.kind == "rebuild":
+            self.flags.rebuild_requested.clear()
+            self._rebuild(command.config)
+        elif command.kind == "step":
+            self.flags.step_requested.clear()
+            if self.engine is not None:
+                self._step(detail=True, preview=True, jacobians=self._jacobians_wanted())
+        elif command.kind == "call":
+            try:
+                result = command.call(self.engine)
+            except Exception as e:  # noqa: BLE001 - reported to the GUI with the caller's tag
+                self.emit("call_done", command.tag, None, str(e) or type(e).__name__)
+            else:
+                self.emit("call_done", command.tag, result, "")
+
+    def _rebuild(self, spec: RunSpec):
+        try:
+            engine = build_engine(spec)
+        except ConfigError as e:  # e.g. a task that cannot fit seq_len: the previous engine stays
+            self.emit("rebuild_failed", spec, str(e))
+            return
+        except Exception as e:  # noqa: BLE001 - reported to the GUI, the app keeps running
+            self.emit("rebuild_failed", spec, f"{type(e).__name__}: {e}")
+            self.emit("failed", f"Building the model failed: {type(e).__name__}: {e}", traceback.format_exc())
+            return
+        self.engine = engine
+        self._takes_jacobians = _takes(engine.step, "jacobians")
+        self.flags.last_step.value = 0
+        self._last_record = None
+        self.emit("rebuilt", spec)
+        self._step(detail=True, preview=True, jacobians=self._jacobians_wanted())  # so no panel is ever empty
+
+    def _jacobians_wanted(self) -> bool:
+        return bool(self.flags.want_jacobians.value) and self._takes_jacobians
+
+    def _step(self, detail: bool, preview: bool, jacobians: bool = False):
+        """One step of the engine; emits its Record (or list of Records). None after an exception."""
+        extra = {"jacobians": True} if jacobians and self._takes_jacobians else {}
+        try:
+            result = self.engine.step(detail=detail, preview=preview, **extra)
+        except Exception as e:  # noqa: BLE001 - the GUI shows it; the loop keeps serving commands
+            self.flags.playing.clear()
+            self.emit("failed", f"Step {self.flags.last_step.value + 1} failed: {type(e).__name__}: {e}",
+                      traceback.format_exc())
+            return None
+        records = as_records(result)
+        self.flags.last_step.value = records[0].step
+        self._last_record = result
+        self.emit("record_ready", result)
+        if all(r.diverged is not None for r in records):
+            self.flags.playing.clear()
+            self.emit("diverged", result)
+        return result
+
+
+def limit_torch_threads():
+    """Small recurrent nets run fastest on one or two intra-op threads; leave a core for the GUI."""
+    import torch
+    torch.set_num_threads(max(1, min(4, (os.cpu_count() or 2) // 2)))
+
+
+def serve(spec: RunSpec, flags: Flags, commands: PickledQueue, events: PickledQueue):
+    """The engine process's main function: run the loop, each event a pickled (name, args) on `events`."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl+C in the terminal is the GUI's to handle
+
+    def emit(name: str, *args):
+        try:
+            events.put((name, args))
+        except Exception as e:  # noqa: BLE001 - an unpicklable result must not kill the engine
+            if name != "call_done":
+                raise
+            tag = args[0]
+            events.put(("call_done", (tag, None, f"its result cannot be sent to the window: {e}")))
+
+    EngineLoop(spec, flags, commands, emit).run()
