@@ -29,11 +29,18 @@ Two engines compute the same thing:
   engine against it (tests/core/test_fast_paths.py also checks both against
   torch's own cell functions differentiated with ``torch.autograd.grad``).
 
+The LSTM row keeps its per-step work small: per step one matmul and six
+elementwise ops forward, one matmul and three backward; the backward's gate
+factors are batched over chunks of steps that stay in cache; buffers and their
+per-step views live in reused workspaces (tests/core/test_fused_lstm.py).
+
 A fused module's ``output.retain_grad()`` would give only the direct part of
-∂L/∂h_t, which is why neither engine calls the fused forward. Measured on a
-2-core CPU the fast engine's step costs about as much as a plain torch.nn
-RNN/GRU step (their CPU kernels are per-step loops too) and more than the
-oneDNN-fused LSTM at h=64; see benchmarks/README.md.
+∂L/∂h_t, which is why neither engine calls the fused forward. Feeding the fused
+LSTM an extra all-zero input p_t with weights W_hh (so ∂L/∂p_t is the recurrent
+part of ∂L/∂h_{t-1}) is exact, but the zero block triples a (T·B, H) x (H, 4H)
+matmul's cost: measured slower than this engine. On a 2-core CPU the fast
+engine's step costs about as much as a plain torch.nn RNN/GRU step (their CPU
+kernels are per-step loops too); see benchmarks/README.md for the LSTM.
 
 "W_hh" of a gated cell, for the spectrum and spectral-radius rescaling, is the
 block on the candidate path (the analogue of the vanilla RNN's W_hh):
@@ -41,6 +48,7 @@ GRU's W_hn, LSTM's W_hg. ``RECURRENT_BLOCK`` names the choice in every record.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -178,12 +186,17 @@ class BufferPool:
       handed out again only once nothing but the pool refers to their storage
       (no trace, output, view or autograd node of an earlier pass), so recycling
       never aliases live data;
-    - ``scratch``: buffers used only inside one backward call, reused by name.
+    - ``scratch``: buffers used only inside one backward call, reused by name;
+    - ``workspace``: an object holding several buffers carved from one allocation
+      and the per-step views of them, made once: creating and freeing some 2,000
+      views per pass cost about 1 µs each, a sixth of an LSTM step at h=64.
+      It is recycled like ``fresh`` buffers; its own views count as its baseline.
     """
 
     def __init__(self):
         self._recycled: dict[tuple, list[torch.Tensor]] = {}
         self._scratch: dict[str, torch.Tensor] = {}
+        self._workspaces: dict[tuple, list] = {}
 
     def fresh(self, like: torch.Tensor, *shape: int) -> torch.Tensor:
         if _use_count is None or like.device.type != "cpu":
@@ -210,6 +223,32 @@ class BufferPool:
         if buf is None or buf.shape != like.shape or buf.dtype != like.dtype or buf.device != like.device:
             buf = self._scratch[name] = torch.empty(like.shape, dtype=like.dtype, device=like.device)
         return buf
+
+    def workspace(self, build: type, like: torch.Tensor, *args):
+        """build(like, *args), or an earlier one built the same way that nothing outside refers to.
+
+        `build` makes its buffers as views of one tensor, ``arena``. The views it keeps
+        are the baseline of the arena's use count, so they must never leave the pass
+        using them: a caller hands out new views (``detach()``), which count.
+        """
+        if _use_count is None or like.device.type != "cpu":
+            return build(like, *args)
+        key = (build, like.dtype, *args)
+        entries = self._workspaces.pop(key, None)
+        if entries is None:
+            entries = []
+            if len(self._workspaces) >= 16:  # an earlier configuration: forget the least recently used
+                del self._workspaces[next(iter(self._workspaces))]
+        self._workspaces[key] = entries  # most recently used last
+        for ws in entries:
+            if _use_count(ws.arena.untyped_storage()._cdata) == ws.baseline:
+                return ws
+        ws = build(like, *args)
+        ws.baseline = _use_count(ws.arena.untyped_storage()._cdata)  # its own views + the call's handle
+        entries.append(ws)
+        if len(entries) > 4:  # all held elsewhere: stop pooling the oldest
+            entries.pop(0)
+        return ws
 
 
 def _state_buffer(pool, like, first, T, reverse):
@@ -271,9 +310,40 @@ def _row_forward(spec: _RowSpec, x, h0, c0, w_ih, w_hh, b_ih, b_hh):
     return found
 
 
+def _carve(arena, *shapes):
+    """Consecutive views of `arena` with the given shapes."""
+    sizes = [math.prod(shape) for shape in shapes]
+    return [part.view(shape) for part, shape in zip(arena[:sum(sizes)].split(sizes), shapes)]
+
+
+class _LstmForwardBuffers:
+    """One LSTM row's forward buffers and their per-step views (engine gate order o, i, f, g).
+
+    xh (T+1, B, 1+I+H), row s = [1, x, h] as one step reads it: a forward row's
+    position t reads x_t and h_{t-1} from row t and writes h_t into row t+1; a backward
+    row's position t reads x_t and h_{t+1} from row t+1 and writes h_t into row t.
+    The cell state c_buf (T+1, B, H) is laid out the same way.
+    """
+
+    def __init__(self, like, T, B, I, H, reverse):
+        self.arena = like.new_empty((T + 1) * B * (1 + I + H + H) + 6 * T * B * H)
+        self.xh, self.c_buf, self.gates, self.ig, self.tc = _carve(
+            self.arena, (T + 1, B, 1 + I + H), (T + 1, B, H), (T, B, 4 * H), (T, B, H), (T, B, H))
+        self.xh[..., 0] = 1.0
+        cur, prv = (slice(0, T), slice(1, T + 1)) if reverse else (slice(1, T + 1), slice(0, T))
+        self.x = self.xh[prv, :, 1:I + 1]                        # (T, B, I)
+        self.xin, self.h = self.xh[prv], self.xh[cur, :, I + 1:]
+        self.c, self.cprev = self.c_buf[cur], self.c_buf[prv]
+        self.first = T if reverse else 0                         # row of the initial state
+        g4 = self.gates.unflatten(2, (4, H))
+        self.steps = tuple(zip(*(v.unbind(0) for v in (
+            self.xin, self.gates, self.gates[..., :3 * H], g4[:, :, 0], g4[:, :, 1], g4[:, :, 2], g4[:, :, 3],
+            self.ig, self.cprev, self.c, self.tc, self.h))))
+
+
 def _lstm_forward(spec, x, h0, c0, w_ih, w_hh, b_ih, b_hh, order):
     """LSTM row. Gate order inside the engine: o, i, f, g (one sigmoid over three contiguous
-    blocks; the three blocks scaled by ∂L/∂c_t adjacent in backward); torch's order is i, f, g, o.
+    blocks); torch's order is i, f, g, o.
 
     Each step multiplies [1, x_t, h_{t-1}] (one buffer row: h_t is written straight
     into the next step's row) by [b, W_ih, W_hh]ᵀ: no separate input-projection or
@@ -283,35 +353,96 @@ def _lstm_forward(spec, x, h0, c0, w_ih, w_hh, b_ih, b_hh, order):
     H = h0.shape[1]
     w_cat = _to_ofig(torch.cat([(b_ih + b_hh)[:, None], w_ih, w_hh], 1))  # (4H, 1+I+H): [b, W_ih, W_hh]
     wct = w_cat.t().contiguous()                                          # (1+I+H, 4H)
-    xh = spec.pool.fresh(x, T + 1, B, 1 + I + H)    # row s: [1, x, h] as one step reads them (see below)
-    xh[..., 0] = 1.0
-    if spec.reverse:   # position t reads x_t and h_{t+1} from row t+1, writes h_t into row t
-        xh[1:, :, 1:I + 1] = x
-        xh[T, :, I + 1:] = h0
-        xin, out, prev = xh[1:], xh[:T, :, I + 1:], xh[1:, :, I + 1:]
-    else:              # position t reads x_t and h_{t-1} from row t, writes h_t into row t+1
-        xh[:T, :, 1:I + 1] = x
-        xh[0, :, I + 1:] = h0
-        xin, out, prev = xh[:T], xh[1:, :, I + 1:], xh[:T, :, I + 1:]
-    gates = spec.pool.fresh(x, T, B, 4 * H)                                        # o, i, f, g after their nonlinearities
-    _, c, cprev = _state_buffer(spec.pool, x, c0, T, spec.reverse)
-    tc = spec.pool.fresh(x, T, B, H)                                               # tanh(c_t)
-    xins, outs, gs, cs, cprevs, tcs = xin.unbind(0), out.unbind(0), gates.unbind(0), c.unbind(0), \
-        cprev.unbind(0), tc.unbind(0)
-    g_sig, g_g = gates[..., :3 * H].unbind(0), gates[..., 3 * H:].unbind(0)
-    g_o, g_i, g_f = gates[..., :H].unbind(0), gates[..., H:2 * H].unbind(0), gates[..., 2 * H:3 * H].unbind(0)
+    ws = spec.pool.workspace(_LstmForwardBuffers, x, T, B, I, H, spec.reverse)
+    ws.x.copy_(x)
+    ws.xh[ws.first, :, I + 1:] = h0
+    ws.c_buf[ws.first] = c0
+    steps = ws.steps
     for t in order:
-        torch.mm(xins[t], wct, out=gs[t])
-        g_sig[t].sigmoid_()
-        g_g[t].tanh_()
-        torch.mul(g_i[t], g_g[t], out=cs[t])
-        cs[t].addcmul_(g_f[t], cprevs[t])
-        torch.tanh(cs[t], out=tcs[t])
-        torch.mul(g_o[t], tcs[t], out=outs[t])
-    o, i, f, g = gates.chunk(4, dim=2)
-    return {"out": out, "prev": prev, "xin": xin, "w_cat": w_cat, "w_hh": w_cat[:, I + 1:].contiguous(),
-            "gates_buf": gates, "c": c, "cprev": cprev, "tc": tc,
-            "gates": {"input": i, "forget": f, "candidate": g, "output": o}}
+        xin, gates, sig, o, i, f, g, ig, cprev, c, tc, h = steps[t]
+        torch.mm(xin, wct, out=gates)
+        sig.sigmoid_()
+        g.tanh_()
+        torch.mul(i, g, out=ig)
+        torch.addcmul(ig, f, cprev, out=c)
+        torch.tanh(c, out=tc)
+        torch.mul(o, tc, out=h)
+    o, i, f, g = ws.gates.detach().chunk(4, dim=2)   # new views: they keep the workspace busy while held
+    return {"out": ws.h.detach(), "ws": ws, "w_cat": w_cat, "w_hh": w_cat[:, I + 1:].contiguous(),
+            "c": ws.c.detach(), "gates": {"input": i, "forget": f, "candidate": g, "output": o}}
+
+
+_CHUNK_BYTES = 1 << 19  # backward prepares the gate factors for this many bytes of steps at a time (stays in cache)
+
+
+class _LstmBackwardBuffers:
+    """One LSTM row's backward buffers and their per-step views.
+
+    dh, dc (T, B, H); d_g (T, B, 5H): ∂L/∂a for gates o, i, f, g, then f_t ⊙ ∂L/∂c_t
+    (the c carry into step t-1); for a chunk of steps m (C, B, 5H): ∂h/∂a_o, ∂c/∂a_i,
+    ∂c/∂a_f, ∂c/∂a_g, f, and kc (C, B, H): ∂h/∂c = o (1 - tanh² c).
+    """
+
+    def __init__(self, like, T, B, H, chunk):
+        self.arena = like.new_empty(T * B * 7 * H + chunk * B * 6 * H)
+        self.dh, self.dc, self.d_g, self.m, self.kc = _carve(
+            self.arena, (T, B, H), (T, B, H), (T, B, 5 * H), (chunk, B, 5 * H), (chunk, B, H))
+        self.steps = tuple(zip(*(v.unbind(0) for v in (
+            self.dh, self.dc, self.dc.unsqueeze(2), self.d_g[..., :4 * H], self.d_g[..., :H],
+            self.d_g[..., H:].unflatten(-1, (4, H)), self.d_g[..., 4 * H:]))))
+        self.chunk_steps = tuple(zip(*(v.unbind(0) for v in (
+            self.kc, self.m[..., :H], self.m[..., H:].unflatten(-1, (4, H))))))
+
+
+def _lstm_backward(spec, found, g_out, order, scales, g_c_last):
+    """BPTT through one LSTM row, in processing order.
+
+    g_out (T, B, H): the direct part of ∂L/∂h_t.
+    -> dh, dc (T, B, H) ∂L/∂h_t, ∂L/∂c_t; d_g (T, B, 4H) ∂L/∂(gate pre-activations), engine order.
+    Per step: one matmul and three elementwise ops. The factors ∂(h_t, c_t)/∂(pre-activations)
+    are batched over a chunk of steps just before the loop reaches it: over the whole
+    sequence (several MB) each batched pass ran from memory and cost more than the loop.
+    """
+    fw, w_hh = found["ws"], found["w_hh"]
+    T, B, H = g_out.shape
+    chunk = min(T, max(1, _CHUNK_BYTES // (B * 5 * H * g_out.element_size())))
+    ws = spec.pool.workspace(_LstmBackwardBuffers, g_out, T, B, H, chunk)
+    ws.dh.copy_(g_out)
+    zero = g_out.new_zeros(())
+    m_o, m_i, m_f, m_g, m_c = ws.m.chunk(5, dim=2)
+    steps, chunk_steps = ws.steps, ws.chunk_steps
+    carry = None                                                          # step t+1's ∂L/∂a and f ⊙ ∂L/∂c
+    for k_hi in range(T, 0, -chunk):   # chunks of processed steps, last first
+        n = min(chunk, k_hi)
+        lo = T - k_hi if spec.reverse else k_hi - n                       # the chunk's time steps lo .. lo+n-1
+        sl = slice(lo, lo + n)
+        o, i, f, g = fw.gates[sl].chunk(4, dim=2)
+        h, ig, tc = fw.h[sl], fw.ig[sl], fw.tc[sl]
+        torch.lerp(h, zero, o, out=m_o[:n])                               # tanh(c) o(1 - o) = h (1 - o)
+        torch.lerp(ig, zero, i, out=m_i[:n])                              # g i(1 - i)
+        torch.lerp(fw.cprev[sl], zero, f, out=m_f[:n]).mul_(f)            # c_{t-1} f(1 - f)
+        torch.addcmul(i, ig, g, value=-1, out=m_g[:n])                    # i (1 - g²)
+        m_c[:n] = f
+        torch.addcmul(o, h, tc, value=-1, out=ws.kc[:n])                  # o (1 - tanh² c)
+        for k in range(k_hi - 1, k_hi - n - 1, -1):
+            t = order[k]
+            dh, dc, dcu, d_a, d_o, d_rest, fdc = steps[t]
+            kc, m_o_t, m_rest = chunk_steps[t - lo]
+            s = 0.0 if carry is None else 1.0 if scales is None else scales[k + 1]
+            if s:
+                dh.addmm_(carry[0], w_hh, alpha=s)                          # + W_hhᵀ ∂L/∂a_{t+1}
+            if s == 1.0:
+                torch.addcmul(carry[1], dh, kc, out=dc)                     # dh ∂h/∂c + f_{t+1} dc_{t+1}
+            else:
+                torch.mul(dh, kc, out=dc)
+                if s:
+                    dc.add_(carry[1], alpha=s)
+                elif carry is None and g_c_last is not None:
+                    dc.add_(g_c_last)
+            torch.mul(dcu, m_rest, out=d_rest)                              # d_i, d_f, d_g, f ⊙ dc
+            torch.mul(dh, m_o_t, out=d_o)
+            carry = d_a, fdc
+    return ws.dh.detach(), ws.dc.detach(), ws.d_g[..., :4 * H]
 
 
 _OFIG = (3, 0, 1, 2)   # torch chunk (i, f, g, o) of each engine block (o, i, f, g)
@@ -339,8 +470,9 @@ class RowBPTT(torch.autograd.Function):
     def forward(ctx, x, h0, c0, w_ih, w_hh, b_ih, b_hh, spec: _RowSpec):
         found = _row_forward(spec, x, h0, c0, w_ih, w_hh, b_ih, b_hh)
         out = found["out"]
+        found["out"] = out.detach()  # `out` becomes this node's output: ctx holding it would be a reference cycle
         ctx.save_for_backward(x, w_ih, w_hh)
-        ctx.spec, ctx.found = spec, found  # internal buffers; `out` itself becomes this node's output
+        ctx.spec, ctx.found = spec, found  # internal buffers
         row = spec.trace
         if row is not None:
             row.h0, row.h, row.gates = h0.detach(), out.detach(), found.get("gates", {})
@@ -355,15 +487,16 @@ class RowBPTT(torch.autograd.Function):
     def backward(ctx, g_out, g_c_last=None):
         x, w_ih, w_hh = ctx.saved_tensors
         spec, found = ctx.spec, ctx.found
-        out, prev = found["out"], found["prev"]
+        out = found["out"]
         T, B, H = out.shape
         order = list(range(T - 1, -1, -1) if spec.reverse else range(T))
         scales = spec.scales
-        dh = spec.pool.fresh(g_out, T, B, H).copy_(g_out)  # starts as the direct part; the loop adds the carry
-        dhs = dh.unbind(0)
+        kind = spec.kind
+        if kind != "lstm":
+            dh = spec.pool.fresh(g_out, T, B, H).copy_(g_out)  # starts as the direct part; the loop adds the carry
+            dhs = dh.unbind(0)
         dc = None
         first = order[0]
-        kind = spec.kind
         one = torch.ones((), dtype=out.dtype, device=out.device)
         ws = spec.pool.scratch
         g_h0 = g_c0 = None
@@ -423,48 +556,19 @@ class RowBPTT(torch.autograd.Function):
             if ctx.needs_input_grad[1]:
                 g_h0 = torch.addmm(dhs[first] * zs[first], d_hhs[first], w_hh)
 
-        else:  # lstm (engine gate order o, i, f, g; see _row_forward)
-            gates, cprev, tc = found["gates_buf"], found["cprev"], found["tc"]
-            w_hh = found["w_hh"]                                               # engine gate order
-            o, i, f, g = gates.chunk(4, dim=2)
-            m = torch.addcmul(gates, gates, gates, value=-1, out=ws("lstm_m", gates)).view(T, B, 4, H)
-            m[:, :, 0].mul_(tc)                                                # ∂h/∂a_o = tanh(c) o(1 - o)
-            m[:, :, 1].mul_(g)                                                 # ∂c/∂a_i = g i(1 - i)
-            m[:, :, 2].mul_(cprev)                                             # ∂c/∂a_f = c_{t-1} f(1 - f)
-            torch.addcmul(one, g, g, value=-1, out=m[:, :, 3]).mul_(i)         # ∂c/∂a_g = i (1 - g²)
-            k_c = torch.addcmul(one, tc, tc, value=-1, out=ws("lstm_kc", tc)).mul_(o)  # ∂h/∂c = o (1 - tanh² c)
-            dc = spec.pool.fresh(dh, T, B, H)
-            d_g = ws("lstm_dg", gates)                                       # ∂L/∂(gate pre-activations)
-            k_cs, ms, m_os, fs = k_c.unbind(0), m[:, :, 1:].unbind(0), m[:, :, 0].unbind(0), f.unbind(0)
-            dcs, dcus, d_gs = dc.unbind(0), dc.unsqueeze(2).unbind(0), d_g.unbind(0)
-            d_o, d_ifg = d_g[..., :H].unbind(0), d_g[..., H:].unflatten(-1, (3, H)).unbind(0)
-            nxt = None
-            for k in range(T - 1, -1, -1):
-                t = order[k]
-                s = 0.0
-                if nxt is not None:
-                    s = 1.0 if scales is None else scales[k + 1]
-                    if s:
-                        dhs[t].addmm_(d_gs[nxt], w_hh, alpha=s)
-                torch.mul(dhs[t], k_cs[t], out=dcs[t])
-                if s:
-                    dcs[t].addcmul_(fs[nxt], dcs[nxt], value=s)
-                elif nxt is None and g_c_last is not None:
-                    dcs[t].add_(g_c_last)
-                torch.mul(dcus[t], ms[t], out=d_ifg[t])
-                torch.mul(dhs[t], m_os[t], out=d_o[t])
-                nxt = t
+        else:  # lstm (engine gate order o, i, f, g; see _lstm_forward)
+            dh, dc, d_g = _lstm_backward(spec, found, g_out, order, scales, g_c_last)
             d_x = d_hh = d_g
             if ctx.needs_input_grad[1]:
-                g_h0 = d_gs[first].mm(w_hh)
+                g_h0 = d_g[first].mm(found["w_hh"])
             if ctx.needs_input_grad[2]:
-                g_c0 = dcs[first] * fs[first]
+                g_c0 = dc[first] * found["ws"].gates[first, :, 2 * H:3 * H]
 
         G = d_x.shape[2]
         flat_x, flat_hh = d_x.view(T * B, G), d_hh.view(T * B, G)
         if kind == "lstm":  # [1, x, h] rows: one matmul for all three gradients; back to torch's gate order
             I = x.shape[2]
-            w_cat, xin = found["w_cat"], found["xin"]
+            w_cat, xin = found["w_cat"], found["ws"].xin
             g_x = flat_x.mm(w_cat[:, 1:I + 1]).view(T, B, I) if ctx.needs_input_grad[0] else None
             g_cat = _to_ifgo(xin.reshape(T * B, -1).t().mm(flat_x).t())  # (4H, 1+I+H); the faster orientation
             g_b_ih = g_b_hh = g_cat[:, 0]
@@ -472,7 +576,7 @@ class RowBPTT(torch.autograd.Function):
         else:
             g_x = flat_x.mm(w_ih).view(T, B, -1) if ctx.needs_input_grad[0] else None
             g_w_ih = x.reshape(T * B, -1).t().mm(flat_x).t()       # (G*H, I); the faster orientation
-            g_w_hh = prev.reshape(T * B, H).t().mm(flat_hh).t()
+            g_w_hh = found["prev"].reshape(T * B, H).t().mm(flat_hh).t()
             g_b_ih = flat_x.sum(0)
             g_b_hh = g_b_ih if d_hh is d_x else flat_hh.sum(0)
         if spec.trace is not None:
