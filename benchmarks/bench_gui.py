@@ -4,8 +4,9 @@
 
 - frame time: wall time of each repaint of the main window (all visible panels) while playing
   the default scenario offscreen, and the achieved frames per second;
-- throughput: training steps/s with the window open and playing vs the same Trainer loop headless
-  (same config, same detail policy: hidden states every 30 ms), interleaved round by round;
+- throughput: training steps/s with the window open and playing (the engine in its own process, as
+  the app runs it) vs the same engine loop headless (explorer.engine_loop: same config, same detail
+  policy), interleaved round by round;
 - start-up: seconds from process start to the window shown, and to the first record drawn
   (median of several fresh processes).
 Prints a table of medians and ratios and writes JSON.
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import statistics
 import subprocess
 import sys
@@ -44,18 +46,21 @@ print(shown, drawn); window.close(); app.processEvents()
 
 
 def headless_rate(config, seconds: float) -> float:
-    from core.trainer import Trainer
+    """Steps/s of the app's own engine loop (explorer.engine_loop: same detail and preview policy) with no
+    window: run in this process, stopped after `seconds` of playing."""
+    from explorer.engine_loop import EngineLoop, Flags
 
-    trainer = Trainer(config)
-    trainer.step()
-    last_detail, steps, start = 0.0, 0, time.perf_counter()
-    while time.perf_counter() - start < seconds:
-        now = time.perf_counter()
-        detail = now - last_detail >= 0.030
-        last_detail = now if detail else last_detail
-        trainer.step(detail=detail)
-        steps += 1
-    return steps / (time.perf_counter() - start)
+    flags, steps = Flags(), []
+
+    def emit(name, *args):
+        if name == "record_ready":
+            steps.append(time.perf_counter())
+            if steps[-1] - steps[0] >= seconds:
+                flags.stop.set()
+
+    flags.playing.set()
+    EngineLoop(config, flags, queue.Queue(), emit).run()
+    return (len(steps) - 2) / (steps[-1] - steps[1])   # steps 1 (the build's) aside
 
 
 def window_round(app, config, seconds: float) -> tuple[float, list[float], float]:
@@ -118,9 +123,6 @@ def main() -> int:
 
     from core.presets import DEFAULT_PRESET, load_preset
 
-    from explorer.worker import _limit_torch_threads
-
-    _limit_torch_threads()  # the app's worker policy, so headless and windowed train alike
     app = QApplication.instance() or QApplication([])
     config = load_preset(DEFAULT_PRESET).config
     headless, windowed, frames, fps = [], [], [], []

@@ -12,9 +12,9 @@ from functools import partial
 import numpy as np
 import pytest
 
-from explorer.main_window import MainWindow
 from explorer.worker import ENGINE_ENV
-from test_reliability import STABLE, bar_button, step_once   # noqa: E402 - tests/explorer is on sys.path
+from test_reliability import STABLE, bar_button, step_once   # tests/explorer is on sys.path
+from window_probes import in_engine, state_arrays
 
 WAIT_MS = 30_000
 
@@ -22,19 +22,6 @@ WAIT_MS = 30_000
 @pytest.fixture(autouse=True)
 def engine_in_a_process(monkeypatch):
     monkeypatch.setenv(ENGINE_ENV, "process")
-
-
-def state_arrays(trainer) -> dict[str, np.ndarray]:
-    """Run in the engine process (this module is imported there): the weights as numpy."""
-    return {k: v.detach().cpu().numpy().copy() for k, v in trainer.model.state_dict().items()}
-
-
-def in_engine(qtbot, window: MainWindow, fn):
-    box = {}
-    window.call_in_worker("test", fn, lambda result, error: box.update(result=result, error=error))
-    qtbot.waitUntil(lambda: "error" in box, timeout=WAIT_MS)
-    assert box["error"] == "", box["error"]
-    return box["result"]
 
 
 def test_the_window_process_trains_through_the_engine_process_and_never_imports_torch(tmp_path):

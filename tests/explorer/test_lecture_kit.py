@@ -23,6 +23,7 @@ from PySide6.QtWidgets import QPushButton
 
 from core.presets import DEFAULT_PRESET, load_preset, preset_names
 from explorer.main_window import MainWindow
+from window_probes import weights   # tests/explorer is on sys.path
 
 SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
 WAIT_MS = 30_000
@@ -48,20 +49,6 @@ def fill_the_disk(monkeypatch):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(os, "fsync", full_disk)
-
-
-def in_worker(qtbot, window: MainWindow, fn):
-    """fn(trainer) evaluated in the worker thread (between two steps), its result returned here."""
-    box = {}
-    window.call_in_worker("test", fn, lambda result, error: box.update(result=result, error=error))
-    qtbot.waitUntil(lambda: "error" in box, timeout=WAIT_MS)
-    assert box["error"] == "", box["error"]
-    return box["result"]
-
-
-def weights(qtbot, window: MainWindow) -> dict[str, np.ndarray]:
-    return in_worker(qtbot, window, lambda t: {k: v.detach().cpu().numpy().copy()
-                                               for k, v in t.model.state_dict().items()})
 
 
 def curve_y(window: MainWindow) -> np.ndarray:

@@ -20,6 +20,7 @@ from core.presets import DEFAULT_PRESET, load_preset
 from core.tasks.text import MAX_TEXT_BYTES
 from explorer import errors
 from explorer.main_window import MainWindow
+from window_probes import weights   # tests/explorer is on sys.path
 from explorer.settings_panel import SettingsPanel
 
 SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
@@ -27,19 +28,6 @@ STABLE = SMALL.replace(activation="identity", spectral_radius=1.0, optimizer="sg
 # The brief's exploding config: identity φ, ρ = 3, SGD lr 10 — ‖g‖ is not finite at the very first step.
 EXPLODING = SMALL.replace(activation="identity", spectral_radius=3.0, optimizer="sgd", lr=10.0)
 WAIT_MS = 30_000
-
-
-def in_worker(qtbot, window: MainWindow, fn):
-    box = {}
-    window.call_in_worker("test", fn, lambda result, error: box.update(result=result, error=error))
-    qtbot.waitUntil(lambda: "error" in box, timeout=WAIT_MS)
-    assert box["error"] == "", box["error"]
-    return box["result"]
-
-
-def weights(qtbot, window: MainWindow) -> dict[str, np.ndarray]:
-    return in_worker(qtbot, window, lambda t: {k: v.detach().cpu().numpy().copy()
-                                               for k, v in t.model.state_dict().items()})
 
 
 def step_once(qtbot, window: MainWindow):

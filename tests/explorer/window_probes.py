@@ -1,0 +1,25 @@
+"""Looking inside a window's engine from a test: each works whether the engine runs in a process of its own
+(the app's default; this module is then imported there to run `state_arrays`) or in the worker's thread."""
+from __future__ import annotations
+
+import numpy as np
+
+WAIT_MS = 30_000
+
+
+def in_engine(qtbot, window, fn):
+    """fn(trainer) evaluated in the engine (between two steps), its result returned here."""
+    box = {}
+    window.call_in_worker("test", fn, lambda result, error: box.update(result=result, error=error))
+    qtbot.waitUntil(lambda: "error" in box, timeout=WAIT_MS)
+    assert box["error"] == "", box["error"]
+    return box["result"]
+
+
+def state_arrays(trainer) -> dict[str, np.ndarray]:
+    """The model's weights as numpy arrays (runs in the engine)."""
+    return {k: v.detach().cpu().numpy().copy() for k, v in trainer.model.state_dict().items()}
+
+
+def weights(qtbot, window) -> dict[str, np.ndarray]:
+    return in_engine(qtbot, window, state_arrays)
