@@ -279,9 +279,15 @@ def limit_torch_threads():
     torch.set_num_threads(max(1, min(4, (os.cpu_count() or 2) // 2)))
 
 
+def _exit_on_terminate(_signum, _frame):
+    """SIGTERM (a stop the step did not heed in time) unwinds, so cleanup runs (no temporary file is left)."""
+    raise SystemExit(0)
+
+
 def serve(spec: RunSpec, flags: Flags, commands: PickledQueue, events: PickledQueue):
     """The engine process's main function: run the loop, each event a pickled (name, args) on `events`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl+C in the terminal is the GUI's to handle
+    signal.signal(signal.SIGTERM, _exit_on_terminate)
 
     def emit(name: str, *args):
         try:

@@ -34,8 +34,8 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 from explorer.engine_loop import IDLE_POLL_S, Command, EngineLoop, Flags, PickledQueue, RunSpec, serve
 
 ENGINE_ENV = "GRADFLOW_ENGINE"   # "process" (default) or "thread"
-STOP_GRACE_S = 0.5               # after stop, how long a busy engine process may take to finish its step
-KILL_GRACE_S = 0.5               # ... and after terminate (SIGTERM: cleanup handlers run), before kill
+STOP_GRACE_S = 0.3               # after stop, how long a busy engine process may take to finish its step
+KILL_GRACE_S = 0.3               # ... and after terminate (SIGTERM: cleanup runs), before kill: < 1 s in all
 
 
 def isolated_by_default() -> bool:
