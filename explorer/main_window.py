@@ -11,29 +11,31 @@ import base64
 import importlib
 import math
 import time
-from collections import deque
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from string import Template
 from typing import Any, Callable
 
-import numpy as np
-from PySide6.QtCore import QByteArray, QEvent, QPoint, QRect, QSettings, QSize, Qt, QTimer, Slot
-from PySide6.QtGui import (QAction, QActionGroup, QColor, QFont, QGuiApplication, QImage, QKeySequence, QPainter,
-                           QPalette, QRegion, QTextDocument)
-from PySide6.QtWidgets import (QApplication, QComboBox, QDialog, QDialogButtonBox, QDockWidget, QFileDialog,
-                               QFormLayout, QFrame, QHBoxLayout, QLabel, QLineEdit, QMainWindow, QMessageBox,
-                               QProgressDialog, QPushButton, QSizePolicy, QSpinBox, QStyle, QTabWidget,
-                               QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtCore import QByteArray, QPoint, QRect, QSettings, QSize, Qt, QTimer, Slot
+from PySide6.QtGui import QAction, QActionGroup, QFont, QImage, QKeySequence, QPainter, QRegion
+from PySide6.QtWidgets import (QApplication, QComboBox, QDockWidget, QLabel, QMainWindow, QMessageBox, QStyle,
+                               QTabWidget, QVBoxLayout, QWidget)
 
-from core.config import LIVE_KEYS, SPECS, Config, ConfigError
+from core.config import LIVE_KEYS, Config, ConfigError
 from core.presets import DEFAULT_PRESET, Preset, load_preset, preset_names
 from core.records import History, Record
 from explorer import engine_calls, errors
+from explorer.checkpoints import CHECKPOINT_EVERY, Checkpoint, Checkpoints
+from explorer.dialogs import PNG_SCALES, ContinueDialog
+from explorer.dock_layout import arrange_default
+from explorer.export_actions import WindowExports
+from explorer.recording import ANIMATION_FPS, AnimationRecorder, Recording
+from explorer.run_controls import RunControls, run_action, run_toolbar
+from explorer.session_files import SessionFiles
 from explorer.settings_panel import SettingsPanel, format_value
 from explorer.status import StatusReadout, StepRate, fmt
 from explorer.theme import DEFAULT_THEME, THEMES, Theme, presentation
+from explorer.window_style import palette_for, stylesheet
+from explorer.window_widgets import DockTitleBar, LoadingOverlay, MessageBar, ScenarioBanner
 from explorer.worker import TrainingSession
 
 ORGANIZATION, APPLICATION = "GradientFlowExplorer", "Explorer"
@@ -44,213 +46,13 @@ FRAME_COST_FACTOR = 3       # engine in a thread (GRADFLOW_ENGINE=thread): drawi
 SPEEDS: tuple[tuple[str, float | None], ...] = (
     ("1 step/s", 1.0), ("5 steps/s", 5.0), ("20 steps/s", 20.0), ("unlimited", None))
 DEFAULT_SPEED = "unlimited"
-STYLES = Path(__file__).resolve().parents[1] / "resources" / "styles"
-
-# Default dock layout, by panel class name: a big top row and a bottom row, each of groups (a group of
-# several panels is tabbed, the first in front). The deeper views (contributions, LSTM highway, Jacobians)
-# sit behind the everyday panel they explain. Panels not named here join the last group.
-TOP_ROW = (("GradientTimePanel",), ("SpectrumPanel", "JacobiansPanel"))
-BOTTOM_WIDE = (("TrainingPanel",), ("GradientHistoryPanel", "ContributionsPanel"),
-               ("HiddenStatePanel", "LstmHighwayPanel"), ("TaskViewPanel",))
-BOTTOM_NARROW = (("GradientHistoryPanel", "TrainingPanel", "ContributionsPanel"),
-                 ("HiddenStatePanel", "TaskViewPanel", "LstmHighwayPanel"))
-# Presentation type leaves room for fewer panels: the bottom row is one full-width group of tabs.
-BOTTOM_PRESENTATION = (("GradientHistoryPanel", "TrainingPanel", "HiddenStatePanel", "TaskViewPanel",
-                        "ContributionsPanel", "LstmHighwayPanel"),)
-WIDE_SCREEN = 1700
-
-SESSION_SUFFIX = ".gfe"     # core.session.SUFFIX (not imported: core.session imports torch)
 VIEW_VERSION = 1            # the layout of the `view` dict this window writes into a session
-CHECKPOINT_EVERY = 50       # ask the worker for a snapshot every this many steps (and at step 1)
-CHECKPOINTS_KEPT = 3
-CHECKPOINT_BUDGET = 256 * 2**20   # bytes of snapshots kept at most (the newest is always kept)
-ANIMATION_FPS = 10
 COMPARE_MODULE = "explorer.compare_window"
-
-
-def stylesheet(theme: Theme) -> str:
-    """resources/styles/<theme>.qss with $font_pt (and the theme's colours) filled in."""
-    path = STYLES / f"{theme.name}.qss"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
-        return ""
-    values = {name: getattr(theme, name) for name in ("background", "foreground", "muted", "alert")}
-    values.update(font_pt=theme.font_pt, big_pt=round(theme.font_pt * 1.3, 1), small_pt=round(theme.font_pt * 0.9, 1),
-                  caption_pt=round(theme.font_pt * (0.9 if theme.presentation else 1.0), 1))
-    return Template(text).safe_substitute(values)
-
-
-def palette_for(theme: Theme) -> QPalette:
-    """A Fusion palette in the theme's colours (widgets the stylesheet does not restyle follow it)."""
-    dark = theme.name == "dark"
-    window = QColor("#1b1f24" if dark else "#f4f5f7")
-    base = QColor("#101317" if dark else "#ffffff")
-    text = QColor(theme.foreground)
-    button = QColor("#262b32" if dark else "#eceef1")
-    pal = QPalette()
-    for role, colour in ((QPalette.ColorRole.Window, window), (QPalette.ColorRole.WindowText, text),
-                         (QPalette.ColorRole.Base, base), (QPalette.ColorRole.AlternateBase, window),
-                         (QPalette.ColorRole.Text, text), (QPalette.ColorRole.Button, button),
-                         (QPalette.ColorRole.ButtonText, text), (QPalette.ColorRole.ToolTipBase, base),
-                         (QPalette.ColorRole.ToolTipText, text), (QPalette.ColorRole.PlaceholderText,
-                                                                 QColor(theme.muted)),
-                         (QPalette.ColorRole.Highlight, QColor("#2f81f7" if dark else "#0969da")),
-                         (QPalette.ColorRole.HighlightedText, QColor("#ffffff"))):
-        pal.setColor(role, colour)
-    disabled = QColor("#60666e" if dark else "#a0a4a8")
-    for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText):
-        pal.setColor(QPalette.ColorGroup.Disabled, role, disabled)
-    return pal
 
 
 def _default_panels() -> list[type]:
     from explorer.panels import PANELS
     return list(PANELS)
-
-
-class ScenarioBanner(QFrame):
-    """The scenario's title and its explanation, across the top of the window."""
-
-    def __init__(self, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.setObjectName("scenarioBanner")
-        self.title = QLabel()
-        self.title.setObjectName("bannerTitle")
-        self.text = QLabel()
-        self.text.setObjectName("bannerText")
-        self.text.setWordWrap(True)
-        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.close_button = QToolButton()
-        self.close_button.setText("×")
-        self.close_button.setObjectName("bannerClose")
-        self.close_button.setToolTip("Hide the explanation (View ▸ Scenario explanation brings it back)")
-        column = QVBoxLayout()
-        column.setSpacing(2)
-        column.addWidget(self.title)
-        column.addWidget(self.text)
-        row = QHBoxLayout(self)
-        row.setContentsMargins(12, 6, 6, 8)
-        row.addLayout(column, 1)
-        row.addWidget(self.close_button, 0, Qt.AlignmentFlag.AlignTop)
-
-    def set_scenario(self, title: str, explanation: str, modified: bool):
-        self.title.setText(f"{title}   <span style='font-weight:normal'><i>(modified)</i></span>"
-                           if modified else title)
-        self.text.setText(explanation or "A configuration of your own: no explanation.")
-
-
-class DockTitleBar(QFrame):
-    """A dock's title bar: the title in the window's font (Qt's own bar keeps the platform's small title
-    font even in presentation mode), a float and a close button. Drags and double-clicks on the title
-    are left to the dock (QLabel ignores them), so moving and docking work as usual."""
-
-    def __init__(self, dock: QDockWidget):
-        super().__init__(dock)
-        self.setObjectName("dockTitleBar")
-        self.dock = dock
-        self.label = QLabel(dock.windowTitle())
-        self.label.setObjectName("dockTitle")
-        style = self.style()
-        self.float_button = QToolButton()
-        self.float_button.setIcon(style.standardIcon(QStyle.StandardPixmap.SP_TitleBarNormalButton))
-        self.float_button.setToolTip("Float / dock this panel (or drag its title)")
-        self.float_button.clicked.connect(self._on_float_clicked)
-        self.close_button = QToolButton()
-        self.close_button.setIcon(style.standardIcon(QStyle.StandardPixmap.SP_TitleBarCloseButton))
-        self.close_button.setToolTip("Hide this panel (View menu brings it back)")
-        self.close_button.clicked.connect(dock.close)
-        for button in (self.float_button, self.close_button):
-            button.setAutoRaise(True)
-            button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
-        row = QHBoxLayout(self)
-        row.setContentsMargins(8, 2, 2, 2)
-        row.setSpacing(2)
-        row.addWidget(self.label, 1)
-        row.addWidget(self.float_button)
-        row.addWidget(self.close_button)
-        dock.windowTitleChanged.connect(self.label.setText)
-
-    @Slot()
-    def _on_float_clicked(self):
-        self.dock.setFloating(not self.dock.isFloating())
-
-
-class LoadingOverlay(QLabel):
-    """Covers the dock area until the first record is drawn, so nobody sees empty plots."""
-
-    def __init__(self, host: QWidget):
-        super().__init__("Building the model and computing step 1 …", host)
-        self.setObjectName("loadingOverlay")
-        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.setAutoFillBackground(True)
-        host.installEventFilter(self)
-        self.setGeometry(host.rect())
-        self.raise_()
-
-    def eventFilter(self, watched, event):
-        if event.type() == QEvent.Type.Resize:
-            self.setGeometry(watched.rect())
-            self.raise_()
-        return False
-
-
-class MessageBar(QFrame):
-    """A message in the window (divergence, errors): coloured, with optional buttons; stays until closed."""
-
-    def __init__(self, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.setObjectName("messageBar")
-        self.label = QLabel()
-        self.label.setObjectName("messageText")
-        self.label.setWordWrap(True)
-        self.label.setTextFormat(Qt.TextFormat.RichText)
-        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.label.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-        self._buttons = QHBoxLayout()
-        self._buttons.setSpacing(6)
-        close = QToolButton()
-        close.setText("×")
-        close.setToolTip("Dismiss")
-        close.clicked.connect(self.clear)
-        row = QHBoxLayout(self)
-        row.setContentsMargins(12, 6, 6, 6)
-        row.addWidget(self.label, 1)
-        row.addLayout(self._buttons)
-        row.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
-        self.kind = ""
-        self.setVisible(False)
-
-    def show_message(self, kind: str, html: str, actions: tuple[tuple[str, object], ...] = ()):
-        """kind: 'error' | 'warning' | 'info'; actions: (button text, bound callable) pairs."""
-        self.kind = kind
-        self.setProperty("kind", kind)
-        self.style().unpolish(self)
-        self.style().polish(self)
-        self.label.setText(html)
-        while self._buttons.count():
-            item = self._buttons.takeAt(0)
-            if item.widget() is not None:
-                item.widget().deleteLater()
-        for text, callback in actions:
-            button = QPushButton(text)
-            button.clicked.connect(callback)
-            self._buttons.addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
-        self.setVisible(True)
-
-    def text(self) -> str:
-        """The message as plain text ('' when none is shown)."""
-        if not self.kind:
-            return ""
-        doc = QTextDocument()
-        doc.setHtml(self.label.text())
-        return doc.toPlainText()
-
-    @Slot()
-    def clear(self):
-        self.kind = ""
-        self.label.setText("")
-        self.setVisible(False)
 
 
 class MainWindow(QMainWindow):
@@ -283,15 +85,12 @@ class MainWindow(QMainWindow):
         self.last_message_box: QMessageBox | None = None     # the last problem shown (tests read and close it)
         self._calls: dict[str, Callable[[Any, str], None]] = {}   # worker.call tag -> GUI-thread handler
         self._call_seq = 0
-        self.session_path: Path | None = None                # the .gfe this run was opened from / saved to
-        self._saves_pending = 0
-        self._restoring: dict | None = None                  # an Open Session in progress
-        self.checkpoints: deque[Checkpoint] = deque(maxlen=CHECKPOINTS_KEPT)
+        self.session_files = SessionFiles(self)              # Save / Open Session
+        self.exports = WindowExports(self)                   # File ▸ Export
+        self.recorder = AnimationRecorder(self)              # an animation being recorded
+        self.checkpoints = Checkpoints(self)                 # snapshots for Revert
         self.checkpoint_every = CHECKPOINT_EVERY
-        self._model_id = 0                                    # +1 whenever the worker gets another model
-        self._checkpoint_pending = False
         self.diverged_record: Record | None = None           # the record of the refused update, until resolved
-        self.recording: Recording | None = None              # an animation being recorded
 
         speed_name = str(self.store.value("speed", DEFAULT_SPEED))
         if speed_name not in dict(SPEEDS):
@@ -381,96 +180,27 @@ class MainWindow(QMainWindow):
 
     def _default_layout(self, width: int | None = None):
         """Settings on the left; gradient-through-time big at the top beside the spectrum; the rest below
-        (tabbed in groups on screens narrower than WIDE_SCREEN)."""
-        host = self.dock_host
-        width = (width or self.width()) / self.theme.scale   # presentation type needs the room of a smaller screen
-        for dock in (self.settings_dock, *self.panel_docks.values()):
-            host.removeDockWidget(dock)
-        host.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.settings_dock)
-        self.settings_dock.show()
-
-        named = dict(self.panel_docks)
-
-        def take(row):
-            taken = []
-            for group in row:
-                docks = [named.pop(n) for n in group if n in named]
-                if docks:
-                    taken.append(docks)
-            return taken
-
-        top_groups = take(TOP_ROW)
-        groups = take(BOTTOM_WIDE if width >= WIDE_SCREEN else
-                      BOTTOM_PRESENTATION if self.theme.presentation else BOTTOM_NARROW)
-        if named:  # panels this layout does not know
-            groups.append(list(named.values())) if not groups else groups[-1].extend(named.values())
-        if not top_groups and groups:
-            top_groups = [groups.pop(0)]
-        if not top_groups:
-            return
-        top = [g[0] for g in top_groups]
-        right = Qt.DockWidgetArea.RightDockWidgetArea
-        host.addDockWidget(right, top[0])
-        if groups:
-            host.splitDockWidget(top[0], groups[0][0], Qt.Orientation.Vertical)
-        for previous, dock in zip(top, top[1:]):
-            host.splitDockWidget(previous, dock, Qt.Orientation.Horizontal)
-        for previous, group in zip(groups, groups[1:]):
-            host.splitDockWidget(previous[0], group[0], Qt.Orientation.Horizontal)
-        for dock in (*top, *(g[0] for g in groups)):
-            dock.show()
-        for group in (*top_groups, *groups):   # tabify last: the tabs behind the first are hidden (and not drawn)
-            for dock in group[1:]:
-                dock.show()
-                host.tabifyDockWidget(group[0], dock)
-            group[0].raise_()
-        self._size_docks(top, [g[0] for g in groups])
+        (explorer.dock_layout)."""
+        laid_out = arrange_default(self.dock_host, self.settings_dock, self.panel_docks, width or self.width(),
+                                   self.size(), self.theme, self.settings_panel.minimumSizeHint().width())
         overlay = getattr(self, "overlay", None)
-        if overlay is not None and not overlay.isHidden():
+        if laid_out and overlay is not None and not overlay.isHidden():
             overlay.raise_()
 
-    def _size_docks(self, top: list[QDockWidget], bottom: list[QDockWidget]):
-        host = self.dock_host
-        w, h = max(self.width(), 800), max(self.height(), 600)
-        settings_w = max(self.settings_panel.minimumSizeHint().width() + 8, int(min(400, 0.2 * w)))
-        rest = w - settings_w
-        if top:  # a lone dock cannot be resized: give both sides of the splitter their share
-            host.resizeDocks([self.settings_dock, top[0]], [settings_w, rest], Qt.Orientation.Horizontal)
-        if top and bottom:
-            share = 0.62 if self.theme.presentation else 0.56   # presentation: the bottom row is one tab group
-            host.resizeDocks([top[0], bottom[0]], [int(share * h), int((1 - share) * h)], Qt.Orientation.Vertical)
-        if len(top) > 1:
-            host.resizeDocks(top, [int(rest * 0.62)] + [int(rest * 0.38 / (len(top) - 1))] * (len(top) - 1),
-                             Qt.Orientation.Horizontal)
-        if len(bottom) > 1:
-            host.resizeDocks(bottom, [rest // len(bottom)] * len(bottom), Qt.Orientation.Horizontal)
-
     def _build_actions(self):
-        style = self.style()
-        self.play_action = QAction(style.standardIcon(QStyle.StandardPixmap.SP_MediaPlay), "Play", self)
-        self.play_action.setShortcut(QKeySequence(Qt.Key.Key_Space))
-        self.play_action.setToolTip("Play / Pause training (Space)")
-        self.play_action.triggered.connect(self._on_play_triggered)
-        self.step_action = QAction(style.standardIcon(QStyle.StandardPixmap.SP_MediaSkipForward), "Step", self)
-        self.step_action.setShortcut(QKeySequence(Qt.Key.Key_Right))
-        self.step_action.setToolTip("One optimizer step, fully recorded (Right arrow)")
-        self.step_action.triggered.connect(self._on_step_triggered)
-        self.reset_action = QAction(style.standardIcon(QStyle.StandardPixmap.SP_BrowserReload), "Reset", self)
-        self.reset_action.setShortcut(QKeySequence(Qt.Key.Key_R))
-        self.reset_action.setToolTip("Start again from step 1 with the current settings (R)")
-        self.reset_action.triggered.connect(self._on_reset_triggered)
+        self.controls = RunControls(self, self.worker, "Play / Pause training (Space)",
+                                    "One optimizer step, fully recorded (Right arrow)", self._repaint,
+                                    self._on_run_state_shown)
+        self.play_action, self.step_action = self.controls.play_action, self.controls.step_action
+        self.reset_action = run_action(self, QStyle.StandardPixmap.SP_BrowserReload, "Reset", Qt.Key.Key_R,
+                                       "Start again from step 1 with the current settings (R)",
+                                       self._on_reset_triggered)
         for action in (self.play_action, self.step_action, self.reset_action):
             action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
             self.addAction(action)
 
     def _build_toolbar(self, speed_name: str):
-        bar = self.addToolBar("Controls")
-        bar.setObjectName("controls")
-        bar.setMovable(False)
-        bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        bar.addAction(self.play_action)
-        bar.addAction(self.step_action)
-        bar.addAction(self.reset_action)
+        bar = run_toolbar(self, "Controls", "controls", (self.play_action, self.step_action, self.reset_action))
         bar.addSeparator()
         bar.addWidget(QLabel(" Max speed "))
         self.speed_combo = QComboBox()
@@ -513,11 +243,11 @@ class MainWindow(QMainWindow):
     def _build_menus(self):
         menu = self.menuBar()
         file_menu = menu.addMenu("&File")
-        self.open_action = file_menu.addAction("Open Session…", self._on_open_session)
+        self.open_action = file_menu.addAction("Open Session…", self.session_files.ask_open)
         self.open_action.setShortcut(QKeySequence.StandardKey.Open)
-        self.save_action = file_menu.addAction("Save Session", self._on_save_session)
+        self.save_action = file_menu.addAction("Save Session", self.session_files.save_or_ask)
         self.save_action.setShortcut(QKeySequence.StandardKey.Save)
-        self.save_as_action = file_menu.addAction("Save Session As…", self._on_save_session_as)
+        self.save_as_action = file_menu.addAction("Save Session As…", self.session_files.ask_save_as)
         self.save_as_action.setShortcut(QKeySequence("Ctrl+Shift+S"))
         for action, tip in ((self.open_action, "Reopen a saved run exactly where it was: step, curves, weights, view"),
                             (self.save_action, "Save the run (config, weights, optimizer, history) and the view "
@@ -528,12 +258,12 @@ class MainWindow(QMainWindow):
         export = self.export_menu = file_menu.addMenu("Export")
         dashboard = export.addMenu("Dashboard as PNG")
         self.dashboard_actions: dict[int, QAction] = {}
-        for scale, use in ((1, "screen"), (2, "slides"), (4, "print")):
-            action = dashboard.addAction(f"{scale}×  ({use})…", partial(self._on_export_dashboard, scale))
+        for scale, use in PNG_SCALES:
+            action = dashboard.addAction(f"{scale}×  ({use})…", partial(self.exports.ask_dashboard, scale))
             self.dashboard_actions[scale] = action
-        export.addAction("Panel as PNG/SVG…", self._on_export_panel)
-        export.addAction("Run data as CSV/NPZ…", self._on_export_run_data)
-        export.addAction("Animation (GIF/MP4)…", self._on_export_animation)
+        export.addAction("Panel as PNG/SVG…", self.exports.ask_panel)
+        export.addAction("Run data as CSV/NPZ…", self.exports.ask_run_data)
+        export.addAction("Animation (GIF/MP4)…", self.exports.ask_animation)
         export.addSeparator()
         self.copy_action = export.addAction("Copy figure to clipboard", self._on_copy_figure)
         self.copy_action.setShortcut(QKeySequence("Ctrl+Shift+C"))
@@ -590,8 +320,6 @@ class MainWindow(QMainWindow):
         w.rebuild_failed.connect(self._on_rebuild_failed)
         w.config_changed.connect(self._on_config_changed)
         w.update_failed.connect(self._on_update_failed)
-        w.paused.connect(self._on_paused)
-        w.playing.connect(self._on_worker_playing)
         w.diverged.connect(self._on_diverged)
         w.failed.connect(self._on_failed)
         w.call_done.connect(self._on_call_done)
@@ -738,21 +466,14 @@ class MainWindow(QMainWindow):
     def play(self):
         if self.message_bar.kind in ("error", "warning"):
             self.message_bar.clear()
-        self.worker.play()
-        self._set_playing_ui(True)
+        self.controls.play()
 
     def pause(self):
-        self.worker.pause()
-        self._set_playing_ui(False)
+        self.controls.pause()
 
-    @Slot()
-    def _on_play_triggered(self):
-        self.pause() if self.worker.is_playing() else self.play()
-
-    @Slot()
-    def _on_step_triggered(self):
-        self.worker.step_once()
-        self._set_playing_ui(False)
+    def step(self):
+        """One optimizer step, fully recorded."""
+        self.controls.step()
 
     @Slot()
     def _on_reset_triggered(self):
@@ -788,9 +509,9 @@ class MainWindow(QMainWindow):
         self.scenario_combo.blockSignals(False)
 
     def _set_playing_ui(self, playing: bool):
-        icon = QStyle.StandardPixmap.SP_MediaPause if playing else QStyle.StandardPixmap.SP_MediaPlay
-        self.play_action.setIcon(self.style().standardIcon(icon))
-        self.play_action.setText("Pause" if playing else "Play")
+        self.controls.show(playing)
+
+    def _on_run_state_shown(self, playing: bool):
         self.readout.set_state("▶ running" if playing else "■ paused")
 
     # -- settings -> worker ----------------------------------------------------------------------------
@@ -807,8 +528,7 @@ class MainWindow(QMainWindow):
     # -- worker -> GUI (queued, bound slots) ---------------------------------------------------------------
     @Slot(object)
     def _on_record(self, record: Record):
-        if self._restoring is not None:   # the rebuilt model's step 1, about to be replaced by the session
-            self._restoring["seed"] = record
+        if self.session_files.take_seed(record):   # the rebuilt model's step 1, about to be replaced
             return
         self.history.append(record)
         self.latest = record
@@ -821,17 +541,16 @@ class MainWindow(QMainWindow):
         if self.session_path is not None and not self.isWindowModified():
             self.setWindowModified(True)
         if record.diverged is None and (record.step == 1 or record.step % self.checkpoint_every == 0):
-            self._request_checkpoint()
+            self.checkpoints.request()
         if self.recording is not None:
-            self._on_recording_step(record)
+            self.recorder.on_record(record)
 
     @Slot(object)
     def _on_rebuilt(self, config: Config):
         self.history = History(config.history_mb * 2**20)
         self.latest = self._latest_detailed = None
         self.rate.reset()
-        self.checkpoints.clear()     # snapshots of another model
-        self._model_id += 1
+        self.checkpoints.new_model()     # snapshots of another model
         self.diverged_record = None
         if self._candidate is not None and self._candidate.config == config:
             self.preset = self._candidate
@@ -845,10 +564,7 @@ class MainWindow(QMainWindow):
     @Slot(object, str)
     def _on_rebuild_failed(self, config: Config, message: str):
         self.overlay.hide()
-        if self._restoring is not None:   # Open Session: the saved run cannot be rebuilt here
-            restoring, self._restoring = self._restoring, None
-            self.show_problem("Session not opened", f"{restoring['path'].name}: cannot rebuild the saved run: "
-                                                    f"{message}", "The running model was kept.")
+        if self.session_files.rebuild_failed(message):   # Open Session: the saved run cannot be rebuilt here
             return
         self._candidate = None
         self._select_scenario(self.preset.name)
@@ -866,21 +582,9 @@ class MainWindow(QMainWindow):
     def _on_update_failed(self, message: str):
         self.settings_panel.show_error(message)
 
-    @Slot(int)
-    def _on_paused(self, step: int):
-        if self.worker.is_playing():  # Play was pressed again meanwhile
-            return
-        self._set_playing_ui(False)
-        self._repaint()  # the last step computed, at once
-
-    @Slot()
-    def _on_worker_playing(self):
-        if self.worker.is_playing():
-            self._set_playing_ui(True)
-
     @Slot(object)
     def _on_diverged(self, record: Record):
-        if self._restoring is not None:
+        if self.session_files.restoring is not None:
             return
         self._set_playing_ui(False)
         self.diverged_record = record
@@ -895,7 +599,7 @@ class MainWindow(QMainWindow):
         self._last_traceback = details
         errors.log.error("training: %s\n%s", message, details.rstrip())
         if self.recording is not None:
-            self._finish_recording(f"training failed: {message}")
+            self.recorder.finish(f"training failed: {message}")
         self.message_bar.show_message("error", f"<b>Something went wrong.</b> {_html(message)}. "
                                                "Training is paused; the app keeps running.",
                                       (("Details…", self._on_error_details),))
@@ -1077,58 +781,26 @@ class MainWindow(QMainWindow):
             if box is self.last_message_box:
                 self.last_message_box = None
 
-    def _last_dir(self) -> str:
-        folder = str(self.store.value("last_dir", ""))
-        return folder if folder and Path(folder).is_dir() else str(Path.home())
-
-    def _remember_dir(self, path: Path):
-        self.store.setValue("last_dir", str(path.parent))
-
-    def _ask_save_path(self, title: str, kinds: tuple[tuple[str, str], ...], name: str) -> Path | None:
-        """A save dialog; kinds: (label, suffix) pairs. The suffix of the chosen kind is added if missing."""
-        filters = ";;".join(f"{label} (*{suffix})" for label, suffix in kinds)
-        chosen, selected = QFileDialog.getSaveFileName(self, title, str(Path(self._last_dir()) / name), filters)
-        if not chosen:
-            return None
-        path = Path(chosen)
-        suffixes = [suffix for _, suffix in kinds]
-        if path.suffix.lower() not in suffixes:
-            suffix = next((s for label, s in kinds if selected.startswith(label)), suffixes[0])
-            path = path.with_name(path.name + suffix)
-        self._remember_dir(path)
-        return path
-
-    def _default_name(self, suffix: str, what: str = "") -> str:
-        step = self.latest.step if self.latest is not None else 0
-        return f"{self.preset.name}{'_' + what if what else ''}_step{step}{suffix}"
-
     def _update_title(self, modified: bool = False):
         """'Gradient Flow Explorer — demo.gfe', with '*' once the run has moved on since it was saved/opened."""
-        name = f" — {self.session_path.name}[*]" if self.session_path is not None else ""
+        path = self.session_files.path
+        name = f" — {path.name}[*]" if path is not None else ""
         self.setWindowTitle(f"Gradient Flow Explorer{name}")
         self.setWindowModified(modified)
 
-    # -- sessions ----------------------------------------------------------------------------------------
-    @Slot()
-    def _on_open_session(self):
-        path, _ = QFileDialog.getOpenFileName(self, "Open session", self._last_dir(),
-                                              f"Gradient Flow Explorer sessions (*{SESSION_SUFFIX});;All files (*)")
-        if path:
-            self.open_session(path)
+    # -- sessions (explorer.session_files) -------------------------------------------------------------------
+    @property
+    def session_path(self) -> Path | None:
+        """The .gfe this run was opened from / saved to."""
+        return self.session_files.path
 
-    @Slot()
-    def _on_save_session(self):
-        if self.session_path is None:
-            self._on_save_session_as()
-        else:
-            self.save_session(self.session_path)
+    def save_session(self, path: str | Path):
+        """Save the run and the view to `path` (see SessionFiles.save)."""
+        self.session_files.save(path)
 
-    @Slot()
-    def _on_save_session_as(self):
-        path = self._ask_save_path("Save session", (("Gradient Flow Explorer session", SESSION_SUFFIX),),
-                                   self.session_path.name if self.session_path else self._default_name(SESSION_SUFFIX))
-        if path is not None:
-            self.save_session(path)
+    def open_session(self, path: str | Path):
+        """Reopen a saved run and its view (see SessionFiles.open)."""
+        self.session_files.open(path)
 
     def view_state(self) -> dict[str, Any]:
         """What a session keeps of the window (JSON): theme, presentation, docks, geometry, speed."""
@@ -1137,68 +809,11 @@ class MainWindow(QMainWindow):
                 "geometry": _b64(self.saveGeometry()), "speed": self.speed_combo.currentText(),
                 "banner": self.banner_action.isChecked(), "preset": self.preset.name}
 
-    def save_session(self, path: str | Path):
-        """Save the run and the view to `path` (.gfe added if missing). Written by the worker between two
-        steps, atomically; a failure is shown in a dialog and changes nothing."""
-        path = Path(path)
-        if path.suffix.lower() != SESSION_SUFFIX:
-            path = path.with_name(path.name + SESSION_SUFFIX)
-        problem = _folder_problem(path)
-        if problem:
-            self.show_problem("Session not saved", f"cannot save the session to {path}: {problem}")
-            return
-        self._saves_pending += 1
-        self.readout.set_state("saving …")
-        self.call_in_worker("save", partial(engine_calls.save_session, str(path), self.view_state()),
-                            partial(self._on_session_saved, path))
-
-    def _on_session_saved(self, path: Path, step: object, error: str):
-        self._saves_pending -= 1
-        self._set_playing_ui(self.worker.is_playing())
-        if error:
-            self.show_problem("Session not saved", error,
-                              "Nothing was written; an earlier file of that name is unchanged. The run continues.")
-            return
-        self.session_path = path
-        self._update_title()
-        errors.log.info("saved session %s at step %s", path, step)
-        self.statusBar().showMessage(f"Saved {path.name} at step {step:,}.", 8000)
-
-    def open_session(self, path: str | Path):
-        """Reopen a saved run exactly where it was (step, history, weights, what the panels showed) and its
-        view. Read and checked in the worker; a damaged file is shown in a dialog and changes nothing."""
-        path = Path(path)
-        if self._restoring is not None or self.recording is not None:
-            self.show_problem("Session not opened", "another session is being opened or an animation recorded; "
-                                                    "try again when it has finished")
-            return
-        self._remember_dir(path)
-        self.readout.set_state("opening …")
-        self.call_in_worker("open", partial(engine_calls.read_session, str(path)), partial(self._on_session_read, path))
-
-    def _on_session_read(self, path: Path, result: object, error: str):
-        if error:
-            self._set_playing_ui(self.worker.is_playing())
-            self.show_problem("Session not opened", error, "Nothing was changed: the current run continues.")
-            return
-        self.pause()
-        self.message_bar.clear()
-        self._restoring = {"path": path, "view": result["view"], "seed": None}
-        self.worker.rebuild(result["config"])   # a Trainer for the saved config, then its state moves in
-        self.call_in_worker("restore", partial(engine_calls.adopt_session, str(path)),
-                            partial(self._on_session_restored, path))
-
-    def _on_session_restored(self, path: Path, result: object, error: str):
-        restoring, self._restoring = self._restoring, None
-        if restoring is None:      # the rebuild was refused: already reported
-            return
-        if error:
-            self.show_problem("Session not opened", f"{path.name}: its state could not be restored: {error}",
-                              "The model was rebuilt with the session's settings at step 1.")
-            return
-        view, history, saved = restoring["view"], result["history"], result["records"]
+    def _adopt_session(self, view: dict, history: History, seed: Record | None, saved: list[Record]):
+        """An opened session's run replaces this one: its history, the records the panels showed (after the
+        rebuilt model's step 1, `seed`) and its view."""
         for panel in self.panels:   # panels see the rebuilt model's step 1, then the saved state: a new run
-            for record in ([restoring["seed"]] if restoring["seed"] is not None else []) + saved:
+            for record in ([seed] if seed is not None else []) + saved:
                 try:
                     panel.show_record(record, history)
                 except Exception as e:  # noqa: BLE001 - one panel must not stop the others
@@ -1210,22 +825,17 @@ class MainWindow(QMainWindow):
         self._latest_detailed = detailed[-1] if detailed else None
         self._drawn.clear()
         self.rate.reset()
-        self.checkpoints.clear()
-        self._model_id += 1
+        self.checkpoints.new_model()
         self.diverged_record = None
         self._apply_view(view)
-        self.session_path = path
         self._update_title()
         self._update_banner()
         if self.latest is None:     # a session saved without what the panels showed: one step draws them
             self.worker.step_once()
         else:
-            self._request_checkpoint()
+            self.checkpoints.request()
             self._repaint()
         self._set_playing_ui(False)
-        step = self.latest.step if self.latest is not None else len(history)
-        errors.log.info("opened session %s at step %d", path, step)
-        self.statusBar().showMessage(f"Opened {path.name} at step {step:,}.", 8000)
 
     def _apply_view(self, view: dict):
         """Theme, presentation, dock layout, geometry, speed and banner from a session (bad values ignored)."""
@@ -1294,78 +904,16 @@ class MainWindow(QMainWindow):
         self._repaint()
         return panel
 
-    def _export(self, what: str, path: Path, write: Callable[[], None]) -> bool:
-        """Run `write`; a failure becomes a dialog naming the file and the reason. True if written."""
-        from explorer.export import ExportError
-        problem = _folder_problem(path)
-        try:
-            if problem:
-                raise ExportError(f"cannot write {path}: {problem}")
-            write()
-        except ExportError as e:
-            self.show_problem(f"{what} not exported", str(e), "Nothing was written. The app keeps running.")
-            return False
-        except OSError as e:
-            self.show_problem(f"{what} not exported", f"cannot write {path}: {e.strerror or e}",
-                              "Nothing was written. The app keeps running.")
-            return False
-        errors.log.info("exported %s to %s", what, path)
-        self.statusBar().showMessage(f"Exported {what.lower()} to {path}", 8000)
-        return True
-
-    @Slot()
-    def _on_export_dashboard(self, scale: int):
-        path = self._ask_save_path(f"Export the dashboard as PNG ({scale}×)", (("PNG image", ".png"),),
-                                   self._default_name(".png", f"dashboard_{scale}x"))
-        if path is not None:
-            self.export_dashboard_png(path, scale)
-
     def export_dashboard_png(self, path: str | Path, scale: float = 1.0) -> bool:
-        path = Path(path)
-        return self._export("Dashboard", path, lambda: _write_png(self.render_dashboard(scale), path))
-
-    @Slot()
-    def _on_export_panel(self):
-        dialog = PanelExportDialog([(p.title, type(p).__name__) for p in self.panels], self)
-        if dialog.exec() != QDialog.DialogCode.Accepted:
-            return
-        name, scale = dialog.choice()
-        path = self._ask_save_path("Export a panel", (("PNG image", ".png"), ("SVG vector image", ".svg")),
-                                   self._default_name(".png", _snake(name)))
-        if path is not None:
-            self.export_panel(name, path, scale)
+        return self.exports.dashboard_png(path, scale)
 
     def export_panel(self, name: str, path: str | Path, scale: float = 2.0) -> bool:
         """One panel (class name) as PNG at `scale` × or as SVG, by the file's suffix."""
-        from explorer import export
-        path = Path(path)
-        if path.suffix.lower() not in (".png", ".svg"):
-            self.show_problem("Panel not exported", f"cannot export {path.name}: use .png or .svg")
-            return False
-        panel = self._panel_on_screen(name)
-        if path.suffix.lower() == ".svg":
-            return self._export(panel.title, path, lambda: export.save_svg(panel, path, title=panel.title))
-        return self._export(panel.title, path, lambda: export.save_png(panel, path, scale))
-
-    @Slot()
-    def _on_export_run_data(self):
-        path = self._ask_save_path("Export the run's data", (("CSV, one row per step", ".csv"),
-                                                              ("NumPy arrays (NPZ)", ".npz")),
-                                   self._default_name(".csv"))
-        if path is not None:
-            self.export_run_data(path)
+        return self.exports.panel(name, path, scale)
 
     def export_run_data(self, path: str | Path) -> bool:
         """The run so far (the window's history) as CSV (one row per step) or NPZ (every array)."""
-        from core.run_data import save_csv, save_npz
-        path = Path(path)
-        suffix = path.suffix.lower()
-        if suffix not in (".csv", ".npz"):
-            self.show_problem("Run data not exported", f"cannot export {path.name}: use .csv or .npz")
-            return False
-        history, last = self.history, self.frame_record()
-        write = (lambda: save_csv(path, history)) if suffix == ".csv" else (lambda: save_npz(path, history, last))
-        return self._export("Run data", path, write)
+        return self.exports.run_data(path)
 
     @Slot()
     def _on_copy_figure(self):
@@ -1373,110 +921,23 @@ class MainWindow(QMainWindow):
 
     def copy_figure(self, scale: float = 2.0):
         """The dashboard at `scale` × on the clipboard, for pasting into slides."""
-        QGuiApplication.clipboard().setImage(self.render_dashboard(scale))
-        self.statusBar().showMessage(f"Dashboard copied to the clipboard ({scale:g}×).", 6000)
+        self.exports.copy_figure(scale)
 
-    @Slot()
-    def _on_export_animation(self):
-        targets = [("Dashboard (all panels)", "dashboard")] + [(p.title, type(p).__name__) for p in self.panels]
-        dialog = AnimationDialog(targets, self)
-        if dialog.exec() != QDialog.DialogCode.Accepted:
-            return
-        target, steps, frames = dialog.choice()
-        path = self._ask_save_path("Save the animation", (("GIF animation", ".gif"), ("MP4 video", ".mp4")),
-                                   self._default_name(".gif", "animation"))
-        if path is not None:
-            self.record_animation(path, steps, frames, target)
+    # -- recording an animation (explorer.recording) ---------------------------------------------------
+    @property
+    def recording(self) -> Recording | None:
+        """The animation being recorded (None when there is none)."""
+        return self.recorder.current
 
     def record_animation(self, path: str | Path, steps: int, frames: int, target: str = "dashboard",
                          fps: int = ANIMATION_FPS) -> bool:
         """Train `steps` more steps, drawing `frames` frames (the first: now) of the dashboard or of one panel
         (class name), then write a GIF or MP4. A cancellable progress dialog shows while it records."""
-        from explorer.export import Animation
-        path = Path(path)
-        problem = ("use .gif or .mp4" if path.suffix.lower() not in (".gif", ".mp4") else _folder_problem(path)
-                   or ("there is no run to record yet" if self.latest is None else "")
-                   or ("another animation is being recorded" if self.recording is not None else ""))
-        if problem:
-            self.show_problem("Animation not recorded", f"cannot record {path}: {problem}")
-            return False
-        self.pause()
-        self._go_live()
-        steps, frames = max(1, int(steps)), max(2, int(frames))
-        start = self.latest.step
-        after = min(frames - 1, steps)                    # frames after the first
-        frame_steps = sorted({start + round(j * steps / after) for j in range(1, after + 1)})
-        progress = QProgressDialog(f"Recording {steps:,} steps into {path.name} …", "Cancel", 0, steps, self)
-        progress.setWindowTitle("Recording animation")
-        progress.setWindowModality(Qt.WindowModality.WindowModal)
-        progress.setMinimumDuration(0)
-        progress.setAutoClose(False)
-        progress.setAutoReset(False)
-        progress.canceled.connect(self._on_recording_canceled)
-        self.recording = Recording(path, target, steps, start, frame_steps, Animation(fps), progress)
-        if target != "dashboard":
-            self._panel_on_screen(target)
-        self._grab_frame()
-        progress.setValue(0)
-        progress.show()
-        self.worker.step_once()
-        return True
-
-    def _grab_frame(self):
-        rec = self.recording
-        self._repaint()
-        if rec.target == "dashboard":
-            image = self.render_dashboard(1.0)
-        else:
-            from explorer.export import render_image
-            image = render_image(self.panel(rec.target), 1.0)
-        if rec.size is None:
-            rec.size = image.size()
-        elif image.size() != rec.size:   # the window was resized while recording: keep one frame size
-            image = image.scaled(rec.size, Qt.AspectRatioMode.IgnoreAspectRatio,
-                                 Qt.TransformationMode.SmoothTransformation)
-        rec.animation.frames.append(_rgb_array(image))
-
-    def _on_recording_step(self, record: Record):
-        rec = self.recording
-        if rec.progress.wasCanceled():
-            self._on_recording_canceled()
-            return
-        done = record.step - rec.start
-        if done <= 0:
-            return
-        rec.progress.setValue(min(done, rec.steps))
-        if record.step in rec.frame_steps or record.diverged is not None or done >= rec.steps:
-            self._grab_frame()
-        if record.diverged is not None:
-            self._finish_recording(f"the run diverged at step {record.step}; the animation ends there")
-        elif done >= rec.steps:
-            self._finish_recording()
-        else:
-            self.worker.step_once()
-
-    def _finish_recording(self, note: str = ""):
-        rec, self.recording = self.recording, None
-        if rec is None:
-            return
-        rec.progress.setLabelText(f"Writing {rec.path.name} ({len(rec.animation.frames)} frames) …")
-        rec.progress.setCancelButton(None)
-        QApplication.processEvents()
-        try:
-            self._export("Animation", rec.path, lambda: rec.animation.save(rec.path))   # failures: a dialog
-        finally:
-            rec.progress.close()
-            rec.progress.deleteLater()
-        if note:
-            self.statusBar().showMessage(f"{rec.path.name}: {note}.", 10000)
+        return self.recorder.start(path, steps, frames, target, fps)
 
     @Slot()
     def _on_recording_canceled(self):
-        rec, self.recording = self.recording, None
-        if rec is not None:
-            rec.progress.close()
-            rec.progress.deleteLater()
-            self.statusBar().showMessage(f"Animation cancelled; {rec.path.name} was not written.", 8000)
+        self.recorder.cancel()
 
     # -- comparison (explorer.compare_window, when present) ---------------------------------------------
     def _compare_module(self):
@@ -1509,37 +970,9 @@ class MainWindow(QMainWindow):
         return module.open_comparison_dialog(parent=self)
 
     # -- reliability: checkpoints, revert, continue, engine-checked values -------------------------------
-    def _request_checkpoint(self):
-        """A snapshot of the trainer (weights, optimizer, step, history) for Revert; the last few are kept."""
-        if self._checkpoint_pending:
-            return
-        self._checkpoint_pending = True
-        self.call_in_worker("checkpoint", engine_calls.checkpoint, partial(self._on_checkpoint_done, self._model_id))
-
-    def _on_checkpoint_done(self, model_id: int, result: object, error: str):
-        self._checkpoint_pending = False
-        if error:
-            errors.log.warning("checkpoint failed: %s", error)
-            return
-        if result is None or model_id != self._model_id:
-            return   # weights not finite, no model, or a model that has since been replaced
-        step = result["step"]
-        latest = result["latest"] or (self.latest if self.latest is not None and self.latest.step == step else None)
-        if latest is None:
-            return
-        while self.checkpoints and self.checkpoints[-1].step >= step:
-            self.checkpoints.pop()
-        self.checkpoints.append(Checkpoint(step, result["snapshot"], latest, result["detailed"], result["config"],
-                                           result["nbytes"]))
-        while len(self.checkpoints) > 1 and sum(c.nbytes for c in self.checkpoints) > CHECKPOINT_BUDGET:
-            self.checkpoints.popleft()
-
     def revert_target(self, record: Record | None) -> Checkpoint | None:
         """The newest checkpoint known to be good before `record`'s blow-up: the step after it was finite."""
-        if record is None:
-            return None
-        good = [c for c in self.checkpoints if c.step <= record.step - 2]
-        return good[-1] if good else None
+        return self.checkpoints.revert_target(record)
 
     @Slot()
     def _on_revert_triggered(self):
@@ -1573,8 +1006,7 @@ class MainWindow(QMainWindow):
         self.latest = checkpoint.latest
         if checkpoint.latest.hidden is not None or checkpoint.detailed is not None:
             self._latest_detailed = checkpoint.latest if checkpoint.latest.hidden is not None else checkpoint.detailed
-        while self.checkpoints and self.checkpoints[-1].step > checkpoint.step:
-            self.checkpoints.pop()
+        self.checkpoints.drop_after(checkpoint.step)
         self.diverged_record = None
         self._drawn.clear()
         self.rate.reset()
@@ -1672,22 +1104,14 @@ class MainWindow(QMainWindow):
         if not self._closing:
             self._closing = True
             if self.recording is not None:
-                self._on_recording_canceled()
-            self._wait_for_saves()
+                self.recorder.cancel()
+            self.session_files.wait_for_saves()
             self._save_settings()
             self.frame_timer.stop()
             if not self.session.shutdown(1000):   # stop -> quit -> wait; a long step ends first
                 self.hide()
                 self.session.thread.wait()
         super().closeEvent(event)
-
-
-    def _wait_for_saves(self, timeout_s: float = 15.0):
-        """A session being written finishes before the worker stops (it is one call between two steps)."""
-        deadline = time.perf_counter() + timeout_s
-        while self._saves_pending > 0 and time.perf_counter() < deadline and self.session.is_running():
-            QApplication.processEvents()
-            time.sleep(0.005)
 
 
 def _timeline_bar(window: "MainWindow"):
@@ -1710,150 +1134,7 @@ def _html(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-# -- dialogs ------------------------------------------------------------------------------------------------
-class PanelExportDialog(QDialog):
-    """Which panel, and at what resolution if it becomes a PNG."""
 
-    def __init__(self, panels: list[tuple[str, str]], parent: QWidget | None = None):
-        super().__init__(parent)
-        self.setWindowTitle("Export a panel")
-        self.panel_combo = QComboBox()
-        for title, name in panels:
-            self.panel_combo.addItem(title, name)
-        self.scale_combo = QComboBox()
-        for scale, use in ((1, "screen"), (2, "slides"), (4, "print")):
-            self.scale_combo.addItem(f"{scale}×  ({use})", scale)
-        self.scale_combo.setCurrentIndex(1)
-        form = QFormLayout()
-        form.addRow("Panel", self.panel_combo)
-        form.addRow("PNG resolution", self.scale_combo)
-        note = QLabel("The next dialog chooses the file: .png for a picture, .svg for a vector figure.")
-        note.setWordWrap(True)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        column = QVBoxLayout(self)
-        column.addLayout(form)
-        column.addWidget(note)
-        column.addWidget(buttons)
-
-    def choice(self) -> tuple[str, int]:
-        return self.panel_combo.currentData(), self.scale_combo.currentData()
-
-
-class AnimationDialog(QDialog):
-    """What to record (the dashboard or one panel), over how many more steps, in how many frames."""
-
-    def __init__(self, targets: list[tuple[str, str]], parent: QWidget | None = None):
-        super().__init__(parent)
-        self.setWindowTitle("Record an animation")
-        self.target_combo = QComboBox()
-        for title, name in targets:
-            self.target_combo.addItem(title, name)
-        self.steps_spin = QSpinBox()
-        self.steps_spin.setRange(1, 100_000)
-        self.steps_spin.setValue(200)
-        self.steps_spin.setSuffix(" steps")
-        self.frames_spin = QSpinBox()
-        self.frames_spin.setRange(2, 1000)
-        self.frames_spin.setValue(40)
-        self.frames_spin.setSuffix(" frames")
-        form = QFormLayout()
-        form.addRow("Show", self.target_combo)
-        form.addRow("Train", self.steps_spin)
-        form.addRow("Keep", self.frames_spin)
-        note = QLabel(f"Training goes on from the current step; frames are spread evenly over the steps and play "
-                      f"at {ANIMATION_FPS} frames per second. The next dialog chooses .gif or .mp4.")
-        note.setWordWrap(True)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        column = QVBoxLayout(self)
-        column.addLayout(form)
-        column.addWidget(note)
-        column.addWidget(buttons)
-
-    def choice(self) -> tuple[str, int, int]:
-        return self.target_combo.currentData(), self.steps_spin.value(), self.frames_spin.value()
-
-
-class ContinueDialog(QDialog):
-    """The live settings to continue with after a divergence, pre-filled with the usual remedies
-    (clipping on at θ = 1, a tenth of the learning rate); values the engine refuses keep it open."""
-
-    KEYS = ("lr", "clip", "spectral_radius")
-
-    def __init__(self, config: Config, where: str, before: Config | None = None, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.setWindowTitle("Continue with new settings")
-        self.config = config
-        intro = QLabel(where)
-        intro.setWordWrap(True)
-        lr = config.lr / 10 if config.lr / 10 >= SPECS["lr"].low else config.lr
-        rho = before.spectral_radius if before is not None else config.spectral_radius   # the value that worked
-        suggested = {"lr": format_value(lr), "clip": format_value(config.clip if config.clip is not None else 1.0),
-                     "spectral_radius": format_value(rho)}
-        self.edits: dict[str, QLineEdit] = {}
-        form = QFormLayout()
-        for key in self.KEYS:
-            edit = QLineEdit(suggested[key])
-            edit.setObjectName(f"continue_{key}")
-            now = format_value(getattr(config, key))
-            edit.setToolTip(f"now {now}; 'none' switches it off where allowed")
-            form.addRow(f"{key}  (now {now})", edit)
-            self.edits[key] = edit
-        self.error = QLabel()
-        self.error.setObjectName("fieldError")
-        self.error.setWordWrap(True)
-        self.error.setVisible(False)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Continue")
-        buttons.accepted.connect(self._on_ok)
-        buttons.rejected.connect(self.reject)
-        column = QVBoxLayout(self)
-        column.addWidget(intro)
-        column.addLayout(form)
-        column.addWidget(self.error)
-        column.addWidget(buttons)
-
-    def values(self) -> dict[str, str]:
-        return {key: edit.text() for key, edit in self.edits.items()}
-
-    @Slot()
-    def _on_ok(self):
-        try:
-            self.config.with_text(**self.values())
-        except ConfigError as e:
-            self.error.setText(str(e))
-            self.error.setVisible(True)
-            return
-        self.accept()
-
-
-# -- what the window keeps for Revert and for recording ---------------------------------------------------
-@dataclass
-class Checkpoint:
-    step: int                    # trainer.steps_done when it was taken
-    snapshot: bytes              # opaque: engine_calls.checkpoint()
-    latest: Record               # what the panels showed at that step
-    detailed: Record | None      # the newest record with hidden states at that step
-    config: Config               # the settings in force then (live keys may have changed since)
-    nbytes: int = 0
-
-
-@dataclass
-class Recording:
-    path: Path
-    target: str                  # "dashboard" or a panel's class name
-    steps: int
-    start: int                   # the step it started from
-    frame_steps: list[int]       # steps after which a frame is taken (the first frame is the start)
-    animation: Any               # explorer.export.Animation
-    progress: QProgressDialog
-    size: QSize | None = None    # of the first frame; later frames are scaled to it
-
-
-# -- plain helpers ----------------------------------------------------------------------------------------
 def _b64(data: QByteArray) -> str:
     return base64.b64encode(bytes(data)).decode("ascii")
 
@@ -1866,37 +1147,3 @@ def _unb64(text: object) -> QByteArray | None:
     except ValueError:
         return None
 
-
-def _folder_problem(path: Path) -> str:
-    """Why `path` cannot be written before trying ('' if it looks writable)."""
-    if path.is_dir():
-        return "it is a folder"
-    if not path.parent.is_dir():
-        return f"the folder {path.parent} does not exist"
-    return ""
-
-
-def _write_png(image: QImage, path: Path):
-    from PySide6.QtCore import QBuffer, QIODevice
-
-    from core.files import atomic_write
-    from explorer.export import ExportError
-    data = QByteArray()
-    buffer = QBuffer(data)
-    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
-    if not image.save(buffer, "PNG"):
-        raise ExportError(f"cannot write {path}: Qt could not encode the image as PNG")
-    atomic_write(path, bytes(data))
-
-
-def _rgb_array(image: QImage) -> np.ndarray:
-    """(H, W, 3) uint8 copy of an image (as explorer.export.Animation keeps its frames)."""
-    image = image.convertToFormat(QImage.Format.Format_RGB888)
-    array = np.frombuffer(image.constBits(), dtype=np.uint8).reshape(image.height(), image.bytesPerLine())
-    return array[:, :image.width() * 3].reshape(image.height(), image.width(), 3).copy()
-
-
-def _snake(name: str) -> str:
-    """'GradientTimePanel' -> 'gradient_time'."""
-    import re
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name.removesuffix("Panel")).lower()

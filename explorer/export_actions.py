@@ -1,0 +1,141 @@
+"""The window's File ▸ Export actions: the dashboard or a panel as a figure, the run's data, an animation,
+a figure on the clipboard. Each asks for a file, writes it atomically, and turns a failure into a dialog
+naming the file and the reason (nothing is written then; the app keeps running)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from PySide6.QtCore import QByteArray
+from PySide6.QtGui import QGuiApplication, QImage
+from PySide6.QtWidgets import QDialog
+
+from explorer import errors
+from explorer.dialogs import AnimationDialog, PanelExportDialog
+from explorer.file_dialogs import ask_save_path, folder_problem
+
+if TYPE_CHECKING:
+    from explorer.main_window import MainWindow
+
+
+class WindowExports:
+    """Exports of `window`'s dashboard, panels and run; the menu's handlers ask for the file first."""
+
+    def __init__(self, window: MainWindow):
+        self.window = window
+
+    def default_name(self, suffix: str, what: str = "") -> str:
+        window = self.window
+        step = window.latest.step if window.latest is not None else 0
+        return f"{window.preset.name}{'_' + what if what else ''}_step{step}{suffix}"
+
+    def ask_path(self, title: str, kinds: tuple[tuple[str, str], ...], name: str) -> Path | None:
+        return ask_save_path(self.window, self.window.store, title, kinds, name)
+
+    def write(self, what: str, path: Path, write: Callable[[], None]) -> bool:
+        """Run `write`; a failure becomes a dialog naming the file and the reason. True if written."""
+        from explorer.export import ExportError
+        problem = folder_problem(path)
+        try:
+            if problem:
+                raise ExportError(f"cannot write {path}: {problem}")
+            write()
+        except ExportError as e:
+            self.window.show_problem(f"{what} not exported", str(e), "Nothing was written. The app keeps running.")
+            return False
+        except OSError as e:
+            self.window.show_problem(f"{what} not exported", f"cannot write {path}: {e.strerror or e}",
+                                     "Nothing was written. The app keeps running.")
+            return False
+        errors.log.info("exported %s to %s", what, path)
+        self.window.statusBar().showMessage(f"Exported {what.lower()} to {path}", 8000)
+        return True
+
+    # -- what the menu asks for ---------------------------------------------------------------------------
+    def ask_dashboard(self, scale: int):
+        path = self.ask_path(f"Export the dashboard as PNG ({scale}×)", (("PNG image", ".png"),),
+                             self.default_name(".png", f"dashboard_{scale}x"))
+        if path is not None:
+            self.dashboard_png(path, scale)
+
+    def ask_panel(self):
+        dialog = PanelExportDialog([(p.title, type(p).__name__) for p in self.window.panels], self.window)
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            return
+        name, scale = dialog.choice()
+        path = self.ask_path("Export a panel", (("PNG image", ".png"), ("SVG vector image", ".svg")),
+                             self.default_name(".png", _snake(name)))
+        if path is not None:
+            self.panel(name, path, scale)
+
+    def ask_run_data(self):
+        path = self.ask_path("Export the run's data", (("CSV, one row per step", ".csv"),
+                                                        ("NumPy arrays (NPZ)", ".npz")),
+                             self.default_name(".csv"))
+        if path is not None:
+            self.run_data(path)
+
+    def ask_animation(self):
+        window = self.window
+        targets = [("Dashboard (all panels)", "dashboard")] + [(p.title, type(p).__name__) for p in window.panels]
+        dialog = AnimationDialog(targets, window)
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            return
+        target, steps, frames = dialog.choice()
+        path = self.ask_path("Save the animation", (("GIF animation", ".gif"), ("MP4 video", ".mp4")),
+                             self.default_name(".gif", "animation"))
+        if path is not None:
+            window.record_animation(path, steps, frames, target)
+
+    # -- the exports ----------------------------------------------------------------------------------------
+    def dashboard_png(self, path: str | Path, scale: float = 1.0) -> bool:
+        path = Path(path)
+        return self.write("Dashboard", path, lambda: _write_png(self.window.render_dashboard(scale), path))
+
+    def panel(self, name: str, path: str | Path, scale: float = 2.0) -> bool:
+        """One panel (class name) as PNG at `scale` × or as SVG, by the file's suffix."""
+        from explorer import export
+        path = Path(path)
+        if path.suffix.lower() not in (".png", ".svg"):
+            self.window.show_problem("Panel not exported", f"cannot export {path.name}: use .png or .svg")
+            return False
+        panel = self.window._panel_on_screen(name)
+        if path.suffix.lower() == ".svg":
+            return self.write(panel.title, path, lambda: export.save_svg(panel, path, title=panel.title))
+        return self.write(panel.title, path, lambda: export.save_png(panel, path, scale))
+
+    def run_data(self, path: str | Path) -> bool:
+        """The run so far (the window's history) as CSV (one row per step) or NPZ (every array)."""
+        from core.run_data import save_csv, save_npz
+        path = Path(path)
+        suffix = path.suffix.lower()
+        if suffix not in (".csv", ".npz"):
+            self.window.show_problem("Run data not exported", f"cannot export {path.name}: use .csv or .npz")
+            return False
+        history, last = self.window.history, self.window.frame_record()
+        write = (lambda: save_csv(path, history)) if suffix == ".csv" else (lambda: save_npz(path, history, last))
+        return self.write("Run data", path, write)
+
+    def copy_figure(self, scale: float = 2.0):
+        """The dashboard at `scale` × on the clipboard, for pasting into slides."""
+        QGuiApplication.clipboard().setImage(self.window.render_dashboard(scale))
+        self.window.statusBar().showMessage(f"Dashboard copied to the clipboard ({scale:g}×).", 6000)
+
+
+def _write_png(image: QImage, path: Path):
+    from PySide6.QtCore import QBuffer, QIODevice
+
+    from core.files import atomic_write
+    from explorer.export import ExportError
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    if not image.save(buffer, "PNG"):
+        raise ExportError(f"cannot write {path}: Qt could not encode the image as PNG")
+    atomic_write(path, bytes(data))
+
+
+def _snake(name: str) -> str:
+    """'GradientTimePanel' -> 'gradient_time'."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name.removesuffix("Panel")).lower()

@@ -1,0 +1,152 @@
+"""The small widgets the main window is built from: the scenario banner, a dock's title bar, the loading
+overlay and the message bar."""
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, Qt, Slot
+from PySide6.QtGui import QTextDocument
+from PySide6.QtWidgets import (QDockWidget, QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QStyle,
+                               QToolButton, QVBoxLayout, QWidget)
+
+
+class ScenarioBanner(QFrame):
+    """The scenario's title and its explanation, across the top of the window."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("scenarioBanner")
+        self.title = QLabel()
+        self.title.setObjectName("bannerTitle")
+        self.text = QLabel()
+        self.text.setObjectName("bannerText")
+        self.text.setWordWrap(True)
+        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.close_button = QToolButton()
+        self.close_button.setText("×")
+        self.close_button.setObjectName("bannerClose")
+        self.close_button.setToolTip("Hide the explanation (View ▸ Scenario explanation brings it back)")
+        column = QVBoxLayout()
+        column.setSpacing(2)
+        column.addWidget(self.title)
+        column.addWidget(self.text)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(12, 6, 6, 8)
+        row.addLayout(column, 1)
+        row.addWidget(self.close_button, 0, Qt.AlignmentFlag.AlignTop)
+
+    def set_scenario(self, title: str, explanation: str, modified: bool):
+        self.title.setText(f"{title}   <span style='font-weight:normal'><i>(modified)</i></span>"
+                           if modified else title)
+        self.text.setText(explanation or "A configuration of your own: no explanation.")
+
+
+class DockTitleBar(QFrame):
+    """A dock's title bar: the title in the window's font (Qt's own bar keeps the platform's small title
+    font even in presentation mode), a float and a close button. Drags and double-clicks on the title
+    are left to the dock (QLabel ignores them), so moving and docking work as usual."""
+
+    def __init__(self, dock: QDockWidget):
+        super().__init__(dock)
+        self.setObjectName("dockTitleBar")
+        self.dock = dock
+        self.label = QLabel(dock.windowTitle())
+        self.label.setObjectName("dockTitle")
+        style = self.style()
+        self.float_button = QToolButton()
+        self.float_button.setIcon(style.standardIcon(QStyle.StandardPixmap.SP_TitleBarNormalButton))
+        self.float_button.setToolTip("Float / dock this panel (or drag its title)")
+        self.float_button.clicked.connect(self._on_float_clicked)
+        self.close_button = QToolButton()
+        self.close_button.setIcon(style.standardIcon(QStyle.StandardPixmap.SP_TitleBarCloseButton))
+        self.close_button.setToolTip("Hide this panel (View menu brings it back)")
+        self.close_button.clicked.connect(dock.close)
+        for button in (self.float_button, self.close_button):
+            button.setAutoRaise(True)
+            button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(8, 2, 2, 2)
+        row.setSpacing(2)
+        row.addWidget(self.label, 1)
+        row.addWidget(self.float_button)
+        row.addWidget(self.close_button)
+        dock.windowTitleChanged.connect(self.label.setText)
+
+    @Slot()
+    def _on_float_clicked(self):
+        self.dock.setFloating(not self.dock.isFloating())
+
+
+class LoadingOverlay(QLabel):
+    """Covers the dock area until the first record is drawn, so nobody sees empty plots."""
+
+    def __init__(self, host: QWidget):
+        super().__init__("Building the model and computing step 1 …", host)
+        self.setObjectName("loadingOverlay")
+        self.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.setAutoFillBackground(True)
+        host.installEventFilter(self)
+        self.setGeometry(host.rect())
+        self.raise_()
+
+    def eventFilter(self, watched, event):
+        if event.type() == QEvent.Type.Resize:
+            self.setGeometry(watched.rect())
+            self.raise_()
+        return False
+
+
+class MessageBar(QFrame):
+    """A message in the window (divergence, errors): coloured, with optional buttons; stays until closed."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("messageBar")
+        self.label = QLabel()
+        self.label.setObjectName("messageText")
+        self.label.setWordWrap(True)
+        self.label.setTextFormat(Qt.TextFormat.RichText)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.label.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self._buttons = QHBoxLayout()
+        self._buttons.setSpacing(6)
+        close = QToolButton()
+        close.setText("×")
+        close.setToolTip("Dismiss")
+        close.clicked.connect(self.clear)
+        row = QHBoxLayout(self)
+        row.setContentsMargins(12, 6, 6, 6)
+        row.addWidget(self.label, 1)
+        row.addLayout(self._buttons)
+        row.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
+        self.kind = ""
+        self.setVisible(False)
+
+    def show_message(self, kind: str, html: str, actions: tuple[tuple[str, object], ...] = ()):
+        """kind: 'error' | 'warning' | 'info'; actions: (button text, bound callable) pairs."""
+        self.kind = kind
+        self.setProperty("kind", kind)
+        self.style().unpolish(self)
+        self.style().polish(self)
+        self.label.setText(html)
+        while self._buttons.count():
+            item = self._buttons.takeAt(0)
+            if item.widget() is not None:
+                item.widget().deleteLater()
+        for text, callback in actions:
+            button = QPushButton(text)
+            button.clicked.connect(callback)
+            self._buttons.addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
+        self.setVisible(True)
+
+    def text(self) -> str:
+        """The message as plain text ('' when none is shown)."""
+        if not self.kind:
+            return ""
+        doc = QTextDocument()
+        doc.setHtml(self.label.text())
+        return doc.toPlainText()
+
+    @Slot()
+    def clear(self):
+        self.kind = ""
+        self.label.setText("")
+        self.setVisible(False)
