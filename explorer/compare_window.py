@@ -18,19 +18,19 @@ from typing import Sequence
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Slot
-from PySide6.QtGui import QAction, QKeySequence, QPalette
-from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout,
-                               QLabel, QLineEdit, QMainWindow, QRadioButton, QSplitter, QStyle, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QFormLayout, QHBoxLayout,
+                               QLabel, QLineEdit, QMainWindow, QRadioButton, QSplitter, QVBoxLayout, QWidget)
 
 from core.compare import MAX_RUNS, MIN_RUNS, check_runs
 from core.config import Config, ConfigError
 from core.presets import Preset, load_preset, preset_names
 from core.records import History, Record
 from explorer import plotting
-from explorer.panels.base import Panel
+from explorer.dialogs import ok_cancel
+from explorer.panels.base import Panel, surface_color, themed_palette
 from explorer.panels.hidden_state import HiddenStatePanel
 from explorer.panels.spectrum import SpectrumPanel
+from explorer.run_controls import RunControls, run_toolbar
 from explorer.theme import DEFAULT_THEME, Theme
 from explorer.worker import TrainingSession
 
@@ -240,21 +240,10 @@ class CompareWindow(QMainWindow):
 
     # -- construction -------------------------------------------------------------------------------------
     def _build(self, title: str, explanation: str):
-        style = self.style()
-        self.play_action = QAction(style.standardIcon(QStyle.StandardPixmap.SP_MediaPlay), "Play", self)
-        self.play_action.setShortcut(QKeySequence(Qt.Key.Key_Space))
-        self.play_action.setToolTip("Play / Pause all runs (Space)")
-        self.play_action.triggered.connect(self._on_play_triggered)
-        self.step_action = QAction(style.standardIcon(QStyle.StandardPixmap.SP_MediaSkipForward), "Step", self)
-        self.step_action.setShortcut(QKeySequence(Qt.Key.Key_Right))
-        self.step_action.setToolTip("One optimizer step of every run, on the same batch (→)")
-        self.step_action.triggered.connect(self._on_step_triggered)
-        toolbar = self.addToolBar("Run")
-        toolbar.setObjectName("compareToolbar")
-        toolbar.setMovable(False)
-        toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
-        toolbar.addAction(self.play_action)
-        toolbar.addAction(self.step_action)
+        self.controls = RunControls(self, self.worker, "Play / Pause all runs (Space)",
+                                    "One optimizer step of every run, on the same batch (→)", self._repaint)
+        self.play_action, self.step_action = self.controls.play_action, self.controls.step_action
+        toolbar = run_toolbar(self, "Run", "compareToolbar", (self.play_action, self.step_action))
         self.step_label = QLabel("building …")
         self.step_label.setContentsMargins(12, 0, 0, 0)
         toolbar.addWidget(self.step_label)
@@ -293,8 +282,6 @@ class CompareWindow(QMainWindow):
         w = self.worker   # bound slots of this GUI-thread window only
         w.record_ready.connect(self._on_records)
         w.rebuild_failed.connect(self._on_rebuild_failed)
-        w.paused.connect(self._on_paused)
-        w.playing.connect(self._on_worker_playing)
         w.diverged.connect(self._on_paused_by_divergence)
         w.failed.connect(self._on_failed)
 
@@ -303,15 +290,8 @@ class CompareWindow(QMainWindow):
 
     def apply_theme(self, theme: Theme):
         self.theme = theme
-        palette = self.palette()
-        for role in (QPalette.ColorRole.Window, QPalette.ColorRole.Base):
-            palette.setColor(role, plotting.color(theme.background))
-        for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText):
-            palette.setColor(role, plotting.color(theme.foreground))
-        surface = plotting.color(theme.background)       # toolbar and buttons: a shade off the background
-        surface = (surface.lighter(150) if theme.name == "dark" else surface.darker(106)).name()
-        palette.setColor(QPalette.ColorRole.Button, plotting.color(surface))
-        self.setPalette(palette)
+        self.setPalette(themed_palette(self.palette(), theme))
+        surface = surface_color(theme).name()        # toolbar and buttons: a shade off the background
         if self.parent() is None:   # with a parent (the main window) its style sheet reaches this window too
             self.setStyleSheet(f"QMainWindow#CompareWindow, QWidget#compareCentral {{ background: {theme.background}; "
                                f"color: {theme.foreground}; }}"
@@ -335,29 +315,16 @@ class CompareWindow(QMainWindow):
         return self.worker.is_playing()
 
     def play(self):
-        self.worker.play()
-        self._set_playing_ui(True)
+        self.controls.play()
 
     def pause(self):
-        self.worker.pause()
-        self._set_playing_ui(False)
+        self.controls.pause()
 
     def step(self):
-        self.worker.step_once()
-        self._set_playing_ui(False)
-
-    @Slot()
-    def _on_play_triggered(self):
-        self.pause() if self.worker.is_playing() else self.play()
-
-    @Slot()
-    def _on_step_triggered(self):
-        self.step()
+        self.controls.step()
 
     def _set_playing_ui(self, playing: bool):
-        icon = QStyle.StandardPixmap.SP_MediaPause if playing else QStyle.StandardPixmap.SP_MediaPlay
-        self.play_action.setIcon(self.style().standardIcon(icon))
-        self.play_action.setText("Pause" if playing else "Play")
+        self.controls.show(playing)
 
     # -- worker -> GUI (queued, bound slots) ----------------------------------------------------------------
     @Slot(object)
@@ -372,17 +339,6 @@ class CompareWindow(QMainWindow):
     @Slot(object, str)
     def _on_rebuild_failed(self, config, message: str):
         self.step_label.setText(f"could not build the runs: {message}")
-
-    @Slot(int)
-    def _on_paused(self, step: int):
-        if not self.worker.is_playing():
-            self._set_playing_ui(False)
-            self._repaint()
-
-    @Slot()
-    def _on_worker_playing(self):
-        if self.worker.is_playing():
-            self._set_playing_ui(True)
 
     @Slot(object)
     def _on_paused_by_divergence(self, records):
@@ -480,8 +436,7 @@ class CompareDialog(QDialog):
         self.error_label.setWordWrap(True)
         self.error_label.setStyleSheet(f"color: {DEFAULT_THEME.alert};")
         self.error_label.setVisible(False)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Compare")
+        self.buttons = ok_cancel(self, "Compare", self._on_accept_clicked)
 
         vary_row = QHBoxLayout()
         vary_row.addWidget(self.vary)
@@ -499,8 +454,6 @@ class CompareDialog(QDialog):
 
         self.preset_combo.currentIndexChanged.connect(self._on_preset_changed)
         self.key_combo.currentIndexChanged.connect(self._on_key_changed)
-        self.buttons.accepted.connect(self._on_accept_clicked)
-        self.buttons.rejected.connect(self.reject)
         name = base.name if isinstance(base, Preset) else base
         if name is None:
             name = next((n for n, p in self.presets.items() if p.runs), None)

@@ -5,7 +5,7 @@ import time
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QPalette
+from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from core.records import History, Record
@@ -15,6 +15,22 @@ from explorer.theme import DEFAULT_THEME, Theme
 
 SIDE_RATIO = 1.2   # legends go beside the plots when the room left for them is wider than this × the height
 
+
+
+def surface_color(theme: Theme) -> QColor:
+    """Controls (combo boxes, toolbars, buttons): a shade off the theme's background."""
+    surface = plotting.color(theme.background)
+    return surface.lighter(150) if theme.name == "dark" else surface.darker(106)
+
+
+def themed_palette(palette: QPalette, theme: Theme) -> QPalette:
+    """`palette` with the theme's background, ink and control surface (Window, Base, texts, Button)."""
+    for role in (QPalette.ColorRole.Window, QPalette.ColorRole.Base):
+        palette.setColor(role, plotting.color(theme.background))
+    for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText):
+        palette.setColor(role, plotting.color(theme.foreground))
+    palette.setColor(QPalette.ColorRole.Button, surface_color(theme))
+    return palette
 
 class Panel(QWidget):
     """A view of records. Subclasses set `title` and `caption`, build their plots in
@@ -214,15 +230,8 @@ class Panel(QWidget):
     def apply_theme(self, theme: Theme) -> None:
         """Restyle every existing plot, legend, note and label for `theme` (nothing is rebuilt)."""
         self.theme = theme
-        palette = self.palette()
-        for role in (QPalette.ColorRole.Window, QPalette.ColorRole.Base):
-            palette.setColor(role, plotting.color(theme.background))
-        for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText):
-            palette.setColor(role, plotting.color(theme.foreground))
-        surface = plotting.color(theme.background)       # controls (combo boxes): a shade off the background
-        surface = surface.lighter(150) if theme.name == "dark" else surface.darker(106)
-        palette.setColor(QPalette.ColorRole.Button, surface)
-        palette.setColor(QPalette.ColorRole.AlternateBase, surface)
+        palette = themed_palette(self.palette(), theme)
+        palette.setColor(QPalette.ColorRole.AlternateBase, surface_color(theme))
         palette.setColor(QPalette.ColorRole.Highlight, plotting.color(theme.color(0)))
         self.setPalette(palette)
         self.caption_label.setFont(plotting.caption_font(theme))
