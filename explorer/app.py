@@ -59,11 +59,30 @@ def main(argv: list[str] | None = None) -> int:
     window = MainWindow(preset=args.preset)
     errors.install_excepthook(window.errors)     # an exception in any slot: logged, shown, the app goes on
     window.show()
+    _close_on_signals(window)
     try:
         return app.exec()
     finally:
         errors.restore_excepthook()
         errors.log.info("closed")
+
+
+def _close_on_signals(window):
+    """Ctrl+C (SIGINT) or SIGTERM closes the window as its close button does: the engine process stops, the
+    settings are saved. Qt's event loop runs in C++, so a timer lets Python look at signals 5 times a second."""
+    import signal
+
+    from PySide6.QtCore import QCoreApplication, QTimer
+
+    def close(_signum, _frame):
+        window.close()
+        QCoreApplication.quit()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, close)
+    timer = QTimer(window)
+    timer.timeout.connect(lambda: None)
+    timer.start(200)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@
 exact; the window process never imports torch; closing mid-step is quick."""
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -107,3 +109,23 @@ def test_closing_while_the_engine_is_stuck_in_a_step_returns_within_a_second(qtb
 def block(seconds: float, _trainer):
     """A stand-in for a step that will not end."""
     time.sleep(seconds)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_closes_the_app_cleanly(tmp_path, signum):
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path),
+           "XDG_DATA_HOME": str(tmp_path), ENGINE_ENV: "process"}
+    app = subprocess.Popen([sys.executable, "-m", "explorer"], env=env, stderr=subprocess.PIPE, text=True)
+    log = next(tmp_path.rglob("explorer.log"), None)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (log is None or "started" not in log.read_text()):
+        time.sleep(0.2)
+        log = next(tmp_path.rglob("explorer.log"), None)
+    time.sleep(3)                                                      # the engine process is up and training
+    app.send_signal(signum)
+    start = time.perf_counter()
+    _, stderr = app.communicate(timeout=10)
+    assert app.returncode == 0, stderr
+    assert time.perf_counter() - start < 2.0
+    assert "Traceback" not in stderr and "leaked" not in stderr, stderr
+    assert "closed" in log.read_text()
