@@ -1,10 +1,11 @@
 """Does memory stay flat over a long run? Trains N steps headless (or with the window open,
-offscreen, driven by its worker thread) and prints resident memory at checkpoints.
+offscreen, its engine in a process of its own as the app runs it) and prints resident memory at checkpoints.
 
     python benchmarks/soak.py --steps 100000            # headless
-    python benchmarks/soak.py --steps 20000 --window    # the app's window and worker
+    python benchmarks/soak.py --steps 20000 --window    # the app's window and its engine process
 
-Prints a table (step, RSS MiB, history MiB, steps/s) and writes JSON (--json).
+Prints a table (step, RSS MiB, engine RSS MiB, history MiB, steps/s) and writes JSON (--json). Headless,
+the two RSS columns are the one process; with the window, the first is the window's process.
 """
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core.config import Config  # noqa: E402
 
 
-def rss_mib() -> float:
-    with open("/proc/self/status") as f:
+def rss_mib(pid: int | str = "self") -> float:
+    with open(f"/proc/{pid}/status") as f:
         for line in f:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
@@ -36,9 +37,17 @@ def soak_headless(config: Config, steps: int, checkpoints: int):
     for i in range(1, steps + 1):
         trainer.step(detail=i % 30 == 0)  # detail at a GUI-like rate
         if i % every == 0 or i == steps:
-            rows.append((i, rss_mib(), trainer.history.nbytes / 2**20, i / (time.perf_counter() - start)))
-            print(f"{rows[-1][0]:>9} {rows[-1][1]:>9.1f} {rows[-1][2]:>11.2f} {rows[-1][3]:>9.1f}", flush=True)
+            rss = rss_mib()
+            report(rows, (i, rss, rss, trainer.history.nbytes / 2**20, i / (time.perf_counter() - start)))
     return rows
+
+
+COLUMNS = ("step", "rss_mib", "engine_rss_mib", "history_mib", "steps_per_s")
+
+
+def report(rows: list, row: tuple):
+    rows.append(row)
+    print(f"{row[0]:>9} {row[1]:>9.1f} {row[2]:>11.1f} {row[3]:>11.2f} {row[4]:>9.1f}", flush=True)
 
 
 def soak_window(config: Config, steps: int, checkpoints: int):
@@ -61,8 +70,8 @@ def soak_window(config: Config, steps: int, checkpoints: int):
         app.processEvents()
         done = window.latest.step if window.latest else 0
         if done >= next_mark:
-            rows.append((done, rss_mib(), window.history.nbytes / 2**20, done / (time.perf_counter() - start)))
-            print(f"{rows[-1][0]:>9} {rows[-1][1]:>9.1f} {rows[-1][2]:>11.2f} {rows[-1][3]:>9.1f}", flush=True)
+            report(rows, (done, rss_mib(), rss_mib(window.worker.process.pid), window.history.nbytes / 2**20,
+                          done / (time.perf_counter() - start)))
             next_mark += every
         if done >= steps:
             break
@@ -84,20 +93,23 @@ def main() -> int:
 
     config = Config(hidden_size=16, seq_len=20).replace(**dict(parse_assignment(a) for a in args.set))
     print(f"soak: {'window' if args.window else 'headless'}, {args.steps} steps, config {config.diff()}")
-    print(f"{'step':>9} {'RSS MiB':>9} {'history MiB':>11} {'steps/s':>9}")
+    print(f"{'step':>9} {'RSS MiB':>9} {'engine MiB':>11} {'history MiB':>11} {'steps/s':>9}")
     rows = (soak_window if args.window else soak_headless)(config, args.steps, args.checkpoints)
     # warm-up ends when the history reaches its byte cap; after that memory should stay flat
     cap = config.history_mb * 0.99
-    warm = next((r for r in rows if r[2] >= cap), rows[len(rows) // 2])
-    growth = rows[-1][1] - warm[1]
-    per_step = growth * 2**20 / max(1, rows[-1][0] - warm[0])
-    print(f"RSS after warm-up (step {warm[0]}, history {warm[2]:.1f} MiB of {config.history_mb}): {warm[1]:.1f} MiB; "
-          f"at step {rows[-1][0]}: {rows[-1][1]:.1f} MiB; growth {growth:+.1f} MiB ({per_step:.0f} bytes/step)")
+    warm = next((r for r in rows if r[3] >= cap), rows[len(rows) // 2])
+    last, steps_after = rows[-1], max(1, rows[-1][0] - warm[0])
+    growth = {name: last[i] - warm[i] for i, name in ((1, "rss"), (2, "engine_rss"))}
+    print(f"warm-up ends at step {warm[0]} (history {warm[3]:.1f} MiB of {config.history_mb}); from there to step "
+          f"{last[0]}: RSS {warm[1]:.1f} -> {last[1]:.1f} MiB ({growth['rss']:+.1f} MiB, "
+          f"{growth['rss'] * 2**20 / steps_after:.0f} bytes/step)"
+          + (f"; engine {warm[2]:.1f} -> {last[2]:.1f} MiB ({growth['engine_rss']:+.1f} MiB, "
+             f"{growth['engine_rss'] * 2**20 / steps_after:.0f} bytes/step)" if args.window else ""))
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps({"mode": "window" if args.window else "headless", "steps": args.steps,
-                                           "config": config.diff(), "growth_mib": growth,
-                                           "rows": [dict(zip(("step", "rss_mib", "history_mib", "steps_per_s"), r))
-                                                    for r in rows]}, indent=1))
+                                           "config": config.diff(), "warm_step": warm[0],
+                                           "growth_mib": growth["rss"], "engine_growth_mib": growth["engine_rss"],
+                                           "rows": [dict(zip(COLUMNS, r)) for r in rows]}, indent=1))
     return 0
 
 
