@@ -382,7 +382,9 @@ class CompareWindow(QMainWindow):
     # -- close ---------------------------------------------------------------------------------------------
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.parent() and event.type() == QEvent.Type.Close:
-            QTimer.singleShot(0, self._on_parent_closing)   # close too, unless the parent stays open
+            # close too, unless the parent stays open (with `self` as context, Qt drops the call if this
+            # window is deleted first)
+            QTimer.singleShot(0, self, self._on_parent_closing)
         return False
 
     @Slot()

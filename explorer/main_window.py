@@ -374,7 +374,7 @@ class MainWindow(QMainWindow):
         if not getattr(self, "_shown_once", False):
             self._shown_once = True
             if not self._layout_restored:  # size the default layout for the real window size
-                QTimer.singleShot(0, self._on_first_show)
+                QTimer.singleShot(0, self, self._on_first_show)
 
     @Slot()
     def _on_first_show(self):
@@ -418,7 +418,7 @@ class MainWindow(QMainWindow):
         self._layouts[self.theme.presentation] = self.dock_host.saveState(LAYOUT_VERSION)
         self._size_before_mode = self.size()
         self.set_theme(self.theme.name, on)
-        QTimer.singleShot(0, self._on_mode_layout)   # after the widgets have re-measured their new type
+        QTimer.singleShot(0, self, self._on_mode_layout)   # after the widgets have re-measured their new type
 
     @Slot()
     def _on_mode_layout(self):
@@ -848,7 +848,7 @@ class MainWindow(QMainWindow):
         docks = _unb64(view.get("docks"))
         if docks is not None and view.get("layout_version") == LAYOUT_VERSION:
             self._layouts[self.theme.presentation] = docks
-            QTimer.singleShot(0, self._on_mode_layout)   # after the widgets have measured the theme's type
+            QTimer.singleShot(0, self, self._on_mode_layout)   # after the widgets have measured the theme's type
         if view.get("speed") in dict(SPEEDS):
             self.speed_combo.setCurrentText(view["speed"])
         if isinstance(view.get("banner"), bool):

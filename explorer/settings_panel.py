@@ -260,7 +260,7 @@ class SettingsPanel(QWidget):
     def changeEvent(self, event):
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange:   # presentation mode: larger type, wider columns
-            QTimer.singleShot(0, self._fit_width)    # once the fields have their new fonts too
+            QTimer.singleShot(0, self, self._fit_width)    # once the fields have their new fonts too
 
     @Slot()
     def _fit_width(self):

@@ -508,6 +508,16 @@ def test_closing_the_compare_window_stops_its_thread(qtbot):
     assert not window.frame_timer.isActive()
 
 
+def test_closing_a_comparison_then_its_main_window_at_once_is_quiet(qtbot, open_window):
+    main = open_window()
+    child = open_comparison(small_runs(2), parent=main)
+    qtbot.waitUntil(lambda: child.latest is not None, timeout=WAIT_MS)
+    child.close()                  # deleted on close; the main window's Close event still reaches its filter
+    main.close()
+    qtbot.wait(100)                # the deferred "close with the parent" must find nothing to do, not crash
+    assert not open_windows()
+
+
 def test_vary_runs_change_one_setting_and_keep_the_others(qtbot):
     base = load_preset("lstm_forget_bias_1").config
     runs = vary_runs(base, "model", "rnn, lstm")
