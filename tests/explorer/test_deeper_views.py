@@ -24,6 +24,7 @@ from explorer.panels import (DEEPER_PANELS, PANELS, ContributionsPanel, Jacobian
 from explorer.panels.lstm_highway import NOT_LSTM  # noqa: E402
 from explorer.timeline import TimelineBar  # noqa: E402
 from explorer.worker import TrainingSession, TrainingWorker  # noqa: E402
+from panel_helpers import feed, make as make_panel  # noqa: E402 - tests/explorer is on sys.path
 
 SMALL = dict(hidden_size=16, batch_size=8)
 WAIT_MS = 30_000
@@ -58,15 +59,7 @@ def run(name: str) -> Run:
 
 
 def make(qtbot, cls):
-    panel = cls()
-    qtbot.addWidget(panel)
-    panel.resize(700, 480)
-    return panel
-
-
-def feed(panel, r: Run):
-    for record in r.records:
-        panel.show_record(record, r.history)
+    return make_panel(qtbot, cls, (700, 480))
 
 
 def gaps(values) -> np.ndarray:

@@ -16,6 +16,7 @@ from core.trainer import Trainer  # noqa: E402
 from explorer.panels import (PANELS, GradientHistoryPanel, GradientTimePanel, HiddenStatePanel,  # noqa: E402
                              Panel, SpectrumPanel, TaskViewPanel, TrainingPanel)
 from explorer.theme import THEMES, Theme, get_theme, presentation  # noqa: E402
+from panel_helpers import feed, make  # noqa: E402 - tests/explorer is on sys.path
 
 SMALL = dict(hidden_size=16, batch_size=8)
 CONFIGS = {
@@ -52,18 +53,6 @@ def run(name: str) -> Run:
     if name not in _RUNS:
         _RUNS[name] = Run(CONFIGS[name])
     return _RUNS[name]
-
-
-def make(qtbot, cls):
-    panel = cls()
-    qtbot.addWidget(panel)
-    panel.resize(640, 420)
-    return panel
-
-
-def feed(panel: Panel, r: Run):
-    for record in r.records:
-        panel.show_record(record, r.history)
 
 
 def task_view(qtbot, name: str) -> tuple[TaskViewPanel, dict]:
