@@ -32,7 +32,10 @@ Two engines compute the same thing:
 The LSTM row keeps its per-step work small: per step one matmul and six
 elementwise ops forward, one matmul and three backward; the backward's gate
 factors are batched over chunks of steps that stay in cache; buffers and their
-per-step views live in reused workspaces (tests/core/test_fused_lstm.py).
+per-step views live in reused workspaces (tests/core/test_fused_lstm.py). Once built
+(``python -m core.native build``), a compiled kernel runs both time loops instead: per
+step one matmul and one fused loop, same buffers and formulas; the engine never waits
+for a compiler, and ``GRADFLOW_NATIVE=0`` turns it off (tests/core/test_native_lstm.py).
 
 A fused module's ``output.retain_grad()`` would give only the direct part of
 ∂L/∂h_t, which is why neither engine calls the fused forward. Feeding the fused
@@ -56,6 +59,7 @@ import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 
+from core import native
 from core.config import Config
 
 GATES = {  # chunk order of weight_ih / weight_hh, as in torch
@@ -357,19 +361,23 @@ def _lstm_forward(spec, x, h0, c0, w_ih, w_hh, b_ih, b_hh, order):
     ws.x.copy_(x)
     ws.xh[ws.first, :, I + 1:] = h0
     ws.c_buf[ws.first] = c0
-    steps = ws.steps
-    for t in order:
-        xin, gates, sig, o, i, f, g, ig, cprev, c, tc, h = steps[t]
-        torch.mm(xin, wct, out=gates)
-        sig.sigmoid_()
-        g.tanh_()
-        torch.mul(i, g, out=ig)
-        torch.addcmul(ig, f, cprev, out=c)
-        torch.tanh(c, out=tc)
-        torch.mul(o, tc, out=h)
+    kernel = native.kernel() if x.device.type == "cpu" and x.dtype in (torch.float32, torch.float64) else None
+    if kernel is not None:  # the same loop compiled (core/native): one matmul and one fused loop per step
+        kernel.lstm_forward(ws.xh, ws.c_buf, wct, ws.gates, ws.ig, ws.tc, spec.reverse)
+    else:
+        steps = ws.steps
+        for t in order:
+            xin, gates, sig, o, i, f, g, ig, cprev, c, tc, h = steps[t]
+            torch.mm(xin, wct, out=gates)
+            sig.sigmoid_()
+            g.tanh_()
+            torch.mul(i, g, out=ig)
+            torch.addcmul(ig, f, cprev, out=c)
+            torch.tanh(c, out=tc)
+            torch.mul(o, tc, out=h)
     o, i, f, g = ws.gates.detach().chunk(4, dim=2)   # new views: they keep the workspace busy while held
     return {"out": ws.h.detach(), "ws": ws, "w_cat": w_cat, "w_hh": w_cat[:, I + 1:].contiguous(),
-            "c": ws.c.detach(), "gates": {"input": i, "forget": f, "candidate": g, "output": o}}
+            "c": ws.c.detach(), "gates": {"input": i, "forget": f, "candidate": g, "output": o}, "kernel": kernel}
 
 
 _CHUNK_BYTES = 1 << 19  # backward prepares the gate factors for this many bytes of steps at a time (stays in cache)
@@ -380,7 +388,8 @@ class _LstmBackwardBuffers:
 
     dh, dc (T, B, H); d_g (T, B, 5H): ∂L/∂a for gates o, i, f, g, then f_t ⊙ ∂L/∂c_t
     (the c carry into step t-1); for a chunk of steps m (C, B, 5H): ∂h/∂a_o, ∂c/∂a_i,
-    ∂c/∂a_f, ∂c/∂a_g, f, and kc (C, B, H): ∂h/∂c = o (1 - tanh² c).
+    ∂c/∂a_f, ∂c/∂a_g, f, and kc (C, B, H): ∂h/∂c = o (1 - tanh² c). The compiled kernel computes
+    the factors inside its loop: chunk 0.
     """
 
     def __init__(self, like, T, B, H, chunk):
@@ -403,11 +412,16 @@ def _lstm_backward(spec, found, g_out, order, scales, g_c_last):
     are batched over a chunk of steps just before the loop reaches it: over the whole
     sequence (several MB) each batched pass ran from memory and cost more than the loop.
     """
-    fw, w_hh = found["ws"], found["w_hh"]
+    fw, w_hh, kernel = found["ws"], found["w_hh"], found["kernel"]
     T, B, H = g_out.shape
-    chunk = min(T, max(1, _CHUNK_BYTES // (B * 5 * H * g_out.element_size())))
+    chunk = 0 if kernel is not None else min(T, max(1, _CHUNK_BYTES // (B * 5 * H * g_out.element_size())))
     ws = spec.pool.workspace(_LstmBackwardBuffers, g_out, T, B, H, chunk)
     ws.dh.copy_(g_out)
+    if kernel is not None:  # compiled (core/native): per step one matmul and one fused loop, factors included
+        g_c = None if g_c_last is None else g_c_last.contiguous()
+        kernel.lstm_backward(ws.dh, ws.dc, ws.d_g, fw.gates, fw.xh, fw.c_buf, fw.ig, fw.tc, w_hh, spec.reverse,
+                             scales or [], g_c)
+        return ws.dh.detach(), ws.dc.detach(), ws.d_g[..., :4 * H]
     zero = g_out.new_zeros(())
     m_o, m_i, m_f, m_g, m_c = ws.m.chunk(5, dim=2)
     steps, chunk_steps = ws.steps, ws.chunk_steps

@@ -5,6 +5,7 @@
     gradflow run [...]            train headless (core.cli; Qt is never imported)
     gradflow export [...]         render panels to PNG/SVG/GIF/MP4 headless (explorer.export), where
                                   that module is present; otherwise "not yet available", exit 2
+    gradflow build-native         compile the optional LSTM kernel once (core.native; needs a C++ compiler)
 """
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ def main(argv: list[str] | None = None) -> int:
                   "`gradflow run --json PATH`.", file=sys.stderr)
             return EXIT_BAD_INPUT
         return export_main(argv[1:])
+    if command == "build-native":
+        from core.native import main as build_native
+        return build_native(["build", *argv[1:]])
     from explorer.app import main as open_app
     return open_app(argv)
 

@@ -1,0 +1,5 @@
+import sys
+
+from core.native import main
+
+sys.exit(main())
