@@ -50,34 +50,50 @@ def report(rows: list, row: tuple):
     print(f"{row[0]:>9} {row[1]:>9.1f} {row[2]:>11.1f} {row[3]:>11.2f} {row[4]:>9.1f}", flush=True)
 
 
+PROBE_MS = 20   # the window soak's probe timer: how late it fires is how long the UI would not respond
+
+
 def soak_window(config: Config, steps: int, checkpoints: int):
+    """The main window playing in Qt's own event loop; a 20 ms timer takes the memory rows and measures the
+    loop's responsiveness (how late each tick comes). Returns (rows, lateness in ms of each tick)."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtCore import QSettings, Qt, QTimer
     from PySide6.QtWidgets import QApplication
 
     from explorer.main_window import MainWindow
 
     app = QApplication.instance() or QApplication([])
-    from PySide6.QtCore import QSettings
-
     window = MainWindow(config=config, settings=QSettings(str(Path(__file__).parent / "results/.soak.ini"),
                                                           QSettings.IniFormat))
     window.resize(1600, 1000)
     window.show()
-    rows, every, start = [], max(1, steps // checkpoints), time.perf_counter()
-    next_mark = every
-    window.play()
-    while True:
+    while window.shown_record is None:   # start-up is bench_gui's business: probe from the first frame on
         app.processEvents()
-        done = window.latest.step if window.latest else 0
-        if done >= next_mark:
-            report(rows, (done, rss_mib(), rss_mib(window.worker.process.pid), window.history.nbytes / 2**20,
-                          done / (time.perf_counter() - start)))
-            next_mark += every
-        if done >= steps:
-            break
         time.sleep(0.005)
+    rows, lateness, every, start = [], [], max(1, steps // checkpoints), time.perf_counter()
+    state = {"next_mark": every, "last_tick": time.perf_counter()}
+
+    def tick():
+        now = time.perf_counter()
+        lateness.append(max(0.0, (now - state["last_tick"]) * 1e3 - PROBE_MS))
+        state["last_tick"] = now
+        done = window.latest.step if window.latest else 0
+        if done >= state["next_mark"]:
+            report(rows, (done, rss_mib(), rss_mib(window.worker.process.pid), window.history.nbytes / 2**20,
+                          done / (now - start)))
+            state["next_mark"] += every
+        if done >= steps:
+            app.quit()
+
+    probe = QTimer()
+    probe.setTimerType(Qt.TimerType.PreciseTimer)
+    probe.timeout.connect(tick)
+    probe.start(PROBE_MS)
+    window.play()
+    app.exec()
+    probe.stop()
     window.close()
-    return rows
+    return rows, lateness
 
 
 def main() -> int:
@@ -94,7 +110,11 @@ def main() -> int:
     config = Config(hidden_size=16, seq_len=20).replace(**dict(parse_assignment(a) for a in args.set))
     print(f"soak: {'window' if args.window else 'headless'}, {args.steps} steps, config {config.diff()}")
     print(f"{'step':>9} {'RSS MiB':>9} {'engine MiB':>11} {'history MiB':>11} {'steps/s':>9}")
-    rows = (soak_window if args.window else soak_headless)(config, args.steps, args.checkpoints)
+    lateness = []
+    if args.window:
+        rows, lateness = soak_window(config, args.steps, args.checkpoints)
+    else:
+        rows = soak_headless(config, args.steps, args.checkpoints)
     # warm-up ends when the history reaches its byte cap; after that memory should stay flat
     cap = config.history_mb * 0.99
     warm = next((r for r in rows if r[3] >= cap), rows[len(rows) // 2])
@@ -105,10 +125,17 @@ def main() -> int:
           f"{growth['rss'] * 2**20 / steps_after:.0f} bytes/step)"
           + (f"; engine {warm[2]:.1f} -> {last[2]:.1f} MiB ({growth['engine_rss']:+.1f} MiB, "
              f"{growth['engine_rss'] * 2**20 / steps_after:.0f} bytes/step)" if args.window else ""))
+    ui = {}
+    if lateness:
+        ordered = sorted(lateness)
+        ui = {"ticks": len(ordered), "median_late_ms": ordered[len(ordered) // 2],
+              "p99_late_ms": ordered[int(0.99 * (len(ordered) - 1))], "max_late_ms": ordered[-1]}
+        print(f"UI responsiveness ({ui['ticks']} ticks of a {PROBE_MS} ms timer): late by median "
+              f"{ui['median_late_ms']:.1f} ms, 99th percentile {ui['p99_late_ms']:.1f} ms, max {ui['max_late_ms']:.1f} ms")
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps({"mode": "window" if args.window else "headless", "steps": args.steps,
                                            "config": config.diff(), "warm_step": warm[0],
-                                           "growth_mib": growth["rss"], "engine_growth_mib": growth["engine_rss"],
+                                           "growth_mib": growth["rss"], "engine_growth_mib": growth["engine_rss"], "ui": ui,
                                            "rows": [dict(zip(COLUMNS, r)) for r in rows]}, indent=1))
     return 0
 
