@@ -23,6 +23,7 @@ the median over repetitions of the paired ratio instrumented / plain.
     python benchmarks/bench_step.py                 # full run, writes benchmarks/results/step.json
     python benchmarks/bench_step.py --quick         # smoke run: few repetitions
     python benchmarks/bench_step.py --json out.json --reps 200 --threads 1
+    python benchmarks/bench_step.py --cells lstm --native off   # the LSTM's Python loops, not core/native
 """
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
+from core import native  # noqa: E402
 from core.config import Config  # noqa: E402
 from core.trainer import OPTIMIZERS, Trainer  # noqa: E402
 
@@ -166,7 +168,14 @@ def main(argv=None) -> int:
     parser.add_argument("--cells", default="rnn,gru,lstm", help="comma-separated subset of rnn,gru,lstm")
     parser.add_argument("--engine", default="bptt", choices=("bptt", "unrolled"),
                         help="RecurrentNet engine of the instrumented side (default bptt; unrolled: the slow reference)")
+    parser.add_argument("--native", default="auto", choices=("auto", "on", "off"),
+                        help="the compiled LSTM loops (core/native): auto = if built, on = build first if needed, "
+                             "off = the Python loops (GRADFLOW_NATIVE=0)")
     args = parser.parse_args(argv)
+    if args.native == "off":
+        os.environ["GRADFLOW_NATIVE"] = "0"
+    elif args.native == "on":
+        native.build()
     reps, warmup = (5, 2) if args.quick else (args.reps, args.warmup)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -174,7 +183,7 @@ def main(argv=None) -> int:
         torch.set_flush_denormal(True)
 
     env = {"torch": torch.__version__, "python": platform.python_version(), "cpus": os.cpu_count(),
-           "engine": args.engine,
+           "engine": args.engine, "native_lstm": native.kernel() is not None,
            "torch_threads": torch.get_num_threads(), "flush_denormal": args.flush_denormal,
            "machine": platform.machine(), "loadavg_start": os.getloadavg()}
     print(f"torch {env['torch']}, {env['torch_threads']} threads on {env['cpus']} CPUs, "
@@ -183,6 +192,7 @@ def main(argv=None) -> int:
     if args.engine == "bptt":
         print("engine: hand-written BPTT (core.models.RowBPTT) in every case; truncation, multi-layer,"
               " bidirectional and carried state run on the same engine (no fallback)")
+        print("LSTM row loops: " + ("compiled (core/native)" if env["native_lstm"] else "Python"))
     else:
         print("engine: unrolled reference (h_t.retain_grad() on every step)")
     header = (f"{'cell':5} {'h':>4} {'T':>4} {'loss':7} {'plain ms':>9} {'instr ms':>9} {'ratio':>6} "
