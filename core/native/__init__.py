@@ -19,6 +19,7 @@ import importlib.util
 import logging
 import os
 import sys
+import threading
 from pathlib import Path
 
 import torch
@@ -32,6 +33,7 @@ _VECTOR = torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512")
 CFLAGS = ["-O3", "-ffast-math"] + (["-mavx2", "-mfma"] if _VECTOR else [])
 
 _loaded = None   # the module once loaded; False once found missing or broken (checked once per process)
+_lock = threading.Lock()
 
 
 def _name() -> str:
@@ -55,21 +57,26 @@ def kernel():
     if not enabled():
         return None
     if _loaded is None:
-        _loaded = False
-        try:
-            name, folder = _paths()
-            path = folder / f"{name}.so"
-            if not path.exists():
-                log.info("native LSTM kernel not built (python -m core.native build); using the Python loop")
-                return None
-            spec = importlib.util.spec_from_file_location(name, path,
-                                                          loader=importlib.machinery.ExtensionFileLoader(name, str(path)))
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            _loaded = module
-        except Exception as exc:  # a broken or foreign build: the Python loop stays
-            log.warning("native LSTM kernel did not load (%s); using the Python loop", exc)
+        with _lock:  # the engine may ask from more than one thread; load once
+            if _loaded is None:
+                _loaded = _load()
     return _loaded or None
+
+
+def _load():
+    try:
+        name, folder = _paths()
+        path = folder / f"{name}.so"
+        if not path.exists():
+            log.info("native LSTM kernel not built (python -m core.native build); using the Python loop")
+            return False
+        loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+        module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path, loader=loader))
+        loader.exec_module(module)
+        return module
+    except Exception as exc:  # a broken or foreign build: the Python loop stays
+        log.warning("native LSTM kernel did not load (%s); using the Python loop", exc)
+        return False
 
 
 def build(verbose: bool = False):
