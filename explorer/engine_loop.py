@@ -35,6 +35,7 @@ from core.config import Config, ConfigError
 DETAIL_INTERVAL_S = 0.030   # hidden states / gates when >= 30 ms since the last detailed step (≈ every frame)
 PREVIEW_INTERVAL_S = 0.5    # the task view at most twice a second while playing
 IDLE_POLL_S = 0.1           # how often an idle loop looks at the stop flag
+BATCH_INTERVAL_S = 0.010    # the engine process sends the records of the last 10 ms at once
 JACOBIAN_INTERVAL_S = 0.5   # Jacobians through time at most twice a second while a panel wants them ...
 JACOBIAN_COST_FACTOR = 5.0  # ... and at most 1/5 of the time (they cost 3-10 plain steps)
 
@@ -121,13 +122,15 @@ def as_records(result) -> list:
 
 
 class EngineLoop:
-    """Steps the engine while `flags.playing` is set; handles commands between steps (see module doc)."""
+    """Steps the engine while `flags.playing` is set; handles commands between steps (see module doc).
+    `flush()` is called before every wait, so an emitter that batches has sent everything by then."""
 
-    def __init__(self, spec: RunSpec, flags: Flags, commands, emit: Emit):
+    def __init__(self, spec: RunSpec, flags: Flags, commands, emit: Emit, flush: Callable[[], None] = lambda: None):
         self._initial_spec = spec
         self.flags = flags
         self.commands = commands
         self.emit = emit
+        self.flush = flush
         self.engine = None             # Trainer or Comparison; None until the first build succeeds
         self._last_record = None
         self._takes_jacobians = False  # does the engine's step() accept jacobians=? (inspected once)
@@ -180,8 +183,10 @@ class EngineLoop:
                 last_preview = now
         flags.playing.clear()
         self.emit("finished")
+        self.flush()
 
     def _wait_for_command(self, timeout: float):
+        self.flush()
         try:
             self._handle(self.commands.get(timeout=timeout))
         except queue.Empty:
@@ -284,18 +289,40 @@ def _exit_on_terminate(_signum, _frame):
     raise SystemExit(0)
 
 
-def serve(spec: RunSpec, flags: Flags, commands: PickledQueue, events: PickledQueue):
-    """The engine process's main function: run the loop, each event a pickled (name, args) on `events`."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl+C in the terminal is the GUI's to handle
-    signal.signal(signal.SIGTERM, _exit_on_terminate)
+class BatchingEmitter:
+    """The engine process's `emit`: each event goes on `events` as a pickled list of (name, args). Records
+    are batched (sent at most every BATCH_INTERVAL_S, and at every flush): a few hundred steps a second
+    then cost a few dozen transfers. Any other event first sends the records before it, so order is kept."""
 
-    def emit(name: str, *args):
+    def __init__(self, events: PickledQueue):
+        self._events = events
+        self._pending: list[tuple[str, tuple]] = []   # record_ready events not sent yet
+        self._sent_at = 0.0
+
+    def __call__(self, name: str, *args):
+        if name == "record_ready":
+            self._pending.append((name, args))
+            if time.perf_counter() - self._sent_at >= BATCH_INTERVAL_S:
+                self.flush()
+            return
+        self.flush()
         try:
-            events.put((name, args))
+            self._events.put([(name, args)])
         except Exception as e:  # noqa: BLE001 - an unpicklable result must not kill the engine
             if name != "call_done":
                 raise
-            tag = args[0]
-            events.put(("call_done", (tag, None, f"its result cannot be sent to the window: {e}")))
+            self._events.put([("call_done", (args[0], None, f"its result cannot be sent to the window: {e}"))])
 
-    EngineLoop(spec, flags, commands, emit).run()
+    def flush(self):
+        if self._pending:
+            batch, self._pending = self._pending, []
+            self._events.put(batch)
+            self._sent_at = time.perf_counter()
+
+
+def serve(spec: RunSpec, flags: Flags, commands: PickledQueue, events: PickledQueue):
+    """The engine process's main function: run the loop, its events batched onto `events`."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl+C in the terminal is the GUI's to handle
+    signal.signal(signal.SIGTERM, _exit_on_terminate)
+    emit = BatchingEmitter(events)
+    EngineLoop(spec, flags, commands, emit, emit.flush).run()

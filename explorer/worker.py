@@ -179,7 +179,7 @@ class TrainingWorker(QObject):
         try:
             while True:
                 try:
-                    name, args = events.get(timeout=IDLE_POLL_S)
+                    batch = events.get(timeout=IDLE_POLL_S)   # [(signal name, args)], in order
                 except queue.Empty:
                     if self._flags.stop.is_set():
                         stop_seen_at = stop_seen_at or time.monotonic()
@@ -192,11 +192,12 @@ class TrainingWorker(QObject):
                         self._report_death(started)
                         return not started
                     continue
-                if name == "finished":
-                    self.process.join(STOP_GRACE_S)
-                    return True
                 started = True
-                self._emit(name, *args)
+                for name, args in batch:
+                    if name == "finished":
+                        self.process.join(STOP_GRACE_S)
+                        return True
+                    self._emit(name, *args)
         finally:
             events.close()
 
