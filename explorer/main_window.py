@@ -41,7 +41,8 @@ from explorer.worker import TrainingSession
 ORGANIZATION, APPLICATION = "GradientFlowExplorer", "Explorer"
 LAYOUT_KEYS = {False: "docks", True: "docks_presentation"}   # QSettings keys of each mode's dock layout
 LAYOUT_VERSION = 2          # bump when the set of docks changes: an old saved layout is then ignored
-FRAME_MS = 30               # repaint timer (~33 fps: the target is >= 30 with some slack for timer jitter)
+FRAME_PERIOD_S = 0.031      # a frame at most every 31 ms (~32 fps: the target is >= 30) ...
+FRAME_POLL_MS = 6           # ... looked for every 6 ms, so a frame comes at most that late
 FRAME_COST_FACTOR = 3       # engine in a thread (GRADFLOW_ENGINE=thread): drawing takes at most ~1/3 of the time
 SPEEDS: tuple[tuple[str, float | None], ...] = (
     ("1 step/s", 1.0), ("5 steps/s", 5.0), ("20 steps/s", 20.0), ("unlimited", None))
@@ -118,7 +119,8 @@ class MainWindow(QMainWindow):
         self.settings_panel.check_requested.connect(self._on_check_requested)
 
         self.frame_timer = QTimer(self)
-        self.frame_timer.setInterval(FRAME_MS)
+        self.frame_timer.setInterval(FRAME_POLL_MS)
+        self.frame_timer.setTimerType(Qt.TimerType.PreciseTimer)
         self.frame_timer.timeout.connect(self._on_frame)
         self.frame_timer.start()
 
@@ -671,9 +673,13 @@ class MainWindow(QMainWindow):
     # -- drawing ---------------------------------------------------------------------------------------------
     @Slot()
     def _on_frame(self):
+        now = time.perf_counter()
+        if now < self._next_frame_at:
+            return
+        self._next_frame_at = now + FRAME_PERIOD_S
         if self.timeline is not None:
             self.timeline.refresh()
-        if self._dirty and time.perf_counter() >= self._next_frame_at:
+        if self._dirty:
             self._repaint()
         elif self.latest is not None and self.worker.is_playing():
             self.readout.rate.setText(f"{self.rate.rate():.1f} steps/s")
@@ -692,10 +698,10 @@ class MainWindow(QMainWindow):
     def _repaint(self):
         """Draw the frame record on every visible panel that does not show it yet, then the status bar.
 
-        Panels hidden behind a tab or closed are skipped (they catch up when shown). With the engine in a
-        process of its own the timer's pace is the only limit; with the engine in a thread, while playing,
-        the next frame waits at least FRAME_COST_FACTOR × this frame's drawing time, so that drawing takes a
-        bounded share of the interpreter from the training thread."""
+        Panels hidden behind a tab or closed are skipped (they catch up when shown). Frames come at most every
+        FRAME_PERIOD_S; with the engine in a thread, while playing, the next frame also waits at least
+        FRAME_COST_FACTOR × this frame's drawing time, so that drawing takes a bounded share of the
+        interpreter from the training thread."""
         self._dirty = False
         record = self.frame_record()
         if record is None:
@@ -713,8 +719,8 @@ class MainWindow(QMainWindow):
         self.overlay.hide()
         self.readout.show_record(self.latest, self.rate.rate() if self.worker.is_playing() else 0.0)
         cost = time.perf_counter() - start
-        shares_interpreter = self.worker.is_playing() and not self.worker.isolated
-        self._next_frame_at = start + FRAME_COST_FACTOR * cost if shares_interpreter else 0.0
+        if self.worker.is_playing() and not self.worker.isolated:   # shares the interpreter with training
+            self._next_frame_at = max(self._next_frame_at, start + FRAME_COST_FACTOR * cost)
 
     @Slot(bool)
     def _on_dock_visibility_changed(self, visible: bool):

@@ -11,7 +11,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont
-from PySide6.QtWidgets import QSizePolicy
+from PySide6.QtWidgets import QGraphicsItem, QSizePolicy
 
 from explorer.theme import Theme
 
@@ -147,6 +147,9 @@ def new_plot(layout: pg.GraphicsLayout, row: int, col: int, x_label: str, y_labe
     plot.setLabel("left", y_label)
     for name in AXES:
         plot.getAxis(name).enableAutoSIPrefix(False)
+        # The axes draw the grid across the plot, so every new curve would repaint their ticks, labels and
+        # grid lines; cached as a pixmap they are redrawn only when their range or style changes.
+        plot.getAxis(name).setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
     plot.showAxis("top")
     plot.showAxis("right")
     for name in ("top", "right"):  # a closed frame without duplicate tick labels
