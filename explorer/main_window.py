@@ -676,7 +676,8 @@ class MainWindow(QMainWindow):
         now = time.perf_counter()
         if now < self._next_frame_at:
             return
-        self._next_frame_at = now + FRAME_PERIOD_S
+        # keep the cadence (a poll's lateness is not carried over); after a slow frame, wait half a period
+        self._next_frame_at = max(self._next_frame_at + FRAME_PERIOD_S, now + FRAME_PERIOD_S / 2)
         if self.timeline is not None:
             self.timeline.refresh()
         if self._dirty:

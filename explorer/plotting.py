@@ -219,6 +219,21 @@ def set_colorbar_label(bar: pg.ColorBarItem, text: str, theme: Theme):
     axis.setLabel(text, **{"color": theme.foreground, "font-size": f"{theme.label_pt}pt"})
 
 
+def set_colorbar_levels(bar: pg.ColorBarItem, levels: tuple[float, float]):
+    """Set the bar's levels only when they change: each set redraws its axis (ticks, labels)."""
+    if tuple(bar.levels()) != tuple(levels):
+        bar.setLevels(levels)
+
+
+def room_to_grow(current_hi: float | None, lo: float, hi: float, factor: float = 1.25) -> float:
+    """The right end of an x range for data over [lo, hi] that keeps growing (training steps): `current_hi`
+    while it still covers `hi`, else room for `factor` times the data. The range, and with it the axis
+    (redrawn on every change), then moves every ~25% of growth instead of every frame."""
+    if current_hi is not None and lo < current_hi and hi <= current_hi:
+        return current_hi
+    return lo + factor * (hi - lo)
+
+
 def new_legend(columns: int = 3) -> pg.LegendItem:
     """A frameless legend for its own layout cell (beside or under the plot), so it never hides data.
     Place it with Panel.add_legend(legend, layout, below=..., beside=...)."""

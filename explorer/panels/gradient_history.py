@@ -47,13 +47,14 @@ class GradientHistoryPanel(Panel):
         self._row_note = ""
         self._shape = None
         self._last_draw = 0.0
+        self._x_hi: float | None = None   # right end of the x range (see plotting.room_to_grow)
         self._last_count = -1
         self._last_step = None
         self.apply_theme(self.theme)
 
     def show_record(self, record: Record, history: History) -> None:
         if self._is_new_run(record):
-            self._last_draw, self._shape = 0.0, None     # draw now, with fresh levels
+            self._last_draw, self._shape, self._x_hi = 0.0, None, None     # draw now, with fresh levels
         count = len(history)
         if count == self._last_count and record.step == self._last_step:
             return
@@ -84,7 +85,7 @@ class GradientHistoryPanel(Panel):
         drawn = np.where(np.isneginf(logs), np.nan, drawn)               # zeros: grey overlay instead
         self.data, self.steps = drawn.astype(np.float32), steps
         self.image.setImage(self.data, autoLevels=False, levels=(lo, hi))
-        self.colorbar.setLevels((lo, hi))
+        plotting.set_colorbar_levels(self.colorbar, (lo, hi))
 
         zeros = np.isneginf(logs)
         rgba = np.zeros(zeros.shape + (4,), dtype=np.ubyte)
@@ -95,7 +96,8 @@ class GradientHistoryPanel(Panel):
         rect = QRectF(steps[0] - dx / 2, 0.5, dx * N, T)
         self.image.setRect(rect)
         self.zero_image.setRect(rect)
-        self.plot.setRange(xRange=(rect.left(), rect.right()), yRange=(0.5, T + 0.5), padding=0)
+        self._x_hi = plotting.room_to_grow(self._x_hi, rect.left(), rect.right())
+        self.plot.setRange(xRange=(rect.left(), self._x_hi), yRange=(0.5, T + 0.5), padding=0)
 
         parts = [self._row_note] if self._row_note else []
         if zeros.any():

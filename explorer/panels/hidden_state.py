@@ -171,7 +171,7 @@ class HiddenStatePanel(Panel):
             plotting.set_colorbar_label(self.colorbar, quantity_text(key, tuple(record.gates))[1], self.theme)
             self._drawn = (key, cmap)
         self.image.setImage(self.data, autoLevels=False, levels=(lo, hi))
-        self.colorbar.setLevels((lo, hi))
+        plotting.set_colorbar_levels(self.colorbar, (lo, hi))
         if self._shape != (H, T):
             self._shape = (H, T)
             self.image.setRect(QRectF(0.5, 0.5, T, H))

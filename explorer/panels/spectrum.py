@@ -115,7 +115,7 @@ class SpectrumPanel(Panel):
                            (self.sigma_circle, "|λ| = σ<sub>max</sub>")):
             self.legend.addItem(item, name)
         self._arrange(True)
-        self.extent = plotting.StickyRange((-1.15, 1.15), margin=0.0, shrink_below=0.6)
+        self.extent = plotting.StickyRange((-1.25, 1.25), step=0.25, shrink_below=0.6)   # axes move in 0.25 steps
         self._shown = None
 
         # hands-on editing (hidden until set_editable(True) / connect_to_worker)

@@ -68,13 +68,14 @@ class TrainingPanel(Panel):
         self.uses_perplexity: bool | None = None      # perplexity (cross-entropy tasks) or loss (MSE)
         self._last = (None, -1)
         self._last_draw = 0.0
+        self._x_hi: float | None = None   # right end of the x range (see plotting.room_to_grow)
         self.apply_theme(self.theme)
 
     def show_record(self, record: Record, history: History) -> None:
         if self._is_new_run(record):
             self.loss_range.reset()
             self.norm_range.reset()
-            self._last_draw = 0.0
+            self._last_draw, self._x_hi = 0.0, None
         count = len(history)
         if self._last == (record.step, count):
             return
@@ -159,8 +160,9 @@ class TrainingPanel(Panel):
         clipping = record.clip is not None or was_clipped.any()
         self._set_label(self.clipped_curve, "‖g‖ after clip" if clipping else "‖g‖ after (no clip)")
         self._set_label(self.clipped_markers, f"clipped {int(was_clipped.sum())}/{n} steps" if clipping else "clipped (θ off)")
-        last = steps[-1] if n else 1
-        self.loss_plot.setXRange(max(0.0, steps[0] - 0.5) if n else 0, last + 0.5, padding=0.01)
+        first, last = (max(0.0, steps[0] - 0.5), steps[-1] + 0.5) if n else (0.0, 1.5)
+        self._x_hi = plotting.room_to_grow(self._x_hi, first, last)
+        self.loss_plot.setXRange(first, self._x_hi, padding=0.01)
 
     def _set_label(self, item, text: str):
         label = self.legend.getLabel(item)
