@@ -13,6 +13,8 @@ from functools import partial
 
 import numpy as np
 import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QFileDialog
 
 from explorer.worker import ENGINE_ENV
 from test_reliability import STABLE, bar_button, step_once   # tests/explorer is on sys.path
@@ -93,6 +95,18 @@ def test_revert_sessions_and_edits_cross_the_process_boundary_exactly(qtbot, ope
     qtbot.waitUntil(lambda: "Reverted" in window.message_bar.text(), timeout=WAIT_MS)
     restored = in_engine(qtbot, window, state_arrays)
     assert all(np.array_equal(restored[k], kept[target][k]) for k in restored)
+
+
+def test_a_text_file_is_checked_by_the_engine_process_and_refused_at_the_field(qtbot, open_window, tmp_path,
+                                                                               monkeypatch):
+    window = open_window()
+    path = tmp_path / "latin1.txt"
+    path.write_bytes("café au lait ".encode("latin-1") * 200)
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *a, **k: (str(path), "")))
+    field = window.settings_panel.field("text")
+    qtbot.mouseClick(field.browse, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: bool(field.error), timeout=WAIT_MS)
+    assert field.error.startswith("text = ") and "is not UTF-8" in field.error
 
 
 def test_closing_while_the_engine_is_stuck_in_a_step_returns_within_a_second(qtbot, open_window):
