@@ -1,19 +1,7 @@
 """What the engine tests share: a cell-by-cell unroll of a whole net, independent of core.models' engines."""
 import pytest
 import torch
-
-
-class _Scale(torch.autograd.Function):
-    """Reference truncation: identity forward, gradient times ξ (an independent twin of core.models.ScaleGrad)."""
-
-    @staticmethod
-    def forward(ctx, x, xi):
-        ctx.xi = xi
-        return x.clone()
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * ctx.xi, None
+from reference_scale import ReferenceScale   # tests/core is on sys.path
 
 
 def _unroll(net, x, cell_of, state_of, keep_grad_at=None):
@@ -40,7 +28,7 @@ def _unroll(net, x, cell_of, state_of, keep_grad_at=None):
                 if scale == 0.0:
                     h, c = h.detach(), (c.detach() if lstm else None)
                 elif scale is not None:
-                    h, c = _Scale.apply(h, scale), (_Scale.apply(c, scale) if lstm else None)
+                    h, c = ReferenceScale.apply(h, scale), (ReferenceScale.apply(c, scale) if lstm else None)
                 if lstm:
                     h, c = cell(layer_input[t], (h, c))
                     row_c[t] = c

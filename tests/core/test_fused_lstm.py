@@ -12,21 +12,9 @@ import core.models as models
 from core.config import Config
 from core.models import RecurrentNet, Trace
 from core.trainer import Trainer
+from reference_scale import ReferenceScale   # tests/core is on sys.path
 
 T, B, I, H, O = 11, 3, 4, 6, 2
-
-
-class _Scale(torch.autograd.Function):
-    """Independent ξ-scaling of the carried state (identity forward, gradient times ξ)."""
-
-    @staticmethod
-    def forward(ctx, x, xi):
-        ctx.xi = xi
-        return x.clone()
-
-    @staticmethod
-    def backward(ctx, g):
-        return g * ctx.xi, None
 
 
 def build(layers, bidirectional, seed=0):
@@ -57,7 +45,7 @@ def reference(net, x, state, keep_grad_at):
                 if xi == 0.0:
                     h, c = h.detach(), c.detach()
                 elif xi is not None:
-                    h, c = _Scale.apply(h, xi), _Scale.apply(c, xi)
+                    h, c = ReferenceScale.apply(h, xi), ReferenceScale.apply(c, xi)
                 a = (layer_input[t] @ w_ih.T + b_ih + h @ w_hh.T + b_hh).detach()
                 gates[t] = torch.cat([torch.sigmoid(a[:, :2 * H]), torch.tanh(a[:, 2 * H:3 * H]),
                                       torch.sigmoid(a[:, 3 * H:])], 1)             # i, f, g, o
