@@ -32,9 +32,8 @@ class LstmHighwayPanel(Panel):
         self.body.addWidget(self.placeholder, 1)
         self.view = self.add_graphics()
         layout = self.view.ci
-        self.grad_plot = self.add_plot(plotting.new_plot(layout, 0, 0, "", "gradient norm", log_y=True, int_x=True))
-        self.gate_plot = self.add_plot(plotting.new_plot(layout, 1, 0, "time step t", "forget gate f<sub>t</sub>",
-                                                         int_x=True))
+        self.grad_plot = self.add_plot(plotting.new_plot(layout, 0, 0, "", "‖∂L/∂·‖", log_y=True, int_x=True))
+        self.gate_plot = self.add_plot(plotting.new_plot(layout, 1, 0, "time step t", "f<sub>t</sub>", int_x=True))
         plotting.stack_plots(layout, self.grad_plot, self.gate_plot)
         self.gate_plot.setYRange(-0.12, 1.12, padding=0)
         self.gate_plot.getAxis("left").setTicks([[(0.0, "0"), (0.5, "0.5"), (1.0, "1")], [(0.25, ""), (0.75, "")]])

@@ -10,8 +10,9 @@ from explorer.worker import ENGINE_ENV
 # Windows here run their engine in the worker's thread: a test can then reach into the trainer (and pass
 # it lambdas), and the suite does not start a process per window. The app's default, the engine in a
 # process of its own, is tested through the same loop in test_worker.py (every session test runs in both)
-# and end to end in test_engine_process.py.
-os.environ[ENGINE_ENV] = "thread"
+# and end to end in test_engine_process.py; GRADFLOW_ENGINE=process runs this whole suite that way (the
+# tests that reach into the trainer then fail by design).
+os.environ.setdefault(ENGINE_ENV, "thread")
 
 SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
 WAIT_MS = 30_000
