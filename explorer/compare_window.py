@@ -153,6 +153,7 @@ class LossOverlay(RunsPanel):
             steps, loss = scalars["step"], scalars["loss"]
             y = np.where(np.isfinite(loss) & (loss > 0), loss, np.nan)
             curve.setData(steps, y)
+            plotting.show_lone_point(curve, len(steps))
             curve.setVisible(True)
             if len(steps):
                 last = max(last, int(steps[-1]))

@@ -225,6 +225,17 @@ def set_colorbar_levels(bar: pg.ColorBarItem, levels: tuple[float, float]):
         bar.setLevels(levels)
 
 
+def show_lone_point(curve: pg.PlotDataItem, count: int):
+    """A line needs two points: a curve of `count` == 1 point is drawn as a dot in the line's colour."""
+    if count == 1:
+        curve.setSymbol("o")
+        curve.setSymbolSize(7)
+        curve.setSymbolPen(None)
+        curve.setSymbolBrush(pg.mkPen(curve.opts["pen"]).color())
+    elif curve.opts["symbol"] is not None:
+        curve.setSymbol(None)
+
+
 def room_to_grow(current_hi: float | None, lo: float, hi: float, factor: float = 1.25) -> float:
     """The right end of an x range for data over [lo, hi] that keeps growing (training steps): `current_hi`
     while it still covers `hi`, else room for `factor` times the data. The range, and with it the axis

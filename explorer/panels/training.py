@@ -107,6 +107,7 @@ class TrainingPanel(Panel):
         self.loss_ceiling = 10 ** (self.loss_range.hi - 0.04 * (self.loss_range.hi - self.loss_range.lo))
         drawn = np.where(np.isposinf(loss), self.loss_ceiling, loss)
         self.loss_curve.setData(steps, drawn)
+        plotting.show_lone_point(self.loss_curve, len(steps))
         bad_steps = steps[bad]
         self.loss_bad.setData(bad_steps, np.full(len(bad_steps), self.loss_ceiling))
         self.loss_plot.setYRange(*self.loss_range.range, padding=0)
@@ -144,6 +145,8 @@ class TrainingPanel(Panel):
         ceiling = 10 ** (self.norm_range.hi - 0.04 * (self.norm_range.hi - self.norm_range.lo))
         self.norm_curve.setData(steps, np.where(np.isposinf(before), ceiling, before))
         self.clipped_curve.setData(steps, np.where(np.isposinf(after), ceiling, after))
+        for curve in (self.norm_curve, self.clipped_curve):
+            plotting.show_lone_point(curve, len(steps))
         with np.errstate(invalid="ignore"):
             was_clipped = np.isfinite(clip) & (before > clip)
         idx = np.flatnonzero(was_clipped)
