@@ -1,6 +1,7 @@
 """What one optimizer step produced (plain numbers and numpy arrays), and the run's bounded history."""
 from __future__ import annotations
 
+import sys
 from array import array
 from collections import deque
 from dataclasses import dataclass, field, fields
@@ -15,6 +16,11 @@ SCALARS = ("step", "loss", "perplexity", "grad_norm", "grad_norm_clipped", "spec
 # and its field values, and each numpy array object.
 RECORD_OVERHEAD = 1536
 ARRAY_OVERHEAD = 112
+DICT_ENTRY_OVERHEAD = 64
+
+
+def _value_bytes(value) -> int:
+    return value.nbytes + ARRAY_OVERHEAD if isinstance(value, np.ndarray) else sys.getsizeof(value)
 
 
 @dataclass
@@ -58,10 +64,9 @@ class Record:
         for f in fields(self):
             value = getattr(self, f.name)
             if isinstance(value, np.ndarray):
-                total += value.nbytes + ARRAY_OVERHEAD
+                total += _value_bytes(value)
             elif isinstance(value, dict):
-                total += sum(v.nbytes + ARRAY_OVERHEAD for v in value.values() if isinstance(v, np.ndarray)) \
-                    + 64 * len(value)
+                total += sum(_value_bytes(v) + DICT_ENTRY_OVERHEAD for v in value.values())
         return total
 
     def scalars(self) -> dict[str, float]:
@@ -72,19 +77,19 @@ class History:
     """The run's record of itself, within a byte cap.
 
     - every step's scalars (SCALARS) for the whole run;
-    - gradient profiles dh_norms (R, T) for the whole run: when their share of
-      the cap is full, every other stored profile is dropped and the stride
-      doubles, so the whole run stays covered at a coarser resolution;
+    - gradient profiles dh_norms (R, T) for the whole run, in one float32 buffer of a quarter of the cap
+      (allocated at the first profile): when it is full, every other stored profile is dropped and the
+      stride doubles, so the whole run stays covered at a coarser resolution and the memory stays put;
     - the newest full records (arrays included) in a ring buffer.
     """
 
     def __init__(self, max_bytes: int):
         self.max_bytes = max_bytes
         self._scalars = {name: array("d") for name in SCALARS}  # 8 bytes a value
-        self.profile_steps: list[int] = []
-        self._profiles: list[np.ndarray] = []
-        self._profile_bytes = 0
         self.profile_stride = 1
+        self._profile_steps = np.zeros(0, dtype=np.int64)      # (capacity,), the first _profile_count used
+        self._profiles = np.zeros((0, 0, 0), dtype=np.float32)  # (capacity, R, T)
+        self._profile_count = 0
         self.records: deque[Record] = deque()
         self._record_bytes = 0
 
@@ -92,22 +97,37 @@ class History:
         for name, value in record.scalars().items():
             self._scalars[name].append(value)
         if record.step % self.profile_stride == 0:
-            self.profile_steps.append(record.step)
-            self._profiles.append(record.dh_norms.astype(np.float32))
-            self._profile_bytes += self._profiles[-1].nbytes
-            if self._profile_bytes > self.max_bytes // 4:
-                self._halve_profiles()
+            self._store_profile(record.step, record.dh_norms)
         self.records.append(record)
         self._record_bytes += record.nbytes()
         while len(self.records) > 1 and self.nbytes > self.max_bytes:
             self._record_bytes -= self.records.popleft().nbytes()
 
+    def _store_profile(self, step: int, dh_norms: np.ndarray):
+        if self._profile_count == 0 and self._profiles.shape[1:] != dh_norms.shape:
+            capacity = max(2, (self.max_bytes // 4) // (4 * dh_norms.size))
+            self._profiles = np.empty((capacity, *dh_norms.shape), dtype=np.float32)
+            self._profile_steps = np.empty(capacity, dtype=np.int64)
+        if self._profile_count == len(self._profiles):
+            self._halve_profiles()
+            if step % self.profile_stride:
+                return
+        self._profiles[self._profile_count] = dh_norms
+        self._profile_steps[self._profile_count] = step
+        self._profile_count += 1
+
     def _halve_profiles(self):
+        """Keep the profiles of steps that are multiples of twice the stride, in place."""
         self.profile_stride *= 2
-        keep = [i for i, s in enumerate(self.profile_steps) if s % self.profile_stride == 0]
-        self.profile_steps = [self.profile_steps[i] for i in keep]
-        self._profiles = [self._profiles[i] for i in keep]
-        self._profile_bytes = sum(p.nbytes for p in self._profiles)
+        n = self._profile_count
+        keep = np.flatnonzero(self._profile_steps[:n] % self.profile_stride == 0)
+        self._profiles[:len(keep)] = self._profiles[keep]
+        self._profile_steps[:len(keep)] = self._profile_steps[keep]
+        self._profile_count = len(keep)
+
+    @property
+    def _profile_bytes(self) -> int:
+        return self._profiles.nbytes + self._profile_steps.nbytes   # the whole buffer: it is allocated once
 
     @property
     def nbytes(self) -> int:
@@ -120,13 +140,10 @@ class History:
         return {name: np.frombuffer(values, dtype=np.float64).copy() for name, values in self._scalars.items()}
 
     def profiles(self) -> tuple[np.ndarray, np.ndarray]:
-        """(steps (N,), dh_norms (N, R, T)). One History belongs to one model shape: a rebuild starts a new one.
-
-        Not thread-safe: read it on the thread that appends to it.
-        """
-        if not self._profiles:
-            return np.zeros(0, dtype=np.int64), np.zeros((0, 0, 0), dtype=np.float32)
-        return np.asarray(self.profile_steps), np.stack(self._profiles)
+        """(steps (N,), dh_norms (N, R, T)), copies. One History belongs to one model shape: a rebuild starts a
+        new one. Not thread-safe: read it on the thread that appends to it."""
+        n = self._profile_count
+        return self._profile_steps[:n].copy(), self._profiles[:n].copy()
 
     # -- persistence (core.session) --------------------------------------------------
     def state(self) -> dict[str, np.ndarray]:
@@ -145,9 +162,10 @@ class History:
         lengths = {len(v) for v in history._scalars.values()}
         if len(lengths) != 1:
             raise ValueError("history scalars have different lengths")
-        history.profile_steps = [int(s) for s in state["profile_steps"]]
-        history._profiles = list(np.asarray(state["profiles"], dtype=np.float32))
-        if len(history._profiles) != len(history.profile_steps):
+        steps = np.asarray(state["profile_steps"], dtype=np.int64)
+        profiles = np.asarray(state["profiles"], dtype=np.float32)
+        if len(profiles) != len(steps):
             raise ValueError("history profiles and their steps differ in length")
-        history._profile_bytes = sum(p.nbytes for p in history._profiles)
+        for step, profile in zip(steps, profiles):
+            history._store_profile(int(step), profile)
         return history

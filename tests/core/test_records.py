@@ -1,0 +1,70 @@
+"""History: the whole run within a byte cap (scalars for every step, profiles at a doubling stride, the newest
+full records), and a Record's memory as the cap counts it."""
+import dataclasses
+import pickle
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from core.config import Config
+from core.records import History
+from core.trainer import Trainer
+
+
+@pytest.fixture(scope="module")
+def records():
+    trainer = Trainer(Config(hidden_size=8, seq_len=12, batch_size=4))
+    return trainer.step(detail=False), trainer.step(detail=True, preview=True)
+
+
+def test_profiles_cover_the_whole_run_at_a_doubling_stride_in_one_buffer(records):
+    plain, _ = records
+    per_profile = plain.dh_norms.astype(np.float32).nbytes
+    history = History(max_bytes=4 * per_profile * 10)          # a quarter of the cap: room for 10 profiles
+    history.append(dataclasses.replace(plain, step=1))
+    buffer = history._profiles
+    for step in range(2, 1001):
+        history.append(dataclasses.replace(plain, step=step))
+        assert history._profiles is buffer                         # allocated once, never grown
+    steps, profiles = history.profiles()
+    assert 5 <= len(steps) <= 10 and history.profile_stride in (64, 128)
+    assert np.all(np.diff(steps) == history.profile_stride)    # evenly spaced ...
+    assert steps[0] == history.profile_stride and steps[-1] > 1000 - history.profile_stride   # ... over the run
+    np.testing.assert_array_equal(profiles, np.repeat(plain.dh_norms[None].astype(np.float32), len(steps), 0))
+    assert len(history) == 1000 and len(history.scalars()["loss"]) == 1000
+
+
+def test_the_byte_cap_holds_and_keeps_the_newest_full_records(records):
+    plain, detailed = records
+    history = History(max_bytes=256 * detailed.nbytes())                 # the 3,000 steps of scalars fit
+    for step in range(1, 3001):
+        record = detailed if step % 5 == 0 else plain
+        history.append(dataclasses.replace(record, step=step))
+        assert history.nbytes <= history.max_bytes
+    assert history.records[-1].step == 3000
+    assert [r.step for r in history.records] == list(range(3001 - len(history.records), 3001))
+
+
+def test_state_round_trip_keeps_profiles_and_stride(records):
+    plain, _ = records
+    history = History(max_bytes=4 * plain.dh_norms.astype(np.float32).nbytes * 10)
+    for step in range(1, 200):
+        history.append(dataclasses.replace(plain, step=step, loss=float(step)))
+    again = History.from_state(history.state())
+    assert again.profile_stride == history.profile_stride
+    for a, b in zip(history.profiles(), again.profiles()):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(again.scalars()["loss"], history.scalars()["loss"])
+
+
+def test_a_records_count_is_within_ten_percent_of_its_memory(records):
+    for record in records:
+        data = pickle.dumps(record)
+        tracemalloc.start()
+        before = tracemalloc.take_snapshot()
+        copies = [pickle.loads(data) for _ in range(200)]
+        after = tracemalloc.take_snapshot()
+        tracemalloc.stop()
+        measured = sum(s.size_diff for s in after.compare_to(before, "filename")) / len(copies)
+        assert record.nbytes() == pytest.approx(measured, rel=0.10)
