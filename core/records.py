@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import sys
-from array import array
 from collections import deque
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -12,6 +11,7 @@ import numpy as np
 # Per-step scalars kept for the whole run (small: a few floats a step).
 SCALARS = ("step", "loss", "perplexity", "grad_norm", "grad_norm_clipped", "spectral_radius", "sigma_max",
            "step_ms", "lr", "clip")
+SCALAR_BLOCK = 4096   # steps of scalars per block (320 KiB)
 # What a Record costs beyond its arrays' data (measured with tracemalloc on unpickled records): the instance
 # and its field values, and each numpy array object.
 RECORD_OVERHEAD = 1536
@@ -85,7 +85,8 @@ class History:
 
     def __init__(self, max_bytes: int):
         self.max_bytes = max_bytes
-        self._scalars = {name: array("d") for name in SCALARS}  # 8 bytes a value
+        self._scalar_blocks: list[np.ndarray] = []   # (SCALAR_BLOCK, len(SCALARS)) float64 each, filled in order
+        self._length = 0                              # steps appended
         self.profile_stride = 1
         self._profile_steps = np.zeros(0, dtype=np.int64)      # (capacity,), the first _profile_count used
         self._profiles = np.zeros((0, 0, 0), dtype=np.float32)  # (capacity, R, T)
@@ -94,14 +95,21 @@ class History:
         self._record_bytes = 0
 
     def append(self, record: Record):
-        for name, value in record.scalars().items():
-            self._scalars[name].append(value)
+        self._append_scalars(list(record.scalars().values()))
         if record.step % self.profile_stride == 0:
             self._store_profile(record.step, record.dh_norms)
         self.records.append(record)
         self._record_bytes += record.nbytes()
         while len(self.records) > 1 and self.nbytes > self.max_bytes:
             self._record_bytes -= self.records.popleft().nbytes()
+
+    def _append_scalars(self, row: list[float]):
+        """One step's scalars, into fixed-size blocks: nothing is ever copied to grow (no allocator holes)."""
+        index = self._length % SCALAR_BLOCK
+        if index == 0:
+            self._scalar_blocks.append(np.empty((SCALAR_BLOCK, len(SCALARS)), dtype=np.float64))
+        self._scalar_blocks[-1][index] = row
+        self._length += 1
 
     def _store_profile(self, step: int, dh_norms: np.ndarray):
         if self._profile_count == 0 and self._profiles.shape[1:] != dh_norms.shape:
@@ -134,10 +142,12 @@ class History:
         return self._record_bytes + self._profile_bytes + 8 * len(SCALARS) * len(self)
 
     def __len__(self) -> int:
-        return len(self._scalars["step"])
+        return self._length
 
     def scalars(self) -> dict[str, np.ndarray]:
-        return {name: np.frombuffer(values, dtype=np.float64).copy() for name, values in self._scalars.items()}
+        table = np.concatenate(self._scalar_blocks)[:self._length] if self._scalar_blocks \
+            else np.zeros((0, len(SCALARS)))                                                  # (steps, len(SCALARS))
+        return {name: table[:, i].copy() for i, name in enumerate(SCALARS)}
 
     def profiles(self) -> tuple[np.ndarray, np.ndarray]:
         """(steps (N,), dh_norms (N, R, T)), copies. One History belongs to one model shape: a rebuild starts a
@@ -157,11 +167,16 @@ class History:
     def from_state(cls, state: dict[str, np.ndarray]) -> "History":
         history = cls(int(state["max_bytes"]))
         history.profile_stride = int(state["profile_stride"])
-        for name in SCALARS:
-            history._scalars[name] = array("d", np.asarray(state[f"scalar_{name}"], dtype=np.float64).tobytes())
-        lengths = {len(v) for v in history._scalars.values()}
-        if len(lengths) != 1:
+        columns = [np.asarray(state[f"scalar_{name}"], dtype=np.float64) for name in SCALARS]
+        if len({len(c) for c in columns}) != 1:
             raise ValueError("history scalars have different lengths")
+        table = np.stack(columns, axis=1)                                                # (steps, len(SCALARS))
+        for start in range(0, len(table), SCALAR_BLOCK):
+            block = np.empty((SCALAR_BLOCK, len(SCALARS)), dtype=np.float64)
+            chunk = table[start:start + SCALAR_BLOCK]
+            block[:len(chunk)] = chunk
+            history._scalar_blocks.append(block)
+        history._length = len(table)
         steps = np.asarray(state["profile_steps"], dtype=np.int64)
         profiles = np.asarray(state["profiles"], dtype=np.float32)
         if len(profiles) != len(steps):

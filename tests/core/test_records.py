@@ -49,8 +49,9 @@ def test_the_byte_cap_holds_and_keeps_the_newest_full_records(records):
 def test_state_round_trip_keeps_profiles_and_stride(records):
     plain, _ = records
     history = History(max_bytes=4 * plain.dh_norms.astype(np.float32).nbytes * 10)
-    for step in range(1, 200):
+    for step in range(1, 5001):                                   # scalars span two blocks
         history.append(dataclasses.replace(plain, step=step, loss=float(step)))
+    assert np.array_equal(history.scalars()["loss"], np.arange(1, 5001))
     again = History.from_state(history.state())
     assert again.profile_stride == history.profile_stride
     for a, b in zip(history.profiles(), again.profiles()):
