@@ -76,7 +76,8 @@ class Record:
 class History:
     """The run's record of itself, within a byte cap.
 
-    - every step's scalars (SCALARS) for the whole run;
+    - the scalars (SCALARS) for the whole run: every step's until they fill a quarter of the cap (200,000
+      steps at 64 MiB), then, as for the profiles, every other row is dropped and the stride doubles;
     - gradient profiles dh_norms (R, T) for the whole run, in one float32 buffer of a quarter of the cap
       (allocated at the first profile): when it is full, every other stored profile is dropped and the
       stride doubles, so the whole run stays covered at a coarser resolution and the memory stays put;
@@ -86,7 +87,9 @@ class History:
     def __init__(self, max_bytes: int):
         self.max_bytes = max_bytes
         self._scalar_blocks: list[np.ndarray] = []   # (SCALAR_BLOCK, len(SCALARS)) float64 each, filled in order
-        self._length = 0                              # steps appended
+        self._length = 0                              # rows stored
+        self.scalar_stride = 1
+        self._scalar_rows = max(2, (max_bytes // 4) // (8 * len(SCALARS)))   # rows the scalars may keep
         self.profile_stride = 1
         self._profile_steps = np.zeros(0, dtype=np.int64)      # (capacity,), the first _profile_count used
         self._profiles = np.zeros((0, 0, 0), dtype=np.float32)  # (capacity, R, T)
@@ -95,7 +98,10 @@ class History:
         self._record_bytes = 0
 
     def append(self, record: Record):
-        self._append_scalars(list(record.scalars().values()))
+        if record.step % self.scalar_stride == 0:
+            self._append_scalars(list(record.scalars().values()))
+            if self._length > self._scalar_rows:
+                self._halve_scalars()
         if record.step % self.profile_stride == 0:
             self._store_profile(record.step, record.dh_norms)
         self.records.append(record)
@@ -110,6 +116,29 @@ class History:
             self._scalar_blocks.append(np.empty((SCALAR_BLOCK, len(SCALARS)), dtype=np.float64))
         self._scalar_blocks[-1][index] = row
         self._length += 1
+
+    def _halve_scalars(self):
+        """Keep the rows of steps that are multiples of twice the stride (rare: each halving doubles the
+        steps until the next)."""
+        self.scalar_stride *= 2
+        table = self._scalar_table()
+        self._set_scalar_table(table[table[:, 0] % self.scalar_stride == 0])   # column 0: the step
+
+    def _set_scalar_table(self, table: np.ndarray):
+        """Store (rows, len(SCALARS)) as the scalars, in fresh blocks."""
+        self._scalar_blocks = []
+        for start in range(0, len(table), SCALAR_BLOCK):
+            block = np.empty((SCALAR_BLOCK, len(SCALARS)), dtype=np.float64)
+            chunk = table[start:start + SCALAR_BLOCK]
+            block[:len(chunk)] = chunk
+            self._scalar_blocks.append(block)
+        self._length = len(table)
+
+    def _scalar_table(self) -> np.ndarray:
+        """(rows, len(SCALARS)) float64, a copy."""
+        if not self._scalar_blocks:
+            return np.zeros((0, len(SCALARS)))
+        return np.concatenate(self._scalar_blocks)[:self._length]
 
     def _store_profile(self, step: int, dh_norms: np.ndarray):
         if self._profile_count == 0 and self._profiles.shape[1:] != dh_norms.shape:
@@ -145,8 +174,7 @@ class History:
         return self._length
 
     def scalars(self) -> dict[str, np.ndarray]:
-        table = np.concatenate(self._scalar_blocks)[:self._length] if self._scalar_blocks \
-            else np.zeros((0, len(SCALARS)))                                                  # (steps, len(SCALARS))
+        table = self._scalar_table()
         return {name: table[:, i].copy() for i, name in enumerate(SCALARS)}
 
     def profiles(self) -> tuple[np.ndarray, np.ndarray]:
@@ -160,6 +188,7 @@ class History:
         """Plain arrays for saving; the ring buffer of full records is not part of it."""
         steps, profiles = self.profiles()
         return {"max_bytes": np.int64(self.max_bytes), "profile_stride": np.int64(self.profile_stride),
+                "scalar_stride": np.int64(self.scalar_stride),
                 "profile_steps": steps.astype(np.int64), "profiles": profiles,
                 **{f"scalar_{name}": values for name, values in self.scalars().items()}}
 
@@ -167,16 +196,11 @@ class History:
     def from_state(cls, state: dict[str, np.ndarray]) -> "History":
         history = cls(int(state["max_bytes"]))
         history.profile_stride = int(state["profile_stride"])
+        history.scalar_stride = int(state.get("scalar_stride", 1))   # sessions saved before it existed: 1
         columns = [np.asarray(state[f"scalar_{name}"], dtype=np.float64) for name in SCALARS]
         if len({len(c) for c in columns}) != 1:
             raise ValueError("history scalars have different lengths")
-        table = np.stack(columns, axis=1)                                                # (steps, len(SCALARS))
-        for start in range(0, len(table), SCALAR_BLOCK):
-            block = np.empty((SCALAR_BLOCK, len(SCALARS)), dtype=np.float64)
-            chunk = table[start:start + SCALAR_BLOCK]
-            block[:len(chunk)] = chunk
-            history._scalar_blocks.append(block)
-        history._length = len(table)
+        history._set_scalar_table(np.stack(columns, axis=1))                             # (rows, len(SCALARS))
         steps = np.asarray(state["profile_steps"], dtype=np.int64)
         profiles = np.asarray(state["profiles"], dtype=np.float32)
         if len(profiles) != len(steps):

@@ -33,7 +33,8 @@ def save_npz(path: str | Path, history: History, last: Record | None = None):
 
 
 def save_csv(path: str | Path, history: History):
-    """One row per step: the scalars, then ‖∂L/∂h_t‖ of layer 1 for t = 1..T where a profile was kept."""
+    """One row per step kept (every step, until a long run fills the history's cap and it keeps every k-th):
+    the scalars, then ‖∂L/∂h_t‖ of layer 1 for t = 1..T where a profile was kept."""
     scalars = history.scalars()
     steps, profiles = history.profiles()
     profile_at = {int(s): profiles[i, 0] for i, s in enumerate(steps)}

@@ -32,7 +32,19 @@ def test_profiles_cover_the_whole_run_at_a_doubling_stride_in_one_buffer(records
     assert np.all(np.diff(steps) == history.profile_stride)    # evenly spaced ...
     assert steps[0] == history.profile_stride and steps[-1] > 1000 - history.profile_stride   # ... over the run
     np.testing.assert_array_equal(profiles, np.repeat(plain.dh_norms[None].astype(np.float32), len(steps), 0))
-    assert len(history) == 1000 and len(history.scalars()["loss"]) == 1000
+
+
+def test_scalars_thin_out_at_a_doubling_stride_once_they_fill_their_share(records):
+    plain, _ = records
+    history = History(max_bytes=4 * 8 * 10 * 100)               # a quarter of the cap: 100 rows of 10 scalars
+    for step in range(1, 1001):
+        history.append(dataclasses.replace(plain, step=step, loss=float(step)))
+    scalars = history.scalars()
+    assert 50 <= len(history) <= 100 and history.scalar_stride == 16
+    assert np.array_equal(scalars["step"], np.arange(16, 1001, 16))     # evenly spaced over the whole run
+    assert np.array_equal(scalars["loss"], scalars["step"])              # each row is its own step's
+    again = History.from_state(history.state())
+    assert again.scalar_stride == 16 and np.array_equal(again.scalars()["loss"], scalars["loss"])
 
 
 def test_the_byte_cap_holds_and_keeps_the_newest_full_records(records):
@@ -46,9 +58,9 @@ def test_the_byte_cap_holds_and_keeps_the_newest_full_records(records):
     assert [r.step for r in history.records] == list(range(3001 - len(history.records), 3001))
 
 
-def test_state_round_trip_keeps_profiles_and_stride(records):
+def test_state_round_trip_keeps_scalars_and_profiles(records):
     plain, _ = records
-    history = History(max_bytes=4 * plain.dh_norms.astype(np.float32).nbytes * 10)
+    history = History(max_bytes=4 * 8 * 10 * 5000)                 # room for 5,000 rows of scalars
     for step in range(1, 5001):                                   # scalars span two blocks
         history.append(dataclasses.replace(plain, step=step, loss=float(step)))
     assert np.array_equal(history.scalars()["loss"], np.arange(1, 5001))
