@@ -11,7 +11,6 @@ import numpy as np
 # Per-step scalars kept for the whole run (small: a few floats a step).
 SCALARS = ("step", "loss", "perplexity", "grad_norm", "grad_norm_clipped", "spectral_radius", "sigma_max",
            "step_ms", "lr", "clip")
-SCALAR_BLOCK = 4096   # steps of scalars per block (320 KiB)
 # What a Record costs beyond its arrays' data (measured with tracemalloc on unpickled records): the instance
 # and its field values, and each numpy array object.
 RECORD_OVERHEAD = 1536
@@ -73,115 +72,98 @@ class Record:
         return {name: (np.nan if getattr(self, name) is None else float(getattr(self, name))) for name in SCALARS}
 
 
+class StridedRows:
+    """One row per kept step, in one buffer preallocated at the first row (`share` bytes; its pages become
+    resident as they fill): when it is full, every other row is dropped in place and the stride doubles, so
+    the whole run stays covered at a coarser resolution and the memory stays put."""
+
+    def __init__(self, share: int, dtype):
+        self.share, self.dtype = share, np.dtype(dtype)
+        self.stride = 1
+        self.steps = np.zeros(0, dtype=np.int64)     # (capacity,), the first `count` used
+        self.rows = np.zeros((0, 0), dtype=dtype)    # (capacity, *row shape)
+        self.count = 0
+
+    def add(self, step: int, row):
+        if step % self.stride:
+            return
+        row = np.asarray(row, dtype=self.dtype)
+        if self.count == 0 and self.rows.shape[1:] != row.shape:
+            capacity = max(2, self.share // (self.dtype.itemsize * max(1, row.size)))
+            self.rows = np.empty((capacity, *row.shape), dtype=self.dtype)
+            self.steps = np.empty(capacity, dtype=np.int64)
+        if self.count == len(self.rows):
+            self._halve()
+            if step % self.stride:
+                return
+        self.rows[self.count] = row
+        self.steps[self.count] = step
+        self.count += 1
+
+    def _halve(self):
+        self.stride *= 2
+        keep = np.flatnonzero(self.steps[:self.count] % self.stride == 0)
+        self.rows[:len(keep)] = self.rows[keep]
+        self.steps[:len(keep)] = self.steps[keep]
+        self.count = len(keep)
+
+    def kept(self) -> tuple[np.ndarray, np.ndarray]:
+        """(steps (N,), rows (N, ...)), copies."""
+        return self.steps[:self.count].copy(), self.rows[:self.count].copy()
+
+    @property
+    def nbytes(self) -> int:
+        return self.rows.nbytes + self.steps.nbytes   # the whole buffer: it is allocated once
+
+
 class History:
     """The run's record of itself, within a byte cap.
 
-    - the scalars (SCALARS) for the whole run: every step's until they fill a quarter of the cap (200,000
-      steps at 64 MiB), then, as for the profiles, every other row is dropped and the stride doubles;
-    - gradient profiles dh_norms (R, T) for the whole run, in one float32 buffer of a quarter of the cap
-      (allocated at the first profile): when it is full, every other stored profile is dropped and the
-      stride doubles, so the whole run stays covered at a coarser resolution and the memory stays put;
-    - the newest full records (arrays included) in a ring buffer.
+    - the scalars (SCALARS) of the whole run, and its gradient profiles dh_norms (R, T), each in a
+      StridedRows of a quarter of the cap: every step until it is full (the scalars: 200,000 steps at
+      64 MiB), then every other, every fourth ... so the whole run stays covered;
+    - the newest full records (arrays included) in a ring buffer, in what is left.
     """
 
     def __init__(self, max_bytes: int):
         self.max_bytes = max_bytes
-        self._scalar_blocks: list[np.ndarray] = []   # (SCALAR_BLOCK, len(SCALARS)) float64 each, filled in order
-        self._length = 0                              # rows stored
-        self.scalar_stride = 1
-        self._scalar_rows = max(2, (max_bytes // 4) // (8 * len(SCALARS)))   # rows the scalars may keep
-        self.profile_stride = 1
-        self._profile_steps = np.zeros(0, dtype=np.int64)      # (capacity,), the first _profile_count used
-        self._profiles = np.zeros((0, 0, 0), dtype=np.float32)  # (capacity, R, T)
-        self._profile_count = 0
+        self._scalars = StridedRows(max_bytes // 4, np.float64)     # rows: (len(SCALARS),)
+        self._profiles = StridedRows(max_bytes // 4, np.float32)    # rows: (R, T)
         self.records: deque[Record] = deque()
         self._record_bytes = 0
 
+    @property
+    def scalar_stride(self) -> int:
+        return self._scalars.stride
+
+    @property
+    def profile_stride(self) -> int:
+        return self._profiles.stride
+
     def append(self, record: Record):
-        if record.step % self.scalar_stride == 0:
-            self._append_scalars(list(record.scalars().values()))
-            if self._length > self._scalar_rows:
-                self._halve_scalars()
-        if record.step % self.profile_stride == 0:
-            self._store_profile(record.step, record.dh_norms)
+        self._scalars.add(record.step, list(record.scalars().values()))
+        self._profiles.add(record.step, record.dh_norms)
         self.records.append(record)
         self._record_bytes += record.nbytes()
         while len(self.records) > 1 and self.nbytes > self.max_bytes:
             self._record_bytes -= self.records.popleft().nbytes()
 
-    def _append_scalars(self, row: list[float]):
-        """One step's scalars, into fixed-size blocks: nothing is ever copied to grow (no allocator holes)."""
-        index = self._length % SCALAR_BLOCK
-        if index == 0:
-            self._scalar_blocks.append(np.empty((SCALAR_BLOCK, len(SCALARS)), dtype=np.float64))
-        self._scalar_blocks[-1][index] = row
-        self._length += 1
-
-    def _halve_scalars(self):
-        """Keep the rows of steps that are multiples of twice the stride (rare: each halving doubles the
-        steps until the next)."""
-        self.scalar_stride *= 2
-        table = self._scalar_table()
-        self._set_scalar_table(table[table[:, 0] % self.scalar_stride == 0])   # column 0: the step
-
-    def _set_scalar_table(self, table: np.ndarray):
-        """Store (rows, len(SCALARS)) as the scalars, in fresh blocks."""
-        self._scalar_blocks = []
-        for start in range(0, len(table), SCALAR_BLOCK):
-            block = np.empty((SCALAR_BLOCK, len(SCALARS)), dtype=np.float64)
-            chunk = table[start:start + SCALAR_BLOCK]
-            block[:len(chunk)] = chunk
-            self._scalar_blocks.append(block)
-        self._length = len(table)
-
-    def _scalar_table(self) -> np.ndarray:
-        """(rows, len(SCALARS)) float64, a copy."""
-        if not self._scalar_blocks:
-            return np.zeros((0, len(SCALARS)))
-        return np.concatenate(self._scalar_blocks)[:self._length]
-
-    def _store_profile(self, step: int, dh_norms: np.ndarray):
-        if self._profile_count == 0 and self._profiles.shape[1:] != dh_norms.shape:
-            capacity = max(2, (self.max_bytes // 4) // (4 * dh_norms.size))
-            self._profiles = np.empty((capacity, *dh_norms.shape), dtype=np.float32)
-            self._profile_steps = np.empty(capacity, dtype=np.int64)
-        if self._profile_count == len(self._profiles):
-            self._halve_profiles()
-            if step % self.profile_stride:
-                return
-        self._profiles[self._profile_count] = dh_norms
-        self._profile_steps[self._profile_count] = step
-        self._profile_count += 1
-
-    def _halve_profiles(self):
-        """Keep the profiles of steps that are multiples of twice the stride, in place."""
-        self.profile_stride *= 2
-        n = self._profile_count
-        keep = np.flatnonzero(self._profile_steps[:n] % self.profile_stride == 0)
-        self._profiles[:len(keep)] = self._profiles[keep]
-        self._profile_steps[:len(keep)] = self._profile_steps[keep]
-        self._profile_count = len(keep)
-
-    @property
-    def _profile_bytes(self) -> int:
-        return self._profiles.nbytes + self._profile_steps.nbytes   # the whole buffer: it is allocated once
-
     @property
     def nbytes(self) -> int:
-        return self._record_bytes + self._profile_bytes + 8 * len(SCALARS) * len(self)
+        return self._record_bytes + self._scalars.nbytes + self._profiles.nbytes
 
     def __len__(self) -> int:
-        return self._length
+        return self._scalars.count
 
     def scalars(self) -> dict[str, np.ndarray]:
-        table = self._scalar_table()
-        return {name: table[:, i].copy() for i, name in enumerate(SCALARS)}
+        _, table = self._scalars.kept()                                                # (N, len(SCALARS))
+        return {name: table[:, i].copy() if len(table) else np.zeros(0) for i, name in enumerate(SCALARS)}
 
     def profiles(self) -> tuple[np.ndarray, np.ndarray]:
         """(steps (N,), dh_norms (N, R, T)), copies. One History belongs to one model shape: a rebuild starts a
         new one. Not thread-safe: read it on the thread that appends to it."""
-        n = self._profile_count
-        return self._profile_steps[:n].copy(), self._profiles[:n].copy()
+        steps, profiles = self._profiles.kept()
+        return steps, profiles if profiles.ndim == 3 else np.zeros((0, 0, 0), dtype=np.float32)
 
     # -- persistence (core.session) --------------------------------------------------
     def state(self) -> dict[str, np.ndarray]:
@@ -195,16 +177,17 @@ class History:
     @classmethod
     def from_state(cls, state: dict[str, np.ndarray]) -> "History":
         history = cls(int(state["max_bytes"]))
-        history.profile_stride = int(state["profile_stride"])
-        history.scalar_stride = int(state.get("scalar_stride", 1))   # sessions saved before it existed: 1
+        history._scalars.stride = int(state.get("scalar_stride", 1))   # sessions saved before it existed: 1
+        history._profiles.stride = int(state["profile_stride"])
         columns = [np.asarray(state[f"scalar_{name}"], dtype=np.float64) for name in SCALARS]
         if len({len(c) for c in columns}) != 1:
             raise ValueError("history scalars have different lengths")
-        history._set_scalar_table(np.stack(columns, axis=1))                             # (rows, len(SCALARS))
+        for row in np.stack(columns, axis=1):                                          # (N, len(SCALARS))
+            history._scalars.add(int(row[0]), row)                                     # column 0: the step
         steps = np.asarray(state["profile_steps"], dtype=np.int64)
         profiles = np.asarray(state["profiles"], dtype=np.float32)
         if len(profiles) != len(steps):
             raise ValueError("history profiles and their steps differ in length")
         for step, profile in zip(steps, profiles):
-            history._store_profile(int(step), profile)
+            history._profiles.add(int(step), profile)
         return history

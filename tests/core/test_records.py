@@ -23,10 +23,10 @@ def test_profiles_cover_the_whole_run_at_a_doubling_stride_in_one_buffer(records
     per_profile = plain.dh_norms.astype(np.float32).nbytes
     history = History(max_bytes=4 * per_profile * 10)          # a quarter of the cap: room for 10 profiles
     history.append(dataclasses.replace(plain, step=1))
-    buffer = history._profiles
+    buffer = history._profiles.rows
     for step in range(2, 1001):
         history.append(dataclasses.replace(plain, step=step))
-        assert history._profiles is buffer                         # allocated once, never grown
+        assert history._profiles.rows is buffer                    # allocated once, never grown
     steps, profiles = history.profiles()
     assert 5 <= len(steps) <= 10 and history.profile_stride in (64, 128)
     assert np.all(np.diff(steps) == history.profile_stride)    # evenly spaced ...
@@ -61,7 +61,7 @@ def test_the_byte_cap_holds_and_keeps_the_newest_full_records(records):
 def test_state_round_trip_keeps_scalars_and_profiles(records):
     plain, _ = records
     history = History(max_bytes=4 * 8 * 10 * 5000)                 # room for 5,000 rows of scalars
-    for step in range(1, 5001):                                   # scalars span two blocks
+    for step in range(1, 5001):
         history.append(dataclasses.replace(plain, step=step, loss=float(step)))
     assert np.array_equal(history.scalars()["loss"], np.arange(1, 5001))
     again = History.from_state(history.state())
