@@ -116,7 +116,7 @@ def _takes(fn: Callable, name: str) -> bool:
         return False
 
 
-def as_records(result) -> list:
+def _as_records(result) -> list:
     """A step's result as a list of Records (a Comparison already returns one)."""
     return list(result) if isinstance(result, (list, tuple)) else [result]
 
@@ -196,7 +196,7 @@ class EngineLoop:
         """After Pause the last record must be complete: if the last step was not detailed, take one more
         (unless a Step or a rebuild is already waiting, which will give a complete record anyway)."""
         flags = self.flags
-        last = as_records(self._last_record)[0] if self._last_record is not None else None
+        last = _as_records(self._last_record)[0] if self._last_record is not None else None
         if (last is not None and last.diverged is None and self.engine is not None
                 and (last.hidden is None or last.task_preview is None)
                 and not (flags.stop.is_set() or flags.step_requested.is_set() or flags.rebuild_requested.is_set())):
@@ -268,7 +268,7 @@ class EngineLoop:
             self.emit("failed", f"Step {self.flags.last_step.value + 1} failed: {type(e).__name__}: {e}",
                       traceback.format_exc())
             return None
-        records = as_records(result)
+        records = _as_records(result)
         self.flags.last_step.value = records[0].step
         self._last_record = result
         self.emit("record_ready", result)
