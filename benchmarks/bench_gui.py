@@ -6,7 +6,7 @@
   the interval between frames (the panels take the record, Qt paints them, the window waits for the
   next frame), frames per second, the update part alone, and the window main thread's share of a core;
 - throughput: training steps/s with the window open and playing (the engine in its own process, as
-  the app runs it) vs the same engine loop headless (explorer.engine_loop: same config, same detail
+  the app runs it) vs the same engine loop headless (explorer.engine.loop: same config, same detail
   policy), interleaved round by round;
 - start-up: seconds from process start to the window shown, and to the first record drawn
   (median of several fresh processes).
@@ -33,7 +33,7 @@ import time; t0 = time.perf_counter()
 import os, sys; sys.path.insert(0, {root!r}); os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
-from explorer.main_window import MainWindow
+from explorer.window.main_window import MainWindow
 app = QApplication([])
 QSettings.setDefaultFormat(QSettings.IniFormat)
 window = MainWindow(settings=QSettings({ini!r}, QSettings.IniFormat))
@@ -47,9 +47,9 @@ print(shown, drawn); window.close(); app.processEvents()
 
 
 def headless_rate(config, seconds: float) -> float:
-    """Steps/s of the app's own engine loop (explorer.engine_loop: same detail and preview policy) with no
+    """Steps/s of the app's own engine loop (explorer.engine.loop: same detail and preview policy) with no
     window: run in this process, stopped after `seconds` of playing."""
-    from explorer.engine_loop import EngineLoop, Flags
+    from explorer.engine.loop import EngineLoop, Flags
 
     flags, steps = Flags(), []
 
@@ -70,7 +70,7 @@ def window_round(app, config, seconds: float) -> dict:
     and the share of a core the window's main thread used."""
     from PySide6.QtCore import QSettings, QTimer
 
-    from explorer.main_window import MainWindow
+    from explorer.window.main_window import MainWindow
 
     window = MainWindow(config=config, settings=QSettings(str(ROOT / "benchmarks/results/.bench.ini"),
                                                           QSettings.IniFormat))

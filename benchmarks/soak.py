@@ -31,7 +31,7 @@ def rss_mib(pid: int | str = "self") -> float:
 
 def soak_headless(config: Config, steps: int, checkpoints: int):
     from core.trainer import Trainer
-    from explorer.engine_loop import limit_torch_threads
+    from explorer.engine.loop import limit_torch_threads
 
     limit_torch_threads()   # as the app's engine process does
 
@@ -63,7 +63,7 @@ def soak_window(config: Config, steps: int, checkpoints: int):
     from PySide6.QtCore import QSettings, Qt, QTimer
     from PySide6.QtWidgets import QApplication
 
-    from explorer.main_window import MainWindow
+    from explorer.window.main_window import MainWindow
 
     app = QApplication.instance() or QApplication([])
     window = MainWindow(config=config, settings=QSettings(str(Path(__file__).parent / "results/.soak.ini"),

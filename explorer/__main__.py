@@ -3,7 +3,7 @@
     gradflow                      open the app on the default scenario
     gradflow --preset NAME        open the app on another scenario
     gradflow run [...]            train headless (core.cli; Qt is never imported)
-    gradflow export [...]         render panels to PNG/SVG/GIF/MP4 headless (explorer.export), where
+    gradflow export [...]         render panels to PNG/SVG/GIF/MP4 headless (explorer.export.figures), where
                                   that module is present; otherwise "not yet available", exit 2
     gradflow build-native         compile the optional LSTM kernel once (core.native; needs a C++ compiler)
 """
@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
         return run(argv[1:])
     if command == "export":
         try:
-            from explorer.export import export_main
+            from explorer.export.figures import export_main
         except ImportError:
             print("gradflow export: not yet available in this version. To save a run's numbers, use "
                   "`gradflow run --json PATH`.", file=sys.stderr)

@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtWidgets import QApplication  # Qt only from here on
 
     from explorer import errors
-    from explorer.main_window import APPLICATION, ORGANIZATION, MainWindow
+    from explorer.window.main_window import APPLICATION, ORGANIZATION, MainWindow
 
     app = QApplication.instance() or QApplication([sys.argv[0], *qt_args])
     app.setOrganizationName(ORGANIZATION)

@@ -9,7 +9,7 @@ from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from core.records import History, Record
-from explorer import plotting
+from explorer.panels import plotting
 from explorer.theme import DEFAULT_THEME, Theme
 
 

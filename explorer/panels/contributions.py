@@ -7,7 +7,7 @@ import numpy as np
 import pyqtgraph as pg
 
 from core.records import History, Record
-from explorer import plotting
+from explorer.panels import plotting
 from explorer.panels.base import Panel
 from explorer.theme import Theme
 

@@ -9,7 +9,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 
 from core.records import History, Record
-from explorer import plotting
+from explorer.panels import plotting
 from explorer.panels.base import Panel
 from explorer.theme import Theme
 

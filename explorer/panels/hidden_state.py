@@ -9,7 +9,7 @@ from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel
 
 from core.records import History, Record
-from explorer import plotting
+from explorer.panels import plotting
 from explorer.panels.base import Panel
 from explorer.theme import Theme
 

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtWidgets import QLabel
 
 from core.records import History, Record
-from explorer import plotting
+from explorer.panels import plotting
 from explorer.panels.base import Panel
 from explorer.theme import Theme
 
@@ -80,7 +80,7 @@ class JacobiansPanel(Panel):
 
     # -- wiring ---------------------------------------------------------------------------------
     def connect_to_worker(self, worker) -> None:
-        """Ask `worker` (explorer.worker.TrainingWorker) for Jacobians only while this panel is on screen
+        """Ask `worker` (explorer.engine.worker.TrainingWorker) for Jacobians only while this panel is on screen
         (polled every POLL_MS in the GUI thread: hidden docks and background tabs cost nothing)."""
         self._worker = worker
         if self._poll is None:

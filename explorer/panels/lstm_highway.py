@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
 from core.records import History, Record
-from explorer import plotting
+from explorer.panels import plotting
 from explorer.panels.base import Panel
 from explorer.theme import Theme
 

@@ -21,7 +21,7 @@ from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton
 
 from core.records import History, Record
-from explorer import plotting
+from explorer.panels import plotting
 from explorer.panels.base import Panel
 from explorer.theme import Theme
 
@@ -160,7 +160,7 @@ class SpectrumPanel(Panel):
         self.undo_button.setVisible(on)
 
     def connect_to_worker(self, worker) -> None:
-        """Make the panel editable and send its edits to `worker` (explorer.worker.TrainingWorker):
+        """Make the panel editable and send its edits to `worker` (explorer.engine.worker.TrainingWorker):
         eigenvalue_edited -> worker.call(EDIT_TAG, trainer.edit_eigenvalue(...)), undo_requested ->
         worker.call(UNDO_TAG, trainer.undo_matrix_edit()); the answers come back on worker.call_done
         (queued to a bound slot of this GUI-thread panel). Calling it again with the same worker does nothing."""

@@ -4,8 +4,8 @@ import pytest
 from PySide6.QtCore import QSettings, QStandardPaths
 
 from core.presets import DEFAULT_PRESET, load_preset
-from explorer.main_window import MainWindow
-from explorer.worker import ENGINE_ENV
+from explorer.window.main_window import MainWindow
+from explorer.engine.worker import ENGINE_ENV
 
 # Windows here run their engine in the worker's thread: a test can then reach into the trainer (and pass
 # it lambdas), and the suite does not start a process per window. The app's default, the engine in a

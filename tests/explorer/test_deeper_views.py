@@ -17,13 +17,13 @@ from core.config import Config, ConfigError  # noqa: E402
 from core.presets import load_preset  # noqa: E402
 from core.records import History  # noqa: E402
 from core.trainer import Trainer  # noqa: E402
-from explorer.compare_window import (CompareDialog, CompareWindow, open_comparison,  # noqa: E402
+from explorer.compare.window import (CompareDialog, CompareWindow, open_comparison,  # noqa: E402
                                      open_comparison_dialog, open_windows, vary_runs)
 from explorer.panels import (DEEPER_PANELS, PANELS, ContributionsPanel, JacobiansPanel,  # noqa: E402
                              LstmHighwayPanel, SpectrumPanel, connect_panels)
 from explorer.panels.lstm_highway import NOT_LSTM  # noqa: E402
-from explorer.timeline import TimelineBar  # noqa: E402
-from explorer.worker import TrainingSession, TrainingWorker  # noqa: E402
+from explorer.window.timeline import TimelineBar  # noqa: E402
+from explorer.engine.worker import TrainingSession, TrainingWorker  # noqa: E402
 from panel_helpers import feed, make as make_panel  # noqa: E402 - tests/explorer is on sys.path
 
 SMALL = dict(hidden_size=16, batch_size=8)

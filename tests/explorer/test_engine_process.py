@@ -16,7 +16,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
 
-from explorer.worker import ENGINE_ENV
+from explorer.engine.worker import ENGINE_ENV
 from test_reliability import STABLE, bar_button, step_once   # tests/explorer is on sys.path
 from window_probes import in_engine, state_arrays
 
@@ -34,7 +34,7 @@ def test_the_window_process_trains_through_the_engine_process_and_never_imports_
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
         from PySide6.QtCore import QSettings
         from PySide6.QtWidgets import QApplication
-        from explorer.main_window import MainWindow
+        from explorer.window.main_window import MainWindow
         if __name__ == "__main__":
             app = QApplication([])
             window = MainWindow(settings=QSettings({str(tmp_path / 'x.ini')!r}, QSettings.Format.IniFormat))

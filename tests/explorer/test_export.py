@@ -10,7 +10,7 @@ from PIL import Image
 
 from core.config import Config
 from core.trainer import Trainer
-from explorer.export import Animation, Dashboard, ExportError, save_figure
+from explorer.export.figures import Animation, Dashboard, ExportError, save_figure
 from explorer.theme import get_theme
 
 ROOT = Path(__file__).resolve().parents[2]

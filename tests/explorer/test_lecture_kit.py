@@ -22,7 +22,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
 
 from core.presets import DEFAULT_PRESET, load_preset, preset_names
-from explorer.main_window import MainWindow
+from explorer.window.main_window import MainWindow
 from window_probes import weights   # tests/explorer is on sys.path
 
 SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
@@ -327,10 +327,10 @@ def test_comparison_scenarios_are_listed_and_open_the_comparison_view(qtbot, win
     for name in names:
         assert combo.itemText(combo.findData(name)).startswith("Compare: ")
     opened = []
-    fake = types.ModuleType("explorer.compare_window")
+    fake = types.ModuleType("explorer.compare.window")
     fake.open_comparison = lambda preset, parent=None: opened.append((preset.name, parent))
     fake.open_comparison_dialog = lambda parent=None: opened.append(("dialog", parent))
-    monkeypatch.setitem(sys.modules, "explorer.compare_window", fake)
+    monkeypatch.setitem(sys.modules, "explorer.compare.window", fake)
     config = window.settings_panel.config
     _choose(window, names[0])
     assert opened == [(names[0], window)]
@@ -341,7 +341,7 @@ def test_comparison_scenarios_are_listed_and_open_the_comparison_view(qtbot, win
 
 
 def test_without_a_comparison_view_choosing_one_says_so(qtbot, window, monkeypatch):
-    monkeypatch.setitem(sys.modules, "explorer.compare_window", None)   # as if the module were absent
+    monkeypatch.setitem(sys.modules, "explorer.compare.window", None)   # as if the module were absent
     name = next(n for n in preset_names() if n.startswith("compare_"))
     _choose(window, name)
     assert "comparison view not available" in wait_problem(qtbot, window)
@@ -366,7 +366,7 @@ def test_a_reopened_session_saved_again_at_once_reopens_the_same_picture(qtbot, 
 
 
 def test_comparison_scenario_opens_the_real_comparison_window(qtbot, window):
-    compare = pytest.importorskip("explorer.compare_window")
+    compare = pytest.importorskip("explorer.compare.window")
     from PySide6.QtWidgets import QApplication
     name = next(n for n in preset_names() if n.startswith("compare_"))
     _choose(window, name)
@@ -379,7 +379,7 @@ def test_comparison_scenario_opens_the_real_comparison_window(qtbot, window):
 # -- timeline ----------------------------------------------------------------------------------------------
 def test_the_panels_follow_the_timeline_and_exports_show_the_step_picked(qtbot, window, tmp_path):
     if window.timeline is None:
-        pytest.skip("explorer.timeline is not installed")
+        pytest.skip("explorer.window.timeline is not installed")
     step_to(qtbot, window, 4)
     qtbot.waitUntil(lambda: len(window.timeline.records()) == 4, timeout=WAIT_MS)
     window.timeline.scrub_to(1)                                      # back to step 2

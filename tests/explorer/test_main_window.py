@@ -16,7 +16,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from core.presets import DEFAULT_PRESET, load_preset, preset_names
-from explorer.main_window import MainWindow
+from explorer.window.main_window import MainWindow
 from explorer.theme import THEMES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -316,7 +316,7 @@ def test_gradflow_run_trains_headless_without_importing_qt():
 
 def test_gradflow_export_is_reserved_when_the_export_module_is_missing(capsys, monkeypatch):
     from explorer.__main__ import main
-    monkeypatch.setitem(sys.modules, "explorer.export", None)   # import fails as if absent
+    monkeypatch.setitem(sys.modules, "explorer.export.figures", None)   # import fails as if absent
     assert main(["export", "--anything"]) == 2
     assert "not yet available" in capsys.readouterr().err
 

@@ -19,9 +19,9 @@ from core.config import SPECS
 from core.presets import DEFAULT_PRESET, load_preset
 from core.tasks.text import MAX_TEXT_BYTES
 from explorer import errors
-from explorer.main_window import MainWindow
+from explorer.window.main_window import MainWindow
 from window_probes import weights   # tests/explorer is on sys.path
-from explorer.settings_panel import SettingsPanel
+from explorer.window.settings import SettingsPanel
 
 SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
 STABLE = SMALL.replace(activation="identity", spectral_radius=1.0, optimizer="sgd", lr=0.01)

@@ -1,4 +1,4 @@
-"""The worker (explorer.worker): flags and a command queue in, signals to bound slots out.
+"""The worker (explorer.engine.worker): flags and a command queue in, signals to bound slots out.
 
 The `session` tests run twice: with the engine in a process of its own (the app's default) and in the
 worker's thread (where tests can reach into the engine object)."""
@@ -16,7 +16,7 @@ from PySide6.QtCore import QCoreApplication, QObject, QThread, Slot
 
 from core.config import Config
 from core.presets import DEFAULT_PRESET, load_preset
-from explorer.worker import TrainingSession
+from explorer.engine.worker import TrainingSession
 
 SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
 WAIT_MS = 30_000   # the first build imports torch; a busy machine can be slow
@@ -270,7 +270,7 @@ def test_jacobians_are_computed_only_while_wanted(qtbot, session):
 
 
 def test_jacobians_while_playing_come_at_most_every_half_second(qtbot, session):
-    from explorer.engine_loop import JACOBIAN_INTERVAL_S
+    from explorer.engine.loop import JACOBIAN_INTERVAL_S
 
     s, rec = session
     s.worker.set_wanted(jacobians=True)

@@ -4,7 +4,7 @@
     open_comparison_dialog(parent)      # pick a comparison preset, or vary one setting of any preset
     open_windows()                      # the comparison windows open now
 
-The window trains the runs in an engine process — the same `explorer.worker.TrainingSession` the main
+The window trains the runs in an engine process — the same `explorer.engine.worker.TrainingSession` the main
 window uses, driving a Comparison instead of a Trainer (its records arrive as one list per step) —
 and overlays what they did on the same batch: the gradient through time of layer 1 (log axis) and the
 loss curves, one colour per run; below, each run's spectrum and hidden state side by side.
@@ -25,14 +25,14 @@ from core.compare import MAX_RUNS, MIN_RUNS, check_runs
 from core.config import Config, ConfigError
 from core.presets import Preset, load_preset, preset_names
 from core.records import History, Record
-from explorer import plotting
-from explorer.dialogs import ok_cancel
+from explorer.panels import plotting
+from explorer.window.dialogs import ok_cancel
 from explorer.panels.base import Panel, surface_color, themed_palette
 from explorer.panels.hidden_state import HiddenStatePanel
 from explorer.panels.spectrum import SpectrumPanel
-from explorer.run_controls import RunControls, run_toolbar
+from explorer.window.run_controls import RunControls, run_toolbar
 from explorer.theme import DEFAULT_THEME, Theme
-from explorer.worker import TrainingSession
+from explorer.engine.worker import TrainingSession
 
 FRAME_MS = 33                  # repaint at most ~30 times a second
 HISTORY_MB_PER_RUN = 16        # each run's GUI-side History cap (the main window's default is larger)

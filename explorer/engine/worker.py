@@ -1,6 +1,6 @@
 """The one owner of concurrency in the app: the engine trains off the GUI thread, by default in a process.
 
-    GUI thread                                 engine (explorer.engine_loop.EngineLoop)
+    GUI thread                                 engine (explorer.engine.loop.EngineLoop)
     ----------                                 -----------------------------------------
     TrainingWorker.play()/pause()/stop() ─flags──▶  read between steps
     .step_once()/.update()/.rebuild()/.call() ─queue─▶ drained between steps
@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
-from explorer.engine_loop import IDLE_POLL_S, Command, EngineLoop, Flags, PickledQueue, RunSpec, serve
+from explorer.engine.loop import IDLE_POLL_S, Command, EngineLoop, Flags, PickledQueue, RunSpec, serve
 
 ENGINE_ENV = "GRADFLOW_ENGINE"   # "process" (default) or "thread"
 STOP_GRACE_S = 0.3               # after stop, how long a busy engine process may take to finish its step
@@ -49,7 +49,7 @@ def engine_process_context():
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["explorer.engine_loop", "core.trainer", "core.compare"])
+    context.set_forkserver_preload(["explorer.engine.loop", "core.trainer", "core.compare"])
     return context
 
 
@@ -122,7 +122,7 @@ class TrainingWorker(QObject):
 
     def set_wanted(self, jacobians: bool = False):
         """Which costly extras are on screen (read between steps): `jacobians` asks for Jacobians
-        through time on some steps (throttled, see explorer.engine_loop); False stops computing them."""
+        through time on some steps (throttled, see explorer.engine.loop); False stops computing them."""
         self._flags.want_jacobians.value = bool(jacobians)
 
     @property

@@ -8,7 +8,7 @@ from PySide6.QtGui import QColor, QPalette
 
 from explorer.theme import Theme
 
-STYLES = Path(__file__).resolve().parents[1] / "resources" / "styles"
+STYLES = Path(__file__).resolve().parents[2] / "resources" / "styles"
 
 
 def stylesheet(theme: Theme) -> str:

@@ -1,6 +1,6 @@
 """Sessions on disk (File ▸ Save Session / Open Session, `.gfe`): the run (config, weights, optimizer,
 history) and the window's view in one file. The engine writes and reads the file between two steps
-(explorer.engine_calls); this module asks for the file, follows the calls and reports their failures.
+(explorer.engine.calls); this module asks for the file, follows the calls and reports their failures.
 Opening rebuilds the model for the saved config, then moves the saved state into it."""
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING
 from PySide6.QtWidgets import QApplication, QFileDialog
 
 from core.records import Record
-from explorer import engine_calls, errors
-from explorer.file_dialogs import ask_save_path, folder_problem, last_dir, remember_dir
+from explorer import errors
+from explorer.engine import calls as engine_calls
+from explorer.window.file_dialogs import ask_save_path, folder_problem, last_dir, remember_dir
 
 if TYPE_CHECKING:
-    from explorer.main_window import MainWindow
+    from explorer.window.main_window import MainWindow
 
 SESSION_SUFFIX = ".gfe"     # core.session.SUFFIX (not imported: core.session imports torch)
 

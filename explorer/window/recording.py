@@ -12,10 +12,10 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication, QProgressDialog
 
 from core.records import Record
-from explorer.file_dialogs import folder_problem
+from explorer.window.file_dialogs import folder_problem
 
 if TYPE_CHECKING:
-    from explorer.main_window import MainWindow
+    from explorer.window.main_window import MainWindow
 
 ANIMATION_FPS = 10
 
@@ -27,7 +27,7 @@ class Recording:
     steps: int
     start: int                   # the step it started from
     frame_steps: list[int]       # steps after which a frame is taken (the first frame is the start)
-    animation: Any               # explorer.export.Animation
+    animation: Any               # explorer.export.figures.Animation
     progress: QProgressDialog
     size: QSize | None = None    # of the first frame; later frames are scaled to it
 
@@ -44,7 +44,7 @@ class AnimationRecorder:
               fps: int = ANIMATION_FPS) -> bool:
         """Train `steps` more steps, drawing `frames` frames (the first: now) of the dashboard or of one panel
         (class name), then write a GIF or MP4. A cancellable progress dialog shows while it records."""
-        from explorer.export import Animation
+        from explorer.export.figures import Animation
         window = self.window
         path = Path(path)
         problem = ("use .gif or .mp4" if path.suffix.lower() not in (".gif", ".mp4") else folder_problem(path)
@@ -81,7 +81,7 @@ class AnimationRecorder:
         if rec.target == "dashboard":
             image = window.render_dashboard(1.0)
         else:
-            from explorer.export import render_image
+            from explorer.export.figures import render_image
             image = render_image(window.panel(rec.target), 1.0)
         if rec.size is None:
             rec.size = image.size()
@@ -136,7 +136,7 @@ class AnimationRecorder:
 
 
 def _rgb_array(image: QImage) -> np.ndarray:
-    """(H, W, 3) uint8 copy of an image (as explorer.export.Animation keeps its frames)."""
+    """(H, W, 3) uint8 copy of an image (as explorer.export.figures.Animation keeps its frames)."""
     image = image.convertToFormat(QImage.Format.Format_RGB888)
     array = np.frombuffer(image.constBits(), dtype=np.uint8).reshape(image.height(), image.bytesPerLine())
     return array[:, :image.width() * 3].reshape(image.height(), image.width(), 3).copy()

@@ -12,11 +12,11 @@ from PySide6.QtGui import QGuiApplication, QImage
 from PySide6.QtWidgets import QDialog
 
 from explorer import errors
-from explorer.dialogs import AnimationDialog, PanelExportDialog
-from explorer.file_dialogs import ask_save_path, folder_problem
+from explorer.window.dialogs import AnimationDialog, PanelExportDialog
+from explorer.window.file_dialogs import ask_save_path, folder_problem
 
 if TYPE_CHECKING:
-    from explorer.main_window import MainWindow
+    from explorer.window.main_window import MainWindow
 
 
 class WindowExports:
@@ -35,7 +35,7 @@ class WindowExports:
 
     def write(self, what: str, path: Path, write: Callable[[], None]) -> bool:
         """Run `write`; a failure becomes a dialog naming the file and the reason. True if written."""
-        from explorer.export import ExportError
+        from explorer.export.figures import ExportError
         problem = folder_problem(path)
         try:
             if problem:
@@ -95,7 +95,7 @@ class WindowExports:
 
     def panel(self, name: str, path: str | Path, scale: float = 2.0) -> bool:
         """One panel (class name) as PNG at `scale` × or as SVG, by the file's suffix."""
-        from explorer import export
+        from explorer.export import figures as export
         path = Path(path)
         if path.suffix.lower() not in (".png", ".svg"):
             self.window.show_problem("Panel not exported", f"cannot export {path.name}: use .png or .svg")
@@ -127,7 +127,7 @@ def _write_png(image: QImage, path: Path):
     from PySide6.QtCore import QBuffer, QIODevice
 
     from core.files import atomic_write
-    from explorer.export import ExportError
+    from explorer.export.figures import ExportError
     data = QByteArray()
     buffer = QBuffer(data)
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)

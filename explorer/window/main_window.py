@@ -1,6 +1,6 @@
 """The main window: toolbar, scenario banner, settings dock, panel docks, status readout.
 
-It owns one `TrainingSession` (explorer.worker) and never trains itself. Records
+It owns one `TrainingSession` (explorer.engine.worker) and never trains itself. Records
 arrive by signal at bound slots; the window keeps the newest one (and a mirror
 of the run's `History`, touched only in the GUI thread) and repaints the panels
 from a ~30 fps timer; the engine trains in a process of its own, so drawing never slows training.
@@ -23,20 +23,21 @@ from PySide6.QtWidgets import (QApplication, QComboBox, QDockWidget, QLabel, QMa
 from core.config import LIVE_KEYS, Config, ConfigError
 from core.presets import DEFAULT_PRESET, Preset, load_preset, preset_names
 from core.records import History, Record
-from explorer import engine_calls, errors
-from explorer.checkpoints import CHECKPOINT_EVERY, Checkpoint, Checkpoints
-from explorer.dialogs import PNG_SCALES, ContinueDialog
-from explorer.dock_layout import arrange_default
-from explorer.export_actions import WindowExports
-from explorer.recording import ANIMATION_FPS, AnimationRecorder, Recording
-from explorer.run_controls import RunControls, run_action, run_toolbar
-from explorer.session_files import SessionFiles
-from explorer.settings_panel import SettingsPanel, format_value
-from explorer.status import StatusReadout, StepRate, fmt
+from explorer import errors
+from explorer.engine import calls as engine_calls
+from explorer.window.checkpoints import CHECKPOINT_EVERY, Checkpoint, Checkpoints
+from explorer.window.dialogs import PNG_SCALES, ContinueDialog
+from explorer.window.layout import arrange_default
+from explorer.window.exports import WindowExports
+from explorer.window.recording import ANIMATION_FPS, AnimationRecorder, Recording
+from explorer.window.run_controls import RunControls, run_action, run_toolbar
+from explorer.window.sessions import SessionFiles
+from explorer.window.settings import SettingsPanel, format_value
+from explorer.window.status import StatusReadout, StepRate, fmt
 from explorer.theme import DEFAULT_THEME, THEMES, Theme, presentation
-from explorer.window_style import palette_for, stylesheet
-from explorer.window_widgets import DockTitleBar, LoadingOverlay, MessageBar, ScenarioBanner
-from explorer.worker import TrainingSession
+from explorer.window.style import palette_for, stylesheet
+from explorer.window.widgets import DockTitleBar, LoadingOverlay, MessageBar, ScenarioBanner
+from explorer.engine.worker import TrainingSession
 
 ORGANIZATION, APPLICATION = "GradientFlowExplorer", "Explorer"
 LAYOUT_KEYS = {False: "docks", True: "docks_presentation"}   # QSettings keys of each mode's dock layout
@@ -48,7 +49,7 @@ SPEEDS: tuple[tuple[str, float | None], ...] = (
     ("1 step/s", 1.0), ("5 steps/s", 5.0), ("20 steps/s", 20.0), ("unlimited", None))
 DEFAULT_SPEED = "unlimited"
 VIEW_VERSION = 1            # the layout of the `view` dict this window writes into a session
-COMPARE_MODULE = "explorer.compare_window"
+COMPARE_MODULE = "explorer.compare.window"
 
 
 def _default_panels() -> list[type]:
@@ -182,7 +183,7 @@ class MainWindow(QMainWindow):
 
     def _default_layout(self, width: int | None = None):
         """Settings on the left; gradient-through-time big at the top beside the spectrum; the rest below
-        (explorer.dock_layout)."""
+        (explorer.window.layout)."""
         laid_out = arrange_default(self.dock_host, self.settings_dock, self.panel_docks, width or self.width(),
                                    self.size(), self.theme, self.settings_panel.minimumSizeHint().width())
         overlay = getattr(self, "overlay", None)
@@ -744,7 +745,7 @@ class MainWindow(QMainWindow):
 
     # -- calls into the worker (between two steps) ------------------------------------------------------
     def call_in_worker(self, what: str, fn: Callable[[Any], Any], on_done: Callable[[Any, str], None]) -> str:
-        """Run fn(trainer) in the engine between two steps (fn importable: see explorer.engine_calls);
+        """Run fn(trainer) in the engine between two steps (fn importable: see explorer.engine.calls);
         `on_done(result, error)` runs here in the GUI thread when it is done (error: the exception's message,
         '' on success)."""
         self._call_seq += 1
@@ -795,7 +796,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(f"Gradient Flow Explorer{name}")
         self.setWindowModified(modified)
 
-    # -- sessions (explorer.session_files) -------------------------------------------------------------------
+    # -- sessions (explorer.window.sessions) -------------------------------------------------------------------
     @property
     def session_path(self) -> Path | None:
         """The .gfe this run was opened from / saved to."""
@@ -930,7 +931,7 @@ class MainWindow(QMainWindow):
         """The dashboard at `scale` × on the clipboard, for pasting into slides."""
         self.exports.copy_figure(scale)
 
-    # -- recording an animation (explorer.recording) ---------------------------------------------------
+    # -- recording an animation (explorer.window.recording) ---------------------------------------------------
     @property
     def recording(self) -> Recording | None:
         """The animation being recorded (None when there is none)."""
@@ -946,9 +947,9 @@ class MainWindow(QMainWindow):
     def _on_recording_canceled(self):
         self.recorder.cancel()
 
-    # -- comparison (explorer.compare_window, when present) ---------------------------------------------
+    # -- comparison (explorer.compare.window, when present) ---------------------------------------------
     def _compare_module(self):
-        """explorer.compare_window, or None where this version has none (an import error inside it is raised)."""
+        """explorer.compare.window, or None where this version has none (an import error inside it is raised)."""
         try:
             return importlib.import_module(COMPARE_MODULE)
         except ModuleNotFoundError as e:
@@ -1122,11 +1123,11 @@ class MainWindow(QMainWindow):
 
 
 def _timeline_bar(window: "MainWindow"):
-    """explorer.timeline's TimelineBar over the window's history, where that module is installed."""
+    """explorer.window.timeline's TimelineBar over the window's history, where that module is installed."""
     try:
-        from explorer.timeline import TimelineBar
+        from explorer.window.timeline import TimelineBar
     except ModuleNotFoundError as e:
-        if e.name == "explorer.timeline":
+        if e.name == "explorer.window.timeline":
             return None
         raise
     return TimelineBar(window.current_history)

@@ -1,5 +1,5 @@
 """Snapshots of the trainer kept for Revert: the window asks the engine for one every so many steps
-(explorer.engine_calls.checkpoint); the last few are kept, within a memory budget."""
+(explorer.engine.calls.checkpoint); the last few are kept, within a memory budget."""
 from __future__ import annotations
 
 from collections import deque
@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Iterator
 
 from core.config import Config
 from core.records import Record
-from explorer import engine_calls, errors
+from explorer import errors
+from explorer.engine import calls as engine_calls
 
 if TYPE_CHECKING:
-    from explorer.main_window import MainWindow
+    from explorer.window.main_window import MainWindow
 
 CHECKPOINT_EVERY = 50       # ask the worker for a snapshot every this many steps (and at step 1)
 CHECKPOINTS_KEPT = 3

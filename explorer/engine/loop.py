@@ -1,6 +1,6 @@
 """The training loop the app runs: Qt-free, so it can run in a thread or in a process of its own.
 
-    GUI side (explorer.worker)                 EngineLoop (a thread, or the engine process)
+    GUI side (explorer.engine.worker)                 EngineLoop (a thread, or the engine process)
     --------------------------                 --------------------------------------------
     play()/pause()/stop()/step_once()  ──flags──▶  Flags: Events and shared values, read between steps
     update()/rebuild()/call()          ─commands─▶ a queue of pickled _Commands, drained between steps
@@ -14,7 +14,7 @@ In the app the loop runs in a process of its own (`serve`, started with the "spa
 training does not share Python's GIL with drawing: the window may draw at full frame rate while the
 engine trains at full speed. Everything that crosses is pickled with the standard pickler
 (Records are numpy arrays and scalars; `call` functions must be importable, e.g. a
-`functools.partial` of a module-level function of `explorer.engine_calls`). Tests may run the same
+`functools.partial` of a module-level function of `explorer.engine.calls`). Tests may run the same
 loop in a thread (`threading` flags, a `queue.Queue`), which also exposes the engine object.
 """
 from __future__ import annotations

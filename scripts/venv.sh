@@ -1,0 +1,46 @@
+# Sourced by run.sh and test.sh: make and activate the project's own virtual environment
+# (.venv beside the code), so nothing is installed into the system Python (Debian 12 and
+# Ubuntu 23.04+ mark it externally managed). GRADFLOW_PYTHON picks the interpreter (>= 3.11).
+# Usage: source scripts/venv.sh EXTRAS   (EXTRAS: "" for the app, "[test]" for the tests)
+set -euo pipefail
+project_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv_dir="${GRADFLOW_VENV:-$project_root/.venv}"
+extras="${1:-}"
+
+find_python() {
+    local candidate
+    for candidate in "${GRADFLOW_PYTHON:-}" python3.11 python3.12 python3.13 python3; do
+        [ -n "$candidate" ] || continue
+        command -v "$candidate" >/dev/null 2>&1 || continue
+        if "$candidate" -c 'import sys, venv; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+            echo "$candidate"; return 0
+        fi
+    done
+    return 1
+}
+
+if [ ! -x "$venv_dir/bin/python" ]; then
+    python="$(find_python)" || {
+        echo "gradflow: needs Python 3.11 or newer with the venv module (Debian/Ubuntu: sudo apt install python3-venv)." >&2
+        exit 2
+    }
+    echo "gradflow: creating a virtual environment in $venv_dir with $("$python" --version)" >&2
+    if command -v uv >/dev/null 2>&1; then
+        uv venv --quiet --python "$python" "$venv_dir"
+    else
+        "$python" -m venv "$venv_dir" || {
+            echo "gradflow: '$python -m venv' failed (Debian/Ubuntu: sudo apt install python3-venv)." >&2
+            exit 2
+        }
+    fi
+fi
+
+# Install (or bring up to date) only when pyproject.toml changed since the last install.
+stamp="$venv_dir/.gradflow-installed$extras"
+if [ ! -f "$stamp" ] || [ "$project_root/pyproject.toml" -nt "$stamp" ]; then
+    echo "gradflow: installing the project$extras into $venv_dir (CPU-only torch; first time takes a few minutes)" >&2
+    "$venv_dir/bin/python" -m pip install --quiet --disable-pip-version-check -e "$project_root$extras"
+    touch "$stamp"
+fi
+export PATH="$venv_dir/bin:$PATH"
+export VIRTUAL_ENV="$venv_dir"
