@@ -17,7 +17,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
 
 from explorer.engine.worker import ENGINE_ENV
-from test_reliability import STABLE, bar_button, step_once   # tests/explorer is on sys.path
+from processes import linux_only, wait_for_engine_process, wait_gone       # tests/explorer is on sys.path
+from test_reliability import STABLE, bar_button, step_once
 from window_probes import in_engine, state_arrays
 
 WAIT_MS = 30_000
@@ -109,37 +110,36 @@ def test_a_text_file_is_checked_by_the_engine_process_and_refused_at_the_field(q
     assert field.error.startswith("text = ") and "is not UTF-8" in field.error
 
 
-def test_closing_while_the_engine_is_stuck_in_a_step_returns_within_a_second(qtbot, open_window):
+def test_closing_while_the_engine_is_stuck_in_a_step_cuts_the_step_short(qtbot, open_window, tmp_path):
     window = open_window()
-    window.call_in_worker("stuck", partial(block, 600), lambda result, error: None)
-    qtbot.wait(500)                                                    # the engine is inside the call now
+    inside = tmp_path / "inside"
+    window.call_in_worker("stuck", partial(block, inside, 600), lambda result, error: None)
+    qtbot.waitUntil(inside.exists, timeout=WAIT_MS)                   # the engine is inside the call now
     process = window.worker.process
-    start = time.perf_counter()
-    window.close()
-    assert time.perf_counter() - start < 1.0
+    window.close()                                                     # long before the 600 s are up
     assert window.session.thread.isFinished() and not process.is_alive()
 
 
-def block(seconds: float, _trainer):
-    """A stand-in for a step that will not end."""
+def block(inside, seconds: float, _trainer):
+    """A stand-in for a step that will not end; touches `inside` once it has begun."""
+    inside.touch()
     time.sleep(seconds)
 
 
+@linux_only
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_or_sigterm_closes_the_app_cleanly(tmp_path, signum):
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path),
            "XDG_DATA_HOME": str(tmp_path), ENGINE_ENV: "process"}
     app = subprocess.Popen([sys.executable, "-m", "explorer"], env=env, stderr=subprocess.PIPE, text=True)
-    log = next(tmp_path.rglob("explorer.log"), None)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (log is None or "started" not in log.read_text()):
-        time.sleep(0.2)
-        log = next(tmp_path.rglob("explorer.log"), None)
-    time.sleep(3)                                                      # the engine process is up and training
-    app.send_signal(signum)
-    start = time.perf_counter()
-    _, stderr = app.communicate(timeout=10)
+    try:
+        engine = wait_for_engine_process(app.pid, timeout=60)           # the window is up, its engine started
+        assert engine is not None, "no engine process started"
+        app.send_signal(signum)
+        _, stderr = app.communicate(timeout=60)                        # how fast: benchmarks/bench_close.py
+    finally:
+        app.kill()
     assert app.returncode == 0, stderr
-    assert time.perf_counter() - start < 2.0
     assert "Traceback" not in stderr and "leaked" not in stderr, stderr
-    assert "closed" in log.read_text()
+    assert "closed" in next(tmp_path.rglob("explorer.log")).read_text()
+    assert wait_gone([engine], timeout=10) == [], "the engine process outlived the app"

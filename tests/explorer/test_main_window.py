@@ -6,6 +6,7 @@ callback in the worker thread.)
 from __future__ import annotations
 
 import math
+import operator
 import subprocess
 import sys
 import time
@@ -18,6 +19,7 @@ from PySide6.QtCore import Qt
 from core.presets import DEFAULT_PRESET, load_preset, preset_names
 from explorer.window.main_window import MainWindow
 from explorer.theme import THEMES
+from window_probes import in_engine   # tests/explorer is on sys.path
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
@@ -101,7 +103,8 @@ def test_play_advances_and_after_pause_the_shown_record_is_the_last_step_compute
     qtbot.waitUntil(lambda: window.shown_record.step >= 5, timeout=WAIT_MS)
     window.play_action.trigger()
     wait_paused(qtbot, window)
-    qtbot.wait(300)   # nothing more arrives after the pause
+    in_engine(qtbot, window, operator.attrgetter("steps_done"))   # every record sent before now has arrived
+    qtbot.waitUntil(lambda: window.shown_record.step == window.latest.step, timeout=WAIT_MS)
     record = window.shown_record
     assert record.step == window.worker.last_step == window.latest.step
     assert record.hidden is not None
@@ -135,12 +138,14 @@ def test_space_toggles_play_and_reset_starts_again_at_step_one(qtbot, window):
 
 def test_speed_control_caps_steps_per_second(qtbot, window):
     window.speed_combo.setCurrentText("5 steps/s")
+    start_step, start = window.latest.step, time.perf_counter()
     window.play()
-    start = window.latest.step
-    qtbot.wait(1000)
+    qtbot.waitUntil(lambda: window.latest.step >= start_step + 3, timeout=WAIT_MS)
     window.pause()
+    elapsed = time.perf_counter() - start
     wait_paused(qtbot, window)
-    assert window.latest.step - start <= 7
+    # at most 5 * elapsed + 1 steps begun before the pause, + the closing step; a slow machine only makes fewer
+    assert window.latest.step - start_step <= 5 * elapsed + 2
 
 
 # -- settings ---------------------------------------------------------------------------------------------------
@@ -295,14 +300,12 @@ def test_theme_switch_restyles_every_panel_and_persists_with_the_layout(open_win
 
 
 # -- close ------------------------------------------------------------------------------------------------------
-def test_closing_while_training_stops_the_thread_within_a_second(qtbot, window):
+def test_closing_while_training_stops_the_thread(qtbot, window):
     window.play()
     qtbot.waitUntil(lambda: window.shown_record.step >= 3, timeout=WAIT_MS)
     assert window.session.thread.isRunning()
-    start = time.perf_counter()
-    window.close()
+    window.close()                        # how fast: benchmarks/bench_close.py
     assert window.session.thread.isFinished()
-    assert time.perf_counter() - start < 1.5
 
 
 # -- entry point --------------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ Waiting is done with qtbot.waitUntil on window state (worker signals are deliver
 from __future__ import annotations
 
 import math
-import time
+import operator
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +20,7 @@ from core.presets import DEFAULT_PRESET, load_preset
 from core.tasks.text import MAX_TEXT_BYTES
 from explorer import errors
 from explorer.window.main_window import MainWindow
-from window_probes import weights   # tests/explorer is on sys.path
+from window_probes import in_engine, weights   # tests/explorer is on sys.path
 from explorer.window.settings import SettingsPanel
 
 SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
@@ -231,7 +231,7 @@ def test_a_good_text_file_is_accepted_and_waits_for_apply(qtbot, window, tmp_pat
     field = window.settings_panel.field("text")
     qtbot.mouseClick(field.browse, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: window.settings_panel.pending.text == str(path), timeout=WAIT_MS)
-    qtbot.wait(500)                                                        # the engine's check has answered
+    in_engine(qtbot, window, operator.attrgetter("steps_done"))           # so the check before it has answered
     assert field.error == "" and window.settings_panel.pending.text == str(path)
 
 
@@ -287,15 +287,12 @@ def test_any_text_typed_into_a_numeric_field_is_accepted_in_range_or_refused_by_
 
 
 # -- closing --------------------------------------------------------------------------------------------------
-def test_closing_mid_run_returns_within_a_second_without_an_error(qtbot, open_window, log_file):
+def test_closing_mid_run_stops_the_engine_without_an_error(qtbot, open_window, log_file):
     window = open_window(SMALL.replace(hidden_size=64, seq_len=100))
     window.play()
     qtbot.waitUntil(lambda: window.latest.step >= 5, timeout=WAIT_MS)
-    start = time.perf_counter()
-    window.close()
-    elapsed = time.perf_counter() - start
+    window.close()                        # how fast: benchmarks/bench_close.py
     assert window.session.thread.isFinished()
-    assert elapsed < 1.2, elapsed
     assert window.errors.count == 0
     assert "Error" not in log_file.read_text()
 
@@ -304,7 +301,6 @@ def test_closing_while_recording_an_animation_cancels_it(qtbot, window, tmp_path
     path = tmp_path / "a.gif"
     window.record_animation(path, steps=10_000, frames=20)
     qtbot.waitUntil(lambda: window.latest.step >= 3, timeout=WAIT_MS)
-    start = time.perf_counter()
     window.close()
-    assert time.perf_counter() - start < 1.5
+    assert window.session.thread.isFinished()
     assert window.recording is None and not path.exists()

@@ -20,6 +20,7 @@ from explorer.engine.worker import TrainingSession
 
 SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
 WAIT_MS = 30_000   # the first build imports torch; a busy machine can be slow
+SHUTDOWN_MS = 30_000   # a deadline for the mechanism, not a speed claim (benchmarks/bench_close.py times it)
 
 
 class Recorder(QObject):
@@ -70,7 +71,7 @@ def start(qtbot, spec=SMALL, isolated=True):
 def session(qtbot, request):
     s, recorder = start(qtbot, isolated=request.param)
     yield s, recorder
-    assert s.shutdown(5000)
+    assert s.shutdown(SHUTDOWN_MS)
 
 
 @pytest.fixture
@@ -78,7 +79,16 @@ def thread_session(qtbot):
     """The engine in the worker's thread, so a test can reach into it (`worker.trainer`)."""
     s, recorder = start(qtbot, isolated=False)
     yield s, recorder
-    assert s.shutdown(5000)
+    assert s.shutdown(SHUTDOWN_MS)
+
+
+def settled(qtbot, worker):
+    """Wait until the engine has handled everything asked before this: a call is answered after every
+    command queued before it, and its answer arrives after every record emitted before it."""
+    sink = Sink(worker)
+    worker.call("barrier", operator.attrgetter("steps_done"))
+    qtbot.waitUntil(lambda: len(sink.results) == 1, timeout=WAIT_MS)
+    assert sink.results[0][2] == "", sink.results[0]
 
 
 def test_worker_has_no_parent_and_lives_in_its_own_thread(session):
@@ -101,7 +111,7 @@ def test_step_once_emits_exactly_one_detailed_record(qtbot, session):
     s, rec = session
     s.worker.step_once()
     qtbot.waitUntil(lambda: len(rec.records) == 2, timeout=WAIT_MS)
-    qtbot.wait(200)
+    settled(qtbot, s.worker)
     assert [r.step for r in rec.records] == [1, 2]
     assert rec.records[-1].hidden is not None and rec.records[-1].task_preview is not None
     assert s.worker.last_step == 2
@@ -113,7 +123,7 @@ def test_after_pause_the_last_emitted_record_is_the_last_step_and_complete(qtbot
     qtbot.waitUntil(lambda: rec.records[-1].step >= 6, timeout=WAIT_MS)
     s.worker.pause()
     qtbot.waitUntil(lambda: len(rec.paused_at) == 1, timeout=WAIT_MS)
-    qtbot.wait(200)
+    settled(qtbot, s.worker)
     last = rec.records[-1]
     assert last.step == s.worker.last_step == rec.paused_at[-1]
     assert last.hidden is not None and last.task_preview is not None   # no half-drawn frame
@@ -171,21 +181,26 @@ def test_an_exception_in_a_step_is_reported_and_the_worker_keeps_serving(qtbot, 
 def test_max_rate_limits_steps_per_second(qtbot, session):
     s, rec = session
     s.worker.set_max_rate(5.0)
-    s.worker.play()
     start_step = rec.records[-1].step
-    qtbot.wait(1000)
+    start = time.perf_counter()
+    s.worker.play()
+    qtbot.waitUntil(lambda: rec.records[-1].step >= start_step + 3, timeout=WAIT_MS)
     s.worker.pause()
-    assert rec.records[-1].step - start_step <= 7   # 5/s for 1 s (+ the closing step after pause)
+    elapsed = time.perf_counter() - start
+    qtbot.waitUntil(lambda: len(rec.paused_at) == 1, timeout=WAIT_MS)
+    # at 5/s at most 5 * elapsed + 1 steps began before the pause, + the closing step after it; unlimited,
+    # this model takes hundreds of steps a second. A slow machine only makes the count smaller.
+    assert rec.records[-1].step - start_step <= 5 * elapsed + 2
 
 
-def test_stop_while_playing_finishes_the_thread_within_a_second(qtbot, session):
+def test_stop_while_playing_finishes_the_thread_and_the_engine_process(qtbot, session):
     s, rec = session
     s.worker.play()
     qtbot.waitUntil(lambda: len(rec.records) >= 3, timeout=WAIT_MS)
-    start = time.perf_counter()
-    assert s.shutdown(5000)
-    assert time.perf_counter() - start < 1.0
+    process = s.worker.process
+    assert s.shutdown(SHUTDOWN_MS)
     assert s.thread.isFinished()
+    assert process is None or not process.is_alive()
 
 
 class Sink(QObject):
@@ -218,25 +233,26 @@ def test_a_result_that_cannot_cross_to_the_window_is_an_error_not_a_crash(qtbot)
         s.worker.call("steps", operator.attrgetter("steps_done"))
         qtbot.waitUntil(lambda: len(sink.results) == 2, timeout=WAIT_MS)
     finally:
-        assert s.shutdown(5000)
+        assert s.shutdown(SHUTDOWN_MS)
     assert sink.results[0][0] == "ref" and sink.results[0][1] is None
     assert "cannot be sent to the window" in sink.results[0][2]
     assert sink.results[1] == ("steps", 1, "")                 # the engine kept serving
 
 
-def test_stop_cuts_short_a_step_that_would_take_minutes(qtbot):
+def test_stop_cuts_short_a_step_that_would_take_ten_minutes(qtbot, tmp_path):
     s, rec = start(qtbot)
-    s.worker.call("stuck", block_for_ten_minutes)
-    qtbot.wait(500)                                              # the engine is inside the call now
+    inside = tmp_path / "inside"
+    s.worker.call("stuck", partial(block_for_ten_minutes, inside))
+    qtbot.waitUntil(inside.exists, timeout=WAIT_MS)              # the engine is inside the call now
     process = s.worker.process
-    start_time = time.perf_counter()
-    assert s.shutdown(5000)
-    assert time.perf_counter() - start_time < 1.0
+    assert s.shutdown(SHUTDOWN_MS)                               # well before the ten minutes
     assert not process.is_alive()
 
 
-def block_for_ten_minutes(_trainer):
-    """A stand-in for a step that will not end (the engine process imports this module to run it)."""
+def block_for_ten_minutes(inside, _trainer):
+    """A stand-in for a step that will not end (the engine process imports this module to run it);
+    touches `inside` once it has begun."""
+    inside.touch()
     time.sleep(600)
 
 
@@ -250,7 +266,7 @@ def test_a_crashed_engine_process_is_reported_and_started_again(qtbot):
         s.worker.step_once()
         qtbot.waitUntil(lambda: rec.records[-1].step == 2, timeout=WAIT_MS)
     finally:
-        assert s.shutdown(5000)
+        assert s.shutdown(SHUTDOWN_MS)
 
 
 # -- extras on demand: Jacobians through time, only while a panel wants them ------------------------------
@@ -274,15 +290,16 @@ def test_jacobians_while_playing_come_at_most_every_half_second(qtbot, session):
 
     s, rec = session
     s.worker.set_wanted(jacobians=True)
-    s.worker.play()
     start = time.perf_counter()
-    qtbot.wait(1600)
+    s.worker.play()
+    qtbot.waitUntil(lambda: rec.records[-1].step >= 40, timeout=WAIT_MS)
     s.worker.pause()
     elapsed = time.perf_counter() - start
     qtbot.waitUntil(lambda: len(rec.paused_at) == 1, timeout=WAIT_MS)
     during = [r for r in rec.records[1:-1] if r.jacobians is not None]   # the closing step after Pause aside
     assert len(rec.records) > len(during) + 2, "plain steps go on between the Jacobian steps"
-    assert 1 <= len(during) <= elapsed / JACOBIAN_INTERVAL_S + 1
+    # Jacobian steps begin >= JACOBIAN_INTERVAL_S apart, the first at Play; + 1 for one begun as Pause was asked
+    assert 1 <= len(during) <= elapsed / JACOBIAN_INTERVAL_S + 2
     assert all(r.hidden is not None for r in during)
 
 
@@ -303,4 +320,4 @@ def test_the_same_worker_drives_a_comparison_in_lockstep(qtbot):
             assert records[0].dc_norms is None and records[1].dc_norms is not None
         assert s.worker.last_step == 2
     finally:
-        assert s.shutdown(5000)
+        assert s.shutdown(SHUTDOWN_MS)

@@ -1,0 +1,76 @@
+"""Which processes a window process started, read from /proc (Linux; psutil is not a dependency)."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:   # gone
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])   # after "(comm)": state, ppid
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def descendants(pid: int) -> list[int]:
+    """Every living process below `pid` (children, their children, ...)."""
+    parents = {int(p.name): _parent(int(p.name)) for p in Path("/proc").iterdir() if p.name.isdigit()}
+    found, frontier = [], [pid]
+    while frontier:
+        below = [child for child, parent in parents.items() if parent in frontier]
+        found += below
+        frontier = below
+    return found
+
+
+def engine_processes(app_pid: int) -> list[int]:
+    """The descendants of `app_pid` that are neither multiprocessing's resource tracker nor its fork server
+    (a child of the app; the engines it forks share its command line but are its children)."""
+    return [pid for pid in descendants(app_pid)
+            if "resource_tracker" not in _cmdline(pid)
+            and not ("forkserver" in _cmdline(pid) and _parent(pid) == app_pid)]
+
+
+def wait_for_engine_process(app_pid: int, timeout: float) -> int | None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if found := engine_processes(app_pid):
+            return found[0]
+        time.sleep(0.1)
+    return None
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie, dead but not yet reaped by its parent, does not count)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_gone(pids: list[int], timeout: float) -> list[int]:
+    """Wait until none of `pids` runs, at most `timeout` seconds; those still running."""
+    deadline = time.monotonic() + timeout
+    while (left := [pid for pid in pids if alive(pid)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
