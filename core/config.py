@@ -19,7 +19,8 @@ class ConfigError(ValueError):
 
 
 # Keys that take effect at the next step without rebuilding the model.
-LIVE_KEYS = frozenset({"lr", "clip", "truncation", "truncation_mode", "truncation_prob", "spectral_radius"})
+LIVE_KEYS = frozenset({"lr", "clip", "truncation", "truncation_mode", "truncation_prob", "spectral_radius",
+                       "hold_spectral_radius"})
 
 TASK_LOSS_AT = {  # which loss positions each task allows; the first is its natural choice
     "adding": ("last",),
@@ -61,6 +62,8 @@ SPECS: dict[str, _Spec] = {
                   help="weight init: torch default, d2l's N(0, 0.01), Xavier, orthogonal or identity recurrent matrix"),
     "spectral_radius": _Spec(float, low=1e-3, high=10.0, optional=True,
                              help="rescale the recurrent matrix W_hh so its largest |eigenvalue| equals this"),
+    "hold_spectral_radius": _Spec(bool, help="re-impose spectral_radius on W_hh after every optimizer step, "
+                                             "so ρ stays fixed while the rest trains"),
     "forget_bias": _Spec(float, low=-10.0, high=10.0, optional=True, help="LSTM forget-gate bias (none: torch init)"),
     "task": _Spec(str, ("adding", "copy", "sine", "text"), help="what the network learns"),
     "seq_len": _Spec(int, low=2, high=2000, help="time steps T per training sequence"),
@@ -94,6 +97,7 @@ class Config:
     bidirectional: bool = False
     init: str = "default"
     spectral_radius: float | None = None
+    hold_spectral_radius: bool = False
     forget_bias: float | None = None
     task: str = "adding"
     seq_len: int = 100
@@ -122,6 +126,9 @@ class Config:
         if self.activation != "tanh" and self.model != "rnn":
             raise ConfigError(f"activation applies to model = rnn only (got model = {self.model!r}, "
                               f"activation = {self.activation!r}); GRU and LSTM use their own sigmoid/tanh gates")
+        if self.hold_spectral_radius and self.spectral_radius is None:
+            raise ConfigError("hold_spectral_radius = true needs a spectral_radius to hold; "
+                              "set spectral_radius or hold_spectral_radius = false")
         if self.forget_bias is not None and self.model != "lstm":
             raise ConfigError(f"forget_bias applies to model = lstm only (got model = {self.model!r})")
         if self.bidirectional and self.task in AUTOREGRESSIVE_TASKS:
@@ -172,7 +179,7 @@ class Config:
         return {k: v for k, v in self.to_dict().items() if getattr(default, k) != v}
 
 
-META_KEYS = ("title", "explanation")  # preset text, not config
+META_KEYS = ("title", "explanation", "claims")  # preset text and its claims (core.claims), not config
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:

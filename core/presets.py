@@ -1,10 +1,12 @@
-"""Scenarios shipped in resources/presets: a title, a short explanation and a config diff."""
+"""Scenarios shipped in resources/presets: a title, a short explanation, a config diff and the
+checkable claims that back the explanation (core.claims)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from core.claims import Claim, parse_claim
 from core.compare import check_runs
 from core.config import Config, ConfigError, read_toml
 
@@ -18,6 +20,7 @@ class Preset:
     explanation: str   # what to watch and why, two or three sentences
     config: Config     # the base config (the first run's, for a comparison)
     runs: tuple[tuple[str, Config], ...] = ()  # a comparison: (label, config) per run, from [[runs]]
+    claims: tuple[Claim, ...] = ()  # what the explanation promises, checked by tests/core/test_claims.py
 
 
 def preset_dir() -> Path:
@@ -44,9 +47,14 @@ def load_preset(name_or_path: str) -> Preset:
         runs = tuple(_run(config, i, run) for i, run in enumerate(values.get("runs", [])))
         if runs:
             check_runs(list(runs))
+        claims = values.get("claims", [])
+        if not isinstance(claims, list):
+            raise ConfigError("claims must be an array of tables: [[claims]]")
+        base = runs[0][1] if runs else config
+        claims = tuple(parse_claim(table, i, base, runs) for i, table in enumerate(claims))
     except ConfigError as e:
         raise ConfigError(f"preset {path.name}: {e}") from None
-    return Preset(path.stem, title, " ".join(explanation.split()), runs[0][1] if runs else config, runs)
+    return Preset(path.stem, title, " ".join(explanation.split()), base, runs, claims)
 
 
 def _run(base: Config, index: int, run: dict) -> tuple[str, Config]:

@@ -16,6 +16,8 @@ SCALARS = ("step", "loss", "perplexity", "grad_norm", "grad_norm_clipped", "spec
 RECORD_OVERHEAD = 1536
 ARRAY_OVERHEAD = 112
 DICT_ENTRY_OVERHEAD = 64
+# Why ‖∂L/∂h_t‖ is exactly 0, by code (Record.zero_cause); decided in core.zero_causes.
+ZERO_CAUSES = ("", "truncation", "saturation", "underflow")   # 0: not zero
 
 
 def _value_bytes(value) -> int:
@@ -45,6 +47,8 @@ class Record:
     baseline: float | None             # the task's trivial-predictor loss
     loss_positions: str                # "all" or "last"
     diverged: str | None = None        # reason, when the update was refused
+    zero_cause: np.ndarray | None = None  # (R, T) int8 code in ZERO_CAUSES per exact zero of dh_norms (0: not zero)
+    linear_prediction: np.ndarray | None = None  # (T,) ‖(W_hhᵀ)^(T−t) ∂L/∂h_T‖_F of row 0 for the current W_hh
     hidden: np.ndarray | None = None   # (R, T, H) sample 0; on detail steps
     cell: np.ndarray | None = None     # (R, T, H) LSTM sample 0; on detail steps
     gates: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (R, T, H) sample 0

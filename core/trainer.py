@@ -102,6 +102,8 @@ class Trainer:
             grad_norm_clipped = torch.linalg.vector_norm(
                 torch.stack(torch._foreach_norm(grads))).item() if clipped else grad_norm  # measured, not assumed
             self.optimizer.step()
+            if cfg.hold_spectral_radius:  # ρ stays where it was set while the rest trains
+                model.rescale_recurrent(cfg.spectral_radius)
             self._carried_state = detach_state(final_state)
         else:  # refuse the update: weights, optimizer and carried state stay as they were
             grad_norm_clipped = grad_norm

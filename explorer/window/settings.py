@@ -26,7 +26,7 @@ from core.config import LIVE_KEYS, SPECS, Config, ConfigError
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Model", ("model", "activation", "hidden_size", "num_layers", "bidirectional", "init",
-               "spectral_radius", "forget_bias")),
+               "spectral_radius", "hold_spectral_radius", "forget_bias")),
     ("Task & data", ("task", "seq_len", "batch_size", "loss_at", "sampling", "text", "text_filter",
                      "text_max_tokens")),
     ("Optimisation", ("optimizer", "lr", "clip")),

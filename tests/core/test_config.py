@@ -14,6 +14,7 @@ BAD_VALUES = {  # key -> values that must be refused
     "bidirectional": ["yes", 1],
     "init": ["he"],
     "spectral_radius": [0.0, -1.0, float("nan"), 11.0, "big"],
+    "hold_spectral_radius": ["yes", 1],
     "forget_bias": [float("inf"), 100.0],
     "task": ["mnist"],
     "seq_len": [1, 5000],

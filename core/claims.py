@@ -1,0 +1,361 @@
+"""What a scenario's caption promises, as data the engine checks.
+
+A preset states its checkable claims next to its caption, one ``[[claims]]`` table each::
+
+    [[claims]]
+    kind = "gradient_ratio"
+    step = 1
+    below = 1e-6
+    text = "At step 1, ‖∂L/∂h_1‖ is less than a millionth of ‖∂L/∂h_T‖."
+
+``text`` is the sentence a lecturer may say; the caption says only what its claims back.
+Steps are training steps as numbered in the records (1 = the first optimizer step); t is
+a time step 1..T; every gradient quantity is row 0's (layer 1, forward direction). In a
+comparison preset ``run = "<label>"`` names the member a claim is about (default: the first).
+
+The vocabulary (``?``: optional key; ranges ``[a, b]`` are inclusive):
+
+========================  =========================================  ============================================
+kind                      keys                                       holds when, at the training step(s) named
+========================  =========================================  ============================================
+``gradient_ratio``        step, below? above?, of?, t?               ‖∂L/∂x_t‖ / ‖∂L/∂x_T‖ (x = ``of``: "h" or
+                                                                     "c" (LSTM cell); t default 1) is below /
+                                                                     above the bounds
+``step_factor``           step, over = [a, b], within = [lo, hi], of?  the per-step factor (‖∂L/∂x_a‖ /
+                                                                     ‖∂L/∂x_b‖)^(1/(b−a)), the geometric mean of
+                                                                     the ratio between neighbours, is in [lo, hi]
+``exact_zeros``           step, zeros? = [a, b], nonzero? = [a, b],  ‖∂L/∂h_t‖ is exactly 0 for every t in
+                          cause?                                     ``zeros`` and positive for every t in
+                                                                     ``nonzero``; the engine names the zeros'
+                                                                     ``cause`` (truncation | saturation |
+                                                                     underflow; see core.records.ZERO_CAUSES)
+``scalar``                step, name, below? above?, window?         the record's ``name`` (loss, perplexity,
+                                                                     grad_norm, grad_norm_clipped,
+                                                                     spectral_radius, sigma_max), averaged over
+                                                                     the ``window`` steps ending at ``step``
+                                                                     (default 1), is below / above the bounds
+``baseline``              step, below? above?, window?               the mean loss over the ``window`` steps
+                                                                     ending at ``step`` (default 20) is below /
+                                                                     above that multiple of the task's
+                                                                     trivial-predictor baseline
+``theory_line``           steps = [a, b], line, rtol                 at every step a..b and every t, ‖∂L/∂h_t‖
+                                                                     equals the ``line`` within relative
+                                                                     tolerance ``rtol``: "linear" = the exact
+                                                                     linear prediction ‖(W_hhᵀ)^(T−t) ∂L/∂h_T‖,
+                                                                     "rho" = ρ^(T−t)·‖∂L/∂h_T‖, "sigma" =
+                                                                     σ_max^(T−t)·‖∂L/∂h_T‖
+``diverges``              by, expect                                 an update is refused (loss or ‖g‖ not
+                                                                     finite) at some step ≤ ``by`` (expect =
+                                                                     true), or at none (expect = false)
+========================  =========================================  ============================================
+
+``check_claims(preset)`` trains each run headless with the same ``Trainer`` as ``gradflow run`` and returns
+one ``Outcome`` per claim, with what was measured.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from core.config import Config, ConfigError
+from core.records import ZERO_CAUSES
+
+ZERO_CAUSE_NAMES = ZERO_CAUSES[1:]   # code 0 is "not zero"
+SCALAR_NAMES = ("loss", "perplexity", "grad_norm", "grad_norm_clipped", "spectral_radius", "sigma_max")
+THEORY_LINES = ("linear", "rho", "sigma")
+
+
+# -- the keys a claim may carry, each with its check ------------------------------------------------------
+def _int_at_least_1(key, v):
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise ConfigError(f"{key} must be an integer ≥ 1, got {v!r}")
+    return v
+
+
+def _number(key, v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ConfigError(f"{key} must be a finite number, got {v!r}")
+    return float(v)
+
+
+def _positive(key, v):
+    v = _number(key, v)
+    if v <= 0:
+        raise ConfigError(f"{key} must be a positive number, got {v!r}")
+    return v
+
+
+def _int_range(key, v):
+    if not (isinstance(v, list) and len(v) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+            and 1 <= v[0] <= v[1]):
+        raise ConfigError(f"{key} must be a range [a, b] of integers with 1 ≤ a ≤ b, got {v!r}")
+    return tuple(v)
+
+
+def _band(key, v):
+    if not (isinstance(v, list) and len(v) == 2) or _number(key, v[0]) > _number(key, v[1]):
+        raise ConfigError(f"{key} must be a band [low, high] of numbers with low ≤ high, got {v!r}")
+    return float(v[0]), float(v[1])
+
+
+def _choice(*allowed):
+    def check(key, v):
+        if v not in allowed:
+            raise ConfigError(f"{key} must be one of {' | '.join(allowed)}, got {v!r}")
+        return v
+    return check
+
+
+def _boolean(key, v):
+    if not isinstance(v, bool):
+        raise ConfigError(f"{key} must be true or false, got {v!r}")
+    return v
+
+
+KEYS: dict[str, Callable[[str, Any], Any]] = {
+    "step": _int_at_least_1, "by": _int_at_least_1, "t": _int_at_least_1, "window": _int_at_least_1,
+    "below": _positive, "above": _positive, "rtol": _positive,
+    "over": _int_range, "zeros": _int_range, "nonzero": _int_range, "steps": _int_range,
+    "within": _band,
+    "of": _choice("h", "c"), "name": _choice(*SCALAR_NAMES), "line": _choice(*THEORY_LINES),
+    "cause": _choice(*ZERO_CAUSE_NAMES), "expect": _boolean,
+}
+
+
+@dataclass(frozen=True)
+class Kind:
+    required: tuple[str, ...]
+    optional: dict[str, Any]                       # key -> default
+    one_of: tuple[str, ...] = ()                   # at least one of these must be given
+    steps: Callable[[dict], range] = lambda a: range(a["step"], a["step"] + 1)   # training steps it reads
+
+
+KINDS: dict[str, Kind] = {
+    "gradient_ratio": Kind(("step",), {"below": None, "above": None, "of": "h", "t": 1}, ("below", "above")),
+    "step_factor": Kind(("step", "over", "within"), {"of": "h"}),
+    "exact_zeros": Kind(("step",), {"zeros": None, "nonzero": None, "cause": None}, ("zeros", "nonzero")),
+    "scalar": Kind(("step", "name"), {"below": None, "above": None, "window": 1}, ("below", "above"),
+                   lambda a: range(a["step"] - a["window"] + 1, a["step"] + 1)),
+    "baseline": Kind(("step",), {"below": None, "above": None, "window": 20}, ("below", "above"),
+                     lambda a: range(a["step"] - a["window"] + 1, a["step"] + 1)),
+    "theory_line": Kind(("steps", "line", "rtol"), {}, (), lambda a: range(a["steps"][0], a["steps"][1] + 1)),
+    "diverges": Kind(("by", "expect"), {}, (), lambda a: range(0)),
+}
+
+
+@dataclass(frozen=True)
+class Claim:
+    kind: str
+    text: str
+    args: dict[str, Any] = field(compare=False)    # the kind's keys, validated, defaults filled in
+    run: str | None = None                         # comparison member's label; None: the first run
+
+    @property
+    def last_step(self) -> int:
+        """The number of training steps needed to check it."""
+        return self.args["by"] if self.kind == "diverges" else self.steps.stop - 1
+
+    @property
+    def steps(self) -> range:
+        return KINDS[self.kind].steps(self.args)
+
+
+def parse_claim(table: Any, index: int, config: Config, runs: tuple[tuple[str, Config], ...] = ()) -> Claim:
+    """One [[claims]] table -> Claim, checked against the config of the run it is about (`config`, or the
+    member of `runs` it names); ConfigError naming claims[index] and the key otherwise."""
+    where = f"claims[{index}]"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where} must be a table with kind, text and the kind's keys")
+    values = dict(table)
+    kind = values.pop("kind", None)
+    if kind not in KINDS:
+        raise ConfigError(f"{where}: kind must be one of {' | '.join(KINDS)}, got {kind!r}")
+    where = f"{where} ({kind})"
+    text = values.pop("text", None)
+    if not isinstance(text, str) or not text.strip():
+        raise ConfigError(f"{where}: text must be the claim's sentence (a non-empty string)")
+    run, members = values.pop("run", None), dict(runs)
+    if run is not None:
+        if run not in members:
+            raise ConfigError(f"{where}: run must name a member of the comparison "
+                              f"({' | '.join(members) or 'this preset has none'}), got {run!r}")
+        config = members[run]
+    spec = KINDS[kind]
+    allowed = spec.required + tuple(spec.optional)
+    unknown = sorted(set(values) - set(allowed))
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {unknown[0]!r}; {kind} takes {', '.join(allowed)}")
+    missing = [k for k in spec.required if k not in values]
+    if missing:
+        raise ConfigError(f"{where}: missing key {missing[0]!r}; {kind} needs {', '.join(spec.required)}")
+    if spec.one_of and not any(k in values for k in spec.one_of):
+        raise ConfigError(f"{where}: give at least one of {' or '.join(spec.one_of)}")
+    try:
+        args = {**spec.optional, **{k: KEYS[k](k, v) for k, v in values.items()}}
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e}") from None
+    _check_fits(where, kind, args, config)
+    return Claim(kind, " ".join(text.split()), args, run)
+
+
+def _check_fits(where: str, kind: str, args: dict, config: Config):
+    """Time steps within 1..T, a cell state only for an LSTM, a window that starts at step ≥ 1."""
+    T = config.seq_len
+    for key in ("t", "over", "zeros", "nonzero"):
+        value = args.get(key)
+        if value is not None and max(np.atleast_1d(value)) > T:
+            raise ConfigError(f"{where}: {key} = {value!r} reaches past the sequence (seq_len = {T})")
+    if args.get("of") == "c" and config.model != "lstm":
+        raise ConfigError(f"{where}: of = 'c' (the cell state) needs model = lstm, got {config.model!r}")
+    if args.get("window", 1) > args.get("step", math.inf):
+        raise ConfigError(f"{where}: window = {args['window']} is longer than step = {args['step']}")
+    if kind == "step_factor" and args["over"][0] == args["over"][1]:
+        raise ConfigError(f"{where}: over must span at least two time steps, got {list(args['over'])}")
+
+
+# -- checking ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Outcome:
+    claim: Claim
+    holds: bool
+    measured: str      # what was seen, in words and numbers
+
+
+def check_claims(preset, step_hook: Callable[[Any], None] | None = None) -> list[Outcome]:
+    """Train every run that has claims (headless, the CLI's Trainer) far enough to check them all."""
+    from core.trainer import Trainer   # torch import only when checking
+    runs = dict(preset.runs) if preset.runs else {None: preset.config}
+    first = next(iter(runs))
+    by_run: dict[Any, list[Claim]] = {}
+    for claim in preset.claims:
+        by_run.setdefault(claim.run if claim.run is not None else first, []).append(claim)
+    outcomes = {}
+    for run, claims in by_run.items():
+        wanted = set().union(*(c.steps for c in claims))
+        trainer, records, diverged_at = Trainer(runs[run]), {}, None
+        for _ in range(max(c.last_step for c in claims)):
+            record = trainer.step(detail=False)
+            if record.step in wanted:
+                records[record.step] = record
+            if step_hook is not None:
+                step_hook(record)
+            if record.diverged:
+                diverged_at = record.step
+                break
+        for claim in claims:
+            outcomes[id(claim)] = _check(claim, records, diverged_at)
+    return [outcomes[id(c)] for c in preset.claims]
+
+
+def _check(claim: Claim, records: dict, diverged_at: int | None) -> Outcome:
+    a = claim.args
+    if claim.kind == "diverges":
+        happened = diverged_at is not None and diverged_at <= a["by"]
+        seen = f"diverged at step {diverged_at}" if diverged_at else f"no divergence in {a['by']} steps"
+        return Outcome(claim, happened == a["expect"], seen)
+    missing = [s for s in claim.steps if s not in records]
+    if missing:
+        return Outcome(claim, False, f"the run diverged at step {diverged_at}, before step {missing[0]}")
+    holds, seen = CHECKS[claim.kind](a, [records[s] for s in claim.steps])
+    return Outcome(claim, bool(holds), seen)
+
+
+def _bounds(value: float, a: dict) -> bool:
+    return math.isfinite(value) and (a["below"] is None or value < a["below"]) and \
+        (a["above"] is None or value > a["above"])
+
+
+def _profile(record, of: str) -> np.ndarray:
+    return np.asarray(record.dc_norms[0] if of == "c" else record.dh_norms[0], dtype=float)   # (T,)
+
+
+def _ratio(a: dict, records: list) -> tuple[bool, str]:
+    norms = _profile(records[0], a["of"])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = float(norms[a["t"] - 1] / norms[-1])
+    return _bounds(ratio, a), f"‖∂L/∂{a['of']}_{a['t']}‖/‖∂L/∂{a['of']}_T‖ = {ratio:.3g}"
+
+
+def _factor(a: dict, records: list) -> tuple[bool, str]:
+    norms = _profile(records[0], a["of"])
+    first, last = a["over"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = float((norms[first - 1] / norms[last - 1]) ** (1.0 / (last - first)))
+    low, high = a["within"]
+    return math.isfinite(factor) and low <= factor <= high, \
+        f"per-step factor of ‖∂L/∂{a['of']}_t‖ over t = {first}..{last}: {factor:.4f}"
+
+
+def _zeros(a: dict, records: list) -> tuple[bool, str]:
+    record = records[0]
+    norms = _profile(record, "h")
+    zero_t = np.flatnonzero(norms == 0) + 1
+    holds, seen = True, [f"exactly 0 at {_spans(zero_t) or 'no t'}"]
+    if a["zeros"] is not None:
+        t = np.arange(a["zeros"][0], a["zeros"][1] + 1)
+        holds &= bool((norms[t - 1] == 0).all())
+        if a["cause"] is not None:
+            codes = np.asarray(record.zero_cause[0])[t - 1]
+            named = sorted({ZERO_CAUSES[c] or "not zero" for c in codes})
+            holds &= named == [a["cause"]]
+            seen.append(f"cause: {', '.join(named)}")
+    if a["nonzero"] is not None:
+        t = np.arange(a["nonzero"][0], a["nonzero"][1] + 1)
+        holds &= bool((norms[t - 1] > 0).all())
+    return holds, "; ".join(seen)
+
+
+def _spans(ts: np.ndarray) -> str:
+    """[1, 2, 3, 7] -> '1..3, 7'."""
+    parts, start = [], None
+    for i, t in enumerate(ts):
+        if start is None:
+            start = t
+        if i + 1 == len(ts) or ts[i + 1] != t + 1:
+            parts.append(f"t = {start}" if start == t else f"t = {start}..{t}")
+            start = None
+    return ", ".join(parts)
+
+
+def _scalar(a: dict, records: list) -> tuple[bool, str]:
+    values = [getattr(r, a["name"]) for r in records]
+    value = float(np.mean([np.nan if v is None else v for v in values]))
+    span = f" (mean of steps {records[0].step}..{records[-1].step})" if len(records) > 1 else ""
+    return _bounds(value, a), f"{a['name']} = {value:.4g}{span}"
+
+
+def _baseline(a: dict, records: list) -> tuple[bool, str]:
+    baseline = records[-1].baseline
+    if baseline is None:
+        return False, "the task has no baseline"
+    loss = float(np.mean([r.loss for r in records]))
+    return _bounds(loss / baseline, a), \
+        f"mean loss of steps {records[0].step}..{records[-1].step} = {loss:.4g} = {loss / baseline:.3g} × baseline"
+
+
+def _theory(a: dict, records: list) -> tuple[bool, str]:
+    worst, where = 0.0, None
+    for record in records:
+        measured = _profile(record, "h")
+        predicted = theory_line(record, a["line"])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            error = float(np.nanmax(np.abs(measured / predicted - 1))) if np.isfinite(predicted).all() else math.inf
+        if not error <= worst:
+            worst, where = error, record.step
+    return worst <= a["rtol"], f"largest relative distance {worst:.2g} (at step {where or records[0].step})"
+
+
+def theory_line(record, line: str) -> np.ndarray:
+    """(T,) the theory line through ‖∂L/∂h_T‖ of row 0: the exact linear prediction, or ρ^(T−t), σ_max^(T−t)."""
+    if line == "linear":
+        return np.asarray(record.linear_prediction, dtype=float)
+    dh = np.asarray(record.dh_norms[0], dtype=float)
+    base = record.spectral_radius if line == "rho" else record.sigma_max
+    return dh[-1] * base ** (len(dh) - np.arange(1, len(dh) + 1, dtype=float))
+
+
+CHECKS = {"gradient_ratio": _ratio, "step_factor": _factor, "exact_zeros": _zeros, "scalar": _scalar,
+          "baseline": _baseline, "theory_line": _theory}
