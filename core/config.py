@@ -29,6 +29,7 @@ TASK_LOSS_AT = {  # which loss positions each task allows; the first is its natu
     "text": ("all", "last"),
 }
 AUTOREGRESSIVE_TASKS = ("sine", "text")  # a backward direction would see the future
+DIAGONAL_MODELS = ("mingru", "minlstm", "lru")  # recurrences whose step Jacobian is diagonal (core/diagonal.py)
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,9 @@ class _Spec:
 
 
 SPECS: dict[str, _Spec] = {
-    "model": _Spec(str, ("rnn", "gru", "lstm"), help="recurrent cell"),
+    "model": _Spec(str, ("rnn", "gru", "lstm", "mingru", "minlstm", "lru"),
+                   help="recurrent cell: the textbook rnn/gru/lstm, or a diagonal recurrence (core/diagonal.py): "
+                        "minGRU/minLSTM (gates read x_t only), LRU (complex diagonal, ring init)"),
     "activation": _Spec(str, ("tanh", "relu", "identity"), help="RNN nonlinearity φ (rnn only)"),
     "hidden_size": _Spec(int, low=1, high=1024, help="hidden units per layer and direction"),
     "num_layers": _Spec(int, low=1, high=4, help="stacked recurrent layers"),
@@ -65,6 +68,13 @@ SPECS: dict[str, _Spec] = {
     "hold_spectral_radius": _Spec(bool, help="re-impose spectral_radius on W_hh after every optimizer step, "
                                              "so ρ stays fixed while the rest trains"),
     "forget_bias": _Spec(float, low=-10.0, high=10.0, optional=True, help="LSTM forget-gate bias (none: torch init)"),
+    "recurrent_constraint": _Spec(str, ("none", "orthogonal"),
+                                  help="rnn only: orthogonal keeps W_hh orthogonal through training "
+                                       "(torch's orthogonal parametrization), so ρ = σ_max = 1 at every step"),
+    "lru_r_min": _Spec(float, low=0.0, high=0.9999, help="lru only: smallest |λ| of the ring initialisation"),
+    "lru_r_max": _Spec(float, low=0.0, high=0.9999, help="lru only: largest |λ| of the ring initialisation"),
+    "lru_max_phase": _Spec(float, low=0.0, high=6.2832,
+                           help="lru only: eigenvalue phases arg λ are drawn uniformly in 0..this (2π ≈ 6.283: all)"),
     "task": _Spec(str, ("adding", "copy", "sine", "text"), help="what the network learns"),
     "seq_len": _Spec(int, low=2, high=2000, help="time steps T per training sequence"),
     "batch_size": _Spec(int, low=1, high=1024, help="sequences per minibatch"),
@@ -99,6 +109,10 @@ class Config:
     spectral_radius: float | None = None
     hold_spectral_radius: bool = False
     forget_bias: float | None = None
+    recurrent_constraint: str = "none"
+    lru_r_min: float = 0.9
+    lru_r_max: float = 0.999
+    lru_max_phase: float = 6.283
     task: str = "adding"
     seq_len: int = 100
     batch_size: int = 32
@@ -131,6 +145,7 @@ class Config:
                               "set spectral_radius or hold_spectral_radius = false")
         if self.forget_bias is not None and self.model != "lstm":
             raise ConfigError(f"forget_bias applies to model = lstm only (got model = {self.model!r})")
+        self._check_cell_keys()
         if self.bidirectional and self.task in AUTOREGRESSIVE_TASKS:
             raise ConfigError(f"bidirectional = true does not fit task = {self.task!r}: the backward direction "
                               f"would see the characters/values it must predict; use task adding or copy")
@@ -141,6 +156,31 @@ class Config:
             import torch
             if not torch.cuda.is_available():
                 raise ConfigError("device = 'cuda' but no CUDA device is available here; use device = 'cpu'")
+
+    def _check_cell_keys(self):
+        """Keys that belong to one family of cells (the diagonal cells have no W_hh matrix)."""
+        diagonal = self.model in DIAGONAL_MODELS
+        if diagonal and self.init != "default":
+            raise ConfigError(f"init = {self.init!r} shapes a W_hh matrix; model = {self.model!r} has none "
+                              f"(its recurrence is diagonal): use init = 'default'")
+        if diagonal and self.spectral_radius is not None:
+            raise ConfigError(f"spectral_radius rescales a W_hh matrix; model = {self.model!r} has none "
+                              f"(its recurrence is diagonal): use spectral_radius = none"
+                              + (" and set |λ| with lru_r_min, lru_r_max" if self.model == "lru" else ""))
+        if self.recurrent_constraint != "none":
+            if self.model != "rnn":
+                raise ConfigError(f"recurrent_constraint applies to model = rnn only (got model = {self.model!r})")
+            if self.spectral_radius is not None:
+                raise ConfigError("recurrent_constraint = 'orthogonal' fixes ρ = 1; spectral_radius "
+                                  f"= {self.spectral_radius:g} cannot also hold: use spectral_radius = none")
+        for f in fields(self):
+            if f.name.startswith("lru_") and self.model != "lru" and getattr(self, f.name) != f.default:
+                raise ConfigError(f"{f.name} applies to model = lru only (got model = {self.model!r})")
+        if self.lru_r_min > self.lru_r_max:
+            raise ConfigError(f"lru_r_min = {self.lru_r_min:g} must not exceed lru_r_max = {self.lru_r_max:g}")
+        if self.model == "lru" and self.bidirectional:
+            raise ConfigError("bidirectional = true does not fit model = 'lru': its layers add their input "
+                              "back (a residual), which one direction's width keeps; use bidirectional = false")
 
     # -- derived -------------------------------------------------------------
     @property

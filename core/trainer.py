@@ -14,11 +14,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from core import cells
 from core.config import LIVE_KEYS, Config, ConfigError
-from core.analysis import jacobians_through_time, row_contributions
-from core.models import RECURRENT_BLOCK, RecurrentNet, Trace, detach_state
+from core.models import Trace, detach_state
 from core.records import History, Record
-from core.spectrum import edit_eigenvalue, nearest_eigenvalue, spectrum
+from core.spectrum import edit_eigenvalue, nearest_eigenvalue
 from core.tasks import make_task
 
 OPTIMIZERS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop}
@@ -30,7 +30,7 @@ class Trainer:
         torch.manual_seed(config.seed)
         self.device = torch.device(config.device)
         self.task = make_task(config)
-        self.model = RecurrentNet(config, self.task.input_size, self.task.output_size).to(self.device)
+        self.model = cells.build_model(config, self.task.input_size, self.task.output_size).to(self.device)
         self.optimizer = OPTIMIZERS[config.optimizer](self.model.parameters(), lr=config.lr)
         self.history = History(config.history_mb * 2**20)
         self.steps_done = 0
@@ -82,7 +82,7 @@ class Trainer:
         if trace.is_lstm:
             norms += [torch.linalg.vector_norm(row.dc, dim=(1, 2)) for row in trace.rows]
         measured = torch.cat(norms).double().cpu().numpy()  # the step's one device -> host transfer
-        eigenvalues, singular_values = self._spectrum()  # of the W that made these gradients
+        eigenvalues, singular_values = cells.recurrent_spectrum(model, trace)  # of the W that made these gradients
         loss_value, grad_norm = float(measured[0]), float(measured[1])
         n = len(params)
         dh_norms = measured[2 + n:2 + n + R * T].reshape(R, T)
@@ -91,7 +91,7 @@ class Trainer:
         if jacobians and math.isfinite(loss_value):  # layer 1, sample 0, same weights as the spectrum
             first_state = None if state is None else (
                 (state[0][0, 0], state[1][0, 0]) if isinstance(state, tuple) else state[0, 0])
-            jacobian_profile = jacobians_through_time(model, inputs[:, 0], first_state, cfg.activation)
+            jacobian_profile = cells.jacobians(model, trace, inputs[:, 0], first_state, cfg.activation)
 
         diverged = _divergence(loss_value, grad_norm)
         clipped = False
@@ -120,7 +120,7 @@ class Trainer:
             dh_norms=dh_norms,
             dc_norms=dc_norms,
             row_labels=trace.row_labels,
-            recurrent_block=RECURRENT_BLOCK[cfg.model],
+            recurrent_block=cells.recurrent_block(cfg),
             eigenvalues=eigenvalues,
             singular_values=singular_values,
             spectral_radius=float(np.abs(eigenvalues[0]).max()),
@@ -137,7 +137,7 @@ class Trainer:
             record.hidden = _sample0([row.h for row in rows])
             record.cell = _sample0([row.c for row in rows]) if trace.is_lstm else None
             record.gates = {name: _sample0([row.gates[name] for row in rows]) for name in rows[0].gates}
-            norms = np.stack([row_contributions(row, cfg.model, cfg.activation)[0] for row in rows])  # (R, T)
+            norms = np.stack([cells.step_contributions(model, row, cfg) for row in rows])  # (R, T)
             record.contributions = norms
             total = norms.sum(axis=1, keepdims=True)
             with np.errstate(invalid="ignore", divide="ignore"):  # a diverged step's norms are inf/nan
@@ -156,6 +156,7 @@ class Trainer:
         """Move the eigenvalue of row `row`'s W_hh nearest `old` (as shown in a record) to `new`, its
         conjugate too, keeping the eigenvectors; effective at the next step.
         ValueError if the matrix is (nearly) defective."""
+        cells.check_editable(self.config)
         if not 0 <= row < self.model.num_rows:
             raise ValueError(f"row must be 0..{self.model.num_rows - 1}, got {row}")
         w = self.model.recurrent_matrix(row)
@@ -233,12 +234,6 @@ class Trainer:
         xi = (keep.double() / pi).tolist()
         return lambda step: xi[step] if step % k == 0 else None
 
-    def _spectrum(self) -> tuple[np.ndarray, np.ndarray]:
-        """Eigenvalues (R, H) and singular values (R, H) of each row's W_hh, as they are now."""
-        with torch.no_grad():
-            mats = torch.stack([self.model.recurrent_matrix(r) for r in range(self.model.num_rows)])
-        return spectrum(mats)
-
 
 def _divergence(loss: float, grad_norm: float) -> str | None:
     if not math.isfinite(loss):
@@ -249,5 +244,5 @@ def _divergence(loss: float, grad_norm: float) -> str | None:
 
 
 def _sample0(per_row: list[torch.Tensor]) -> np.ndarray:
-    """[row] (T, B, H) -> (R, T, H) values of sample 0."""
-    return torch.stack([t[:, 0] for t in per_row]).detach().cpu().numpy()
+    """[row] (T, B, H) -> (R, T, H) values of sample 0 (the real part of the LRU's complex state)."""
+    return torch.stack([t[:, 0] for t in per_row]).real.detach().cpu().numpy()

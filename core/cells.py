@@ -1,0 +1,73 @@
+"""Which network a config builds, and what the trainer measures of it, for both families of cells.
+
+- ``rnn``/``gru``/``lstm``: core.models.RecurrentNet, a dense W_hh; with ``recurrent_constraint =
+  orthogonal`` (rnn) every W_hh is held orthogonal by torch's own parametrization
+  (``torch.nn.utils.parametrizations.orthogonal``: W_hh = Q(A), updated through A), so ρ = σ_max = 1 at
+  every step — the unitary/orthogonal RNN line of work (Arjovsky et al. 2016; Lezcano-Casado &
+  Martínez-Rubio 2019). Registering it projects the initialised W_hh onto the orthogonal matrices.
+- ``mingru``/``minlstm``/``lru``: core.diagonal.DiagonalNet, a diagonal recurrence.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.utils.parametrizations import orthogonal
+
+from core import analysis, diagonal
+from core.config import DIAGONAL_MODELS, Config
+from core.models import RECURRENT_BLOCK, RecurrentNet, RowTrace, Trace
+from core.spectrum import spectrum
+
+ORTHOGONAL_BLOCK = "W_hh (held orthogonal: torch's orthogonal parametrization)"
+
+
+def build_model(config: Config, input_size: int, output_size: int) -> nn.Module:
+    if config.model in DIAGONAL_MODELS:
+        return diagonal.DiagonalNet(config, input_size, output_size)
+    model = RecurrentNet(config, input_size, output_size)
+    if config.recurrent_constraint == "orthogonal":
+        for name, _ in list(model.rnn.named_parameters()):
+            if name.startswith("weight_hh"):
+                orthogonal(model.rnn, name)
+    return model
+
+
+def recurrent_block(config: Config) -> str:
+    """What the record's spectrum describes (the record's ``recurrent_block``)."""
+    if config.model in DIAGONAL_MODELS:
+        return diagonal.RECURRENT_BLOCK[config.model]
+    return ORTHOGONAL_BLOCK if config.recurrent_constraint == "orthogonal" else RECURRENT_BLOCK[config.model]
+
+
+@torch.no_grad()
+def recurrent_spectrum(model: nn.Module, trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (R, K) complex and singular values (R, K) of each row's recurrent block, as in this forward."""
+    if isinstance(model, diagonal.DiagonalNet):
+        return model.spectrum(trace)
+    return spectrum(torch.stack([model.recurrent_matrix(r) for r in range(model.num_rows)]))
+
+
+def step_contributions(model: nn.Module, row: RowTrace, config: Config) -> np.ndarray:
+    """(T,) ‖step t's term of the recurrence's gradient‖ (see core.analysis, core.diagonal)."""
+    if isinstance(model, diagonal.DiagonalNet):
+        return diagonal.step_contributions(row)[0]
+    return analysis.row_contributions(row, config.model, config.activation)[0]
+
+
+def jacobians(model: nn.Module, trace: Trace, inputs: torch.Tensor, state0, activation: str):
+    """Jacobians through time of layer 1, sample 0: inputs (T, I) of sample 0; state0 its initial state or None."""
+    if isinstance(model, diagonal.DiagonalNet):
+        return diagonal.jacobian_profile(trace.rows[0])
+    return analysis.jacobians_through_time(model, inputs, state0, activation)
+
+
+def check_editable(config: Config):
+    """ValueError naming why this model's spectrum cannot be edited by hand (it is computed, not stored)."""
+    if config.model in DIAGONAL_MODELS:
+        raise ValueError(f"model = {config.model!r} has no W_hh matrix to edit: its recurrence is diagonal "
+                         + ("(move |λ| with lru_r_min, lru_r_max)" if config.model == "lru" else
+                            "and set by the input at every step"))
+    if config.recurrent_constraint == "orthogonal":
+        raise ValueError("W_hh is held orthogonal (recurrent_constraint = orthogonal): its eigenvalues stay on "
+                         "the unit circle; set recurrent_constraint = none to edit them")

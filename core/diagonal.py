@@ -1,0 +1,286 @@
+"""Diagonal recurrences, the answer to vanishing gradients that is trained today: minGRU, minLSTM and the LRU.
+
+Every row (layer, direction) of these cells is one linear recurrence with a diagonal step Jacobian,
+
+    h_t = a_t ⊙ h_{t−1} + b_t,        ∂h_t/∂h_{t−1} = diag(a_t)          h, a, b (T, B, H)
+
+so backpropagation through time multiplies ∂L/∂h_t by conj(a_t) elementwise, nothing else:
+
+    minGRU   z_t = σ(W_z x_t + b_z), h̃_t = W_h x_t + b_h               a_t = 1 − z_t,  b_t = z_t ⊙ h̃_t
+    minLSTM  f_t = σ(W_f x_t + b_f), i_t = σ(W_i x_t + b_i), h̃_t = W_h x_t + b_h,
+             f′_t = f_t / (f_t + i_t), i′_t = i_t / (f_t + i_t)       a_t = f′_t,     b_t = i′_t ⊙ h̃_t
+    (Feng et al. 2024, "Were RNNs All We Needed?": the gates read x_t only, never h_{t−1}; x_t is the layer
+    input; layers stack like torch.nn.GRU's, a backward direction reads the sequence reversed.)
+
+    LRU      λ_j = exp(−exp(ν_j) + i·exp(θ_j)), γ_j = √(1 − |λ_j|²)    a_t = λ,        b_t = γ ⊙ (B u_t)
+             y_t = Re(C h_t) + D ⊙ u_t,  layer output u_t + GELU(y_t)
+    (Orvieto et al. 2023, "Resurrecting Recurrent Neural Networks for Long Sequences": h complex; the first
+    layer's u_t is a linear encoding of x_t; a layer is the paper's block — recurrence, position-wise
+    nonlinearity, skip — without its normalisation and GLU; ring initialisation: |λ| uniform on the ring's
+    area between lru_r_min and lru_r_max, phase uniform in 0..lru_max_phase.)
+
+``DiagonalScan`` runs that recurrence forward and writes BPTT out by hand, so ∂L/∂h_t (direct part plus
+conj(a_{t+1}) ⊙ ∂L/∂h_{t+1}) is the very tensor the backward propagates, as in core.models' RowBPTT.
+For the complex LRU state, ∂L/∂h_t is torch's gradient of a complex tensor, ∂L/∂Re h + i ∂L/∂Im h, so the
+recorded norm ‖∂L/∂h_t‖ (over batch and units) is the Frobenius norm of ∂L/∂(Re h_t, Im h_t).
+
+What "W_hh" is for these cells (the record's ``recurrent_block``, the spectrum panel): the step Jacobian
+diag(a_t) itself. For the LRU its eigenvalues are the λ_j. For minGRU/minLSTM a_t depends on the input, so
+the spectrum is its diagonal over time (sample 0; see ``DiagonalNet.spectrum``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.autograd.function import once_differentiable
+
+from core.analysis import JacobianProfile
+from core.config import Config
+from core.models import KeepGradAt, RowTrace, Trace, _scale
+
+GATES = {"mingru": ("update", "candidate"), "minlstm": ("forget", "input", "candidate")}  # chunks of W
+RECURRENT_BLOCK = {
+    "mingru": "diag(1 − z_t) (minGRU step Jacobian ∂h_t/∂h_{t−1}: its diagonal over t, sample 0)",
+    "minlstm": "diag(f′_t) (minLSTM step Jacobian ∂h_t/∂h_{t−1}: its diagonal over t, sample 0)",
+    "lru": "diag(λ) (LRU recurrence: its eigenvalues λ_j; the state is complex)",
+}
+MAX_SPECTRUM_POINTS = 1024  # minGRU/minLSTM: diagonal entries per row in a record's spectrum
+
+
+@dataclass
+class DiagonalRowTrace(RowTrace):
+    """A RowTrace (h complex for the LRU) plus the diagonal a_t of the row's step Jacobians."""
+    decay: torch.Tensor | None = None         # (T, B, H), or (H,) when it does not depend on t (LRU)
+
+
+class _ScanSpec:
+    """What the scan needs besides tensors (not saved by autograd)."""
+    __slots__ = ("reverse", "scales", "trace")
+
+    def __init__(self, reverse: bool, scales, trace: DiagonalRowTrace | None):
+        self.reverse = reverse
+        self.scales = scales        # None or per processed step k: the factor on the carry into step k (k ≥ 1)
+        self.trace = trace
+
+
+class DiagonalScan(torch.autograd.Function):
+    """h_t = a_t ⊙ h_{t−1} + b_t over one row, in processing order; BPTT by hand.
+
+    a (T, B, H) or (H,) (the same at every step), b (T, B, H), h0 (B, H) -> h (T, B, H), sequence order.
+    Real or complex. A backward-direction row (spec.reverse) processes T−1 .. 0.
+    """
+
+    @staticmethod
+    def forward(ctx, a, b, h0, spec: _ScanSpec):
+        T = b.shape[0]
+        h = torch.empty_like(b)
+        steps = a.unbind(0) if a.dim() == 3 else (a,) * T
+        prev = h0
+        for t in (range(T - 1, -1, -1) if spec.reverse else range(T)):
+            torch.addcmul(b[t], steps[t], prev, out=h[t])
+            prev = h[t]
+        ctx.save_for_backward(a, h0, h)
+        ctx.spec = spec
+        if spec.trace is not None:
+            spec.trace.h0, spec.trace.h, spec.trace.decay = h0.detach(), h.detach(), a.detach()
+        return h
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        a, h0, h = ctx.saved_tensors
+        spec = ctx.spec
+        T = h.shape[0]
+        order = list(range(T - 1, -1, -1) if spec.reverse else range(T))
+        a_conj = a.conj().resolve_conj()
+        steps = a_conj.unbind(0) if a.dim() == 3 else (a_conj,) * T
+        dh = g.clone()                                   # the direct part; the loop adds the recurrent carry
+        for k in range(T - 1, 0, -1):
+            t, before = order[k], order[k - 1]
+            s = 1.0 if spec.scales is None else spec.scales[k]
+            if s:
+                dh[before].addcmul_(steps[t], dh[t], value=s)   # + conj(a_t) ⊙ ∂L/∂h_t
+        h0u = h0.unsqueeze(0)
+        prev = torch.cat([h[1:], h0u]) if spec.reverse else torch.cat([h0u, h[:-1]])   # (T, B, H): h_{t−1}
+        g_a = dh * prev.conj()
+        if a.dim() == 1:
+            g_a = g_a.sum((0, 1))
+        g_h0 = steps[order[0]] * dh[order[0]] if ctx.needs_input_grad[2] else None
+        if spec.trace is not None:
+            spec.trace._dh = dh
+        return g_a, dh, g_h0, None
+
+
+def ring_init(H: int, r_min: float, r_max: float, max_phase: float, generator=None):
+    """(ν, θ) with |λ| = exp(−exp ν) uniform on the ring's area r_min ≤ |λ| ≤ r_max, arg λ = exp θ in 0..max_phase."""
+    u1, u2 = torch.rand(H, generator=generator), torch.rand(H, generator=generator)
+    radius2 = u1 * (r_max ** 2 - r_min ** 2) + r_min ** 2                 # |λ|² uniform: area-uniform radii
+    nu_log = torch.log(-0.5 * torch.log(radius2))
+    theta_log = torch.log(max_phase * u2)
+    return nu_log, theta_log
+
+
+class GatedRow(nn.Module):
+    """minGRU or minLSTM gates of one row: one linear map of x_t, weight (G·H, I) in GATES order."""
+
+    def __init__(self, kind: str, input_size: int, H: int):
+        super().__init__()
+        self.kind = kind
+        self.linear = nn.Linear(input_size, len(GATES[kind]) * H)
+
+    def recurrence(self, x):
+        """x (T, B, I) -> a, b (T, B, H) and the gates to record, name -> (T, B, H)."""
+        p = self.linear(x)                                                # (T, B, G·H)
+        if self.kind == "mingru":
+            p_z, cand = p.chunk(2, dim=2)
+            z = torch.sigmoid(p_z)
+            return 1 - z, z * cand, {"update": z, "candidate": cand}
+        p_f, p_i, cand = p.chunk(3, dim=2)
+        f, i = torch.sigmoid(p_f), torch.sigmoid(p_i)
+        total = f + i
+        f_n, i_n = f / total, i / total
+        return f_n, i_n * cand, {"forget": f_n, "input": i_n, "candidate": cand}
+
+
+class LruRow(nn.Module):
+    """One LRU layer's parameters: ν, θ (H,), B = B_re + i B_im (H, H), C = C_re + i C_im (H, H), D (H,)."""
+
+    def __init__(self, H: int, config: Config):
+        super().__init__()
+        nu_log, theta_log = ring_init(H, config.lru_r_min, config.lru_r_max, config.lru_max_phase)
+        self.nu_log, self.theta_log = nn.Parameter(nu_log), nn.Parameter(theta_log)
+        self.B_re = nn.Parameter(torch.randn(H, H) / math.sqrt(2 * H))    # paper: B ~ CN(0, 1/H_in)
+        self.B_im = nn.Parameter(torch.randn(H, H) / math.sqrt(2 * H))
+        self.C_re = nn.Parameter(torch.randn(H, H) / math.sqrt(H))        # paper: C ~ CN(0, 2/N) per part 1/N
+        self.C_im = nn.Parameter(torch.randn(H, H) / math.sqrt(H))
+        self.D = nn.Parameter(torch.randn(H))
+
+    def eigenvalues(self) -> torch.Tensor:
+        """λ (H,) complex."""
+        return torch.exp(torch.complex(-torch.exp(self.nu_log), torch.exp(self.theta_log)))
+
+    def recurrence(self, u):
+        """u (T, B, H) -> a = λ (H,), b = γ ⊙ (B u_t) (T, B, H) complex."""
+        lam = self.eigenvalues()
+        gamma = torch.sqrt(-torch.expm1(-2 * torch.exp(self.nu_log)))   # √(1 − |λ|²), exact near |λ| = 1
+        bu = torch.complex(u @ self.B_re.t(), u @ self.B_im.t())        # (T, B, H)
+        return lam, gamma * bu, {}
+
+    def readout(self, h, u):
+        """h (T, B, H) complex, u (T, B, H) -> u + GELU(Re(C h) + D ⊙ u)."""
+        y = h.real @ self.C_re.t() - h.imag @ self.C_im.t() + self.D * u
+        return u + F.gelu(y)
+
+
+class DiagonalNet(nn.Module):
+    """minGRU / minLSTM / LRU with the interface core.trainer uses of core.models.RecurrentNet.
+
+    forward(inputs (T, B, I), state (L·D, B, H) or None, keep_grad_at, trace) -> outputs (T, B, O), final state.
+    The LRU's state is complex.
+    """
+
+    def __init__(self, config: Config, input_size: int, output_size: int):
+        super().__init__()
+        self.kind = config.model
+        self.hidden_size = H = config.hidden_size
+        self.num_layers = config.num_layers
+        self.num_directions = 2 if config.bidirectional else 1
+        if self.kind == "lru":
+            self.encoder = nn.Linear(input_size, H)
+            self.rows = nn.ModuleList(LruRow(H, config) for _ in range(self.num_layers))
+        else:
+            self.rows = nn.ModuleList(
+                GatedRow(self.kind, input_size if layer == 0 else H * self.num_directions, H)
+                for layer in range(self.num_layers) for _ in range(self.num_directions))
+        self.head = nn.Linear(H * self.num_directions, output_size)
+
+    @property
+    def num_rows(self) -> int:
+        return self.num_layers * self.num_directions
+
+    def row_label(self, row: int) -> str:
+        layer, direction = divmod(row, self.num_directions)
+        return f"layer {layer + 1}" + (" (backward)" if direction else "")
+
+    def zero_state(self, batch_size: int):
+        w = self.head.weight
+        dtype = (torch.complex128 if w.dtype == torch.float64 else torch.complex64) if self.kind == "lru" else w.dtype
+        return torch.zeros(self.num_rows, batch_size, self.hidden_size, dtype=dtype, device=w.device)
+
+    def forward(self, inputs, state=None, keep_grad_at: KeepGradAt | None = None, trace: Trace | None = None):
+        T, B, _ = inputs.shape
+        if state is None:
+            state = self.zero_state(B)
+        scales = None
+        if keep_grad_at is not None:
+            scales = [1.0] + [_scale(keep_grad_at(step)) for step in range(1, T)]
+            if all(s == 1.0 for s in scales):
+                scales = None
+        lru = self.kind == "lru"
+        layer_input = self.encoder(inputs) if lru else inputs                # (T, B, I) or (T, B, H)
+        final = []
+        for layer in range(self.num_layers):
+            outs = []
+            for direction in range(self.num_directions):
+                row = layer * self.num_directions + direction
+                cell = self.rows[row]
+                a, b, gates = cell.recurrence(layer_input)
+                row_trace = None
+                if trace is not None:
+                    row_trace = DiagonalRowTrace(self.row_label(row), bool(direction),
+                                                 gates={name: g.detach() for name, g in gates.items()})
+                    trace.rows.append(row_trace)
+                h = DiagonalScan.apply(a, b, state[row], _ScanSpec(bool(direction), scales, row_trace))
+                final.append(h[0 if direction else T - 1])
+                outs.append(cell.readout(h, layer_input) if lru else h)
+            layer_input = outs[0] if len(outs) == 1 else torch.cat(outs, dim=2)   # (T, B, H·D)
+        return self.head(layer_input), torch.stack(final)
+
+    # -- what the trainer measures ---------------------------------------------------------------
+    @torch.no_grad()
+    def spectrum(self, trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+        """The step Jacobians' eigenvalues (R, K) complex and singular values (R, K) descending, float64.
+
+        LRU: the λ_j (K = H). minGRU/minLSTM: a_t of sample 0, the diagonal of ∂h_t/∂h_{t−1}, at every
+        time step (K = T·H), or at every s-th step ending with the last (K ≤ MAX_SPECTRUM_POINTS).
+        A diagonal matrix's singular values are the moduli of its diagonal.
+        """
+        if self.kind == "lru":
+            eig = torch.stack([row.eigenvalues() for row in self.rows])                  # (R, H)
+        else:
+            decay = torch.stack([row.decay[:, 0] for row in trace.rows])                  # (R, T, H)
+            T, H = decay.shape[1:]
+            stride = math.ceil(T * H / MAX_SPECTRUM_POINTS)
+            eig = decay.flip(1)[:, ::stride].flip(1).reshape(len(trace.rows), -1)        # (R, K)
+        eig = eig.detach().to("cpu", torch.complex128).numpy()
+        return eig, -np.sort(-np.abs(eig), axis=1)
+
+
+def step_contributions(row: DiagonalRowTrace) -> tuple[np.ndarray, np.ndarray]:
+    """The diagonal cells' contributions through time: step t's term Σ_b ∂L/∂h_t ⊙ conj(h_{t−1}) of ∂L/∂a for a
+    decay a shared by every step and sample (for the LRU, Σ_t term_t is exactly ∂L/∂λ).
+
+    -> (norms (T,) ‖term_t‖ over units, total (H,) Σ_t term_t)
+    """
+    h0u = row.h0.unsqueeze(0)
+    prev = torch.cat([row.h[1:], h0u]) if row.reverse else torch.cat([h0u, row.h[:-1]])   # (T, B, H)
+    terms = (row.dh * prev.conj()).sum(1)                                                   # (T, H)
+    return torch.linalg.vector_norm(terms, dim=1).double().cpu().numpy(), terms.sum(0).cpu().numpy()
+
+
+def jacobian_profile(row: DiagonalRowTrace):
+    """Jacobians through time of one traced forward row, sample 0, exactly: J_t = diag(a_t), so
+    ‖∂h_T/∂h_t‖₂ = max_j Π_{s>t} |a_{s,j}|, summed in logs (no under- or overflow)."""
+    T = row.h.shape[0]
+    decay = row.decay[:, 0] if row.decay.dim() == 3 else row.decay.expand(T, -1)            # (T, H)
+    log_a = torch.log(decay.abs().double())                                                # (T, H), −inf at 0
+    after = torch.cat([log_a.flip(0).cumsum(0).flip(0)[1:], torch.zeros_like(log_a[:1])])  # Σ_{s>t} log|a_s|
+    log10_product = (after.max(dim=1).values / math.log(10)).cpu().numpy()
+    lyapunov = float(log_a.sum(0).max()) / T
+    step_sigma = decay.abs().max(dim=1).values.double().cpu().numpy()
+    return JacobianProfile(step_sigma, log10_product, None, lyapunov, "h")
