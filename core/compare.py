@@ -1,6 +1,8 @@
 """Two to four runs trained in lockstep on the same data and seed."""
 from __future__ import annotations
 
+from typing import Any
+
 from core.config import Config, ConfigError
 from core.records import Record
 
@@ -31,6 +33,20 @@ class Comparison:
         self.labels = [label for label, _ in runs]
         self.trainers = [Trainer(config) for _, config in runs]
 
-    def step(self, detail: bool = True, preview: bool = False) -> list[Record]:
-        """One optimizer step of every run, on the same batch; a diverged run just reports it."""
-        return [trainer.step(detail=detail, preview=preview) for trainer in self.trainers]
+    @property
+    def steps_done(self) -> int:
+        return self.trainers[0].steps_done   # in lockstep: the same for every run
+
+    @property
+    def halted(self) -> bool:
+        """Every run's newest update was refused (a diverged run alone just reports it and goes on)."""
+        return all(trainer.halted for trainer in self.trainers)
+
+    def step(self, detail: bool = True, preview: bool = False, jacobians: bool = False) -> list[Record]:
+        """One optimizer step of every run, on the same batch (core.protocol.Engine); a diverged run just
+        reports it."""
+        return [trainer.step(detail=detail, preview=preview, jacobians=jacobians) for trainer in self.trainers]
+
+    def update(self, **changes: Any) -> list[Config]:
+        """Live settings (core.config.LIVE_KEYS) for every run; the configs now in force."""
+        return [trainer.update(**changes) for trainer in self.trainers]

@@ -3,11 +3,17 @@
 The file is a zip of numpy arrays (``.gfe``, written with ``np.savez``) plus a JSON manifest;
 it is read with ``allow_pickle=False``, so loading never executes code from the file. Saving
 is atomic: the file appears complete or not at all.
+
+One codec turns nested state into the manifest's JSON and the file's arrays: tensors and numpy arrays become
+references into the arrays, dicts keep keys of any JSON type, Records keep their fields. The view (the GUI's
+settings) may hold Records (what the panels showed), saved and reopened exactly.
 """
 from __future__ import annotations
 
+import base64
 import io
 import json
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +22,7 @@ import torch
 
 from core.config import Config, ConfigError
 from core.files import atomic_write
-from core.records import History
+from core.records import History, Record
 
 FORMAT = "gradient-flow-explorer-session"
 VERSION = 1
@@ -36,7 +42,7 @@ def save_session(trainer, path: str | Path, view: dict[str, Any] | None = None):
         "version": VERSION,
         "config": trainer.config.to_dict(),
         "steps_done": trainer.steps_done,
-        "view": view or {},
+        "view": _flatten(view or {}, "view", arrays),
         "model": _flatten(trainer.model.state_dict(), "model", arrays),
         "optimizer": _flatten(trainer.optimizer.state_dict(), "optimizer", arrays),
     }
@@ -73,7 +79,33 @@ def load_session(path: str | Path):
         trainer.steps_done = int(manifest["steps_done"])
     except (KeyError, ValueError, RuntimeError, TypeError) as e:
         raise SessionError(f"{path.name} is damaged: its saved state does not fit the model ({e})") from None
-    return trainer, manifest.get("view", {})
+    return trainer, _read_view(manifest.get("view"), arrays)
+
+
+def _read_view(view: Any, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    """The saved view, each entry read on its own: a damaged one is left out (the others still apply)."""
+    if not isinstance(view, dict):
+        return {}
+    entries = view["@dict"] if "@dict" in view else view.items()   # a plain dict: saved before the shared codec
+    read = {}
+    for entry in entries:
+        try:
+            key, value = entry
+            read[key] = _unflatten(value, arrays)
+        except (KeyError, ValueError, TypeError):
+            continue
+    return read
+
+
+def as_record(value: Any) -> Record | None:
+    """A Record kept in a session's view: as saved (a Record), as sessions before the shared codec kept it (a
+    dict of its fields), or None if `value` is not one (missing, damaged, another version's fields)."""
+    if isinstance(value, Record) or not isinstance(value, dict):
+        return value if isinstance(value, Record) else None
+    try:
+        return Record(**value)
+    except TypeError:
+        return None
 
 
 def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -110,30 +142,55 @@ def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     return arrays, manifest
 
 
-def _flatten(obj: Any, prefix: str, arrays: dict[str, np.ndarray]) -> Any:
-    """Replace tensors in a nested state dict by references into `arrays` ({"@array": key})."""
+def _flatten(obj: Any, prefix: str, arrays: dict[str, np.ndarray], lenient: bool = False) -> Any:
+    """`obj` as JSON, its tensors and numeric arrays moved into `arrays` ({"@array": key}, a tensor with its
+    dtype). A value of another type raises SessionError, or with `lenient` is saved as None (a Record's
+    fields: what cannot be kept is drawn again from the rest)."""
     if isinstance(obj, torch.Tensor):
         arrays[prefix] = obj.detach().cpu().numpy()
         return {"@array": prefix, "@dtype": str(obj.dtype)}
+    if isinstance(obj, np.ndarray) and obj.dtype.kind in "biufc":
+        arrays[prefix] = obj
+        return {"@array": prefix}
+    if isinstance(obj, np.generic) and obj.dtype.kind in "biufc":
+        return obj.item()
+    if isinstance(obj, Record):
+        return {"@record": {f.name: _flatten(getattr(obj, f.name), f"{prefix}/{f.name}", arrays, lenient=True)
+                            for f in fields(obj)}}
     if isinstance(obj, dict):
         # JSON keys are strings: remember int keys (optimizer state is keyed by parameter index)
-        return {"@dict": [[_flatten(k, f"{prefix}/k{i}", arrays), _flatten(v, f"{prefix}/{i}", arrays)]
-                          for i, (k, v) in enumerate(obj.items())]}
+        return {"@dict": [[_flatten(k, f"{prefix}/k{i}", arrays, lenient),
+                           _flatten(v, f"{prefix}/{i}", arrays, lenient)] for i, (k, v) in enumerate(obj.items())]}
     if isinstance(obj, (list, tuple)):
-        return [_flatten(v, f"{prefix}/{i}", arrays) for i, v in enumerate(obj)]
+        return [_flatten(v, f"{prefix}/{i}", arrays, lenient) for i, v in enumerate(obj)]
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
+    if lenient:
+        return None
     raise SessionError(f"cannot save a value of type {type(obj).__name__} at {prefix}")
 
 
 def _unflatten(obj: Any, arrays: dict[str, np.ndarray]) -> Any:
-    if isinstance(obj, dict) and "@array" in obj:
+    """What `_flatten` wrote (ValueError, KeyError or TypeError where it does not fit)."""
+    if isinstance(obj, list):
+        return [_unflatten(v, arrays) for v in obj]
+    if not isinstance(obj, dict):
+        return obj
+    if "@array" in obj and "@dtype" in obj:
         dtype = getattr(torch, str(obj["@dtype"]).removeprefix("torch."), None)
         if not isinstance(dtype, torch.dtype):
             raise ValueError(f"unknown tensor dtype {obj['@dtype']!r}")
         return torch.from_numpy(np.array(arrays[obj["@array"]])).to(dtype)
-    if isinstance(obj, dict) and "@dict" in obj:
+    if "@array" in obj:
+        return np.array(arrays[obj["@array"]])
+    if "@nd" in obj:   # an array inside the view of a session saved before the arrays moved into the file
+        dtype = np.dtype(obj["@nd"])
+        if dtype.kind not in "biufc":
+            raise ValueError(f"not a numeric array: {dtype}")
+        data = base64.b64decode(obj["b64"], validate=True)
+        return np.frombuffer(data, dtype=dtype).reshape([int(n) for n in obj["shape"]]).copy()
+    if "@record" in obj:
+        return as_record(_unflatten(obj["@record"], arrays))
+    if "@dict" in obj:
         return {_unflatten(k, arrays): _unflatten(v, arrays) for k, v in obj["@dict"]}
-    if isinstance(obj, list):
-        return [_unflatten(v, arrays) for v in obj]
-    return obj
+    return {k: _unflatten(v, arrays) for k, v in obj.items()}   # a view saved before the codec was shared

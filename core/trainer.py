@@ -34,6 +34,7 @@ class Trainer:
         self.optimizer = OPTIMIZERS[config.optimizer](self.model.parameters(), lr=config.lr)
         self.history = History(config.history_mb * 2**20)
         self.steps_done = 0
+        self.halted = False         # the newest step's update was refused (core.protocol.Engine)
         self._carried_state = None  # sequential sampling: the previous batch's final state
         self._xi_rng = torch.Generator().manual_seed(config.seed)  # randomized truncation draws
         self._rescale_to: float | None = None
@@ -149,6 +150,7 @@ class Trainer:
             self.optimizer.zero_grad(set_to_none=True)
         record.step_ms = (time.perf_counter() - start) * 1e3
         self.history.append(record)
+        self.halted = diverged is not None
         return record
 
     # -- hands-on edits and snapshots -------------------------------------------------------

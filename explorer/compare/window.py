@@ -31,6 +31,7 @@ from explorer.panels.base import Panel, surface_color, themed_palette
 from explorer.panels.hidden_state import HiddenStatePanel
 from explorer.panels.spectrum import SpectrumPanel
 from explorer.window.run_controls import RunControls, run_toolbar
+from explorer.window.run_state import RunState, frame_step
 from explorer.theme import DEFAULT_THEME, Theme
 from explorer.engine.worker import TrainingSession
 
@@ -219,9 +220,7 @@ class CompareWindow(QMainWindow):
         self.setObjectName("CompareWindow")
         self.resize(1280, 980)
         self.theme: Theme = theme or getattr(parent, "theme", None) or DEFAULT_THEME
-        self.histories = [History(min(c.history_mb, HISTORY_MB_PER_RUN) * 2**20) for c in self.configs]
-        self.latest: list[Record] | None = None          # the newest step's records, one per run
-        self._latest_detailed: list[Record] | None = None
+        self.runs = [RunState(min(c.history_mb, HISTORY_MB_PER_RUN) * 2**20) for c in self.configs]
         self.shown: list[Record] | None = None           # what the panels drew last
         self._dirty = False
         self._closing = False
@@ -286,6 +285,15 @@ class CompareWindow(QMainWindow):
         w.diverged.connect(self._on_paused_by_divergence)
         w.failed.connect(self._on_failed)
 
+    @property
+    def histories(self) -> list[History]:
+        return [run.history for run in self.runs]
+
+    @property
+    def latest(self) -> list[Record] | None:
+        """The newest step's records, one per run (None before the first)."""
+        return [run.latest for run in self.runs] if self.runs[0].latest is not None else None
+
     def panels(self) -> list[Panel]:
         return [self.gradient_overlay, self.loss_overlay] + [p for c in self.columns for p in c.panels()]
 
@@ -330,11 +338,8 @@ class CompareWindow(QMainWindow):
     # -- worker -> GUI (queued, bound slots) ----------------------------------------------------------------
     @Slot(object)
     def _on_records(self, records: list[Record]):
-        for history, record in zip(self.histories, records):
-            history.append(record)
-        self.latest = records
-        if records[0].hidden is not None:
-            self._latest_detailed = records
+        for run, record in zip(self.runs, records):
+            run.add(record)
         self._dirty = True
 
     @Slot(object, str)
@@ -353,11 +358,8 @@ class CompareWindow(QMainWindow):
 
     # -- drawing -------------------------------------------------------------------------------------------
     def frame_records(self) -> list[Record] | None:
-        """What the panels draw: the newest step, or while playing the newest detailed one."""
-        latest = self.latest
-        if latest is None or latest[0].hidden is not None or any(r.diverged for r in latest):
-            return latest
-        return self._latest_detailed or latest
+        """What the panels draw: the newest step, or while playing the newest detailed one (run_state.frame_step)."""
+        return frame_step(self.runs)
 
     @Slot()
     def _on_frame(self):
@@ -367,11 +369,12 @@ class CompareWindow(QMainWindow):
     def _repaint(self):
         self._dirty = False
         records = self.frame_records()
-        if records is None or records is self.shown:
+        if records is None or (self.shown is not None and all(a is b for a, b in zip(records, self.shown))):
             return
-        self.gradient_overlay.show_runs(self.labels, records, self.histories)
-        self.loss_overlay.show_runs(self.labels, records, self.histories)
-        for run_column, record, history in zip(self.columns, records, self.histories):
+        histories = self.histories
+        self.gradient_overlay.show_runs(self.labels, records, histories)
+        self.loss_overlay.show_runs(self.labels, records, histories)
+        for run_column, record, history in zip(self.columns, records, histories):
             for panel in run_column.panels():
                 panel.show_record(record, history)
             run_column.label.setText(f"{run_column.label.text().split('  ·')[0]}  ·  "

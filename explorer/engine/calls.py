@@ -6,22 +6,17 @@ and their results are pickled (numpy arrays, torch state dicts, Configs and plai
 """
 from __future__ import annotations
 
-import base64
 import io
-from dataclasses import fields
 from typing import Any
 
-import numpy as np
-
 from core.config import Config, ConfigError
-from core.records import History, Record
+from core.records import History
 
 
 def checkpoint(trainer) -> dict | None:
     """Trainer.checkpoint() (as the bytes of torch.save: the window keeps it without importing torch) with
-    the records of its step; None when there is no model (or no checkpoint in the engine) or a weight is
-    not finite."""
-    if trainer is None or not hasattr(trainer, "checkpoint"):
+    the records of its step; None when there is no model or a weight is not finite."""
+    if trainer is None:
         return None
     if not all(bool(p.isfinite().all()) for p in trainer.model.parameters()):
         return None
@@ -51,7 +46,8 @@ def restore(snapshot: bytes, live: dict[str, Any], trainer) -> tuple[int, Config
 
 
 def save_session(path: str, view: dict, trainer) -> int:
-    """core.session.save_session, with the records the panels show (so a reopened run looks the same)."""
+    """core.session.save_session, with the records the panels show in the view (so a reopened run looks the
+    same)."""
     if trainer is None:
         raise RuntimeError("there is no model to save: the first build failed")
     from core.session import save_session as save
@@ -59,16 +55,16 @@ def save_session(path: str, view: dict, trainer) -> int:
     records = trainer.history.records
     if records:   # the newest record, and the newest with hidden states / a task preview if it lacks them
         latest = records[-1]
-        view["record"] = record_to_json(latest)
+        view["record"] = latest
         detailed = None
         if latest.hidden is None:
             detailed = next((r for r in reversed(records) if r.hidden is not None), None)
             if detailed is not None:
-                view["detailed_record"] = record_to_json(detailed)
+                view["detailed_record"] = detailed
         if latest.task_preview is None:
             preview = next((r for r in reversed(records) if r.task_preview is not None), None)
             if preview is not None and preview is not detailed:
-                view["preview_record"] = record_to_json(preview)
+                view["preview_record"] = preview
     save(trainer, path, view)
     return trainer.steps_done
 
@@ -78,14 +74,14 @@ def read_session(path: str, _trainer) -> dict:
     view. The running trainer is not touched."""
     from core.session import load_session
     loaded, view = load_session(path)
-    return {"config": loaded.config, "view": view if isinstance(view, dict) else {}}
+    return {"config": loaded.config, "view": view}
 
 
 def adopt_session(path: str, trainer) -> dict:
     """Move the session at `path` into the trainer the engine just built for its config; the records the
     panels showed (saved in the view) go back into its history, so a save right away keeps them.
     Returns the window's copy of the history and those records, oldest first."""
-    from core.session import load_session
+    from core.session import as_record, load_session
     loaded, view = load_session(path)
     if trainer is None or trainer.config != loaded.config:
         raise RuntimeError("the model for the session's settings was not built")
@@ -94,10 +90,8 @@ def adopt_session(path: str, trainer) -> dict:
     trainer.task = loaded.task            # its data stream from the start, as a reopened run
     trainer.steps_done = loaded.steps_done
     trainer.history = loaded.history
-    view = view if isinstance(view, dict) else {}
-    records = sorted((r for r in (record_from_json(view.get(k)) for k in ("preview_record", "detailed_record",
-                                                                            "record")) if r is not None),
-                     key=lambda r: r.step)   # oldest first; the newest is what the run shows
+    records = sorted((r for r in (as_record(view.get(k)) for k in ("preview_record", "detailed_record", "record"))
+                      if r is not None), key=lambda r: r.step)   # oldest first; the newest is what the run shows
     history = History.from_state(loaded.history.state())   # the GUI's own copy
     trainer.history.records.extend(records)
     history.records.extend(records)
@@ -114,50 +108,3 @@ def check_config(config: Config, _trainer) -> None:
             read_text(config.text)
             return
     TextTask(config)
-
-
-# -- records as JSON (what a session keeps of the panels) ------------------------------------------------
-def record_to_json(record: Record) -> dict:
-    """A Record as JSON-able data (arrays as base64 of their bytes: exact)."""
-    return {f.name: _to_json(getattr(record, f.name)) for f in fields(record)}
-
-
-def record_from_json(data: object) -> Record | None:
-    """The Record `record_to_json` wrote, or None if `data` is not one (missing, damaged, another version)."""
-    if not isinstance(data, dict):
-        return None
-    try:
-        return Record(**{name: _from_json(value) for name, value in data.items()})
-    except (TypeError, ValueError, KeyError):
-        return None
-
-
-def _to_json(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind not in "biufc":
-            return None
-        return {"@nd": value.dtype.str, "shape": list(value.shape),
-                "b64": base64.b64encode(np.ascontiguousarray(value).tobytes()).decode("ascii")}
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, dict):
-        return {"@dict": [[str(k), _to_json(v)] for k, v in value.items()]}
-    if isinstance(value, (list, tuple)):
-        return [_to_json(v) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return None
-
-
-def _from_json(value: Any) -> Any:
-    if isinstance(value, dict) and "@nd" in value:
-        dtype = np.dtype(value["@nd"])
-        if dtype.kind not in "biufc":
-            raise ValueError(f"not a numeric array: {dtype}")
-        data = base64.b64decode(value["b64"], validate=True)
-        return np.frombuffer(data, dtype=dtype).reshape([int(n) for n in value["shape"]]).copy()
-    if isinstance(value, dict) and "@dict" in value:
-        return {k: _from_json(v) for k, v in value["@dict"]}
-    if isinstance(value, list):
-        return [_from_json(v) for v in value]
-    return value

@@ -19,7 +19,6 @@ loop in a thread (`threading` flags, a `queue.Queue`), which also exposes the en
 """
 from __future__ import annotations
 
-import inspect
 import os
 import pickle
 import queue
@@ -31,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from core.config import Config, ConfigError
+from core.protocol import Engine
 
 DETAIL_INTERVAL_S = 0.030   # hidden states / gates when >= 30 ms since the last detailed step (≈ every frame)
 PREVIEW_INTERVAL_S = 0.5    # the task view at most twice a second while playing
@@ -43,7 +43,7 @@ RunSpec = Config | Sequence[tuple[str, Config]]   # one run, or 2-4 labelled run
 Emit = Callable[..., None]                        # emit(signal_name, *args)
 
 
-def build_engine(spec: RunSpec):
+def build_engine(spec: RunSpec) -> Engine:
     """A `Trainer` for a Config, a `Comparison` for [(label, Config), ...] (imports torch)."""
     if isinstance(spec, Config):
         from core.trainer import Trainer
@@ -109,18 +109,6 @@ class PickledQueue:
         self._queue.cancel_join_thread()   # a GUI closing mid-transfer must not hang on the feeder thread
 
 
-def _takes(fn: Callable, name: str) -> bool:
-    try:
-        return name in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-def _as_records(result) -> list:
-    """A step's result as a list of Records (a Comparison already returns one)."""
-    return list(result) if isinstance(result, (list, tuple)) else [result]
-
-
 class EngineLoop:
     """Steps the engine while `flags.playing` is set; handles commands between steps (see module doc).
     `flush()` is called before every wait, so an emitter that batches has sent everything by then."""
@@ -131,9 +119,8 @@ class EngineLoop:
         self.commands = commands
         self.emit = emit
         self.flush = flush
-        self.engine = None             # Trainer or Comparison; None until the first build succeeds
-        self._last_record = None
-        self._takes_jacobians = False  # does the engine's step() accept jacobians=? (inspected once)
+        self.engine: Engine | None = None   # Trainer or Comparison; None until the first build succeeds
+        self._last_complete = True          # the last step was detailed and previewed (or there was none)
 
     def run(self):
         flags = self.flags
@@ -196,9 +183,7 @@ class EngineLoop:
         """After Pause the last record must be complete: if the last step was not detailed, take one more
         (unless a Step or a rebuild is already waiting, which will give a complete record anyway)."""
         flags = self.flags
-        last = _as_records(self._last_record)[0] if self._last_record is not None else None
-        if (last is not None and last.diverged is None and self.engine is not None
-                and (last.hidden is None or last.task_preview is None)
+        if (self.engine is not None and not self._last_complete and not self.engine.halted
                 and not (flags.stop.is_set() or flags.step_requested.is_set() or flags.rebuild_requested.is_set())):
             self._step(detail=True, preview=True, jacobians=self._jacobians_wanted())
         self.emit("paused", flags.last_step.value)
@@ -249,30 +234,27 @@ class EngineLoop:
             self.emit("failed", f"Building the model failed: {type(e).__name__}: {e}", traceback.format_exc())
             return
         self.engine = engine
-        self._takes_jacobians = _takes(engine.step, "jacobians")
         self.flags.last_step.value = 0
-        self._last_record = None
+        self._last_complete = True
         self.emit("rebuilt", spec)
         self._step(detail=True, preview=True, jacobians=self._jacobians_wanted())  # so no panel is ever empty
 
     def _jacobians_wanted(self) -> bool:
-        return bool(self.flags.want_jacobians.value) and self._takes_jacobians
+        return bool(self.flags.want_jacobians.value)
 
     def _step(self, detail: bool, preview: bool, jacobians: bool = False):
-        """One step of the engine; emits its Record (or list of Records). None after an exception."""
-        extra = {"jacobians": True} if jacobians and self._takes_jacobians else {}
+        """One step of the engine; emits its result (core.protocol.Engine). None after an exception."""
         try:
-            result = self.engine.step(detail=detail, preview=preview, **extra)
+            result = self.engine.step(detail=detail, preview=preview, jacobians=jacobians)
         except Exception as e:  # noqa: BLE001 - the GUI shows it; the loop keeps serving commands
             self.flags.playing.clear()
             self.emit("failed", f"Step {self.flags.last_step.value + 1} failed: {type(e).__name__}: {e}",
                       traceback.format_exc())
             return None
-        records = _as_records(result)
-        self.flags.last_step.value = records[0].step
-        self._last_record = result
+        self.flags.last_step.value = self.engine.steps_done
+        self._last_complete = detail and preview
         self.emit("record_ready", result)
-        if all(r.diverged is not None for r in records):
+        if self.engine.halted:
             self.flags.playing.clear()
             self.emit("diverged", result)
         return result
