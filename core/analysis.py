@@ -119,3 +119,140 @@ def jacobians_through_time(model, inputs: torch.Tensor, state0=None, activation:
         sigma = torch.linalg.matrix_norm(w_hh, ord=2).item() * ACTIVATION_DERIVATIVE_BOUND[activation]
         bound = (T - np.arange(1, T + 1)) * math.log10(sigma) if sigma > 0 else None
     return JacobianProfile(step_sigma.cpu().numpy(), log10_product, bound, lyapunov, "(h, c)" if lstm else "h")
+
+
+# -- why a gradient is exactly zero ------------------------------------------------------------------
+NOT_ZERO, TRUNCATION, SATURATION, UNDERFLOW, NO_PATH = range(5)   # codes of core.records.ZERO_CAUSES
+
+
+def zero_causes(model, trace, inputs: torch.Tensor, keep_grad_at, loss_at_last: bool,
+                dh_norms: np.ndarray) -> np.ndarray:
+    """Why each exactly-zero ‖∂L/∂h_t‖ is zero: (R, T) int8 codes of core.records.ZERO_CAUSES.
+
+    dh_norms (R, T) as measured; trace: the step's core.models.Trace (after backward); inputs (T, B, I);
+    keep_grad_at: the forward's truncation schedule (None: none). Rows are decided top layer first, each in
+    the order its gradient flows (last processed step first):
+
+    - truncation: no path from any loss position reaches h_t without crossing a cut (ξ = 0);
+    - no path: no loss position lies downstream of h_t even without cuts (a backward-direction row with
+      the loss at the last step);
+    - saturation: paths exist, but every step that hands gradient on to h_t multiplies it by an exact 0 —
+      a tanh′ = 1 − h² or σ′ = σ(1 − σ) that is 0 in float (a saturated unit), a gate exactly 0, a dead ReLU;
+    - underflow: that hand-over is nonzero in exact arithmetic (tested with the gradient's nonzero
+      pattern in place of its values, so no magnitude can underflow), so the float product fell below
+      the smallest float.
+
+    A zero whose successors are themselves zero inherits their cause (underflow if any successor's is).
+    """
+    R, T = dh_norms.shape
+    codes = np.zeros((R, T), dtype=np.int8)
+    zero = dh_norms == 0
+    if not zero.any():
+        return codes
+    D = model.num_directions
+    L = R // D
+    factor = [1.0] + [1.0 if keep_grad_at is None else _carry_factor(keep_grad_at(k)) for k in range(1, T)]
+    orders = [list(range(T - 1, -1, -1)) if row.reverse else list(range(T)) for row in trace.rows]
+    reach = np.zeros((R, T), dtype=bool)     # a loss reaches h_t with the cuts
+    reach_any = np.zeros((R, T), dtype=bool)  # ... without them
+    local = _LocalHandOver(model, trace, inputs)
+    for layer in range(L - 1, -1, -1):
+        for r in range(layer * D, layer * D + D):
+            order = orders[r]
+            for k in range(T - 1, -1, -1):
+                t = order[k]
+                direct = layer == L - 1 and (not loss_at_last or t == T - 1)
+                above = range((layer + 1) * D, (layer + 2) * D) if layer < L - 1 else range(0)
+                after = order[k + 1] if k < T - 1 else None   # the step processed next: it hands gradient back
+                carried = after is not None and factor[k + 1] != 0.0
+                reach_any[r, t] = direct or any(reach_any[a, t] for a in above) or (
+                    after is not None and reach_any[r, after])
+                reach[r, t] = direct or any(reach[a, t] for a in above) or (carried and reach[r, after])
+                if not zero[r, t]:
+                    continue
+                if not reach_any[r, t]:
+                    codes[r, t] = NO_PATH
+                elif not reach[r, t]:
+                    codes[r, t] = TRUNCATION
+                else:
+                    sources = [(r, after, "carry")] if carried and reach[r, after] else []
+                    sources += [(a, t, "input") for a in above if reach[a, t]]
+                    live = [s for s in sources if not zero[s[0], s[1]]]
+                    inherited = [codes[a, u] for a, u, _ in sources if zero[a, u]]
+                    if any(local.passes(r, *s) for s in live) or UNDERFLOW in inherited:
+                        codes[r, t] = UNDERFLOW
+                    else:  # every hand-over multiplies by an exact 0 (or the loss's own gradient is 0)
+                        codes[r, t] = SATURATION
+    return codes
+
+
+def _carry_factor(value) -> float:
+    return 1.0 if value is None else float(value)
+
+
+class _LocalHandOver:
+    """Does one step hand any gradient on, in exact arithmetic? The step's cell is run again (in the model's
+    dtype, from the traced states) and differentiated with the receiving gradient's nonzero pattern,
+    weighted by random positive numbers, as cotangent: exact zeros of the local Jacobian stay zero, and no
+    product of magnitudes can underflow."""
+
+    def __init__(self, model, trace, inputs):
+        self.model, self.trace, self.inputs = model, trace, inputs
+        self.generator = torch.Generator(device=inputs.device).manual_seed(0)
+
+    def passes(self, r: int, source: int, u: int, path: str) -> bool:
+        """Gradient at (row `source`, step u) -> h_t of row r: by the carry (source == r, u the step after t)
+        or into the layer input of row `source` one layer up at step u == t."""
+        model, rows, D, H = self.model, self.trace.rows, self.model.num_directions, self.model.hidden_size
+        row = rows[source]
+        if not hasattr(model, "_cell"):   # a diagonal recurrence (core.diagonal): ∂h_u/∂h_{u−1} = diag(a_u)
+            if path == "input":
+                return True               # between layers: taken as open (not tested for these cells)
+            decay = row.decay if row.decay.dim() == 1 else row.decay[u]      # (H,) or (B, H)
+            return bool(((row.dh[u] != 0) & (decay != 0)).any())
+        w_ih, w_hh, b_ih, b_hh = (w.detach() for w in model.row_weights(source))
+        layer = source // D
+        x = self.inputs[u] if layer == 0 else torch.cat([rows[layer * D - D + d].h[u] for d in range(D)], dim=1)
+        h_prev, c_prev = self._state_before(row, u)
+        with torch.enable_grad():
+            x = x.detach().clone().requires_grad_(path == "input")
+            h_prev = h_prev.clone().requires_grad_(path == "carry")
+            state = (h_prev, c_prev) if row.is_lstm else h_prev
+            new, _ = model._cell(torch.addmm(b_ih, x, w_ih.t()), state, w_hh, b_hh)
+            outputs = list(new) if row.is_lstm else [new]
+            pattern = [self._pattern(row.dh[u])] + ([self._pattern(row.dc[u])] if row.is_lstm else [])
+            wrt = h_prev if path == "carry" else x
+            (grad,) = torch.autograd.grad(outputs, [wrt], pattern, allow_unused=True)
+        if grad is None:
+            return False
+        if path == "input":
+            d = r % D
+            grad = grad[:, d * H:(d + 1) * H]
+        return bool((grad != 0).any())
+
+    @staticmethod
+    def _state_before(row, u: int):
+        """The state entering step u of a traced row: (h, c or None), each (B, H)."""
+        T = row.h.shape[0]
+        first = (u == T - 1) if row.reverse else (u == 0)
+        if first:
+            return row.h0, row.c0
+        prev = u + 1 if row.reverse else u - 1
+        return row.h[prev], (row.c[prev] if row.is_lstm else None)
+
+    def _pattern(self, grad: torch.Tensor) -> torch.Tensor:
+        weights = torch.rand(grad.shape, generator=self.generator, device=grad.device, dtype=grad.dtype) + 0.5
+        return (grad != 0).to(grad.dtype) * weights
+
+
+@torch.no_grad()
+def linear_prediction(w_hh: torch.Tensor, dh_last: torch.Tensor, T: int) -> np.ndarray:
+    """(T,) ‖(W_hhᵀ)^(T−t) ∂L/∂h_T‖_F for t = 1..T, in float64: the exact BPTT gradient of a linear RNN
+    (φ = identity) whose loss sits at the last step, for this W_hh. w_hh (H, H); dh_last (B, H) = ∂L/∂h_T.
+    In torch's row convention (h_t = h_{t−1} W_hhᵀ + ...) one step back is ∂L/∂h_{t−1} = ∂L/∂h_t W_hh."""
+    w, v = w_hh.detach().double(), dh_last.detach().double()     # (H, H), (B, H)
+    norms = torch.empty(T, dtype=torch.float64, device=v.device)
+    for t in range(T - 1, -1, -1):
+        norms[t] = torch.linalg.vector_norm(v)
+        v = v @ w
+    return norms.cpu().numpy()

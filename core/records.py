@@ -12,12 +12,13 @@ import numpy as np
 SCALARS = ("step", "loss", "perplexity", "grad_norm", "grad_norm_clipped", "spectral_radius", "sigma_max",
            "step_ms", "lr", "clip")
 # What a Record costs beyond its arrays' data (measured with tracemalloc on unpickled records): the instance
-# and its field values, and each numpy array object.
-RECORD_OVERHEAD = 1536
+# and its field values, and each numpy array object. The instance's __dict__ grows in steps: from 29 fields
+# on (zero_cause, linear_prediction) an unpickled record costs ~1,250 bytes more (measured: 2,672 -> 3,932).
+RECORD_OVERHEAD = 2784
 ARRAY_OVERHEAD = 112
 DICT_ENTRY_OVERHEAD = 64
-# Why ‖∂L/∂h_t‖ is exactly 0, by code (Record.zero_cause); decided in core.zero_causes.
-ZERO_CAUSES = ("", "truncation", "saturation", "underflow")   # 0: not zero
+# Why ‖∂L/∂h_t‖ is exactly 0, by code (Record.zero_cause); decided by core.analysis.zero_causes.
+ZERO_CAUSES = ("", "truncation", "saturation", "underflow", "no path")   # 0: not zero
 
 
 def _value_bytes(value) -> int:
@@ -48,7 +49,7 @@ class Record:
     loss_positions: str                # "all" or "last"
     diverged: str | None = None        # reason, when the update was refused
     zero_cause: np.ndarray | None = None  # (R, T) int8 code in ZERO_CAUSES per exact zero of dh_norms (0: not zero)
-    linear_prediction: np.ndarray | None = None  # (T,) ‖(W_hhᵀ)^(T−t) ∂L/∂h_T‖_F of row 0 for the current W_hh
+    linear_prediction: np.ndarray | None = None  # (T,) ‖(W_hhᵀ)^(T−t) ∂L/∂h_T‖_F of row 0, this W_hh; rnn, detail
     hidden: np.ndarray | None = None   # (R, T, H) sample 0; on detail steps
     cell: np.ndarray | None = None     # (R, T, H) LSTM sample 0; on detail steps
     gates: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (R, T, H) sample 0
@@ -126,6 +127,8 @@ class History:
     - the scalars (SCALARS) of the whole run, and its gradient profiles dh_norms (R, T), each in a
       StridedRows of a quarter of the cap: every step until it is full (the scalars: 200,000 steps at
       64 MiB), then every other, every fourth ... so the whole run stays covered;
+    - why each exact zero of those profiles is zero (Record.zero_cause, int8), in a sixteenth of the cap: the
+      same number of rows, so it keeps the same steps;
     - the newest full records (arrays included) in a ring buffer, in what is left.
     """
 
@@ -133,6 +136,7 @@ class History:
         self.max_bytes = max_bytes
         self._scalars = StridedRows(max_bytes // 4, np.float64)     # rows: (len(SCALARS),)
         self._profiles = StridedRows(max_bytes // 4, np.float32)    # rows: (R, T)
+        self._zero_causes = StridedRows(max_bytes // 16, np.int8)   # rows: (R, T), codes of ZERO_CAUSES
         self.records: deque[Record] = deque()
         self._record_bytes = 0
 
@@ -147,6 +151,8 @@ class History:
     def append(self, record: Record):
         self._scalars.add(record.step, list(record.scalars().values()))
         self._profiles.add(record.step, record.dh_norms)
+        self._zero_causes.add(record.step, np.zeros(record.dh_norms.shape, np.int8)
+                              if record.zero_cause is None else record.zero_cause)
         self.records.append(record)
         self._record_bytes += record.nbytes()
         while len(self.records) > 1 and self.nbytes > self.max_bytes:
@@ -154,7 +160,7 @@ class History:
 
     @property
     def nbytes(self) -> int:
-        return self._record_bytes + self._scalars.nbytes + self._profiles.nbytes
+        return self._record_bytes + self._scalars.nbytes + self._profiles.nbytes + self._zero_causes.nbytes
 
     def __len__(self) -> int:
         return self._scalars.count
@@ -169,13 +175,18 @@ class History:
         steps, profiles = self._profiles.kept()
         return steps, profiles if profiles.ndim == 3 else np.zeros((0, 0, 0), dtype=np.float32)
 
+    def zero_causes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(steps (N,), codes (N, R, T) int8 of ZERO_CAUSES), copies; the steps are profiles()'s."""
+        steps, codes = self._zero_causes.kept()
+        return steps, codes if codes.ndim == 3 else np.zeros((0, 0, 0), dtype=np.int8)
+
     # -- persistence (core.session) --------------------------------------------------
     def state(self) -> dict[str, np.ndarray]:
         """Plain arrays for saving; the ring buffer of full records is not part of it."""
         steps, profiles = self.profiles()
         return {"max_bytes": np.int64(self.max_bytes), "profile_stride": np.int64(self.profile_stride),
                 "scalar_stride": np.int64(self.scalar_stride),
-                "profile_steps": steps.astype(np.int64), "profiles": profiles,
+                "profile_steps": steps.astype(np.int64), "profiles": profiles, "zero_causes": self.zero_causes()[1],
                 **{f"scalar_{name}": values for name, values in self.scalars().items()}}
 
     @classmethod
@@ -192,6 +203,12 @@ class History:
         profiles = np.asarray(state["profiles"], dtype=np.float32)
         if len(profiles) != len(steps):
             raise ValueError("history profiles and their steps differ in length")
-        for step, profile in zip(steps, profiles):
+        history._zero_causes.stride = history._profiles.stride
+        # sessions saved before the causes were recorded: no cause known (0)
+        causes = np.asarray(state.get("zero_causes", np.zeros(profiles.shape, np.int8)), dtype=np.int8)
+        if causes.shape != profiles.shape:
+            raise ValueError("history zero causes and profiles differ in shape")
+        for step, profile, cause in zip(steps, profiles, causes):
             history._profiles.add(int(step), profile)
+            history._zero_causes.add(int(step), cause)
         return history

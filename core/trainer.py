@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 from core import cells
 from core.config import LIVE_KEYS, Config, ConfigError
+from core.analysis import linear_prediction, zero_causes
 from core.models import Trace, detach_state
 from core.records import History, Record
 from core.spectrum import edit_eigenvalue, nearest_eigenvalue
@@ -70,7 +71,8 @@ class Trainer:
 
         self.optimizer.zero_grad(set_to_none=True)
         trace = Trace()
-        outputs, final_state = model(inputs, state, self._truncation_schedule(inputs.shape[0]), trace)
+        keep_grad_at = self._truncation_schedule(inputs.shape[0])
+        outputs, final_state = model(inputs, state, keep_grad_at, trace)
         loss = self._loss(outputs, targets)
         loss.backward()
 
@@ -94,6 +96,10 @@ class Trainer:
                 (state[0][0, 0], state[1][0, 0]) if isinstance(state, tuple) else state[0, 0])
             jacobian_profile = cells.jacobians(model, trace, inputs[:, 0], first_state, cfg.activation)
 
+        # both of the weights that made these gradients (before the update)
+        zero_cause = zero_causes(model, trace, inputs, keep_grad_at, cfg.loss_positions == "last", dh_norms)
+        linear = linear_prediction(model.recurrent_matrix(0), trace.rows[0].dh[-1], T) \
+            if detail and getattr(model, "kind", None) == "rnn" else None
         diverged = _divergence(loss_value, grad_norm)
         clipped = False
         if diverged is None:
@@ -132,6 +138,8 @@ class Trainer:
             baseline=self.task.baseline,
             loss_positions=cfg.loss_positions,
             diverged=diverged,
+            zero_cause=zero_cause,
+            linear_prediction=linear,
         )
         if detail:
             rows = trace.rows

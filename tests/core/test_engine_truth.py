@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 import torch
 
+from core.analysis import linear_prediction
 from core.config import Config, ConfigError
+from core.records import ZERO_CAUSES
 from core.trainer import Trainer
 
 
@@ -33,3 +35,73 @@ def test_hold_rho_can_be_switched_on_live_and_needs_a_radius():
     with pytest.raises(ConfigError, match="hold_spectral_radius"):
         Config(hold_spectral_radius=True)
     assert Config().with_text(spectral_radius="0.5", hold_spectral_radius="true").hold_spectral_radius is True
+
+
+# -- the exact linear theory line -------------------------------------------------------------------------
+def test_linear_rnn_lies_on_its_exact_theory_line_at_every_step_even_for_a_non_normal_w_hh():
+    """φ = identity, loss at the last step: ∂L/∂h_t = ∂L/∂h_T W_hh^(T−t) exactly, whatever W_hh has become."""
+    config = Config(activation="identity", init="normal", spectral_radius=0.95, seq_len=40, hidden_size=16,
+                    optimizer="adam", lr=1e-2)
+    trainer = Trainer(config)
+    non_normal = False
+    for _ in range(15):
+        w = trainer.model.recurrent_matrix(0).detach().double().numpy()      # the W that makes this step's gradient
+        record = trainer.step()
+        dh_T = record.dh_norms[0, -1]
+        np.testing.assert_allclose(record.dh_norms[0], record.linear_prediction, rtol=2e-5)
+        assert record.linear_prediction[-1] == pytest.approx(dh_T, rel=1e-6)
+        rho = np.abs(np.linalg.eigvals(w)).max()
+        rho_line = dh_T * rho ** (config.seq_len - np.arange(1, config.seq_len + 1))
+        non_normal |= bool(np.abs(record.dh_norms[0] / rho_line - 1).max() > 0.1)
+    assert non_normal, "a Gaussian W_hh is non-normal: ρ^(T−t) should miss the measured profile somewhere"
+
+
+def test_linear_prediction_is_the_norm_of_matrix_powers():
+    rng = np.random.default_rng(0)
+    w, g = rng.normal(size=(6, 6)), rng.normal(size=(3, 6))           # (H, H), (B, H)
+    T = 7
+    expected = [np.linalg.norm(g @ np.linalg.matrix_power(w, T - t)) for t in range(1, T + 1)]
+    np.testing.assert_allclose(linear_prediction(torch.from_numpy(w), torch.from_numpy(g), T), expected, rtol=1e-12)
+
+
+# -- why a gradient is exactly zero -----------------------------------------------------------------------
+def _causes(record, row=0) -> list[str]:
+    return [ZERO_CAUSES[c] for c in record.zero_cause[row]]
+
+
+def test_zeros_before_a_cut_are_truncation():
+    record = Trainer(Config(task="sine", seq_len=30, batch_size=4, hidden_size=8, truncation=10,
+                            loss_at="last")).step(detail=False)
+    dh = record.dh_norms[0]
+    assert (dh[:20] == 0).all() and (dh[20:] > 0).all()      # the cut at step 20 -> 21 stops the last window
+    assert _causes(record)[:20] == ["truncation"] * 20 and _causes(record)[20:] == [""] * 10
+
+
+def test_saturated_tanh_units_block_the_gradient_and_are_named():
+    trainer = Trainer(Config(seq_len=12, batch_size=4, hidden_size=8))
+    with torch.no_grad():
+        trainer.model.recurrent_matrix(0).mul_(1e4)          # every pre-activation far beyond tanh's range
+    record = trainer.step()
+    h = record.hidden[0]                                       # (T, H) sample 0; h_1 has no W_hh h_0 term
+    assert (1 - h[1:] ** 2 == 0).all()                         # independent: tanh′ is exactly 0 in float32
+    assert (record.dh_norms[0, :-1] == 0).all() and record.dh_norms[0, -1] > 0
+    assert _causes(record)[:-1] == ["saturation"] * 11
+
+
+def test_a_product_below_float_range_is_underflow_not_saturation():
+    config = Config(activation="identity", init="orthogonal", spectral_radius=1e-3, seq_len=30, hidden_size=8,
+                    batch_size=4)
+    trainer = Trainer(config)
+    w = trainer.model.recurrent_matrix(0).detach().double().numpy()
+    record = trainer.step(detail=False)
+    zero = record.dh_norms[0] == 0
+    assert zero[:10].all() and not zero[-5:].any()             # 1e-3^(T−t) leaves float32 (1e-45) by T−t = 16
+    assert set(np.array(_causes(record))[zero]) == {"underflow"}
+    # independent: in float64 the same W_hh^(T−t) is far from 0, so nothing exact blocks the path
+    assert np.linalg.norm(np.linalg.matrix_power(w, config.seq_len - 1)) > 1e-100
+
+
+def test_a_backward_direction_with_the_loss_at_the_last_step_has_no_path_not_truncation():
+    record = Trainer(Config(seq_len=10, hidden_size=8, batch_size=4, bidirectional=True)).step(detail=False)
+    assert record.row_labels[1].endswith("(backward)")
+    assert _causes(record, 1)[:-1] == ["no path"] * 9 and _causes(record, 0) == [""] * 10
