@@ -26,7 +26,8 @@ from core.config import LIVE_KEYS, SPECS, Config, ConfigError
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Model", ("model", "activation", "hidden_size", "num_layers", "bidirectional", "init",
-               "spectral_radius", "hold_spectral_radius", "forget_bias")),
+               "spectral_radius", "hold_spectral_radius", "forget_bias", "recurrent_constraint",
+               "lru_r_min", "lru_r_max", "lru_max_phase")),
     ("Task & data", ("task", "seq_len", "batch_size", "loss_at", "sampling", "text", "text_filter",
                      "text_max_tokens")),
     ("Optimisation", ("optimizer", "lr", "clip")),
