@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
+from explorer.engine.lifetime import ParentLink, run_tied
 from explorer.engine.loop import IDLE_POLL_S, Command, EngineLoop, Flags, PickledQueue, RunSpec, serve
 
 ENGINE_ENV = "GRADFLOW_ENGINE"   # "process" (default) or "thread"
@@ -171,9 +172,12 @@ class TrainingWorker(QObject):
         asked for, or it died before its first event: a broken install, not worth a retry); False when it
         died unasked later, after reporting that."""
         events = PickledQueue(self._context)
-        self.process = self._context.Process(target=serve, args=(self._spec, self._flags, self._commands, events),
-                                             name="gradflow-engine", daemon=True)
+        link = ParentLink(self._context)   # the engine process ends with this one (explorer.engine.lifetime)
+        self.process = self._context.Process(
+            target=run_tied, args=(link.child_end, serve, self._spec, self._flags, self._commands, events),
+            name="gradflow-engine", daemon=True)
         self.process.start()
+        link.started()
         stop_seen_at = None
         started = False
         try:
@@ -200,6 +204,7 @@ class TrainingWorker(QObject):
                     self._emit(name, *args)
         finally:
             events.close()
+            link.close()
 
     def _end_process(self):
         self.process.terminate()
