@@ -7,10 +7,49 @@ complex pair without a partner).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
 CONJUGATE_TOL = 1e-9
+RHO_EDGE = 0.01      # |ρ − 1| ≤ this reads "ρ ≈ 1": training jitters ρ = 1 by a few 1e-3
+SATURATION = 2       # core.records.ZERO_CAUSES.index("saturation")
+
+
+def verdict(rho: float, ratio: float | None = None, saturated: bool = False) -> str:
+    """One line on what the current W_hh's spectral radius means, honest where the measured gradient
+    disagrees with the eigenvalue story.
+
+    rho: ρ of the W_hh that made this step's gradient; ratio: the measured ‖∂L/∂h_1‖ / ‖∂L/∂h_T‖ of the same
+    row when the loss sits at the last step only (None otherwise: earlier losses add to ∂L/∂h_1 directly);
+    saturated: some ‖∂L/∂h_t‖ of the row is exactly 0 because of saturated units (core.records.ZERO_CAUSES).
+    """
+    if not math.isfinite(rho):
+        return "not finite: the weights diverged"
+    if abs(rho - 1) <= RHO_EDGE:
+        text = f"ρ ≈ 1 (within ±{RHO_EDGE:g}): on the edge, its powers neither shrink nor grow"
+    elif rho < 1:
+        text = "ρ < 1: its powers shrink, gradients vanish"
+        if ratio is not None and ratio > 1:
+            text = "ρ < 1, yet the gradient grows towards t = 1: W_hh is non-normal (σ_max > 1)"
+    elif saturated:
+        return "ρ > 1, yet saturated units block the gradient: it is exactly 0 before t = T"
+    elif ratio is not None and ratio < 1:
+        text = "ρ > 1, yet the gradient shrinks towards t = 1: derivatives and gates below 1 outweigh ρ"
+    else:
+        text = "ρ > 1: its powers grow, gradients can explode"
+    return text + ("; saturated units block it too" if saturated else "")
+
+
+def record_verdict(record) -> str:
+    """verdict() for row 0 of a core.records.Record."""
+    dh = record.dh_norms[0]
+    ratio = None
+    if record.loss_positions == "last" and len(dh) > 1 and dh[-1] > 0 and np.isfinite(dh[[0, -1]]).all():
+        ratio = float(dh[0] / dh[-1])
+    saturated = record.zero_cause is not None and bool((record.zero_cause[0] == SATURATION).any())
+    return verdict(record.spectral_radius, ratio, saturated)
 
 
 def spectrum(mats: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:

@@ -21,6 +21,7 @@ from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton
 
 from core.records import History, Record
+from core.spectrum import record_verdict
 from explorer.panels import plotting
 from explorer.panels.base import Panel
 from explorer.theme import Theme
@@ -319,10 +320,7 @@ class SpectrumPanel(Panel):
     def _write_readout(self, record: Record):
         rho, sigma, block = record.spectral_radius, record.sigma_max, record.recurrent_block
         row = f" · {record.row_labels[0]}" if len(record.row_labels) > 1 else ""
-        verdict = ("not finite: the weights diverged" if not math.isfinite(rho) else
-                   "ρ ≈ 1: on the edge, its powers neither shrink nor grow" if abs(rho - 1) < 5e-4 else
-                   "ρ < 1: its powers shrink, gradients vanish" if rho < 1 else
-                   "ρ > 1: its powers grow, gradients can explode")
+        verdict = record_verdict(record)
         name, _, detail = block.partition(" ")
         self.readout_text = f"{block}{row}\nρ = {rho:.3f}\nσ_max = {sigma:.3f}\n{verdict}"
         if self.compact:
