@@ -31,9 +31,6 @@ def rss_mib(pid: int | str = "self") -> float:
 
 def soak_headless(config: Config, steps: int, checkpoints: int):
     from core.trainer import Trainer
-    from explorer.engine.loop import limit_torch_threads
-
-    limit_torch_threads()   # as the app's engine process does
 
     trainer = Trainer(config)
     rows, every, start = [], max(1, steps // checkpoints), time.perf_counter()

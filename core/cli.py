@@ -1,5 +1,8 @@
 """Headless training: ``gradflow run [--preset NAME] [--config FILE] [--set K=V ...] [--steps N] [--json PATH]``.
 
+A comparison preset (``compare_*``) trains all its runs in lockstep, as the comparison window does
+(core.compare.Comparison): one summary line and one JSON entry per run.
+
 Exit status: 0 done (a divergence included: it is reported, not a crash),
 2 bad input (the message names the problem), 130 interrupted (Ctrl+C).
 """
@@ -14,34 +17,55 @@ from typing import Any
 
 import numpy as np
 
+from core.compare import check_runs
 from core.config import Config, ConfigError, parse_assignment
 from core.files import atomic_write
-from core.presets import load_preset
+from core.presets import load_preset, preset_names
 
 EXIT_BAD_INPUT, EXIT_INTERRUPTED = 2, 130
 
 
 def add_config_arguments(parser: argparse.ArgumentParser):
     """--preset / --config / --set, shared by every command that builds a Config."""
-    parser.add_argument("--preset", help="a scenario name (see --list-presets) or a preset TOML path")
+    parser.add_argument("--preset", help=f"a scenario name or a preset TOML path; names: {', '.join(preset_names())}")
     parser.add_argument("--config", help="a TOML file of config keys, applied after the preset")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override one config key (repeatable), applied last")
 
 
-def config_from_args(args: argparse.Namespace) -> Config:
-    config = load_preset(args.preset).config if args.preset else Config()
-    if args.config:
-        config = Config.from_toml(args.config, base=config)
+def runs_from_args(args: argparse.Namespace) -> list[tuple[str, Config]]:
+    """What to train: [("", config)] for one run, or a comparison preset's [(label, config), ...], with
+    --config and --set applied to every run."""
+    preset = load_preset(args.preset) if args.preset else None
+    base = list(preset.runs) if preset is not None and preset.runs else [("", preset.config if preset else Config())]
     changes = dict(parse_assignment(a) for a in args.set)
-    return config.replace(**changes) if changes else config
+    runs = []
+    for label, config in base:
+        if args.config:
+            config = Config.from_toml(args.config, base=config)
+        runs.append((label, config.replace(**changes) if changes else config))
+    if len(runs) > 1:
+        check_runs(runs)
+    return runs
+
+
+def config_from_args(args: argparse.Namespace) -> Config:
+    """The one Config of a command that trains one run; a comparison preset is refused, naming what to do."""
+    runs = runs_from_args(args)
+    if len(runs) > 1:
+        raise ConfigError(f"preset {args.preset!r} compares {len(runs)} runs ({', '.join(l for l, _ in runs)}) "
+                          f"and this command takes one: `gradflow run --preset {args.preset}` trains them all, "
+                          f"`gradflow --preset {args.preset}` opens the comparison window")
+    return runs[0][1]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gradflow run", description="Train headless and record gradient flow.")
+    parser = argparse.ArgumentParser(prog="gradflow run", description="Train headless and record gradient flow. "
+                                     "A comparison preset trains all its runs in lockstep.")
     add_config_arguments(parser)
     parser.add_argument("--steps", type=int, default=100, help="optimizer steps (default 100)")
-    parser.add_argument("--json", metavar="PATH", help="write config, history and the last record as JSON")
+    parser.add_argument("--json", metavar="PATH", help="write config, history and the last record as JSON "
+                                                       "(a comparison: {\"runs\": [one such entry per run]})")
     return parser
 
 
@@ -51,32 +75,41 @@ def run(argv: list[str] | None = None) -> int:
         print("gradflow: --steps must be at least 1", file=sys.stderr)
         return EXIT_BAD_INPUT
     try:
-        config = config_from_args(args)
-        from core.trainer import Trainer  # torch import after the cheap checks
-        trainer = Trainer(config)
+        runs = runs_from_args(args)
+        from core.compare import Comparison  # torch import after the cheap checks
+        from core.trainer import Trainer
+        engine = Trainer(runs[0][1]) if len(runs) == 1 else Comparison(runs)   # as the app's engine builds them
     except ConfigError as e:
         print(f"gradflow: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
-    record, diverged, interrupted = None, None, False
+    records, diverged, interrupted = None, [None] * len(runs), False
     progress = Progress(args.steps)
     try:
         for i in range(args.steps):
-            record = trainer.step(detail=i == args.steps - 1)  # the history keeps the run; hidden states: last step
-            progress.update(record)
-            if record.diverged:
-                diverged = {"step": record.step, "reason": record.diverged}
+            result = engine.step(detail=i == args.steps - 1)  # the history keeps the run; hidden states: last step
+            records = result if isinstance(result, list) else [result]   # a Comparison: one Record per run
+            progress.update(records[0])
+            for k, record in enumerate(records):
+                if record.diverged and diverged[k] is None:
+                    diverged[k] = {"step": record.step, "reason": record.diverged}
+            if all(diverged):   # as the app: training pauses once every run has diverged
                 break
     except KeyboardInterrupt:
         interrupted = True
     progress.close()
 
-    if record is None:
+    if records is None:
         return EXIT_INTERRUPTED
-    print(summary_line(config, record, diverged, interrupted))
+    for (label, config), record, stop in zip(runs, records, diverged):
+        print((f"{label}: " if label else "") + summary_line(config, record, stop, interrupted))
     if args.json:
+        trainers = engine.trainers if len(runs) > 1 else [engine]
+        entries = [to_json(config, trainer, stop) for (_, config), trainer, stop in zip(runs, trainers, diverged)]
+        data = entries[0] if len(runs) == 1 else {
+            "preset": args.preset, "runs": [{"label": label, **entry} for (label, _), entry in zip(runs, entries)]}
         try:
-            atomic_write(args.json, json.dumps(to_json(config, trainer, diverged), allow_nan=True))
+            atomic_write(args.json, json.dumps(data, allow_nan=True))
         except OSError as e:
             print(f"gradflow: cannot write {args.json}: {e.strerror}", file=sys.stderr)
             return EXIT_BAD_INPUT
@@ -102,9 +135,11 @@ def to_json(config: Config, trainer, diverged) -> dict[str, Any]:
     scalars = trainer.history.scalars()
     history = [{name: _number(scalars[name][i]) for name in scalars} for i in range(len(trainer.history))]
     last = trainer.history.records[-1]
+    profile_steps, profiles = trainer.history.profiles()   # (N,), (N, R, T): the history heatmap's data
     return {
         "config": config.to_dict(),
         "history": history,
+        "profiles": {"steps": profile_steps.tolist(), "dh_norms": _floats(profiles)},
         "last": {
             "row_labels": last.row_labels,
             "recurrent_block": last.recurrent_block,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import math
+import os
 import time
 from typing import Any
 
@@ -25,9 +26,19 @@ from core.tasks import make_task
 OPTIMIZERS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop}
 
 
+def engine_threads() -> int:
+    """torch's intra-op threads for every engine (the app's, `gradflow run`, `gradflow export`): small
+    recurrent nets run fastest on one or two, and half the cores leaves one for the GUI.
+    The numbers depend on it: LAPACK's QR and eigvals in the initialisation round differently on 1 and
+    2 threads (W_hh by ~1e-7), which a chaotic run (ρ = 2) turns into a different loss at step 1; so
+    every Trainer sets it, and one config and seed give one set of numbers on a machine."""
+    return max(1, min(4, (os.cpu_count() or 2) // 2))
+
+
 class Trainer:
     def __init__(self, config: Config):
         self.config = config
+        torch.set_num_threads(engine_threads())
         torch.manual_seed(config.seed)
         self.device = torch.device(config.device)
         self.task = make_task(config)

@@ -19,7 +19,6 @@ loop in a thread (`threading` flags, a `queue.Queue`), which also exposes the en
 """
 from __future__ import annotations
 
-import os
 import pickle
 import queue
 import signal
@@ -124,7 +123,6 @@ class EngineLoop:
 
     def run(self):
         flags = self.flags
-        limit_torch_threads()
         self._rebuild(self._initial_spec)
         last_start = 0.0
         was_playing = False
@@ -258,12 +256,6 @@ class EngineLoop:
             self.flags.playing.clear()
             self.emit("diverged", result)
         return result
-
-
-def limit_torch_threads():
-    """Small recurrent nets run fastest on one or two intra-op threads; leave a core for the GUI."""
-    import torch
-    torch.set_num_threads(max(1, min(4, (os.cpu_count() or 2) // 2)))
 
 
 def _exit_on_terminate(_signum, _frame):

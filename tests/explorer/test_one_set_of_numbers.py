@@ -1,0 +1,118 @@
+"""One set of numbers: for the same config and seed, the app's engine and `gradflow run` give the same records.
+
+The app side is the real thing: a window (the main window, or the comparison window for a compare_*
+preset) whose engine runs in a process of its own, driven as a user does (pick the scenario, Play, Pause),
+with whatever the window asks of the engine between steps (detailed and preview steps, a checkpoint at
+step 1, Jacobians when a panel wants them). The headless side is `gradflow run --json` in a fresh Python
+process. Neither shares torch's state with the test process.
+"""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.presets import load_preset, preset_names
+from explorer.compare.window import open_comparison
+from explorer.engine.worker import ENGINE_ENV
+from explorer.window.main_window import MainWindow
+
+ROOT = Path(__file__).resolve().parents[2]
+STEPS = 5
+WAIT_MS = 120_000
+RTOL = 1e-6   # float32 precision; a different first step differs by percents (exploding: 0.82 vs 0.92)
+
+HEADLESS = """
+import sys
+from core.cli import main
+out, steps, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+for name in names:   # one process for all presets: `gradflow run` once per preset, minus the imports
+    if main(["--preset", name, "--steps", steps, "--json", f"{out}/{name}.json"]) != 0:
+        sys.exit(f"gradflow run --preset {name} failed")
+"""
+
+
+def _presets():
+    return [load_preset(name) for name in preset_names()]
+
+
+@pytest.fixture(scope="module")
+def headless(tmp_path_factory) -> dict[str, list[dict]]:
+    """preset name -> one `gradflow run --json` entry per run (one for a single run)."""
+    out = tmp_path_factory.mktemp("headless")
+    subprocess.run([sys.executable, "-c", HEADLESS, str(out), str(STEPS), *preset_names()], cwd=ROOT, check=True,
+                   capture_output=True, timeout=600)
+    runs = {}
+    for name in preset_names():
+        data = json.loads((out / f"{name}.json").read_text())
+        runs[name] = data["runs"] if "runs" in data else [data]
+    return runs
+
+
+def _floats(values) -> np.ndarray:
+    """JSON numbers (null for NaN/Inf) as float64."""
+    return np.array(values, dtype=object).astype(float) if values is not None else None
+
+
+def assert_same_records(records, run: dict, what: str):
+    """The app's first STEPS records equal the headless run's history, profiles and last record."""
+    assert [r.step for r in records] == list(range(1, STEPS + 1)), what
+    history = run["history"][:STEPS]
+    for key in ("loss", "grad_norm", "grad_norm_clipped", "spectral_radius", "sigma_max"):
+        app = np.array([getattr(r, key) for r in records], dtype=float)
+        np.testing.assert_allclose(app, _floats([h[key] for h in history]), rtol=RTOL, equal_nan=True,
+                                   err_msg=f"{what}: {key} of steps 1..{STEPS}")
+    profiles = run["profiles"]
+    assert profiles["steps"][:STEPS] == list(range(1, STEPS + 1)), what
+    np.testing.assert_allclose(np.stack([r.dh_norms for r in records]).astype(np.float32),
+                               _floats(profiles["dh_norms"][:STEPS]), rtol=RTOL, equal_nan=True,
+                               err_msg=f"{what}: ‖∂L/∂h_t‖ profiles of steps 1..{STEPS}")
+    last, record = run["last"], records[-1]     # step STEPS in float64, and ‖∂L/∂c_t‖ for an LSTM
+    np.testing.assert_allclose(record.dh_norms, _floats(last["dh_norms"]), rtol=RTOL, equal_nan=True, err_msg=what)
+    if record.dc_norms is not None:
+        np.testing.assert_allclose(record.dc_norms, _floats(last["dc_norms"]), rtol=RTOL, equal_nan=True,
+                                   err_msg=f"{what}: ‖∂L/∂c_t‖ at step {STEPS}")
+
+
+@pytest.fixture
+def engine_in_a_process(monkeypatch):
+    monkeypatch.setenv(ENGINE_ENV, "process")   # the app's default (the suite's conftest picks threads)
+
+
+def test_every_scenario_in_the_main_window_matches_gradflow_run(qtbot, settings, headless, engine_in_a_process):
+    window = MainWindow(settings=settings)
+    qtbot.addWidget(window)
+    window.show()
+    assert window.worker.isolated
+    try:
+        qtbot.waitUntil(lambda: window.latest is not None, timeout=WAIT_MS)   # the first model is built
+        for preset in (p for p in _presets() if not p.runs):
+            combo = window.scenario_combo
+            if window.preset.name != preset.name:
+                combo.activated.emit(combo.findData(preset.name))   # as a click in the picker
+            qtbot.waitUntil(lambda: window.preset.name == preset.name and window.latest is not None, timeout=WAIT_MS)
+            window.play()
+            qtbot.waitUntil(lambda: len(window.history.records) >= STEPS, timeout=WAIT_MS)
+            window.pause()
+            assert_same_records(list(window.history.records)[:STEPS], headless[preset.name][0], preset.name)
+    finally:
+        window.close()
+
+
+@pytest.mark.parametrize("name", [p.name for p in _presets() if p.runs])
+def test_every_comparison_window_matches_gradflow_run(qtbot, headless, engine_in_a_process, name):
+    window = open_comparison(name)   # deletes itself on close
+    assert window.worker.isolated
+    try:
+        qtbot.waitUntil(lambda: window.latest is not None, timeout=WAIT_MS)
+        window.play()
+        qtbot.waitUntil(lambda: all(len(h.records) >= STEPS for h in window.histories), timeout=WAIT_MS)
+        window.pause()
+        runs = headless[name]
+        assert [run["label"] for run in runs] == window.labels
+        for label, history, run in zip(window.labels, window.histories, runs):
+            assert_same_records(list(history.records)[:STEPS], run, f"{name}, run {label}")
+    finally:
+        window.close()
