@@ -93,7 +93,7 @@ def run(argv: list[str] | None = None) -> int:
             for k, record in enumerate(records):
                 if record.diverged and diverged[k] is None:
                     diverged[k] = {"step": record.step, "reason": record.diverged}
-            if all(diverged):   # as the app: training pauses once every run has diverged
+            if engine.halted:   # as the app's loop: every run's newest update was refused
                 break
     except KeyboardInterrupt:
         interrupted = True

@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtWidgets import QApplication  # Qt only from here on
 
     from explorer import errors
-    from explorer.window.main_window import APPLICATION, ORGANIZATION, MainWindow
+    from explorer.window.main_window import APPLICATION, ORGANIZATION
 
     app = QApplication.instance() or QApplication([sys.argv[0], *qt_args])
     app.setOrganizationName(ORGANIZATION)
@@ -56,15 +56,29 @@ def main(argv: list[str] | None = None) -> int:
     app.setStyle("Fusion")
     log_file = errors.setup_logging()            # <AppLocalDataLocation>/logs/explorer.log, rotating
     errors.log.info("started (log: %s)", log_file)
-    window = MainWindow(preset=args.preset)
+    window = open_windows(args.preset)
     errors.install_excepthook(window.errors)     # an exception in any slot: logged, shown, the app goes on
-    window.show()
     _close_on_signals(window)
     try:
         return app.exec()
     finally:
         errors.restore_excepthook()
         errors.log.info("closed")
+
+
+def open_windows(preset: str | None):
+    """Show the main window on `preset` (a name or path; None: the default scenario) and return it. A comparison
+    preset (compare_*) opens as the scenario picker opens it: in the comparison window, over the main window
+    on the default scenario."""
+    from explorer.window.main_window import MainWindow
+
+    chosen = load_preset(preset) if preset is not None else None
+    comparison = chosen is not None and bool(chosen.runs)
+    window = MainWindow(preset=None if comparison else preset)
+    window.show()
+    if comparison:
+        window.open_comparison(chosen)
+    return window
 
 
 def _close_on_signals(window):
