@@ -84,6 +84,7 @@ class Field:
             if spec.optional:
                 self.none_box = QCheckBox("none")
                 self.none_box.setToolTip(f"{key} = none: switch this feature off")
+                self.widget.setPlaceholderText(f"type a value, e.g. {format_value(_suggested(key))}")
                 self.none_box.clicked.connect(lambda _c: self._on_none_clicked(on_edit))
             if key == "text":
                 self.browse = QToolButton()
@@ -126,10 +127,7 @@ class Field:
                 if self.none_box is not None:
                     self.none_box.setChecked(value is None)
                     w.setEnabled(value is not None)
-                    if value is not None or not w.text() or w.text() == "none":
-                        w.setText("" if value is None else format_value(value))
-                else:
-                    w.setText(format_value(value))
+                w.setText(format_value(value))   # a key switched off reads "none": no older value hides there
                 w.setCursorPosition(0)
         finally:
             w.blockSignals(False)
@@ -149,12 +147,19 @@ class Field:
         self.label.setProperty("pending", pending)
         _repolish(self.label)
 
+    def awaiting_value(self) -> bool:
+        """'none' was just switched off and no value typed yet: nothing changes until one is entered."""
+        return self.none_box is not None and not self.none_box.isChecked() and not self.widget.text().strip()
+
     def _on_none_clicked(self, on_edit):
         off = self.none_box.isChecked()
         self.widget.setEnabled(not off)
-        if not off and not self.widget.text().strip():
-            self.widget.setText(format_value(_suggested(self.key)))
-        on_edit(self.key)
+        if off:
+            self.widget.setText("none")
+            on_edit(self.key)
+        else:   # switched on: an empty field asks for a value (its placeholder suggests one); none applies meanwhile
+            self.widget.clear()
+            self.widget.setFocus()
 
     def _on_browse_clicked(self, on_edit):
         path, _ = QFileDialog.getOpenFileName(self.widget, "Text for the language model", "",
@@ -165,7 +170,7 @@ class Field:
 
 
 def _suggested(key: str) -> Any:
-    """A sensible value when an optional key is switched on from 'none'."""
+    """A sensible value to suggest when an optional key is switched on from 'none'."""
     spec = SPECS[key]
     return {"clip": 1.0, "spectral_radius": 1.0, "forget_bias": 1.0, "truncation": 10}.get(
         key, spec.kind(spec.low if spec.low is not None else 0))
@@ -355,6 +360,9 @@ class SettingsPanel(QWidget):
 
     def _accept(self, key: str) -> bool:
         f = self.fields[key]
+        if f.awaiting_value():
+            f.set_error(None)
+            return False
         base = self._applied if f.live else self._pending
         try:
             candidate = base.with_text(**{key: f.text()})
