@@ -21,6 +21,9 @@ def main(argv: list[str] | None = None) -> int:
         from core.cli import run  # headless: no Qt import on this path
         return run(argv[1:])
     if command == "export":
+    if command == "doctor":
+        from explorer.doctor import main as doctor
+        return doctor(argv[1:])
         try:
             from explorer.export.figures import export_main
         except ImportError:

@@ -7,6 +7,7 @@ import sys
 
 from core.config import ConfigError
 from core.presets import DEFAULT_PRESET, load_preset, preset_names
+from explorer import system
 
 EXIT_BAD_INPUT = 2
 
@@ -42,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     if _no_display():
         print("gradflow: no display found (DISPLAY / WAYLAND_DISPLAY unset). Use `gradflow run ...` to train "
               "headless, or set QT_QPA_PLATFORM=offscreen.", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if system.qt_platform() == "xcb" and (missing := system.missing_xcb_libraries()):
+        print(system.missing_libraries_message(missing), file=sys.stderr)   # instead of Qt's abort
         return EXIT_BAD_INPUT
 
     from PySide6.QtWidgets import QApplication  # Qt only from here on
