@@ -1,13 +1,16 @@
 """Instrumented Trainer.step() against the plain torch.nn training step.
 
-Question: what does recording everything cost? For each cell (RNN, GRU, LSTM),
-size (h=64, T=100, B=32 and h=128, T=200, B=32) and loss (a character language
+Question: what does recording everything cost? For each cell (RNN, GRU, LSTM; the diagonal
+cells minGRU, minLSTM, LRU), size (h=64, T=100, B=32 and h=128, T=200, B=32; the diagonal cells
+at h=64, B=32 and T = 100, 200, 400, to show how the cost grows with T) and loss (a character language
 model: cross-entropy at every step over the built-in text's ~28-symbol vocabulary;
 the adding problem: MSE at the last step) this times, side by side:
 
 - plain:        a torch.nn.RNN/GRU/LSTM + nn.Linear head with the same initial
                 weights, sizes, batches, loss, optimizer and clipping:
-                zero_grad / forward / loss / backward / clip_grad_norm_ / step / loss.item()
+                zero_grad / forward / loss / backward / clip_grad_norm_ / step / loss.item();
+                for a diagonal cell, the peer a user would write: the same layers and weights,
+                the recurrence h_t = a_t ⊙ h_{t−1} + b_t as a Python loop under autograd
 - instrumented: Trainer.step(detail=False): the same update plus every recorded
                 number: ‖∂L/∂h_t‖ for every t and row (and ‖∂L/∂c_t‖ for the LSTM),
                 per-parameter gradient norms, norm before/after clipping, eigenvalues
@@ -24,10 +27,12 @@ the median over repetitions of the paired ratio instrumented / plain.
     python benchmarks/bench_step.py --quick         # smoke run: few repetitions
     python benchmarks/bench_step.py --json out.json --reps 200 --threads 1
     python benchmarks/bench_step.py --cells lstm --native off   # the LSTM's Python loops, not core/native
+    python benchmarks/bench_step.py --cells mingru,minlstm,lru --json benchmarks/results/step_diagonal.json
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import platform
@@ -44,16 +49,15 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 from core import native  # noqa: E402
-from core.config import Config  # noqa: E402
+from core.cells import recurrent_spectrum  # noqa: E402
+from core.config import DIAGONAL_MODELS, Config  # noqa: E402
+from core.models import Trace  # noqa: E402
 from core.trainer import OPTIMIZERS, Trainer  # noqa: E402
 
-try:  # the spectrum's share of the instrumented step, timed on its own
-    from core.trainer import spectrum as _spectrum_of
-except ImportError:  # an older engine without the helper
-    _spectrum_of = None
-
-TARGETS = {"rnn": 1.1, "gru": 1.3, "lstm": 1.3}  # issue 6: instrumented / plain, every step
+TARGETS = {"rnn": 1.1, "gru": 1.3, "lstm": 1.3,          # issue 6: instrumented / plain, every step
+           "mingru": 1.3, "minlstm": 1.3, "lru": 1.3}    # issue 14
 SIZES = ((64, 100), (128, 200))                   # (hidden_size, seq_len)
+DIAGONAL_SIZES = ((64, 100), (64, 200), (64, 400))
 LOSSES = {"lm": "text", "adding": "adding"}        # label -> task
 BATCH = 32
 CLIP = 1.0
@@ -72,15 +76,23 @@ class PlainStep:
         self.head = nn.Linear(net.head.in_features, net.head.out_features)
         self.rnn.load_state_dict(net.rnn.state_dict())
         self.head.load_state_dict(net.head.state_dict())
-        self.params = list(self.rnn.parameters()) + list(self.head.parameters())
+        self._setup(trainer, list(self.rnn.parameters()) + list(self.head.parameters()))
+
+    def _setup(self, trainer: Trainer, params):
+        cfg = trainer.config
+        self.params = params
         self.optimizer = OPTIMIZERS[cfg.optimizer](self.params, lr=cfg.lr)
         self.ce = trainer.task.loss == "ce"
         self.last = cfg.loss_positions == "last"
         self.clip = cfg.clip
 
+    def forward(self, inputs):
+        """inputs (T, B, I) -> last layer's outputs (T, B, H·D)."""
+        return self.rnn(inputs)[0]
+
     def step(self, batch) -> float:
         self.optimizer.zero_grad(set_to_none=True)
-        out, _ = self.rnn(batch.inputs)                       # (T, B, H)
+        out = self.forward(batch.inputs)                      # (T, B, H)
         if self.last:
             out = out[-1:]
         outputs = self.head(out)                              # (T or 1, B, O)
@@ -94,6 +106,29 @@ class PlainStep:
             nn.utils.clip_grad_norm_(self.params, self.clip)
         self.optimizer.step()
         return loss.item()
+
+
+class PlainDiagonalStep(PlainStep):
+    """The peer of a diagonal cell (core.diagonal): the same layers and weights (a copy), the recurrence
+    h_t = a_t ⊙ h_{t−1} + b_t written as a loop under autograd, as a user would (one direction)."""
+
+    def __init__(self, trainer: Trainer):
+        self.net = copy.deepcopy(trainer.model)
+        self.head = self.net.head
+        self._setup(trainer, list(self.net.parameters()))
+
+    def forward(self, inputs):
+        net, lru = self.net, self.net.kind == "lru"
+        u = net.encoder(inputs) if lru else inputs            # (T, B, H) or (T, B, I)
+        for cell in net.rows:
+            a, b, _ = cell.recurrence(u)                      # a (T, B, H) or (H,), b (T, B, H)
+            h, hs = torch.zeros_like(b[0]), []
+            for t in range(b.shape[0]):
+                h = (a[t] if a.dim() == 3 else a) * h + b[t]
+                hs.append(h)
+            h = torch.stack(hs)                               # (T, B, H)
+            u = cell.readout(h, u) if lru else h
+        return u
 
 
 def cycling(batches):
@@ -111,7 +146,7 @@ def measure(cell: str, hidden: int, seq_len: int, loss: str, reps: int, warmup: 
                     clip=CLIP)
     trainer = Trainer(config)
     trainer.model.engine = engine
-    plain = PlainStep(trainer)
+    plain = (PlainDiagonalStep if cell in DIAGONAL_MODELS else PlainStep)(trainer)
     batches = [trainer.task.next_batch() for _ in range(POOL)]
     trainer.task.next_batch = cycling(batches)
     plain_batches = cycling(batches)
@@ -131,11 +166,12 @@ def measure(cell: str, hidden: int, seq_len: int, loss: str, reps: int, warmup: 
             elapsed = time.perf_counter() - start
             if rep >= warmup:
                 times[name].append(elapsed * 1e3)
-        if _spectrum_of is not None and rep >= warmup:
+        if rep >= warmup:
+            trace = Trace()
             with torch.no_grad():
-                mats = torch.stack([trainer.model.recurrent_matrix(r) for r in range(trainer.model.num_rows)])
+                trainer.model(batches[0].inputs, None, None, trace)
             start = time.perf_counter()
-            _spectrum_of(mats)
+            recurrent_spectrum(trainer.model, trace)
             spectrum_ms.append((time.perf_counter() - start) * 1e3)
     med = {name: statistics.median(v) for name, v in times.items()}
     paired = {name: statistics.median(a / b for a, b in zip(times[name], times["plain"]))
@@ -146,7 +182,7 @@ def measure(cell: str, hidden: int, seq_len: int, loss: str, reps: int, warmup: 
         "optimizer": config.optimizer, "clip": CLIP, "reps": reps,
         "engine": engine,
         "median_ms": med,
-        "spectrum_ms": statistics.median(spectrum_ms) if spectrum_ms else None,
+        "spectrum_ms": statistics.median(spectrum_ms),
         "ratio": paired["instrumented"], "ratio_detail": paired["detail"],
         "ratio_of_medians": med["instrumented"] / med["plain"],
         "target": TARGETS[cell], "met": paired["instrumented"] <= TARGETS[cell],
@@ -165,7 +201,8 @@ def main(argv=None) -> int:
                         help="torch.set_num_threads for both sides (default 1; 0: torch's own default)")
     parser.add_argument("--flush-denormal", action="store_true",
                         help="torch.set_flush_denormal(True) for both sides (default: off, as the app runs)")
-    parser.add_argument("--cells", default="rnn,gru,lstm", help="comma-separated subset of rnn,gru,lstm")
+    parser.add_argument("--cells", default="rnn,gru,lstm",
+                        help="comma-separated subset of rnn,gru,lstm,mingru,minlstm,lru")
     parser.add_argument("--engine", default="bptt", choices=("bptt", "unrolled"),
                         help="RecurrentNet engine of the instrumented side (default bptt; unrolled: the slow reference)")
     parser.add_argument("--native", default="auto", choices=("auto", "on", "off"),
@@ -201,18 +238,19 @@ def main(argv=None) -> int:
     print("-" * len(header))
     results = []
     for cell in args.cells.split(","):
-        for hidden, seq_len in SIZES:
+        for hidden, seq_len in (DIAGONAL_SIZES if cell in DIAGONAL_MODELS else SIZES):
             for loss in LOSSES:
                 r = measure(cell, hidden, seq_len, loss, reps, warmup, args.engine)
                 results.append(r)
                 m = r["median_ms"]
-                spec = f"{r['spectrum_ms']:8.2f}" if r["spectrum_ms"] is not None else f"{'-':>8}"
+                spec = f"{r['spectrum_ms']:8.2f}"
                 print(f"{cell:5} {hidden:4d} {seq_len:4d} {loss:7} {m['plain']:9.2f} {m['instrumented']:9.2f} "
                       f"{r['ratio']:6.2f} {m['detail']:9.2f} {r['ratio_detail']:6.2f} {spec} {r['target']:6.1f}  "
                       f"{'yes' if r['met'] else 'NO'}", flush=True)
     env["loadavg_end"] = os.getloadavg()
     print("ratio: median over repetitions of (instrumented or detail step) / (plain step), interleaved pairs;"
-          " spectrum: ms of the instrumented step spent on eigvals + svdvals of W_hh (float64), timed alone")
+          " spectrum: ms of the instrumented step spent on eigvals + svdvals of W_hh (float64; a diagonal cell:"
+          " its λ or diagonal over t), timed alone")
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"environment": env, "quick": args.quick, "results": results}, indent=1))
