@@ -28,6 +28,7 @@ FORMAT = "gradient-flow-explorer-session"
 VERSION = 1
 SUFFIX = ".gfe"
 MAX_BYTES = 2 * 2**30  # refuse files larger than this before reading them
+ZIP_START = b"PK\x03\x04"  # np.savez writes a zip: every session file starts with a zip entry
 
 
 class SessionError(ValueError):
@@ -77,8 +78,9 @@ def load_session(path: str | Path):
         trainer.history = History.from_state({k[len("history/"):]: v for k, v in arrays.items()
                                               if k.startswith("history/")})
         trainer.steps_done = int(manifest["steps_done"])
-    except (KeyError, ValueError, RuntimeError, TypeError) as e:
-        raise SessionError(f"{path.name} is damaged: its saved state does not fit the model ({e})") from None
+    except (KeyError, ValueError, RuntimeError, TypeError):
+        raise SessionError(f"{path.name} is damaged: its saved weights, optimizer state or history do not fit the "
+                           "model its settings describe") from None
     return trainer, _read_view(manifest.get("view"), arrays)
 
 
@@ -109,12 +111,15 @@ def as_record(value: Any) -> Record | None:
 
 
 def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The file's arrays and manifest, or SessionError in the user's terms. No exception text of the zip or numpy
+    readers is passed on: numpy's advises loading a file with pickles "unsafely", which this app never does."""
+    name = path.name
     try:
         size = path.stat().st_size
         if path.is_dir():
             raise SessionError(f"{path} is a folder, not a session file")
         if size > MAX_BYTES:
-            raise SessionError(f"{path.name} is {size / 2**30:.1f} GiB; session files are at most "
+            raise SessionError(f"{name} is {size / 2**30:.1f} GiB; session files are at most "
                                f"{MAX_BYTES / 2**30:.0f} GiB")
         data = path.read_bytes()
     except FileNotFoundError:
@@ -123,22 +128,44 @@ def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         raise SessionError(f"no permission to read {path}") from None
     except OSError as e:
         raise SessionError(f"cannot read {path}: {e.strerror or e}") from None
+    not_a_session = (f"{name} is not a Gradient Flow Explorer session file (File ▸ Save Session writes them, "
+                     f"as {SUFFIX})")
+    if not data:
+        raise SessionError(f"{name} is empty (0 bytes): a save that did not finish, or not a session file")
+    if not data.startswith(ZIP_START):
+        raise SessionError(not_a_session)
+    damaged = (f"{name} is damaged: part of its saved data does not read back (the file changed after it was "
+               "saved). Open another copy of it")
     try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as npz:
-            arrays = {key: npz[key] for key in npz.files}
-    except Exception as e:  # corrupt zips raise many types (BadZipFile, RuntimeError "encrypted", NotImplementedError ...)
-        raise SessionError(f"{path.name} is not a readable session file (truncated or not a "
-                           f"Gradient Flow Explorer session): {e}") from None
-    try:
-        manifest = json.loads(arrays.pop("manifest").tobytes().decode("utf-8"))
-    except (KeyError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise SessionError(f"{path.name} has no valid manifest, so it is not a session file ({e})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise SessionError(f"{path.name} is not a Gradient Flow Explorer session")
-    version = manifest.get("version")
-    if not isinstance(version, int) or version > VERSION:
-        raise SessionError(f"{path.name} was saved by a newer version of Gradient Flow Explorer "
-                           f"(session format {version}, this app reads up to {VERSION}); update the app to open it")
+        npz = np.load(io.BytesIO(data), allow_pickle=False)
+    except Exception:  # a zip whose table of contents (at its end) is missing or broken
+        raise SessionError(f"{name} is truncated or damaged: the end of the file is missing or broken (a copy or "
+                           "download that did not finish?). Open a complete copy of it") from None
+    with npz:
+        if "manifest" not in npz.files:
+            raise SessionError(not_a_session)
+        try:
+            raw = npz["manifest"]
+        except ValueError:   # not a plain byte array (e.g. pickled Python objects): no session writes that
+            raise SessionError(not_a_session) from None
+        except Exception:  # corrupt members raise many types (BadZipFile "Bad CRC-32", zlib.error, EOFError ...)
+            raise SessionError(damaged) from None
+        if raw.dtype != np.uint8:
+            raise SessionError(not_a_session)
+        try:
+            manifest = json.loads(raw.tobytes().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise SessionError(damaged) from None
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+            raise SessionError(not_a_session)
+        version = manifest.get("version")
+        if not isinstance(version, int) or version > VERSION:
+            raise SessionError(f"{name} was saved by a newer version of Gradient Flow Explorer (session format "
+                               f"{version}, this app reads up to {VERSION}); update the app to open it")
+        try:
+            arrays = {key: npz[key] for key in npz.files if key != "manifest"}
+        except Exception:  # as above; a member holding pickled objects is damage in a session file
+            raise SessionError(damaged) from None
     return arrays, manifest
 
 

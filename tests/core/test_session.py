@@ -86,7 +86,7 @@ def test_newer_version_is_refused_with_update_hint(saved, tmp_path):
 def test_other_files_are_refused(tmp_path):
     text = tmp_path / "notes.gfe"
     text.write_text("hello")
-    with pytest.raises(SessionError, match="not a readable session"):
+    with pytest.raises(SessionError, match="not a Gradient Flow Explorer session file"):
         load_session(text)
     with pytest.raises(SessionError, match="not found"):
         load_session(tmp_path / "missing.gfe")
