@@ -11,6 +11,21 @@ from core.compare import check_runs
 from core.config import Config, ConfigError, read_toml
 
 DEFAULT_PRESET = "vanishing"
+# The order a lecture builds up in, grouped: the scenario picker and `gradflow --help` list presets so, the
+# default first. A preset file no group names is listed at the end of its kind: "More scenarios", or
+# "Comparisons" for a compare_* file.
+TEACHING_ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Vanishing and exploding", ("vanishing", "exploding", "clipping")),
+    ("The spectrum of W_hh", ("linear_rnn", "orthogonal_init", "irnn")),
+    ("Truncated BPTT", ("truncated_fixed", "truncated_random")),
+    ("Gated cells and long memory", ("rnn_adding", "gru_adding", "lstm_forget_bias_0", "lstm_forget_bias_1",
+                                     "copy_lstm")),
+    ("Language model", ("lm_random", "lm_sequential")),
+    ("Time series", ("sine",)),
+    ("More scenarios", ()),
+    ("Comparisons", ("compare_rho", "compare_cells", "compare_forget_bias", "compare_orthogonal_copy",
+                     "compare_mingru_gru", "compare_rnn_lru", "compare_lru_radius")),
+)
 
 
 @dataclass(frozen=True)
@@ -27,8 +42,20 @@ def preset_dir() -> Path:
     return Path(str(resources.files("resources") / "presets"))
 
 
+def preset_groups() -> list[tuple[str, list[str]]]:
+    """The preset files in TEACHING_ORDER: (group title, names), empty groups left out."""
+    found = {p.stem for p in preset_dir().glob("*.toml")}
+    groups = [(title, [name for name in names if name in found]) for title, names in TEACHING_ORDER]
+    listed = {name for _, names in TEACHING_ORDER for name in names}
+    for name in sorted(found - listed):   # a new file: at the end of its kind
+        kind = "Comparisons" if name.startswith("compare_") else "More scenarios"
+        next(names for title, names in groups if title == kind).append(name)
+    return [(title, names) for title, names in groups if names]
+
+
 def preset_names() -> list[str]:
-    return sorted(p.stem for p in preset_dir().glob("*.toml"))
+    """Every preset name, in teaching order (see TEACHING_ORDER)."""
+    return [name for _, names in preset_groups() for name in names]
 
 
 def load_preset(name_or_path: str) -> Preset:

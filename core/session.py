@@ -138,7 +138,7 @@ def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
                "saved). Open another copy of it")
     try:
         npz = np.load(io.BytesIO(data), allow_pickle=False)
-    except Exception:  # a zip whose table of contents (at its end) is missing or broken
+    except Exception:  # noqa: BLE001 - a zip whose table of contents (at its end) is missing or broken
         raise SessionError(f"{name} is truncated or damaged: the end of the file is missing or broken (a copy or "
                            "download that did not finish?). Open a complete copy of it") from None
     with npz:
@@ -148,7 +148,7 @@ def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
             raw = npz["manifest"]
         except ValueError:   # not a plain byte array (e.g. pickled Python objects): no session writes that
             raise SessionError(not_a_session) from None
-        except Exception:  # corrupt members raise many types (BadZipFile "Bad CRC-32", zlib.error, EOFError ...)
+        except Exception:  # noqa: BLE001 - corrupt members raise many types (BadZipFile, zlib.error, EOFError ...)
             raise SessionError(damaged) from None
         if raw.dtype != np.uint8:
             raise SessionError(not_a_session)
@@ -164,7 +164,7 @@ def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
                                f"{version}, this app reads up to {VERSION}); update the app to open it")
         try:
             arrays = {key: npz[key] for key in npz.files if key != "manifest"}
-        except Exception:  # as above; a member holding pickled objects is damage in a session file
+        except Exception:  # noqa: BLE001 - as above; a member holding pickled objects is damage in a session
             raise SessionError(damaged) from None
     return arrays, manifest
 

@@ -1,12 +1,16 @@
 """Play / Pause and Step, as the main and the comparison window both have them (Space plays or pauses,
-Right steps once): the actions, the toolbar they open, and `RunControls`, which ties them to a worker."""
+Right steps once): the actions, the toolbar they open, and `RunControls`, which ties them to a worker;
+and the scenario picker beside them (`scenario_picker`)."""
 from __future__ import annotations
 
 from typing import Callable
 
 from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QMainWindow, QStyle, QToolBar
+from PySide6.QtWidgets import QComboBox, QMainWindow, QStyle, QToolBar
+
+from core.config import ConfigError
+from core.presets import Preset, load_preset, preset_groups
 
 
 def run_action(window: QMainWindow, icon: QStyle.StandardPixmap, text: str, key: Qt.Key, tip: str,
@@ -96,3 +100,38 @@ class RunControls(QObject):
     def _on_worker_playing(self):
         if self.worker.is_playing():
             self.show(True)
+
+
+def scenario_picker(current: Preset) -> QComboBox:
+    """The scenario combo box: the presets in teaching order (core.presets.TEACHING_ORDER) under a bold header
+    per group, which cannot be chosen; a comparison reads "Compare: …" (it opens the comparison window).
+    Items carry the preset name as data. `current` is selected (added at the end if it is no shipped preset)."""
+    combo = QComboBox()
+    combo.setObjectName("scenarioCombo")
+    combo.setToolTip("Built-in scenarios: choosing one rebuilds the model with its settings")
+    combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+    items = combo.model()   # a QStandardItemModel
+    for title, names in preset_groups():
+        presets = []
+        for name in names:
+            try:
+                presets.append(load_preset(name))
+            except ConfigError:
+                continue  # a broken preset file is reported when chosen, not listed
+        if not presets:
+            continue
+        combo.addItem(title)
+        header = items.item(combo.count() - 1)
+        header.setFlags(Qt.ItemFlag.NoItemFlags)
+        font = header.font()
+        font.setBold(True)
+        header.setFont(font)
+        for preset in presets:
+            combo.addItem(f"Compare: {preset.title}" if preset.runs else preset.title, preset.name)
+            if preset.runs:
+                combo.setItemData(combo.count() - 1, "Opens the comparison view (several runs side by side)",
+                                  Qt.ItemDataRole.ToolTipRole)
+    if combo.findData(current.name) < 0:
+        combo.addItem(current.title, current.name)
+    combo.setCurrentIndex(combo.findData(current.name))
+    return combo

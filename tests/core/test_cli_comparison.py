@@ -15,7 +15,7 @@ SMALL = {"seq_len": 12, "hidden_size": 8}
 
 def gradflow(*args):
     return subprocess.run([sys.executable, "-m", "explorer", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, check=False)
 
 
 def test_run_of_a_comparison_trains_every_run_as_on_its_own(tmp_path):

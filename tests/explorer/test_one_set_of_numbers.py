@@ -47,7 +47,7 @@ def headless(tmp_path_factory) -> dict[str, list[dict]]:
     runs = {}
     for name in preset_names():
         data = json.loads((out / f"{name}.json").read_text())
-        runs[name] = data["runs"] if "runs" in data else [data]
+        runs[name] = data.get("runs", [data])
     return runs
 
 
@@ -92,7 +92,8 @@ def test_every_scenario_in_the_main_window_matches_gradflow_run(qtbot, settings,
             combo = window.scenario_combo
             if window.preset.name != preset.name:
                 combo.activated.emit(combo.findData(preset.name))   # as a click in the picker
-            qtbot.waitUntil(lambda: window.preset.name == preset.name and window.latest is not None, timeout=WAIT_MS)
+            qtbot.waitUntil(lambda name=preset.name: window.preset.name == name and window.latest is not None,
+                            timeout=WAIT_MS)
             window.play()
             qtbot.waitUntil(lambda: len(window.history.records) >= STEPS, timeout=WAIT_MS)
             window.pause()

@@ -17,7 +17,7 @@ def test_open_session_shows_the_problem_without_unsafe_advice(qtbot, window, tmp
     window.session_files.open(path)
     qtbot.waitUntil(lambda: window.last_message_box is not None, timeout=WAIT_MS)
     box = window.last_message_box
-    shown = " ".join((box.text(), box.informativeText(), box.detailedText()))
+    shown = f"{box.text()} {box.informativeText()} {box.detailedText()}"
     assert says in shown and "lecture.gfe" in shown
     assert "allow_pickle" not in shown and "pickle.load" not in shown and "unsafe" not in shown
     assert window.latest.step == step and window.session_path is None      # nothing changed

@@ -85,6 +85,6 @@ def test_the_window_shows_each_scenarios_own_values(qtbot, window):
     combo = window.scenario_combo
     for name in ("clipping", "truncated_fixed", "vanishing"):
         combo.activated.emit(combo.findData(name))     # as a click in the scenario picker
-        qtbot.waitUntil(lambda: window.preset.name == name and window.settings_panel.config == window.preset.config,
-                        timeout=WAIT_MS)
+        qtbot.waitUntil(lambda name=name: window.preset.name == name
+                        and window.settings_panel.config == window.preset.config, timeout=WAIT_MS)
         assert_fields_show(window.settings_panel, load_preset(name).config)
