@@ -221,8 +221,9 @@ def test_lru_gradient_decays_exactly_as_the_modulus_power():
     _, trace = _recorded(net, x, weights)
     norms = torch.linalg.vector_norm(trace.rows[0].dh, dim=(1, 2))                 # Frobenius of (Re, Im)
     _close(norms / norms[-1], r ** torch.arange(T - 1, -1, -1, dtype=torch.double))
-    eig, sv = net.spectrum(trace)
+    eig, sv = net.spectrum(trace)                                                # the λ_j: all on |λ| = r
     _close(torch.from_numpy(np.abs(eig[0])), torch.full((8,), r, dtype=torch.double))
+    _close(torch.from_numpy(sv[0]), torch.full((8,), r, dtype=torch.double))
 
 
 def test_lru_ring_initialisation_stays_on_the_ring():
