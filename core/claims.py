@@ -212,6 +212,9 @@ def _check_fits(where: str, kind: str, args: dict, config: Config):
         raise ConfigError(f"{where}: of = 'c' (the cell state) needs model = lstm, got {config.model!r}")
     if args.get("window", 1) > args.get("step", math.inf):
         raise ConfigError(f"{where}: window = {args['window']} is longer than step = {args['step']}")
+    if kind == "theory_line" and args["line"] == "linear" and config.model != "rnn":
+        raise ConfigError(f"{where}: line = 'linear' (the linear RNN's prediction) needs model = rnn, "
+                          f"got {config.model!r}")
     if kind == "step_factor" and args["over"][0] == args["over"][1]:
         raise ConfigError(f"{where}: over must span at least two time steps, got {list(args['over'])}")
 
@@ -235,9 +238,10 @@ def check_claims(preset, step_hook: Callable[[Any], None] | None = None) -> list
     outcomes = {}
     for run, claims in by_run.items():
         wanted = set().union(*(c.steps for c in claims))
+        detailed = set().union(*(c.steps for c in claims if c.kind == "theory_line"))  # linear_prediction
         trainer, records, diverged_at = Trainer(runs[run]), {}, None
         for _ in range(max(c.last_step for c in claims)):
-            record = trainer.step(detail=False)
+            record = trainer.step(detail=trainer.steps_done + 1 in detailed)
             if record.step in wanted:
                 records[record.step] = record
             if step_hook is not None:
@@ -351,7 +355,7 @@ def _theory(a: dict, records: list) -> tuple[bool, str]:
 def theory_line(record, line: str) -> np.ndarray:
     """(T,) the theory line through ‖∂L/∂h_T‖ of row 0: the exact linear prediction, or ρ^(T−t), σ_max^(T−t)."""
     if line == "linear":
-        return np.asarray(record.linear_prediction, dtype=float)
+        return np.asarray(record.linear_prediction, dtype=float)     # an RNN's detail steps carry it
     dh = np.asarray(record.dh_norms[0], dtype=float)
     base = record.spectral_radius if line == "rho" else record.sigma_max
     return dh[-1] * base ** (len(dh) - np.arange(1, len(dh) + 1, dtype=float))
