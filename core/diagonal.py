@@ -47,7 +47,7 @@ GATES = {"mingru": ("update", "candidate"), "minlstm": ("forget", "input", "cand
 RECURRENT_BLOCK = {
     "mingru": "diag(1 − z_t) (minGRU step Jacobian ∂h_t/∂h_{t−1}: its diagonal over t, sample 0)",
     "minlstm": "diag(f′_t) (minLSTM step Jacobian ∂h_t/∂h_{t−1}: its diagonal over t, sample 0)",
-    "lru": "diag(λ) (LRU recurrence: its eigenvalues λ_j; the state is complex)",
+    "lru": "diag(λ) (LRU recurrence: its eigenvalues λ_j; complex state, ‖∂L/∂h_t‖ over (Re h_t, Im h_t))",
 }
 MAX_SPECTRUM_POINTS = 1024  # minGRU/minLSTM: diagonal entries per row in a record's spectrum
 

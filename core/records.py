@@ -38,8 +38,8 @@ class Record:
     dc_norms: np.ndarray | None        # (R, T) ‖∂L/∂c_t‖_F (LSTM) or None
     row_labels: list[str]              # R names, e.g. "layer 1", "layer 1 (backward)"
     recurrent_block: str               # which matrix the spectrum describes
-    eigenvalues: np.ndarray            # (R, H) complex
-    singular_values: np.ndarray        # (R, H) descending
+    eigenvalues: np.ndarray            # (R, H) complex; a diagonal cell: (R, K), see core.diagonal.DiagonalNet.spectrum
+    singular_values: np.ndarray        # (R, H) descending; (R, K) likewise
     spectral_radius: float             # of row 0 (layer 1, forward)
     sigma_max: float                   # of row 0
     step_ms: float                     # wall time of the whole step, measurement included
