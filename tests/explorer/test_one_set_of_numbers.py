@@ -3,7 +3,7 @@
 The app side is the real thing: a window (the main window, or the comparison window for a compare_*
 preset) whose engine runs in a process of its own, driven as a user does (pick the scenario, Play, Pause),
 with whatever the window asks of the engine between steps (detailed and preview steps, a checkpoint at
-step 1, Jacobians when a panel wants them). The headless side is `gradflow run --json` in a fresh Python
+step 1, Jacobians through time: the test puts their panel on screen). The headless side is `gradflow run --json` in a fresh Python
 process. Neither shares torch's state with the test process.
 """
 import json
@@ -13,10 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PySide6.QtWidgets import QDockWidget
 
 from core.presets import load_preset, preset_names
 from explorer.compare.window import open_comparison
 from explorer.engine.worker import ENGINE_ENV
+from explorer.panels.jacobians import JacobiansPanel
 from explorer.window.main_window import MainWindow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,8 +88,12 @@ def test_every_scenario_in_the_main_window_matches_gradflow_run(qtbot, settings,
     qtbot.addWidget(window)
     window.show()
     assert window.worker.isolated
+    with_jacobians = []
     try:
         qtbot.waitUntil(lambda: window.latest is not None, timeout=WAIT_MS)   # the first model is built
+        jacobians = next(d for d in window.findChildren(QDockWidget) if isinstance(d.widget(), JacobiansPanel))
+        jacobians.raise_()     # on screen: the engine computes Jacobians through time on some steps too
+        qtbot.waitUntil(lambda: window.worker.wants_jacobians, timeout=WAIT_MS)
         for preset in (p for p in _presets() if not p.runs):
             combo = window.scenario_combo
             if window.preset.name != preset.name:
@@ -97,9 +103,12 @@ def test_every_scenario_in_the_main_window_matches_gradflow_run(qtbot, settings,
             window.play()
             qtbot.waitUntil(lambda: len(window.history.records) >= STEPS, timeout=WAIT_MS)
             window.pause()
-            assert_same_records(list(window.history.records)[:STEPS], headless[preset.name][0], preset.name)
+            records = list(window.history.records)[:STEPS]
+            assert_same_records(records, headless[preset.name][0], preset.name)
+            with_jacobians += [preset.name for r in records if r.jacobians is not None]
     finally:
         window.close()
+    assert with_jacobians   # the steps that computed Jacobians gave the same numbers too
 
 
 @pytest.mark.parametrize("name", [p.name for p in _presets() if p.runs])
