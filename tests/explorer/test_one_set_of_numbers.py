@@ -3,8 +3,8 @@
 The app side is the real thing: a window (the main window, or the comparison window for a compare_*
 preset) whose engine runs in a process of its own, driven as a user does (pick the scenario, Play, Pause),
 with whatever the window asks of the engine between steps (detailed and preview steps, a checkpoint at
-step 1, Jacobians through time: the test puts their panel on screen). The headless side is `gradflow run --json` in a fresh Python
-process. Neither shares torch's state with the test process.
+step 1, Jacobians through time: the test puts their panel on screen). The headless side is
+`gradflow run --json` in a fresh Python process. Neither shares torch's state with the test process.
 """
 import json
 import subprocess
