@@ -8,22 +8,32 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 
-from core.records import History, Record
+from core.records import ZERO_CAUSES, History, Record
 from explorer.panels import plotting
 from explorer.panels.base import Panel
-from explorer.theme import Theme
+from explorer.theme import GREEN, PURPLE, SKY_BLUE, Theme
 
 MAX_COLUMNS = 2000        # wider histories are binned (max per bin, so a single flare survives)
 MAX_DECADES = 16          # the colour scale spans at most this many decades; lower values saturate
 SLOW_EVERY_S = 0.5        # with more than SLOW_ABOVE profiles, redraw at most this often
 SLOW_ABOVE = 5000
 COLORBAR_LABEL = "log<sub>10</sub> ‖∂L/∂h<sub>t</sub>‖"
+# Why a cell is exactly 0 (core.records.ZERO_CAUSES, decided by the engine) -> its colour and key; 0: a zero from
+# a session saved before causes were recorded. "muted"/"foreground" are theme colours.
+ZERO_KEYS = {
+    ZERO_CAUSES.index("truncation"): ("muted", "exactly 0: truncated"),
+    ZERO_CAUSES.index("saturation"): (GREEN, "exactly 0: saturated units (tanh′/σ′ = 0)"),
+    ZERO_CAUSES.index("underflow"): (SKY_BLUE, "exactly 0: underflow (below float range)"),
+    ZERO_CAUSES.index("no path"): (PURPLE, "exactly 0: no loss downstream"),
+    0: ("foreground", "exactly 0 (cause not recorded)"),
+}
 
 
 class GradientHistoryPanel(Panel):
     title = "Gradient history"
     caption = ("Each column is one training step, each row a time step t. A dark band growing up from "
-               "t = 1 is the gradient vanishing; a bright flare is it exploding.")
+               "t = 1 is the gradient vanishing; a bright flare is it exploding. Exact zeros are coloured by "
+               "their cause, as the engine decided it: truncation, saturated units or float underflow.")
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -32,7 +42,7 @@ class GradientHistoryPanel(Panel):
                                                     int_x=True, int_y=True),
                                   grid=False)
         self.image = pg.ImageItem(axisOrder="row-major")
-        self.zero_image = pg.ImageItem(axisOrder="row-major")   # grey where ‖∂L/∂h_t‖ = 0 exactly
+        self.zero_image = pg.ImageItem(axisOrder="row-major")   # where ‖∂L/∂h_t‖ = 0 exactly, coloured by cause
         self.plot.addItem(self.image)
         self.plot.addItem(self.zero_image)
         self.zero_image.setZValue(1)
@@ -62,7 +72,7 @@ class GradientHistoryPanel(Panel):
                 self._too_soon(record, history, self._last_draw, SLOW_EVERY_S):
             return
         now = time.monotonic()
-        steps, profiles = _profiles(history)                         # (N,), (N, R, T)
+        steps, profiles, causes = _profiles(history)                 # (N,), (N, R, T), (N, R, T) codes
         if len(steps) == 0:
             return
         self._last_draw, self._last_count, self._last_step = now, count, record.step
@@ -73,6 +83,7 @@ class GradientHistoryPanel(Panel):
             self._row_note = f"{record.row_labels[0]} (of {R} rows)" if R > 1 else ""
 
         logs = plotting.safe_log10(profiles[:, 0, :]).T                  # (T, N)
+        codes = _bin_codes(causes[:, 0, :].T, len(steps))               # (T, N'): a binned zero is all zeros
         logs, steps = _bin_columns(logs, steps)
         finite = np.isfinite(logs)
         if finite.any():
@@ -82,14 +93,19 @@ class GradientHistoryPanel(Panel):
                 self.levels.lo = self.levels.hi - MAX_DECADES
         lo, hi = self.levels.range
         drawn = np.where(np.isposinf(logs), hi, logs)                  # ∞ drawn in the top colour
-        drawn = np.where(np.isneginf(logs), np.nan, drawn)               # zeros: grey overlay instead
+        drawn = np.where(np.isneginf(logs), np.nan, drawn)               # zeros: the cause overlay instead
         self.data, self.steps = drawn.astype(np.float32), steps
         self.image.setImage(self.data, autoLevels=False, levels=(lo, hi))
         plotting.set_colorbar_levels(self.colorbar, (lo, hi))
 
         zeros = np.isneginf(logs)
         rgba = np.zeros(zeros.shape + (4,), dtype=np.ubyte)
-        rgba[zeros] = self._zero_rgba
+        present = []
+        for code, colour in self._zero_rgba.items():
+            cells = zeros & (codes == code)
+            if cells.any():
+                rgba[cells] = colour
+                present.append(code)
         self.zero_image.setImage(rgba, autoLevels=False)
         N = len(steps)
         dx = (steps[-1] - steps[0]) / (N - 1) if N > 1 else 1.0
@@ -100,8 +116,7 @@ class GradientHistoryPanel(Panel):
         self.plot.setRange(xRange=(rect.left(), self._x_hi), yRange=(0.5, T + 0.5), padding=0)
 
         parts = [self._row_note] if self._row_note else []
-        if zeros.any():
-            parts.append("grey: exactly 0 (truncated)")
+        parts += [f"<span style='color:{self._zero_css[code]}'>■</span> {ZERO_KEYS[code][1]}" for code in present]
         if (logs[finite] < lo).any() if finite.any() else False:
             parts.append(f"below 10<sup>{lo:.0f}</sup>: bottom colour")
         self.set_key(" · ".join(parts))
@@ -109,19 +124,31 @@ class GradientHistoryPanel(Panel):
 
     def _restyle(self, theme: Theme):
         self.colorbar.setColorMap(theme.sequential_cmap)
-        c = plotting.color(theme.muted, 0.85)
-        self._zero_rgba = np.array([c.red(), c.green(), c.blue(), c.alpha()], dtype=np.ubyte)
-        self._last_count = -1     # redraw the grey overlay in the new colour at the next record
+        self._zero_css, self._zero_rgba = {}, {}
+        for code, (name, _) in ZERO_KEYS.items():
+            c = plotting.color(getattr(theme, name, name), 0.85)
+            self._zero_css[code] = c.name()
+            self._zero_rgba[code] = np.array([c.red(), c.green(), c.blue(), c.alpha()], dtype=np.ubyte)
+        self._last_count = -1     # redraw the zero overlay in the new colours at the next record
 
 
-def _profiles(history: History) -> tuple[np.ndarray, np.ndarray]:
-    """history.profiles(), tolerant of a profile list that grew or changed shape while being read."""
+def _profiles(history: History) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """history.profiles() and zero_causes(), tolerant of a profile list that grew or changed shape while being read."""
     try:
         steps, profiles = history.profiles()
+        _, causes = history.zero_causes()
     except ValueError:  # shapes mixed: keep nothing rather than crash
-        return np.zeros(0, dtype=np.int64), np.zeros((0, 0, 0), dtype=np.float32)
-    n = min(len(steps), len(profiles))
-    return np.asarray(steps[:n]), np.asarray(profiles[:n], dtype=float)
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 0, 0), dtype=np.float32), np.zeros((0, 0, 0), np.int8)
+    n = min(len(steps), len(profiles), len(causes))
+    return np.asarray(steps[:n]), np.asarray(profiles[:n], dtype=float), np.asarray(causes[:n])
+
+
+def _bin_codes(codes: np.ndarray, N: int) -> np.ndarray:
+    """(T, N) zero-cause codes binned like _bin_columns bins the norms: a binned cell is 0 only when every
+    column in its bin is, so any column's code serves; the largest is taken."""
+    if N <= MAX_COLUMNS:
+        return codes
+    return np.maximum.reduceat(codes, np.arange(0, N, math.ceil(N / MAX_COLUMNS)), axis=1)
 
 
 def _bin_columns(logs: np.ndarray, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

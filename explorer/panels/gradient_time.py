@@ -33,9 +33,10 @@ class GradientTimePanel(Panel):
         self.cell_curves: list[pg.PlotDataItem] = []   # ‖∂L/∂c_t‖ per row (LSTM)
         self.rho_line = self.plot.plot()
         self.sigma_line = self.plot.plot()
+        self.linear_line = self.plot.plot()            # exact linear prediction ‖(W_hhᵀ)^(T−t) ∂L/∂h_T‖ (RNN)
         self.zero_markers = self.plot.plot()           # t where ∂L/∂h_t = 0, drawn at `floor`
         self.inf_markers = self.plot.plot()            # t where the norm is ∞, drawn at `ceiling`
-        for item in (self.rho_line, self.sigma_line):
+        for item in (self.rho_line, self.sigma_line, self.linear_line):
             item.setZValue(5)
         for item in (self.zero_markers, self.inf_markers):
             item.setZValue(20)
@@ -124,7 +125,11 @@ class GradientTimePanel(Panel):
             curve.setVisible(True)
 
     def _draw_theory(self, record: Record, row0: np.ndarray, ts: np.ndarray):
-        """g_T · ρ^(T−t) and g_T · σ_max^(T−t), anchored at the last step with a positive finite norm."""
+        """g_T · ρ^(T−t) and g_T · σ_max^(T−t), anchored at the last step with a positive finite norm; and the
+        engine's exact linear prediction ‖(W_hhᵀ)^(T−t) ∂L/∂h_T‖ for the current W_hh, where the record has it."""
+        linear = record.linear_prediction
+        self.linear_line.setData(*(([], []) if linear is None else
+                                   (ts, plotting.log_drawable(np.asarray(linear, dtype=float), self.ceiling))))
         ok = np.flatnonzero(np.isfinite(row0) & (row0 > 0))
         for line, base in ((self.rho_line, record.spectral_radius), (self.sigma_line, record.sigma_max)):
             if not len(ok) or not (math.isfinite(base) and base > 0):
@@ -148,7 +153,8 @@ class GradientTimePanel(Panel):
 
     def _update_legend(self, record: Record, R: int, has_cell: bool, has_zero: bool, has_inf: bool):
         labels = tuple(record.row_labels[:R])
-        key = (labels, has_cell, has_zero, has_inf, bool(self.trail_curves[-1].isVisible()))
+        has_linear = record.linear_prediction is not None
+        key = (labels, has_cell, has_zero, has_inf, bool(self.trail_curves[-1].isVisible()), has_linear)
         if key != self._legend_key:
             self._legend_key = key
             self.legend.clear()
@@ -161,6 +167,9 @@ class GradientTimePanel(Panel):
                 self.legend.addItem(self.trail_curves[-1], f"previous {TRAIL} steps")
             self.legend.addItem(self.rho_line, "ρ")
             self.legend.addItem(self.sigma_line, "σ")
+            if has_linear:
+                self.legend.addItem(self.linear_line, "exact linear ‖(W<sub>hh</sub><sup>T</sup>)<sup>T−t</sup> "
+                                                      "∂L/∂h<sub>T</sub>‖")
             if has_zero:
                 self.legend.addItem(self.zero_markers, "exactly 0 (no gradient), at floor")
             if has_inf:
@@ -186,6 +195,7 @@ class GradientTimePanel(Panel):
             curve.setPen(plotting.pen(base, theme.pen_width * 0.75, alpha=0.07 + 0.33 * (i + 1) / TRAIL))
         self.rho_line.setPen(plotting.pen(theme.foreground, theme.pen_width * 0.75, plotting.DASH))
         self.sigma_line.setPen(plotting.pen(theme.muted, theme.pen_width * 0.75, plotting.DOT))
+        self.linear_line.setPen(plotting.pen(theme.alert, theme.pen_width * 0.75, plotting.DASH_DOT))
         self.zero_markers.setPen(None)
         self.zero_markers.setSymbol("o")
         self.zero_markers.setSymbolSize(theme.marker_size * 0.8)
