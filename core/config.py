@@ -175,7 +175,8 @@ class Config:
                                   f"= {self.spectral_radius:g} cannot also hold: use spectral_radius = none")
         for f in fields(self):
             if f.name.startswith("lru_") and self.model != "lru" and getattr(self, f.name) != f.default:
-                raise ConfigError(f"{f.name} applies to model = lru only (got model = {self.model!r})")
+                raise ConfigError(f"{f.name} applies to model = lru only (got model = {self.model!r}); "
+                                  f"set it back to {f.default:g} first")
         if self.lru_r_min > self.lru_r_max:
             raise ConfigError(f"lru_r_min = {self.lru_r_min:g} must not exceed lru_r_max = {self.lru_r_max:g}")
         if self.model == "lru" and self.bidirectional:
