@@ -1,12 +1,14 @@
 """What every dashboard panel is: a title, a one-line caption for students, and one way in."""
 from __future__ import annotations
 
+import math
 import time
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QBoxLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtCore import QSize, Qt, QTimer
+from PySide6 import QtGui
+from PySide6.QtGui import QColor, QPalette, QTextDocument
+from PySide6.QtWidgets import QBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from core.records import History, Record
 from explorer.panels import plotting
@@ -14,6 +16,85 @@ from explorer.theme import DEFAULT_THEME, Theme
 
 
 SIDE_RATIO = 1.2   # legends go beside the plots when the room left for them is wider than this × the height
+PLOT_MIN = (220, 130)   # the smallest data area (a ViewBox, px) any plot is given: text around it yields first
+CAPTION_SHARE = 0.2     # a caption (or footer line) wraps only while that takes at most this share of the panel
+
+
+class YieldingLabel(QLabel):
+    """A line of text that yields to the plots: wrapped in full while that fits in the height it is allowed
+    (`fit(max_height)`), else one elided line with the full text as its tooltip. It never widens its panel.
+    `text()` is the full text (plain or rich)."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None):
+        super().__init__(parent)
+        self._full = ""
+        self._max_height = 10 ** 6
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setText(text)
+
+    def text(self) -> str:
+        return self._full
+
+    def setText(self, text: str) -> None:
+        self._full = text
+        self._fit()
+
+    def fit(self, max_height: int) -> None:
+        """Wrap while the wrapped text is at most `max_height` px tall, else elide to one line."""
+        if max_height != self._max_height:
+            self._max_height = max_height
+            self._fit()
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(0, super().minimumSizeHint().height() if not self.wordWrap() else self._line_height())
+
+    def _line_height(self) -> int:
+        return self.fontMetrics().lineSpacing() + 2
+
+    def resizeEvent(self, event):
+        super().resizeEvent(event)
+        if event.oldSize().width() != event.size().width():
+            self._fit()
+
+    def changeEvent(self, event):
+        super().changeEvent(event)
+        if event.type() == event.Type.FontChange:
+            self._fit()
+
+    def _fit(self):
+        width = max(self.width(), 40)
+        full = self._full
+        wrapped = bool(full) and self.heightForWidthOf(full, width) <= self._max_height
+        if wrapped:
+            self.setWordWrap(True)
+            QLabel.setText(self, full)
+            self.setToolTip("")
+        else:
+            plain = full
+            if self._rich(full):
+                doc = QTextDocument()
+                doc.setHtml(full)
+                plain = doc.toPlainText()
+            self.setWordWrap(False)
+            QLabel.setText(self, self.fontMetrics().elidedText(" ".join(plain.split()),
+                                                               Qt.TextElideMode.ElideRight, width))
+            self.setToolTip(plain if full else "")
+
+    def _rich(self, text: str) -> bool:
+        kind = self.textFormat()
+        return kind == Qt.TextFormat.RichText or (kind == Qt.TextFormat.AutoText and QtGui.Qt.mightBeRichText(text))
+
+    def heightForWidthOf(self, text: str, width: int) -> int:
+        """Height of `text` wrapped to `width` px in this label's font."""
+        doc = QTextDocument()
+        doc.setDefaultFont(self.font())
+        doc.setDocumentMargin(0)
+        if self._rich(text):
+            doc.setHtml(text)
+        else:
+            doc.setPlainText(text)
+        doc.setTextWidth(width)
+        return int(doc.size().height()) + 2
 
 
 
@@ -48,9 +129,9 @@ class Panel(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName(type(self).__name__)
-        self.caption_label = QLabel(self.caption)
+        self.caption_label = YieldingLabel(self.caption)
         self.caption_label.setObjectName("caption")
-        self.caption_label.setWordWrap(True)
+        self.captions_shown = True
         self.body = QVBoxLayout(self)
         self.body.setContentsMargins(6, 4, 6, 6)
         self.body.addWidget(self.caption_label)
@@ -63,11 +144,10 @@ class Panel(QWidget):
         self._colorbars: list[pg.ColorBarItem] = []
         # two lines under the plots, shown only when they have something to say (added on first use,
         # so they end up below whatever the subclass puts in the body)
-        self.key_label = QLabel()            # muted: what special colours and markers mean
-        self.alert_label = QLabel()          # alert colour: non-finite values, refused updates
+        self.key_label = YieldingLabel()     # muted: what special colours and markers mean
+        self.alert_label = YieldingLabel()   # alert colour: non-finite values, refused updates
         self.alert_label.setTextFormat(Qt.TextFormat.PlainText)
         for label in (self.key_label, self.alert_label):
-            label.setWordWrap(True)
             label.setVisible(False)
         self._footer_added = False
         self._last_seen_step: int | None = None
@@ -157,6 +237,7 @@ class Panel(QWidget):
             self.body.addWidget(self.alert_label)
         if label.text() != text:
             label.setText(text)
+            label.fit(int(CAPTION_SHARE * self.height()))
         label.setVisible(bool(text))
 
     # -- building blocks, registered for theming -------------------------------------------
@@ -168,8 +249,10 @@ class Panel(QWidget):
         self._graphics.append(view)
         return view
 
-    def add_plot(self, plot: pg.PlotItem, grid: bool = True) -> pg.PlotItem:
-        """Register a plot for theming; `grid=False` for heatmaps (no lines over the image)."""
+    def add_plot(self, plot: pg.PlotItem, grid: bool = True, minimum: tuple[int, int] = PLOT_MIN) -> pg.PlotItem:
+        """Register a plot for theming; `grid=False` for heatmaps (no lines over the image). Its data area
+        is never smaller than `minimum` (w, h) px: the view it is in asks for the room (see `fit_minimums`)."""
+        plot.vb.setMinimumSize(*minimum)
         self._plots.append((plot, grid))
         return plot
 
@@ -254,12 +337,56 @@ class Panel(QWidget):
             legend.update()
         self.fit_legends()
 
+    def set_captions_shown(self, on: bool) -> None:
+        """Show or hide the caption (one toggle in the window hides every panel's)."""
+        self.captions_shown = bool(on)
+        self.caption_label.setVisible(self.captions_shown and bool(self.caption_label.text()))
+
+    def fit_minimums(self) -> None:
+        """Each view asks for what its plots' minimum data areas, axes, legends and colour bars need (the
+        scene's layout does not tell its widget), so docks and window layouts never squash a plot. A legend
+        counts as it would be at that minimum width: one entry wide, under the plots, in as many rows as then
+        needed (it re-flows into more columns, or beside the plots, when there is room)."""
+        for legend in self._legends:
+            if legend.items:
+                legend.setMinimumWidth(_legend_entry_width(legend))
+        for view in self._graphics:
+            layout = view.ci
+            mine = [legend for legend in self._legends if legend in layout.items and legend.items]
+            layout.layout.invalidate()
+            width = layout.effectiveSizeHint(Qt.SizeHint.MinimumSize).width()
+            beside = [legend for legend in mine if getattr(legend, "_beside", False)]
+            width -= sum(legend.minimumWidth() for legend in beside)
+            extra = 0.0
+            for legend in mine:
+                entry = _legend_entry_width(legend)
+                rows = math.ceil(len(legend.items) / max(1, int((width - 16) // entry)))
+                below = rows * max(label.itemRect().height() for _, label in legend.items) + 4
+                if legend in beside:
+                    extra += below
+                    legend.setMinimumHeight(-1)
+                else:
+                    legend.setMinimumHeight(below)
+            layout.layout.invalidate()
+            height = layout.effectiveSizeHint(Qt.SizeHint.MinimumSize).height() + extra
+            frame = 2 * view.frameWidth() + 2
+            size = QSize(math.ceil(width) + frame, math.ceil(height) + frame)
+            if view.minimumSize() != size:
+                view.setMinimumSize(size)
+
+    def _fit_texts(self) -> None:
+        """Captions and footer lines wrap while they take little of the panel's height, else yield: one line."""
+        room = int(CAPTION_SHARE * self.height())
+        for label in (self.caption_label, self.key_label, self.alert_label):
+            label.fit(room)
+
     def fit_legends(self) -> None:
         """Place legends beside or under their plots and re-flow them into as many columns as the
         panel's width allows (call after changing entries or their text)."""
         for legend in self._legends:
             self._place_legend(legend)
             plotting.fit_legend(legend, self.width())
+        self.fit_minimums()
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
@@ -267,3 +394,8 @@ class Panel(QWidget):
 
     def _restyle(self, theme: Theme) -> None:
         """Set pens, brushes and fonts of this panel's data items (subclasses)."""
+
+
+def _legend_entry_width(legend: pg.LegendItem) -> float:
+    """The width of the legend's widest entry (sample and label), as plotting.fit_legend counts it."""
+    return max(label.itemRect().width() for _, label in legend.items) + 20 + 14

@@ -183,7 +183,7 @@ def style_axis(axis: pg.AxisItem, theme: Theme):
         axis.setLabel(axis.labelText, units=axis.labelUnits or None,
                       **{"color": theme.foreground, "font-size": f"{theme.label_pt}pt"})
     if axis.orientation == "left":  # fixed width: tick labels never overlap the axis title,
-        axis.setWidth(int(theme.font_pt * 7.5))  # and stacked plots line up
+        axis.setWidth(int(theme.font_pt * 6.5))  # and stacked plots line up
 
 
 def style_plot(plot: pg.PlotItem, theme: Theme, grid: bool = True):

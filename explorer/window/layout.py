@@ -1,87 +1,176 @@
-"""The main window's default dock layout: settings on the left; gradient-through-time big at the top beside
-the spectrum; the other panels below, in groups (a group of several panels is tabbed, the first in front)."""
+"""Dock arrangements of the main window and the choice between them.
+
+An `Arrangement` is rows of tab groups (each group: panel class names, tabbed, the first in front) with the
+settings dock on the left or not. For a dock area of a given size the window takes the first arrangement of
+its mode whose docks' minimum sizes fit (`choose`): every panel asks for the room its plots need (a plot's
+data area is never below explorer.panels.base.PLOT_MIN), so when there is no room for all panels fewer are
+shown, in tabs, and none is squashed.
+
+Normal mode, from the most panels on screen to the fewest:
+    WIDE      settings | gradient-through-time, spectrum / training, history, hidden state, task
+    NARROW    settings | gradient-through-time, spectrum / two groups of tabs
+    GRID      settings | gradient-through-time, spectrum and the taller panels / history, hidden state
+    COLUMNS   settings | two full-height columns of tabs
+    SINGLE    settings | one group of tabs
+    BARE      one group of tabs (settings: F2 shows them over the panels)
+Presentation mode: gradient-through-time and one companion panel, side by side, stacked or tabbed;
+settings hidden; the other panels closed (number keys or the toolbar pick the companion).
+"""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QDockWidget, QMainWindow
 
-from explorer.theme import Theme
-
-# By panel class name: a big top row and a bottom row, each of groups. The deeper views (contributions,
-# LSTM highway, Jacobians) sit behind the everyday panel they explain. Panels not named here join the last group.
-TOP_ROW = (("GradientTimePanel",), ("SpectrumPanel", "JacobiansPanel"))
-BOTTOM_WIDE = (("TrainingPanel",), ("GradientHistoryPanel", "ContributionsPanel"),
-               ("HiddenStatePanel", "LstmHighwayPanel"), ("TaskViewPanel",))
-BOTTOM_NARROW = (("GradientHistoryPanel", "TrainingPanel", "ContributionsPanel"),
-                 ("HiddenStatePanel", "TaskViewPanel", "LstmHighwayPanel"))
-# Presentation type leaves room for fewer panels: the bottom row is one full-width group of tabs.
-BOTTOM_PRESENTATION = (("GradientHistoryPanel", "TrainingPanel", "HiddenStatePanel", "TaskViewPanel",
-                        "ContributionsPanel", "LstmHighwayPanel"),)
-WIDE_SCREEN = 1700
+GT, SPECTRUM, JACOBIANS = "GradientTimePanel", "SpectrumPanel", "JacobiansPanel"
+TRAINING, HISTORY, CONTRIBUTIONS = "TrainingPanel", "GradientHistoryPanel", "ContributionsPanel"
+HIDDEN, TASK, HIGHWAY = "HiddenStatePanel", "TaskViewPanel", "LstmHighwayPanel"
+SEPARATOR = 6           # px between docks (QMainWindow's separator and some slack)
+TAB_BAR = 1.9           # a tab bar's height in lines of the window's font
 
 
-def arrange_default(host: QMainWindow, settings_dock: QDockWidget, panel_docks: dict[str, QDockWidget],
-                    width: int, window_size: QSize, theme: Theme, settings_width: int) -> bool:
-    """Lay the docks out in `host` for a window `width` wide (tabbed in groups on screens narrower than
-    WIDE_SCREEN), sized for `window_size`; `settings_width`: the settings panel's minimum width.
-    False if there is no panel to lay out."""
-    width = width / theme.scale   # presentation type needs the room of a smaller screen
-    for dock in (settings_dock, *panel_docks.values()):
+@dataclass(frozen=True)
+class Arrangement:
+    name: str
+    rows: tuple[tuple[tuple[str, ...], ...], ...]   # rows, top first, of groups, left first, of panel names
+    settings: bool = True                            # the settings dock docked on the left
+
+    def names(self) -> list[str]:
+        return [n for row in self.rows for group in row for n in group]
+
+
+NORMAL = (
+    Arrangement("wide", (((GT,), (SPECTRUM, JACOBIANS)),
+                         ((TRAINING,), (HISTORY, CONTRIBUTIONS), (HIDDEN, HIGHWAY), (TASK,)))),
+    Arrangement("narrow", (((GT,), (SPECTRUM, JACOBIANS)),
+                           ((HISTORY, TRAINING, CONTRIBUTIONS), (HIDDEN, TASK, HIGHWAY)))),
+    Arrangement("grid", (((GT,), (SPECTRUM, TRAINING, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS)),
+                         ((HISTORY,), (HIDDEN,)))),
+    Arrangement("columns", (((GT, HISTORY, HIDDEN, TASK), (SPECTRUM, TRAINING, CONTRIBUTIONS, HIGHWAY, JACOBIANS)),)),
+    Arrangement("single", (((GT, SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS),),)),
+    Arrangement("bare", (((GT, SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS),),),
+                settings=False),
+)
+COMPANIONS = (SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS)   # keys 1..8
+DEFAULT_COMPANION = SPECTRUM
+
+
+def presentation_arrangements(companion: str) -> tuple[Arrangement, ...]:
+    """Gradient through time and `companion`: side by side, else one above the other, else tabbed."""
+    if companion == GT:
+        return (Arrangement("one", (((GT,),),), settings=False),)
+    return (Arrangement("side by side", (((GT,), (companion,)),), settings=False),
+            Arrangement("stacked", (((GT,),), ((companion,),)), settings=False),
+            Arrangement("tabbed", (((GT, companion),),), settings=False))
+
+
+def _groups(arrangement: Arrangement, docks: dict[str, QDockWidget]) -> list[list[list[QDockWidget]]]:
+    """The arrangement's rows of groups of the docks that exist (empty groups and rows dropped)."""
+    rows = []
+    for row in arrangement.rows:
+        groups = [[docks[n] for n in group if n in docks] for group in row]
+        groups = [g for g in groups if g]
+        if groups:
+            rows.append(groups)
+    return rows
+
+
+def minimum_size(arrangement: Arrangement, settings_dock: QDockWidget, docks: dict[str, QDockWidget],
+                 tab_bar: int) -> QSize:
+    """The smallest dock area in which `arrangement` shows every plot at its minimum size."""
+    def group_min(group: list[QDockWidget]) -> QSize:
+        w = max(d.minimumSizeHint().width() for d in group)
+        h = max(d.minimumSizeHint().height() for d in group) + (tab_bar if len(group) > 1 else 0)
+        return QSize(w, h)
+
+    rows = [[group_min(g) for g in row] for row in _groups(arrangement, docks)]
+    width = max((sum(s.width() for s in row) + SEPARATOR * (len(row) - 1) for row in rows), default=0)
+    height = sum(max(s.height() for s in row) for row in rows) + SEPARATOR * max(len(rows) - 1, 0)
+    if arrangement.settings:
+        width += settings_dock.minimumSizeHint().width() + SEPARATOR
+        height = max(height, settings_dock.minimumSizeHint().height())
+    return QSize(width, height)
+
+
+def choose(candidates: tuple[Arrangement, ...], settings_dock: QDockWidget, docks: dict[str, QDockWidget],
+           room: QSize, tab_bar: int) -> Arrangement:
+    """The first candidate whose minimum size fits in `room`; the last (fewest panels) if none does."""
+    for arrangement in candidates:
+        need = minimum_size(arrangement, settings_dock, docks, tab_bar)
+        if need.width() <= room.width() and need.height() <= room.height():
+            return arrangement
+    return candidates[-1]
+
+
+def arrange(host: QMainWindow, arrangement: Arrangement, settings_dock: QDockWidget,
+            docks: dict[str, QDockWidget], room: QSize, settings_width: int) -> None:
+    """Lay the docks out in `host` as `arrangement` for a dock area of size `room`. Docks it does not name are
+    closed (View menu brings them back); panels it does not know join its last group."""
+    for dock in (settings_dock, *docks.values()):
         host.removeDockWidget(dock)
-    host.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, settings_dock)
-    settings_dock.show()
-
-    named = dict(panel_docks)
-
-    def take(row):
-        taken = []
+    named = dict(docks)
+    rows = _groups(arrangement, named)
+    for row in rows:
         for group in row:
-            docks = [named.pop(n) for n in group if n in named]
-            if docks:
-                taken.append(docks)
-        return taken
+            for dock in group:
+                named.pop(dock.objectName().removeprefix("dock_"), None)
+    known = {n for a in NORMAL for n in a.names()}
+    strangers = [d for n, d in named.items() if n not in known]
+    if strangers and rows:
+        rows[-1][-1].extend(strangers)
+    closed = [d for n, d in named.items() if n in known]
 
-    top_groups = take(TOP_ROW)
-    groups = take(BOTTOM_WIDE if width >= WIDE_SCREEN else
-                  BOTTOM_PRESENTATION if theme.presentation else BOTTOM_NARROW)
-    if named:  # panels this layout does not know
-        groups.append(list(named.values())) if not groups else groups[-1].extend(named.values())
-    if not top_groups and groups:
-        top_groups = [groups.pop(0)]
-    if not top_groups:
-        return False
-    top = [g[0] for g in top_groups]
+    left = Qt.DockWidgetArea.LeftDockWidgetArea
     right = Qt.DockWidgetArea.RightDockWidgetArea
-    host.addDockWidget(right, top[0])
-    if groups:
-        host.splitDockWidget(top[0], groups[0][0], Qt.Orientation.Vertical)
-    for previous, dock in zip(top, top[1:]):
-        host.splitDockWidget(previous, dock, Qt.Orientation.Horizontal)
-    for previous, group in zip(groups, groups[1:]):
-        host.splitDockWidget(previous[0], group[0], Qt.Orientation.Horizontal)
-    for dock in (*top, *(g[0] for g in groups)):
-        dock.show()
-    for group in (*top_groups, *groups):   # tabify last: the tabs behind the first are hidden (and not drawn)
-        for dock in group[1:]:
-            dock.show()
-            host.tabifyDockWidget(group[0], dock)
-        group[0].raise_()
-    _size_docks(host, settings_dock, top, [g[0] for g in groups], window_size, theme, settings_width)
-    return True
+    if arrangement.settings:
+        settings_dock.setFloating(False)
+        host.addDockWidget(left, settings_dock)
+        settings_dock.show()
+    else:
+        host.addDockWidget(left, settings_dock)
+        settings_dock.hide()
+    if not rows:
+        return
+    firsts = [[group[0] for group in row] for row in rows]
+    host.addDockWidget(right, firsts[0][0])
+    for above, below in zip(firsts, firsts[1:]):
+        host.splitDockWidget(above[0], below[0], Qt.Orientation.Vertical)
+    for row in firsts:
+        for previous, dock in zip(row, row[1:]):
+            host.splitDockWidget(previous, dock, Qt.Orientation.Horizontal)
+    for row in rows:
+        for group in row:
+            group[0].setFloating(False)
+            group[0].show()
+    for row in rows:   # tabify last: the tabs behind the first are hidden (and not drawn)
+        for group in row:
+            for dock in group[1:]:
+                dock.setFloating(False)
+                dock.show()
+                host.tabifyDockWidget(group[0], dock)
+            group[0].raise_()
+    for dock in closed:
+        host.addDockWidget(right, dock)
+        dock.close()
+    _size_docks(host, arrangement, settings_dock, firsts, room, settings_width)
 
 
-def _size_docks(host: QMainWindow, settings_dock: QDockWidget, top: list[QDockWidget], bottom: list[QDockWidget],
-                window_size: QSize, theme: Theme, settings_width: int):
-    w, h = max(window_size.width(), 800), max(window_size.height(), 600)
-    settings_w = max(settings_width + 8, int(min(400, 0.2 * w)))
-    rest = w - settings_w
-    if top:  # a lone dock cannot be resized: give both sides of the splitter their share
-        host.resizeDocks([settings_dock, top[0]], [settings_w, rest], Qt.Orientation.Horizontal)
-    if top and bottom:
-        share = 0.62 if theme.presentation else 0.56   # presentation: the bottom row is one tab group
-        host.resizeDocks([top[0], bottom[0]], [int(share * h), int((1 - share) * h)], Qt.Orientation.Vertical)
-    if len(top) > 1:
-        host.resizeDocks(top, [int(rest * 0.62)] + [int(rest * 0.38 / (len(top) - 1))] * (len(top) - 1),
-                         Qt.Orientation.Horizontal)
-    if len(bottom) > 1:
-        host.resizeDocks(bottom, [rest // len(bottom)] * len(bottom), Qt.Orientation.Horizontal)
+def _size_docks(host: QMainWindow, arrangement: Arrangement, settings_dock: QDockWidget,
+                firsts: list[list[QDockWidget]], room: QSize, settings_width: int):
+    w, h = room.width(), room.height()
+    rest = w
+    if arrangement.settings:
+        settings_w = max(settings_width + 8, int(min(400, 0.22 * w)))
+        rest = w - settings_w
+        host.resizeDocks([settings_dock, firsts[0][0]], [settings_w, rest], Qt.Orientation.Horizontal)
+    if len(firsts) > 1:   # the top row (gradient through time) gets the larger share
+        share = 0.55 if len(firsts[0]) > 1 else 0.5
+        host.resizeDocks([firsts[0][0], firsts[1][0]], [int(share * h), int((1 - share) * h)],
+                         Qt.Orientation.Vertical)
+    for row in firsts:
+        if len(row) == 2:
+            first = 0.6 if arrangement.settings else 0.55
+            host.resizeDocks(row, [int(rest * first), int(rest * (1 - first))], Qt.Orientation.Horizontal)
+        elif len(row) > 2:
+            host.resizeDocks(row, [rest // len(row)] * len(row), Qt.Orientation.Horizontal)

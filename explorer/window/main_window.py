@@ -27,8 +27,8 @@ from explorer import errors
 from explorer.engine import calls as engine_calls
 from explorer.window.checkpoints import CHECKPOINT_EVERY, Checkpoint, Checkpoints
 from explorer.window.dialogs import PNG_SCALES, ContinueDialog
-from explorer.window.layout import arrange_default
 from explorer.window.exports import WindowExports
+from explorer.window.presentation import LAYOUT_VERSION, WindowLayout
 from explorer.window.recording import ANIMATION_FPS, AnimationRecorder, Recording
 from explorer.window.run_controls import RunControls, run_action, run_toolbar
 from explorer.window.sessions import SessionFiles
@@ -40,8 +40,6 @@ from explorer.window.widgets import DockTitleBar, LoadingOverlay, MessageBar, Sc
 from explorer.engine.worker import TrainingSession
 
 ORGANIZATION, APPLICATION = "GradientFlowExplorer", "Explorer"
-LAYOUT_KEYS = {False: "docks", True: "docks_presentation"}   # QSettings keys of each mode's dock layout
-LAYOUT_VERSION = 2          # bump when the set of docks changes: an old saved layout is then ignored
 FRAME_PERIOD_S = 0.031      # a frame at most every 31 ms (~32 fps: the target is >= 30) ...
 FRAME_POLL_MS = 6           # ... looked for every 6 ms, so a frame comes at most that late
 FRAME_COST_FACTOR = 3       # engine in a thread (GRADFLOW_ENGINE=thread): drawing takes at most ~1/3 of the time
@@ -82,7 +80,6 @@ class MainWindow(QMainWindow):
         self._closing = False
         self.rate = StepRate()
         self.theme: Theme = DEFAULT_THEME
-        self._layouts: dict[bool, QByteArray | None] = {False: None, True: None}
         self.errors = errors.ErrorReporter(self)             # unexpected exceptions: log + one dialog
         self.last_message_box: QMessageBox | None = None     # the last problem shown (tests read and close it)
         self._calls: dict[str, Callable[[Any, str], None]] = {}   # worker.call tag -> GUI-thread handler
@@ -106,6 +103,7 @@ class MainWindow(QMainWindow):
         self._build_docks()
         self._build_actions()
         self._build_toolbar(speed_name)
+        self.layouts = WindowLayout(self)                    # dock layout, presentation mode, screen fitting
         self._build_menus()
         self.readout = StatusReadout()
         self.statusBar().addWidget(self.readout, 1)
@@ -180,15 +178,6 @@ class MainWindow(QMainWindow):
                          | QDockWidget.DockWidgetFeature.DockWidgetFloatable
                          | QDockWidget.DockWidgetFeature.DockWidgetClosable)
         return dock
-
-    def _default_layout(self, width: int | None = None):
-        """Settings on the left; gradient-through-time big at the top beside the spectrum; the rest below
-        (explorer.window.layout)."""
-        laid_out = arrange_default(self.dock_host, self.settings_dock, self.panel_docks, width or self.width(),
-                                   self.size(), self.theme, self.settings_panel.minimumSizeHint().width())
-        overlay = getattr(self, "overlay", None)
-        if laid_out and overlay is not None and not overlay.isHidden():
-            overlay.raise_()
 
     def _build_actions(self):
         self.controls = RunControls(self, self.worker, "Play / Pause training (Space)",
@@ -304,14 +293,15 @@ class MainWindow(QMainWindow):
             self.theme_actions[name] = action
         self.presentation_action = QAction("Presentation mode (large type)", self, checkable=True)
         self.presentation_action.setShortcut(QKeySequence(Qt.Key.Key_F5))
-        self.presentation_action.toggled.connect(self._on_presentation_toggled)
+        self.presentation_action.toggled.connect(self.layouts.set_presentation)
         view.addAction(self.presentation_action)
         fullscreen = QAction("Full screen", self, checkable=True)
         fullscreen.setShortcut(QKeySequence(Qt.Key.Key_F11))
         fullscreen.toggled.connect(self._on_fullscreen_toggled)
         view.addAction(fullscreen)
         view.addSeparator()
-        view.addAction("Reset layout", self._on_reset_layout)
+        self.layouts.add_view_actions(view)
+        view.addAction("Reset layout", self.layouts.reset)
 
         help_menu = menu.addMenu("&Help")
         help_menu.addAction("Keyboard shortcuts", self._on_shortcuts_help)
@@ -337,16 +327,6 @@ class MainWindow(QMainWindow):
     # -- persistence -----------------------------------------------------------------------------------
     def _restore_settings(self):
         s = self.store
-        geometry = s.value("geometry")
-        if isinstance(geometry, QByteArray) and not geometry.isEmpty():
-            self.restoreGeometry(geometry)
-        else:   # first launch: 1280 × 800, or 85 % of a larger screen, never more than the screen
-            screen = self.screen().availableGeometry() if self.screen() is not None else None
-            if screen is None or screen.width() <= 0:
-                self.resize(1280, 800)
-            else:
-                self.resize(min(screen.width(), max(1280, int(0.85 * screen.width()))),
-                            min(screen.height(), max(800, int(0.85 * screen.height()))))
         self.banner_action.setChecked(str(s.value("banner", "true")).lower() != "false")
         name = str(s.value("theme", DEFAULT_THEME.name))
         on = str(s.value("presentation", "false")).lower() == "true"
@@ -354,34 +334,16 @@ class MainWindow(QMainWindow):
         self.presentation_action.setChecked(on)
         self.presentation_action.blockSignals(False)
         self.set_theme(name if name in THEMES else DEFAULT_THEME.name, on)
-        for mode, key in LAYOUT_KEYS.items():
-            state = s.value(key)
-            self._layouts[mode] = state if isinstance(state, QByteArray) and not state.isEmpty() else None
-        self._layout_restored = self._restore_layout(on, fallback=False)
+        self.layouts.restore(s)   # geometry fitted to the screen, each mode's dock layout (laid out on show)
 
     def _save_settings(self):
         s = self.store
-        s.setValue("geometry", self.saveGeometry())
-        self._layouts[self.theme.presentation] = self.dock_host.saveState(LAYOUT_VERSION)
-        for mode, key in LAYOUT_KEYS.items():
-            if self._layouts[mode] is not None:
-                s.setValue(key, self._layouts[mode])
+        self.layouts.save(s)
         s.setValue("theme", self.theme.name)
         s.setValue("presentation", "true" if self.theme.presentation else "false")
         s.setValue("speed", self.speed_combo.currentText())
         s.setValue("banner", "true" if self.banner_action.isChecked() else "false")
         s.sync()
-
-    def showEvent(self, event):
-        super().showEvent(event)
-        if not getattr(self, "_shown_once", False):
-            self._shown_once = True
-            if not self._layout_restored:  # size the default layout for the real window size
-                QTimer.singleShot(0, self, self._on_first_show)
-
-    @Slot()
-    def _on_first_show(self):
-        self._default_layout(self.width())
 
     # -- theme -------------------------------------------------------------------------------------------
     def set_theme(self, name: str, presentation_mode: bool | None = None):
@@ -416,39 +378,8 @@ class MainWindow(QMainWindow):
             self.set_theme(action.data())
 
     @Slot(bool)
-    def _on_presentation_toggled(self, on: bool):
-        """Larger type everywhere; each mode keeps its own dock layout (presentation needs fewer, bigger panels)."""
-        self._layouts[self.theme.presentation] = self.dock_host.saveState(LAYOUT_VERSION)
-        self._size_before_mode = self.size()
-        self.set_theme(self.theme.name, on)
-        QTimer.singleShot(0, self, self._on_mode_layout)   # after the widgets have re-measured their new type
-
-    @Slot()
-    def _on_mode_layout(self):
-        self._restore_layout(self.theme.presentation)
-        size = getattr(self, "_size_before_mode", None)
-        if size is not None and not (self.isMaximized() or self.isFullScreen()):
-            # larger type in the old layout may have pushed the window past the screen: the new layout fits
-            self._size_before_mode = None
-            self.resize(size)
-
-    def _restore_layout(self, presentation_mode: bool, fallback: bool = True) -> bool:
-        """The saved layout of a mode; else (with `fallback`) the default layout. True if one was restored."""
-        state = self._layouts.get(presentation_mode)
-        if state is not None and self.dock_host.restoreState(state, LAYOUT_VERSION):
-            return True
-        if fallback:
-            self._default_layout(self.width())
-        return False
-
-    @Slot(bool)
     def _on_fullscreen_toggled(self, on: bool):
         self.showFullScreen() if on else self.showNormal()
-
-    @Slot()
-    def _on_reset_layout(self):
-        self._default_layout(self.width())
-        self.banner_action.setChecked(True)
 
     @Slot()
     def _on_banner_closed(self):
@@ -852,11 +783,10 @@ class MainWindow(QMainWindow):
             self.set_theme(theme, on)
         geometry = _unb64(view.get("geometry"))
         if geometry is not None and not (self.isMaximized() or self.isFullScreen()):
-            self.restoreGeometry(geometry)
+            self.layouts.restore_geometry(geometry)
         docks = _unb64(view.get("docks"))
         if docks is not None and view.get("layout_version") == LAYOUT_VERSION:
-            self._layouts[self.theme.presentation] = docks
-            QTimer.singleShot(0, self, self._on_mode_layout)   # after the widgets have measured the theme's type
+            self.layouts.restore_state(docks)
         if view.get("speed") in dict(SPEEDS):
             self.speed_combo.setCurrentText(view["speed"])
         if isinstance(view.get("banner"), bool):

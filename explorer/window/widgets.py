@@ -2,20 +2,30 @@
 overlay and the message bar."""
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt, Slot
+from PySide6.QtCore import QEvent, Qt, Signal, Slot
 from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import (QDockWidget, QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QStyle,
                                QToolButton, QVBoxLayout, QWidget)
 
 
 class ScenarioBanner(QFrame):
-    """The scenario's title and its explanation, across the top of the window."""
+    """The scenario's title and its explanation, across the top of the window; the fold button (▾/▸)
+    collapses it to its title. Neither line can widen the window (the title elides, the text wraps)."""
+
+    collapsed_changed = Signal(bool)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("scenarioBanner")
+        self.collapsed = False
+        self.fold_button = QToolButton()
+        self.fold_button.setObjectName("bannerFold")
+        self.fold_button.setText("▾")
+        self.fold_button.setToolTip("Fold the explanation to its title, or unfold it")
+        self.fold_button.clicked.connect(self._on_fold_clicked)
         self.title = QLabel()
         self.title.setObjectName("bannerTitle")
+        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.text = QLabel()
         self.text.setObjectName("bannerText")
         self.text.setWordWrap(True)
@@ -29,14 +39,29 @@ class ScenarioBanner(QFrame):
         column.addWidget(self.title)
         column.addWidget(self.text)
         row = QHBoxLayout(self)
-        row.setContentsMargins(12, 6, 6, 8)
+        row.setContentsMargins(6, 6, 6, 8)
+        row.addWidget(self.fold_button, 0, Qt.AlignmentFlag.AlignTop)
         row.addLayout(column, 1)
         row.addWidget(self.close_button, 0, Qt.AlignmentFlag.AlignTop)
+
+    def set_collapsed(self, collapsed: bool):
+        """Only the title (True) or the title and the explanation."""
+        collapsed = bool(collapsed)
+        self.text.setVisible(not collapsed)
+        self.fold_button.setText("▸" if collapsed else "▾")
+        if collapsed != self.collapsed:
+            self.collapsed = collapsed
+            self.collapsed_changed.emit(collapsed)
+
+    @Slot()
+    def _on_fold_clicked(self):
+        self.set_collapsed(not self.collapsed)
 
     def set_scenario(self, title: str, explanation: str, modified: bool):
         self.title.setText(f"{title}   <span style='font-weight:normal'><i>(modified)</i></span>"
                            if modified else title)
         self.text.setText(explanation or "A configuration of your own: no explanation.")
+        self.title.setToolTip(title)
 
 
 class DockTitleBar(QFrame):

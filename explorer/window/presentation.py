@@ -1,0 +1,368 @@
+"""How the main window fills its screen: the dock layout of each mode, presentation mode (F5), the settings
+overlay, captions and banner, and fitting the window to its screen.
+
+`WindowLayout(window)` owns all of it. The window hands it its docks and toolbar and calls `restore`/`save`
+with its QSettings; from then on it lays the docks out (explorer.window.layout) when the window is first
+shown, re-lays them out when the window is resized or moves to another screen, fits a saved geometry to the
+current screen, and switches modes. A saved dock layout is used only while it fits; otherwise the default
+arrangement for the room there is is built.
+"""
+from __future__ import annotations
+
+from functools import partial
+
+from PySide6.QtCore import QByteArray, QEvent, QObject, QRect, QSettings, QSize, Qt, QTimer, Slot
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QComboBox, QDockWidget, QLabel, QMainWindow, QMenu, QWidget
+
+from explorer.window import layout
+from explorer.window.layout import Arrangement
+
+LAYOUT_KEYS = {False: "docks", True: "docks_presentation"}   # QSettings keys of each mode's dock layout
+LAYOUT_VERSION = 3          # bump when the set of docks or the arrangements change: old layouts are ignored
+RELAYOUT_DELAY_MS = 120     # a resize is laid out once it has settled this long
+RESIZE_RELAYOUT = 0.1       # the same arrangement is re-sized when the room changed by more than this share
+FIRST_LAUNCH = (1280, 800, 0.9)   # width, height, or this share of a larger screen
+
+
+class WindowLayout(QObject):
+    """The window's layout: see the module docstring. `window`: the MainWindow (its dock_host,
+    settings_dock, panel_docks, panels, toolbar, banner, presentation_action and set_theme are used)."""
+
+    def __init__(self, window: QMainWindow):
+        super().__init__(window)
+        self.window = window
+        self.host: QMainWindow = window.dock_host
+        self.current: Arrangement | None = None   # the default arrangement on screen (None: a restored one)
+        self._room = QSize()                       # the dock area it was sized for
+        self._saved: dict[bool, QByteArray | None] = {False: None, True: None}
+        self.companion = layout.DEFAULT_COMPANION
+        self.captions = True
+        self._banner = {False: False, True: True}   # mode -> explanation folded to its title
+        self._shown_once = False
+        self._screen = None
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(RELAYOUT_DELAY_MS)
+        self._timer.timeout.connect(self.relayout)
+        window.installEventFilter(self)
+        self._view_actions: dict[QAction, QDockWidget] = {}
+        for dock in window.panel_docks.values():   # a panel shown from the View menu comes to the front of its tabs
+            action = dock.toggleViewAction()
+            self._view_actions[action] = dock
+            action.triggered.connect(self._on_view_toggled)
+        self._build_actions()
+        window.banner.collapsed_changed.connect(self._on_banner_collapsed)
+
+    # -- actions -------------------------------------------------------------------------------------
+    def _build_actions(self):
+        w = self.window
+        self.settings_action = QAction("Settings (overlay in presentation)", w)
+        self.settings_action.setShortcut(QKeySequence(Qt.Key.Key_F2))
+        self.settings_action.setToolTip("Show or hide the settings (F2); in presentation mode over the panels")
+        self.settings_action.triggered.connect(self.toggle_settings)
+        self.captions_action = QAction("Panel captions", w, checkable=True, checked=True)
+        self.captions_action.setShortcut(QKeySequence(Qt.Key.Key_F3))
+        self.captions_action.setToolTip("Show or hide the sentence under every panel title (F3)")
+        self.captions_action.toggled.connect(self.set_captions)
+        self.companion_actions: dict[str, QAction] = {}
+        for index, name in enumerate(layout.COMPANIONS, start=1):
+            dock = w.panel_docks.get(name)
+            if dock is None:
+                continue
+            action = QAction(f"{index}  {dock.windowTitle()}", w)
+            action.setShortcut(QKeySequence(str(index)))
+            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+            action.triggered.connect(partial(self.set_companion, name))
+            self.companion_actions[name] = action
+        for action in (self.settings_action, self.captions_action, *self.companion_actions.values()):
+            w.addAction(action)
+        self.companion_label = QLabel(" Beside it ")
+        self.companion_combo = QComboBox()
+        self.companion_combo.setObjectName("companionCombo")
+        self.companion_combo.setToolTip("The panel shown beside Gradient through time in presentation mode "
+                                        "(number keys 1-8)")
+        for index, name in enumerate(self.companion_actions, start=1):
+            self.companion_combo.addItem(f"{index} {w.panel_docks[name].windowTitle()}", name)
+        self.companion_combo.activated.connect(self._on_companion_chosen)
+        bar = w.toolbar
+        self._companion_widgets = [bar.addWidget(self.companion_label), bar.addWidget(self.companion_combo)]
+        w.scenario_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        w.scenario_combo.setMinimumContentsLength(16)   # long scenario titles elide: the picker stays on the bar
+        self._show_mode_controls()
+
+    def add_view_actions(self, menu: QMenu) -> None:
+        """The View menu's entries for the layout (settings overlay, captions, presentation companion)."""
+        menu.addAction(self.settings_action)
+        menu.addAction(self.captions_action)
+        companions = menu.addMenu("Presentation: panel beside the gradient")
+        for action in self.companion_actions.values():
+            companions.addAction(action)
+
+    @property
+    def presentation(self) -> bool:
+        return self.window.theme.presentation
+
+    def _show_mode_controls(self):
+        on = self.presentation
+        for action in self._companion_widgets:
+            action.setVisible(on)
+        bar = self.window.toolbar
+        for action in bar.actions():   # large type: the speed limit gives its room to the scenario picker
+            widget = bar.widgetForAction(action)
+            if widget is self.window.speed_combo or (isinstance(widget, QLabel) and "speed" in widget.text()):
+                action.setVisible(not on)
+        for action in self.companion_actions.values():
+            action.setEnabled(on)
+        index = self.companion_combo.findData(self.companion)
+        if index >= 0:
+            self.companion_combo.setCurrentIndex(index)
+
+    @Slot(bool)
+    def _on_view_toggled(self, shown: bool):
+        dock = self._view_actions.get(self.sender())
+        if shown and dock is not None:   # once Qt has put it back into its tab group
+            QTimer.singleShot(0, dock, dock.raise_)
+
+    # -- persistence ---------------------------------------------------------------------------------
+    def restore(self, store: QSettings) -> None:
+        """Geometry (fitted to the screen), each mode's saved dock layout, companion, captions, banner."""
+        geometry = store.value("geometry")
+        self.restore_geometry(geometry if isinstance(geometry, QByteArray) and not geometry.isEmpty() else None)
+        saved = store.value("window_size")
+        room = self.window.screen().availableGeometry() if self.window.screen() is not None else QRect()
+        if isinstance(saved, QSize) and room.width() > 0 and (saved.width() > room.width()
+                                                               or saved.height() > room.height()):
+            self.window.resize(room.size())   # saved on a larger screen: as large as this one allows
+            self.fit_to_screen()
+        for mode, key in LAYOUT_KEYS.items():
+            state = store.value(key)
+            self._saved[mode] = state if isinstance(state, QByteArray) and not state.isEmpty() else None
+        companion = str(store.value("companion", layout.DEFAULT_COMPANION))
+        if companion in self.companion_actions:
+            self.companion = companion
+        self.captions_action.setChecked(str(store.value("captions", "true")).lower() != "false")
+        self.set_captions(self.captions_action.isChecked())
+        self._restore_banner(store)
+        self._show_mode_controls()
+
+    def save(self, store: QSettings) -> None:
+        store.setValue("geometry", self.window.saveGeometry())
+        store.setValue("window_size", self.window.size())
+        self._saved[self.presentation] = self.host.saveState(LAYOUT_VERSION)
+        for mode, key in LAYOUT_KEYS.items():
+            if self._saved[mode] is not None:
+                store.setValue(key, self._saved[mode])
+        store.setValue("companion", self.companion)
+        store.setValue("captions", "true" if self.captions else "false")
+        for mode in (False, True):
+            store.setValue(_banner_key(mode), "true" if self._banner[mode] else "false")
+
+    def _restore_banner(self, store: QSettings):
+        # the explanation is shown in full by default on a desk, folded to its title on a projector
+        self._banner = {mode: str(store.value(_banner_key(mode), "true" if mode else "false")).lower() == "true"
+                        for mode in (False, True)}
+        self.window.banner.set_collapsed(self._banner[self.presentation])
+
+    @Slot(bool)
+    def _on_banner_collapsed(self, collapsed: bool):
+        self._banner[self.presentation] = collapsed
+
+    def restore_geometry(self, geometry: QByteArray | None) -> None:
+        """A saved geometry (fitted to the current screen), else the first-launch size."""
+        w = self.window
+        if geometry is not None:
+            w.restoreGeometry(geometry)
+        else:
+            screen = w.screen().availableGeometry() if w.screen() is not None else QRect()
+            width, height, share = FIRST_LAUNCH
+            if screen.width() > 0:
+                width = max(width, int(share * screen.width()))
+                height = max(height, int(share * screen.height()))
+            w.resize(width, height)
+        self.fit_to_screen()
+
+    def restore_state(self, state: QByteArray) -> None:
+        """A session's dock layout for the current mode (used once the window has measured its type)."""
+        self._saved[self.presentation] = state
+        QTimer.singleShot(0, self, self._on_mode_layout)
+
+    # -- the screen ------------------------------------------------------------------------------------
+    def fit_to_screen(self) -> None:
+        """The window (frame included) inside its screen's available area: shrunk, then moved."""
+        w = self.window
+        screen = w.screen()
+        if screen is None or w.isFullScreen() or w.isMaximized():
+            return
+        room = screen.availableGeometry()
+        frame = w.frameGeometry()
+        extra_w, extra_h = frame.width() - w.width(), frame.height() - w.height()
+        width = min(w.width(), room.width() - extra_w)
+        height = min(w.height(), room.height() - extra_h)
+        if (width, height) != (w.width(), w.height()):
+            w.resize(width, height)
+        frame = w.frameGeometry()
+        x = min(max(frame.x(), room.x()), room.right() + 1 - frame.width())
+        y = min(max(frame.y(), room.y()), room.bottom() + 1 - frame.height())
+        if (x, y) != (frame.x(), frame.y()):
+            w.move(x, y)
+
+    @Slot()
+    def _on_screen_changed(self, *_):
+        self.fit_to_screen()
+        self._timer.start()
+
+    # -- laying out ------------------------------------------------------------------------------------
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.window:
+            kind = event.type()
+            if kind == QEvent.Type.Show and not self._shown_once:
+                self._shown_once = True
+                handle = self.window.windowHandle()
+                if handle is not None:
+                    handle.screenChanged.connect(self._on_screen_changed)
+                QTimer.singleShot(0, self, self._on_first_show)
+            elif kind == QEvent.Type.Resize and self._shown_once:
+                self._timer.start()
+        return False
+
+    @Slot()
+    def _on_first_show(self):
+        self.fit_to_screen()
+        if not self._restore_saved():
+            self.arrange_default()
+
+    def room(self) -> QSize:
+        """The dock area's size once the window fits its screen."""
+        return self.host.size()
+
+    def candidates(self) -> tuple[Arrangement, ...]:
+        return layout.presentation_arrangements(self.companion) if self.presentation else layout.NORMAL
+
+    def _tab_bar(self) -> int:
+        return int(layout.TAB_BAR * self.window.fontMetrics().height())
+
+    def arrange_default(self) -> Arrangement:
+        """The arrangement of the current mode with the most panels that fits (explorer.window.layout)."""
+        w = self.window
+        room = self.room()
+        chosen = layout.choose(self.candidates(), w.settings_dock, w.panel_docks, room, self._tab_bar())
+        layout.arrange(self.host, chosen, w.settings_dock, w.panel_docks, room,
+                       w.settings_panel.minimumSizeHint().width())
+        self.current, self._room = chosen, QSize(room)
+        overlay = getattr(w, "overlay", None)
+        if overlay is not None and not overlay.isHidden():
+            overlay.raise_()
+        self.fit_to_screen()
+        return chosen
+
+    def _fits(self) -> bool:
+        """The dock layout on screen needs no more room than there is."""
+        self.host.layout().invalidate()
+        need, room = self.host.minimumSizeHint(), self.room()
+        return need.width() <= room.width() and need.height() <= room.height()
+
+    @Slot()
+    def relayout(self):
+        """After a resize or a move to another screen: the arrangement that fits now (a saved or hand-made
+        layout stays while it fits; the default arrangement is re-sized when the room changed a lot)."""
+        if not self._shown_once:
+            return
+        room = self.room()
+        if self.current is None:
+            if not self._fits():
+                self.arrange_default()
+            return
+        best = layout.choose(self.candidates(), self.window.settings_dock, self.window.panel_docks, room,
+                             self._tab_bar())
+        changed = (abs(room.width() - self._room.width()) > RESIZE_RELAYOUT * max(self._room.width(), 1)
+                   or abs(room.height() - self._room.height()) > RESIZE_RELAYOUT * max(self._room.height(), 1))
+        if best != self.current or changed or not self._fits():
+            self.arrange_default()
+
+    def _restore_saved(self) -> bool:
+        """The saved layout of the current mode, if there is one and it fits. True if it is on screen."""
+        state = self._saved.get(self.presentation)
+        if state is None or not self.host.restoreState(state, LAYOUT_VERSION):
+            return False
+        if not self._fits():
+            return False
+        self.current, self._room = None, QSize(self.room())
+        return True
+
+    @Slot()
+    def reset(self):
+        """View ▸ Reset layout: the default arrangement, the explanation shown, captions on."""
+        self.window.banner_action.setChecked(True)
+        self.window.banner.set_collapsed(False)
+        self.captions_action.setChecked(True)
+        self.arrange_default()
+
+    # -- modes ---------------------------------------------------------------------------------------------
+    @Slot(bool)
+    def set_presentation(self, on: bool):
+        """Presentation mode: large type; gradient through time and a companion, settings hidden. Each mode
+        keeps its own layout."""
+        if self._shown_once:
+            self._saved[self.presentation] = self.host.saveState(LAYOUT_VERSION)
+        self._banner[self.presentation] = self.window.banner.collapsed
+        self.window.set_theme(self.window.theme.name, on)
+        self.window.banner.set_collapsed(self._banner[on])
+        self._show_mode_controls()
+        if self._shown_once:
+            QTimer.singleShot(0, self, self._on_mode_layout)   # after the widgets have re-measured their type
+
+    @Slot()
+    def _on_mode_layout(self):
+        self.fit_to_screen()
+        if not self._restore_saved():
+            self.arrange_default()
+
+    def set_companion(self, name: str):
+        """The panel beside Gradient through time in presentation mode."""
+        if name not in self.companion_actions:
+            raise ValueError(f"companion must be one of {', '.join(self.companion_actions)}, got {name!r}")
+        self.companion = name
+        self._show_mode_controls()
+        if self.presentation and self._shown_once:
+            self.arrange_default()
+            self.window.panel_docks[name].raise_()
+
+    @Slot(int)
+    def _on_companion_chosen(self, index: int):
+        self.set_companion(self.companion_combo.itemData(index))
+
+    @Slot(bool)
+    def set_captions(self, on: bool):
+        self.captions = bool(on)
+        for panel in self.window.panels:
+            panel.set_captions_shown(self.captions)
+        if self.captions_action.isChecked() != self.captions:
+            self.captions_action.setChecked(self.captions)
+
+    @Slot()
+    def toggle_settings(self):
+        """F2: the settings dock shown or hidden; where the arrangement has no room for it, floating over the
+        left of the panels (an overlay), so the plots keep their size."""
+        dock: QDockWidget = self.window.settings_dock
+        if dock.isVisible():
+            dock.hide()
+            return
+        if self.current is not None and self.current.settings:
+            dock.show()
+            return
+        dock.setFloating(True)
+        top_left = self.host.mapToGlobal(self.host.rect().topLeft())
+        width = max(dock.minimumSizeHint().width(), min(460, self.host.width() // 3))
+        dock.setGeometry(QRect(top_left, QSize(width, self.host.height())))
+        dock.show()
+        dock.raise_()
+
+    def visible_panels(self) -> list[QWidget]:
+        """The panels on screen (docked and in front of their tab group)."""
+        return [d.widget() for d in self.window.panel_docks.values()
+                if d.isVisible() and not d.visibleRegion().isEmpty()]
+
+
+def _banner_key(presentation: bool) -> str:
+    return f"banner_collapsed/{'presentation' if presentation else 'normal'}"

@@ -1,0 +1,167 @@
+"""The real main window on the projector sizes a lecture hall has: 1280×720, 1366×768, 1920×1080 and 3840×2160
+at 2× scaling, in normal and in presentation mode, with a fresh and with a stale saved layout (one saved on a
+far larger screen). Every plot on screen keeps a data area (its ViewBox) of at least 220×130 px, the window
+fits its screen, and Play, Step, Reset and the scenario picker stay on the toolbar.
+
+The offscreen platform's screen size is fixed when the application starts, so each screen size runs in a
+process of its own (this file is its program: `python test_layout_sizes.py measure|save ...`), with
+QT_QPA_PLATFORM=offscreen:configfile=<a screen of that size> and QT_SCALE_FACTOR for the 2× screen.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SIZES = [(1280, 720, 1), (1366, 768, 1), (1920, 1080, 1), (3840, 2160, 2)]   # physical px, scale factor
+STALE_SCREEN = (3840, 2160, 1)    # the stale layout is saved on a 4K screen at 1×, its window 3000×1900
+MIN_PLOT = (220, 130)
+TIMEOUT_S = 300
+
+
+def _run(mode: str, screen: tuple[int, int, int], tmp: Path, *args: str) -> list[dict]:
+    width, height, scale = screen
+    config = tmp / f"screen_{width}x{height}.json"
+    config.write_text(json.dumps({"screens": [{"name": "projector", "x": 0, "y": 0, "width": width,
+                                               "height": height, "logicalDpi": 96, "logicalBaseDpi": 96,
+                                               "dpr": 1}]}))
+    env = dict(os.environ, QT_QPA_PLATFORM=f"offscreen:configfile={config}", QT_SCALE_FACTOR=str(scale),
+               GRADFLOW_ENGINE="thread", PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, __file__, mode, str(tmp), *args], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert out.returncode == 0, out.stderr[-4000:]
+    return [json.loads(line[len("RESULT "):]) for line in out.stdout.splitlines() if line.startswith("RESULT ")]
+
+
+@pytest.fixture(scope="module")
+def stale(tmp_path_factory) -> Path:
+    """Settings saved by a window on a much larger screen: a 3000×1900 geometry, both modes' dock layouts."""
+    tmp = tmp_path_factory.mktemp("stale")
+    _run("save", STALE_SCREEN, tmp)
+    return tmp / "saved.ini"
+
+
+@pytest.mark.parametrize("screen", SIZES, ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES])
+def test_every_plot_keeps_its_data_area_and_the_window_fits_the_screen(screen, stale, tmp_path):
+    results = _run("measure", screen, tmp_path, str(stale))
+    assert len(results) == 4                       # normal / presentation × fresh / stale
+    for r in results:
+        where = f"{screen} {r['mode']} {r['layout']}: "
+        assert r["plots"], where + "no plot on screen"
+        for name, w, h in r["plots"]:
+            assert w >= MIN_PLOT[0] and h >= MIN_PLOT[1], where + f"{name} data area {w}×{h}"
+        sx, sy, sw, sh = r["screen"]
+        fx, fy, fw, fh = r["frame"]
+        assert fw <= sw and fh <= sh, where + f"window {fw}×{fh} on a {sw}×{sh} screen"
+        assert sx <= fx and fx + fw <= sx + sw and sy <= fy and fy + fh <= sy + sh, where + "window off screen"
+        assert r["toolbar"] == {"Play": True, "Step": True, "Reset": True, "scenario": True}, where + str(r)
+        if r["mode"] == "presentation":
+            assert "GradientTimePanel" in {name for name, _, _ in r["plots"]}, where + "gradient not shown"
+            assert not r["settings_docked"], where + "settings take room from the plots"
+
+
+def test_a_resized_window_is_laid_out_again(tmp_path):
+    """From 1366 to 1920 wide (one screen of 1920×1080): the docks follow; the settings do not keep half."""
+    (r,) = _run("resize", (1920, 1080, 1), tmp_path)
+    assert r["before"] != r["after"] or r["settings_after"] < 0.3 * r["width_after"], r
+    assert r["settings_after"] < 0.3 * r["width_after"], r
+    for name, w, h in r["plots"]:
+        assert w >= MIN_PLOT[0] and h >= MIN_PLOT[1], f"{name} {w}×{h}"
+
+
+# -- the program each screen size runs --------------------------------------------------------------------------------
+def _child(mode: str, tmp: Path, args: list[str]) -> None:
+    import time
+
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from core.presets import DEFAULT_PRESET, load_preset
+    from explorer.window.main_window import MainWindow
+
+    app = QApplication([])
+    config = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
+
+    def settle(window, seconds=1.0):
+        end = time.monotonic() + 30
+        while window.shown_record is None and time.monotonic() < end:
+            app.processEvents()
+            time.sleep(0.01)
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            app.processEvents()
+            time.sleep(0.01)
+        window._repaint()
+        app.processEvents()
+
+    def open_window(ini: Path, presentation: bool):
+        store = QSettings(str(ini), QSettings.Format.IniFormat)
+        store.setValue("presentation", "true" if presentation else "false")
+        store.sync()
+        window = MainWindow(config=config, settings=store)
+        window.show()
+        settle(window)
+        return window
+
+    def measure(window) -> dict:
+        plots = []
+        for panel in window.layouts.visible_panels():
+            for plot in panel.plots():
+                view = plot.getViewWidget()
+                if plot.isVisible() and view is not None and view.isVisible():
+                    rect = plot.vb.sceneBoundingRect()
+                    plots.append((type(panel).__name__, round(rect.width()), round(rect.height())))
+        bar = window.toolbar
+        toolbar = {a.text(): bar.widgetForAction(a).isVisible() for a in
+                   (window.play_action, window.step_action, window.reset_action)}
+        toolbar = {"Play" if k in ("Play", "Pause") else k: v for k, v in toolbar.items()}
+        toolbar["scenario"] = window.scenario_combo.isVisible()
+        screen = window.screen().availableGeometry()
+        frame = window.frameGeometry()
+        return {"plots": plots, "toolbar": toolbar,
+                "screen": [screen.x(), screen.y(), screen.width(), screen.height()],
+                "frame": [frame.x(), frame.y(), frame.width(), frame.height()],
+                "settings_docked": window.settings_dock.isVisible() and not window.settings_dock.isFloating()}
+
+    if mode == "save":   # a big window on a big screen, closed in each mode: both layouts are saved
+        ini = tmp / "saved.ini"
+        for presentation in (False, True):
+            window = open_window(ini, presentation)
+            window.resize(3000, 1900)
+            settle(window)
+            window.close()
+        return
+    if mode == "resize":
+        window = open_window(tmp / "resize.ini", False)
+        window.resize(1366, 740)
+        settle(window)
+        before = window.layouts.current.name
+        window.resize(1900, 1000)
+        settle(window)
+        result = measure(window)
+        result.update(before=before, after=window.layouts.current.name, width_after=window.width(),
+                      settings_after=window.settings_dock.width())
+        print("RESULT " + json.dumps(result), flush=True)
+        window.close()
+        return
+    stale = Path(args[0])
+    for presentation in (False, True):
+        for layout in ("fresh", "stale"):
+            ini = tmp / f"{layout}_{presentation}.ini"
+            if layout == "stale":
+                shutil.copy(stale, ini)
+            window = open_window(ini, presentation)
+            result = measure(window)
+            result.update(mode="presentation" if presentation else "normal", layout=layout)
+            print("RESULT " + json.dumps(result), flush=True)
+            window.close()
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1], Path(sys.argv[2]), sys.argv[3:])
