@@ -53,7 +53,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
     """The one Config of a command that trains one run; a comparison preset is refused, naming what to do."""
     runs = runs_from_args(args)
     if len(runs) > 1:
-        raise ConfigError(f"preset {args.preset!r} compares {len(runs)} runs ({', '.join(l for l, _ in runs)}) "
+        raise ConfigError(f"preset {args.preset!r} compares {len(runs)} runs ({', '.join(label for label, _ in runs)}) "
                           f"and this command takes one: `gradflow run --preset {args.preset}` trains them all, "
                           f"`gradflow --preset {args.preset}` opens the comparison window")
     return runs[0][1]
