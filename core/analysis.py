@@ -1,6 +1,6 @@
 """Where the gradient goes: contributions through time and Jacobians through time.
 
-Contributions (seed 004). The recurrent weight's gradient is a sum over time
+Contributions (BPTT as a sum over time steps, d2l §9.7.2). The recurrent weight's gradient is a sum over time
 steps,  ∂L/∂W_hh = Σ_t δ_tᵀ h_{t−1}  with δ_t = ∂L/∂(pre-activation of the
 W_hh term) at step t, so it never vanishes as a whole; what vanishes is the
 share contributed by steps far from the loss. δ_t per cell, for the block
@@ -139,8 +139,8 @@ def zero_causes(model, trace, inputs: torch.Tensor, keep_grad_at, loss_at_last: 
     - saturation: paths exist, but every step that hands gradient on to h_t multiplies it by an exact 0 —
       a tanh′ = 1 − h² or σ′ = σ(1 − σ) that is 0 in float (a saturated unit), a gate exactly 0, a dead ReLU;
     - underflow: that hand-over is nonzero in exact arithmetic (tested with the gradient's nonzero
-      pattern in place of its values, so no magnitude can underflow), so the float product fell below
-      the smallest float.
+      pattern in place of its values, so no magnitude can underflow), so the float product fell out of
+      range (below ~1e-45 in float32, or below ~1e-38 where a CPU kernel flushes subnormals to 0).
 
     A zero whose successors are themselves zero inherits their cause (underflow if any successor's is).
     """

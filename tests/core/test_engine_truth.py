@@ -1,11 +1,14 @@
 """What the engine reports about itself is true: hold ρ holds, the linear theory line is exact, and every
 exact zero of ‖∂L/∂h_t‖ is given its real cause."""
+import copy
+
 import numpy as np
 import pytest
 import torch
 
 from core.analysis import linear_prediction
 from core.config import Config, ConfigError
+from core.models import Trace
 from core.records import ZERO_CAUSES
 from core.trainer import Trainer
 
@@ -105,3 +108,24 @@ def test_a_backward_direction_with_the_loss_at_the_last_step_has_no_path_not_tru
     record = Trainer(Config(seq_len=10, hidden_size=8, batch_size=4, bidirectional=True)).step(detail=False)
     assert record.row_labels[1].endswith("(backward)")
     assert _causes(record, 1)[:-1] == ["no path"] * 9 and _causes(record, 0) == [""] * 10
+
+
+def test_an_lstm_whose_cell_gradient_leaves_float32_range_is_underflow_and_nonzero_in_float64():
+    """Forget bias 0 and small weights: ‖∂L/∂c_t‖ shrinks ~0.5 per step back until float32 gives exact zeros;
+    the same model and batch in float64 (the unrolled reference engine) keep every one of them nonzero."""
+    config = Config(model="lstm", forget_bias=0.0, init="normal", seq_len=100, hidden_size=16, batch_size=4)
+    reference = Trainer(config)                      # same seed: same weights and first batch as `trainer`
+    batch = reference.task.next_batch()
+    record = Trainer(config).step(detail=False)
+    zero = record.dh_norms[0] == 0
+    assert zero[:20].all() and not zero[-20:].any()
+    assert set(np.array(_causes(record))[zero]) == {"underflow"}
+    model = copy.deepcopy(reference.model).double()
+    model.engine = "unrolled"
+    trace = Trace()
+    outputs, _ = model(batch.inputs.double(), None, None, trace)
+    torch.nn.functional.mse_loss(outputs[-1:], batch.targets[-1:].double()).backward()
+    exact = torch.linalg.vector_norm(trace.rows[0].dh, dim=(1, 2)).numpy()      # (T,)
+    normal = record.dh_norms[0] > 1e-18    # elements well inside float32's normal range: the same computation
+    np.testing.assert_allclose(exact[normal], record.dh_norms[0][normal], rtol=1e-3)
+    assert (exact[zero] > 0).all()
