@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from core.config import Config, ConfigError
 from core.files import atomic_write
@@ -26,7 +25,7 @@ from core.records import History, Record
 
 FORMAT = "gradient-flow-explorer-session"
 VERSION = 1
-SUFFIX = ".gfe"
+SUFFIX = ".gfe"            # the window names its files with it: torch is imported only to write or read one
 MAX_BYTES = 2 * 2**30  # refuse files larger than this before reading them
 ZIP_START = b"PK\x03\x04"  # np.savez writes a zip: every session file starts with a zip entry
 
@@ -173,6 +172,7 @@ def _flatten(obj: Any, prefix: str, arrays: dict[str, np.ndarray], lenient: bool
     """`obj` as JSON, its tensors and numeric arrays moved into `arrays` ({"@array": key}, a tensor with its
     dtype). A value of another type raises SessionError, or with `lenient` is saved as None (a Record's
     fields: what cannot be kept is drawn again from the rest)."""
+    import torch
     if isinstance(obj, torch.Tensor):
         arrays[prefix] = obj.detach().cpu().numpy()
         return {"@array": prefix, "@dtype": str(obj.dtype)}
@@ -204,6 +204,7 @@ def _unflatten(obj: Any, arrays: dict[str, np.ndarray]) -> Any:
     if not isinstance(obj, dict):
         return obj
     if "@array" in obj and "@dtype" in obj:
+        import torch
         dtype = getattr(torch, str(obj["@dtype"]).removeprefix("torch."), None)
         if not isinstance(dtype, torch.dtype):
             raise ValueError(f"unknown tensor dtype {obj['@dtype']!r}")

@@ -243,7 +243,7 @@ class Trainer:
         """keep_grad_at(step) for the forward: None (keep), 0.0 (detach) or the gradient scale ξ_t.
 
         Acts at every k-th step (k = truncation): fixed mode always cuts there;
-        random mode draws ξ_t = 1/π with probability π, else 0, so E[ξ_t] = 1 (seed 003).
+        random mode draws ξ_t = 1/π with probability π, else 0, so E[ξ_t] = 1 (randomized truncation, d2l §9.7.1).
         """
         k = self.config.truncation
         if k is None:

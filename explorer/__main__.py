@@ -3,15 +3,13 @@
     gradflow                      open the app on the default scenario
     gradflow --preset NAME        open the app on another scenario
     gradflow run [...]            train headless (core.cli; Qt is never imported)
-    gradflow export [...]         render panels to PNG/SVG/GIF/MP4 headless (explorer.export.figures), where
-                                  that module is present; otherwise "not yet available", exit 2
+    gradflow export [...]         render panels to PNG/SVG/GIF/MP4 headless (explorer.export.figures)
+    gradflow doctor               versions, Qt platform, compiled LSTM loops, threads, settings/log paths
     gradflow build-native         compile the optional LSTM kernel once (core.native; needs a C++ compiler)
 """
 from __future__ import annotations
 
 import sys
-
-EXIT_BAD_INPUT = 2
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,16 +19,11 @@ def main(argv: list[str] | None = None) -> int:
         from core.cli import run  # headless: no Qt import on this path
         return run(argv[1:])
     if command == "export":
+        from explorer.export.figures import export_main
+        return export_main(argv[1:])
     if command == "doctor":
         from explorer.doctor import main as doctor
         return doctor(argv[1:])
-        try:
-            from explorer.export.figures import export_main
-        except ImportError:
-            print("gradflow export: not yet available in this version. To save a run's numbers, use "
-                  "`gradflow run --json PATH`.", file=sys.stderr)
-            return EXIT_BAD_INPUT
-        return export_main(argv[1:])
     if command == "build-native":
         from core.native import main as build_native
         return build_native(["build", *argv[1:]])

@@ -16,6 +16,7 @@ failing repaint timer (30 calls a second) cannot bury the screen in dialogs.
 """
 from __future__ import annotations
 
+import html
 import logging
 import sys
 import threading
@@ -122,7 +123,8 @@ class ErrorReporter(QObject):
                                            f"(see the log{_where()}). The app keeps running.")
             return
         parent = self._parent if isinstance(self._parent, QWidget) and self._parent.isVisible() else None
-        box = QMessageBox(QMessageBox.Icon.Critical, title, f"<b>{_html(title)}</b><br>{_html(message)}",
+        text = f"<b>{html.escape(title, quote=False)}</b><br>{html.escape(message, quote=False)}"
+        box = QMessageBox(QMessageBox.Icon.Critical, title, text,
                           QMessageBox.StandardButton.Close, parent)
         box.setObjectName("errorDialog")
         box.setTextFormat(Qt.TextFormat.RichText)
@@ -155,10 +157,6 @@ def widen(box: QMessageBox, width: int = 520):
     if details is not None:
         details.setMinimumSize(width + 120, 260)
         details.setLineWrapMode(QTextEdit.LineWrapMode.NoWrap)
-
-
-def _html(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _where() -> str:

@@ -4,7 +4,7 @@
     open_comparison_dialog(parent)      # pick a comparison preset, or vary one setting of any preset
     open_windows()                      # the comparison windows open now
 
-The window trains the runs in an engine process — the same `explorer.engine.worker.TrainingSession` the main
+The window trains the runs in an engine process — the same `explorer.engine.worker.EngineConnection` the main
 window uses, driving a Comparison instead of a Trainer (its records arrive as one list per step) —
 and overlays what they did on the same batch: the gradient through time of layer 1 (log axis) and the
 loss curves, one colour per run; below, each run's spectrum and hidden state side by side.
@@ -12,6 +12,7 @@ Play / Pause / Step; closing the window stops the thread (stop → quit → wait
 """
 from __future__ import annotations
 
+import html
 import math
 from typing import Sequence
 
@@ -33,11 +34,11 @@ from explorer.panels.spectrum import SpectrumPanel
 from explorer.window.run_controls import RunControls, run_toolbar
 from explorer.window.run_state import RunState, frame_step
 from explorer.theme import DEFAULT_THEME, Theme
-from explorer.engine.worker import TrainingSession
+from explorer.window.style import compare_stylesheet
+from explorer.engine.worker import EngineConnection
 
 FRAME_MS = 33                  # repaint at most ~30 times a second
 HISTORY_MB_PER_RUN = 16        # each run's GUI-side History cap (the main window's default is larger)
-LOG_CLAMP = 300.0
 VARY_KEYS = {                  # setting -> values offered by default in the dialog
     "model": "rnn, gru, lstm",
     "spectral_radius": "0.9, 1.0, 1.1",
@@ -109,7 +110,8 @@ class GradientOverlay(RunsPanel):
         rows = [np.asarray(r.dh_norms[0], dtype=float) for r in records]
         extent = plotting.finite_extent(np.concatenate(rows), positive=True)
         if extent is not None:
-            self.y_range.update(max(math.log10(extent[0]), -LOG_CLAMP), min(math.log10(extent[1]), LOG_CLAMP))
+            self.y_range.update(max(math.log10(extent[0]), -plotting.LOG_CLAMP),
+                                min(math.log10(extent[1]), plotting.LOG_CLAMP))
         self.plot.setYRange(self.y_range.lo, self.y_range.hi, padding=0)
         ceiling = 10.0 ** self.y_range.hi
         T = max(len(row) for row in rows)
@@ -225,8 +227,8 @@ class CompareWindow(QMainWindow):
         self._dirty = False
         self._closing = False
 
-        self.session = TrainingSession(runs, max_rate)
-        self.worker = self.session.worker
+        self.connection = EngineConnection(runs, max_rate)
+        self.worker = self.connection.worker
         self._build(title, explanation)
         self._connect_worker()
         self.frame_timer = QTimer(self)
@@ -236,7 +238,7 @@ class CompareWindow(QMainWindow):
         if parent is not None:
             parent.installEventFilter(self)   # close with the main window
         self.apply_theme(self.theme)
-        self.session.start()
+        self.connection.start()
 
     # -- construction -------------------------------------------------------------------------------------
     def _build(self, title: str, explanation: str):
@@ -300,21 +302,14 @@ class CompareWindow(QMainWindow):
     def apply_theme(self, theme: Theme):
         self.theme = theme
         self.setPalette(themed_palette(self.palette(), theme))
-        surface = surface_color(theme).name()        # toolbar and buttons: a shade off the background
         if self.parent() is None:   # with a parent (the main window) its style sheet reaches this window too
-            self.setStyleSheet(f"QMainWindow#CompareWindow, QWidget#compareCentral {{ background: {theme.background}; "
-                               f"color: {theme.foreground}; }}"
-                               f"QToolBar {{ background: {surface}; border: none; padding: 3px; spacing: 4px; }}"
-                               f"QToolBar QToolButton {{ color: {theme.foreground}; background: transparent; "
-                               f"border: none; border-radius: 4px; padding: 4px 8px; }}"
-                               f"QToolBar QToolButton:hover {{ background: {theme.muted}; }}"
-                               f"QToolBar QLabel {{ color: {theme.muted}; }}")
+            self.setStyleSheet(compare_stylesheet(theme, surface_color(theme).name()))
         self.gradient_overlay.apply_theme(theme)
         self.loss_overlay.apply_theme(theme)
         for run_column in self.columns:
             run_column.apply_theme(theme)
         self.header.setFont(plotting.font(theme))
-        title, explanation, same = (_html(p) for p in self._header_parts)
+        title, explanation, same = (html.escape(p, quote=False) for p in self._header_parts)
         self.header.setText(f"<span style='font-size:{theme.font_pt * 1.3:.1f}pt; color:{theme.foreground}'>"
                             f"<b>{title}</b></span><br><span style='color:{theme.muted}'>"
                             f"{explanation + ' ' if explanation else ''}Every run: {same}, the same batches.</span>")
@@ -332,9 +327,6 @@ class CompareWindow(QMainWindow):
     def step(self):
         self.controls.step()
 
-    def _set_playing_ui(self, playing: bool):
-        self.controls.show(playing)
-
     # -- worker -> GUI (queued, bound slots) ----------------------------------------------------------------
     @Slot(object)
     def _on_records(self, records: list[Record]):
@@ -348,12 +340,12 @@ class CompareWindow(QMainWindow):
 
     @Slot(object)
     def _on_paused_by_divergence(self, records):
-        self._set_playing_ui(False)
+        self.controls.show(False)
         self.step_label.setText(f"every run diverged at step {records[0].step}: paused")
 
     @Slot(str, str)
     def _on_failed(self, message: str, details: str):
-        self._set_playing_ui(False)
+        self.controls.show(False)
         self.step_label.setText(message)
 
     # -- drawing -------------------------------------------------------------------------------------------
@@ -400,14 +392,14 @@ class CompareWindow(QMainWindow):
     def shutdown(self, timeout_ms: int = 10_000) -> bool:
         """Stop training (stop -> quit -> wait); True if it ended in time."""
         self.frame_timer.stop()
-        return self.session.shutdown(timeout_ms)
+        return self.connection.shutdown(timeout_ms)
 
     def closeEvent(self, event):
         if not self._closing:
             self._closing = True
             if not self.shutdown(1000):   # a long step ends first
                 self.hide()
-                self.session.thread.wait()
+                self.connection.thread.wait()
             _open_windows.discard(self)
         super().closeEvent(event)
 
@@ -581,6 +573,3 @@ class _DialogOpener(QObject):
             self.window = open_comparison(self.dialog.chosen, self.parent_window)
             self.window.setWindowTitle(f"Compare: {self.dialog.chosen_title}")
 
-
-def _html(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -18,7 +18,7 @@
 Every public method is safe to call from the GUI thread: it only sets a flag or queues a command.
 Signals are delivered queued to *bound* slots of GUI-thread objects (a lambda would run in the
 worker thread). Records are never mutated after they are emitted, so the GUI may read their numpy
-arrays without a lock. `TrainingSession` wires one worker to one thread and shuts it down in order:
+arrays without a lock. `EngineConnection` wires one worker to one thread and shuts it down in order:
 request stop -> thread.quit() -> thread.wait().
 """
 from __future__ import annotations
@@ -235,7 +235,7 @@ class TrainingWorker(QObject):
         dead.close()
 
 
-class TrainingSession(QObject):
+class EngineConnection(QObject):
     """One worker in one QThread: start, and shut down in order (stop -> quit -> wait).
     `config`: a Config, or [(label, Config), ...] for a comparison in lockstep (see TrainingWorker)."""
 
@@ -262,7 +262,7 @@ class TrainingSession(QObject):
 
     def __del__(self):
         # Safety net: a QThread destroyed while running aborts the process. The window shuts the
-        # session down on close; this covers an owner that was dropped without being closed.
+        # connection down on close; this covers an owner that was dropped without being closed.
         try:
             if self.thread.isRunning():
                 self.shutdown()

@@ -25,6 +25,7 @@ DASHBOARD_PANELS = ("gradient_time", "gradient_history", "hidden_state", "spectr
 IMAGE_SUFFIXES = (".png", ".svg")
 ANIMATION_SUFFIXES = (".gif", ".mp4")
 SCALES = (1, 2, 4)
+ANIMATION_FPS = 10          # GIF/MP4 of training, in the app and headless
 
 
 class ExportError(RuntimeError):
@@ -87,7 +88,7 @@ def save_figure(widget: QWidget, path: str | Path, scale: float = 1.0, title: st
 class Animation:
     """Frames grabbed from a widget, written as GIF (Pillow) or MP4 (ffmpeg via imageio)."""
 
-    def __init__(self, fps: int = 10):
+    def __init__(self, fps: int = ANIMATION_FPS):
         self.fps = fps
         self.frames: list[np.ndarray] = []
 
@@ -259,7 +260,7 @@ def export_main(argv: list[str] | None = None) -> int:
 
     animated = suffix in ANIMATION_SUFFIXES
     frame_every = max(1, args.steps // max(1, args.frames)) if animated else args.steps
-    animation = Animation(fps=10)
+    animation = Animation()
     progress = Progress(args.steps)
     record = None
     for i in range(1, args.steps + 1):

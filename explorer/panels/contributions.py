@@ -11,7 +11,6 @@ from explorer.panels import plotting
 from explorer.panels.base import Panel
 from explorer.theme import Theme
 
-LOG_CLAMP = 300.0    # |log10| beyond this is drawn at the clamp (float64 limits)
 
 
 def shares(record: Record) -> np.ndarray | None:
@@ -87,7 +86,8 @@ class ContributionsPanel(Panel):
         total = float(norms[0].sum())
         if extent is not None:
             lo, hi = math.log10(extent[0]), math.log10(max(extent[1], total if math.isfinite(total) else 0))
-            self.y_range.update(max(lo, -LOG_CLAMP), min(hi + 0.3, LOG_CLAMP))   # room above the total line
+            # room above the total line
+            self.y_range.update(max(lo, -plotting.LOG_CLAMP), min(hi + 0.3, plotting.LOG_CLAMP))
         self.norm_plot.setYRange(self.y_range.lo, self.y_range.hi, padding=0)
         ceiling = 10.0 ** self.y_range.hi
         for r, curve in enumerate(self.row_curves):

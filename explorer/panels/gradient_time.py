@@ -12,7 +12,6 @@ from explorer.panels.base import Panel
 from explorer.theme import Theme
 
 TRAIL = 8            # earlier records drawn as a fading trail (row 0)
-LOG_CLAMP = 300.0    # |log10| beyond this is drawn at the clamp (float64 limits)
 
 
 class GradientTimePanel(Panel):
@@ -106,9 +105,9 @@ class GradientTimePanel(Panel):
         has_inf = bool(np.isinf(values).any())
         lo_need = math.floor(lo) - 1 if has_zero else lo    # zeros sit one decade under the smallest norm
         hi_need = math.ceil(hi) + 1.5 if has_inf else hi    # infinities sit one decade over the largest
-        self.y_range.update(max(lo_need, -LOG_CLAMP), min(hi_need, LOG_CLAMP))
+        self.y_range.update(max(lo_need, -plotting.LOG_CLAMP), min(hi_need, plotting.LOG_CLAMP))
         self.floor = 10.0 ** (lo_need if has_zero else self.y_range.lo)
-        self.ceiling = 10.0 ** (min(math.ceil(hi) + 1, LOG_CLAMP) if has_inf else self.y_range.hi)
+        self.ceiling = 10.0 ** (min(math.ceil(hi) + 1, plotting.LOG_CLAMP) if has_inf else self.y_range.hi)
         self.plot.setYRange(self.y_range.lo, self.y_range.hi, padding=0)
 
     @staticmethod
@@ -137,7 +136,7 @@ class GradientTimePanel(Panel):
                 continue
             anchor = ok[-1]
             log_y = math.log10(row0[anchor]) + (ts[anchor] - ts) * math.log10(base)
-            line.setData(ts, 10.0 ** np.clip(log_y, -LOG_CLAMP, LOG_CLAMP))
+            line.setData(ts, 10.0 ** np.clip(log_y, -plotting.LOG_CLAMP, plotting.LOG_CLAMP))
 
     # -- rows, legend, theme ------------------------------------------------------------------
     def _ensure_rows(self, R: int):

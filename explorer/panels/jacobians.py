@@ -1,6 +1,7 @@
 """Jacobians through time: how much one step of the recurrence stretches the state, and the product back from T."""
 from __future__ import annotations
 
+import html
 import math
 
 import numpy as np
@@ -13,7 +14,6 @@ from explorer.panels import plotting
 from explorer.panels.base import Panel
 from explorer.theme import Theme
 
-LOG_CLAMP = 300.0
 SCAN = 400          # records searched back in the history for the newest one with Jacobians
 POLL_MS = 250       # how often a connected panel tells the worker whether it is on screen
 
@@ -153,18 +153,19 @@ class JacobiansPanel(Panel):
         self.step_curve.setData(ts, s)
 
         bound = None if jac.log10_bound is None else np.asarray(jac.log10_bound, dtype=float)
-        drawn = np.clip(product, -LOG_CLAMP, LOG_CLAMP)
+        drawn = np.clip(product, -plotting.LOG_CLAMP, plotting.LOG_CLAMP)
         drawn[np.isneginf(product)] = np.nan              # an exactly-zero product: a gap
         self.product_curve.setData(ts, drawn)
         values = [product[np.isfinite(product)]]
         if bound is not None:
-            self.bound_curve.setData(ts, np.clip(bound, -LOG_CLAMP, LOG_CLAMP))
+            self.bound_curve.setData(ts, np.clip(bound, -plotting.LOG_CLAMP, plotting.LOG_CLAMP))
             values.append(bound[np.isfinite(bound)])
         else:
             self.bound_curve.setData([], [])
         both = np.concatenate(values)
         if both.size:
-            self.y_range.update(max(float(both.min()), -LOG_CLAMP), min(float(both.max()), LOG_CLAMP))
+            self.y_range.update(max(float(both.min()), -plotting.LOG_CLAMP),
+                                min(float(both.max()), plotting.LOG_CLAMP))
         self.product_plot.setYRange(self.y_range.lo, self.y_range.hi, padding=0)
         self.step_plot.setXRange(0.5, T + 0.5, padding=0)
 
@@ -202,8 +203,9 @@ class JacobiansPanel(Panel):
             return
         head, _, rest = text.partition(": ")
         size = f"font-size:{theme.font_pt * 1.2:.1f}pt"
-        self.readout.setText(f"<span style='{size}; color:{theme.foreground}'><b>{_escape(head)}</b></span>"
-                             f"<span style='color:{theme.muted}'>: {_escape(rest)}</span>")
+        head, rest = html.escape(head, quote=False), html.escape(rest, quote=False)
+        self.readout.setText(f"<span style='{size}; color:{theme.foreground}'><b>{head}</b></span>"
+                             f"<span style='color:{theme.muted}'>: {rest}</span>")
         self.readout.setVisible(True)
 
     def _restyle(self, theme: Theme):
@@ -214,6 +216,3 @@ class JacobiansPanel(Panel):
         self.readout.setFont(plotting.font(theme))
         self._render_readout()
 
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -13,7 +13,6 @@ from explorer.panels import plotting
 from explorer.panels.base import Panel
 from explorer.theme import Theme
 
-LOG_CLAMP = 300.0
 NOT_LSTM = "LSTM only — switch model to lstm"
 
 
@@ -101,7 +100,8 @@ class LstmHighwayPanel(Panel):
         ts = np.arange(1, T + 1, dtype=float)
         extent = plotting.finite_extent(np.concatenate([dc, dh]), positive=True)
         if extent is not None:
-            self.y_range.update(max(math.log10(extent[0]), -LOG_CLAMP), min(math.log10(extent[1]), LOG_CLAMP))
+            self.y_range.update(max(math.log10(extent[0]), -plotting.LOG_CLAMP),
+                                min(math.log10(extent[1]), plotting.LOG_CLAMP))
         self.grad_plot.setYRange(self.y_range.lo, self.y_range.hi, padding=0)
         self.grad_plot.setXRange(0.5, T + 0.5, padding=0)
         ceiling = 10.0 ** self.y_range.hi

@@ -6,6 +6,7 @@ Everything here is created once per panel and restyled in place by `Panel.apply_
 from __future__ import annotations
 
 import math
+from html import escape
 
 import numpy as np
 import pyqtgraph as pg
@@ -14,6 +15,8 @@ from PySide6.QtGui import QColor, QFont
 from PySide6.QtWidgets import QGraphicsItem, QSizePolicy
 
 from explorer.theme import Theme
+
+LOG_CLAMP = 300.0    # |log10| beyond this is drawn at the clamp (float64 spans about ±308)
 
 pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
 
@@ -304,7 +307,7 @@ class Note:
 
     def set(self, text: str, html: str | None = None):
         """Show `text` (plain, also kept in .text); `html` if given is what is drawn."""
-        html = html if html is not None else _escape(text).replace("\n", "<br>")
+        html = html if html is not None else escape(text, quote=False).replace("\n", "<br>")
         if text == self.text and html == self._html:
             return
         self.text, self._html = text, html
@@ -321,10 +324,6 @@ class Note:
         ink = theme.alert if self.alert else theme.foreground
         self.label.setText(self._html or "&nbsp;", color=ink, size=f"{theme.font_pt}pt")
         self.label.setVisible(bool(self.text))
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 # -- ranges and non-finite values ---------------------------------------------------------------

@@ -9,6 +9,7 @@ defective matrix) under the plot.
 """
 from __future__ import annotations
 
+import html
 import math
 import re
 import weakref
@@ -31,6 +32,8 @@ CIRCLE = np.exp(1j * np.linspace(0, 2 * np.pi, 361))
 EDIT_TAG = "spectrum.edit_eigenvalue"     # worker.call tags this panel sends and answers to
 UNDO_TAG = "spectrum.undo_matrix_edit"
 REAL_TOL = 1e-9                           # |Im λ| ≤ this × max(1, |λ|): a real eigenvalue
+PLOT_MIN = (220, 180)                      # px: the unit circle stays a readable circle (equal aspect)
+READOUT_SIDE = 0.36                       # share of a wide panel's width for the readout and legend column
 EDIT_HINT = "Drag an eigenvalue to move it (a complex pair moves together); it applies at the next step."
 
 
@@ -84,8 +87,8 @@ class SpectrumPanel(Panel):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.view = self.add_graphics()
-        self.plot = self.add_plot(plotting.new_plot(self.view.ci, 0, 0, "Re λ", "Im λ"))
-        self.plot.setAspectLocked(True)
+        self.plot = self.add_plot(plotting.new_plot(self.view.ci, 0, 0, "Re λ", "Im λ"), minimum=PLOT_MIN)
+        self.plot.setAspectLocked(True)   # equal aspect: a circle is a circle
         self.legend = self.add_legend(plotting.new_legend())    # placed by _arrange
         self.readout = pg.LabelItem("", justify="left")      # block name, ρ, σ_max, verdict
         self.readout_text = ""                               # the same, as plain text
@@ -345,14 +348,22 @@ class SpectrumPanel(Panel):
     def _update_arrangement(self):
         if self.compact:
             return
-        side = max(self.readout.itemRect().width(), plotting.legend_width(self.legend, 2))
+        side = max(READOUT_SIDE * self.width(), plotting.legend_width(self.legend, 2))
         wide = self.width() - side - 60 > 0.8 * self.height()
         if wide != self._wide:
             self._arrange(wide)
+        # the readout wraps in the room of its column (beside the plot or above it): it never widens the panel
+        # and never runs into the axes' labels
+        width = max(120, int(side) if wide else self.width() - 30)
+        if self.readout.item.textWidth() != width:
+            self.readout.item.setTextWidth(width)
+            self.readout.updateMin()
+            self.readout.setMinimumWidth(120)
 
     def _arrange(self, wide: bool):
         """Wide panel: readout and legend in a column right of the (square) plot; else above and below it."""
         self._wide = wide
+        self.legend._beside = wide and not self.compact   # how Panel.fit_minimums counts it
         layout = self.view.ci
         for item in (self.plot, self.readout, self.legend):
             if item in layout.items:
@@ -404,5 +415,5 @@ def _complex(z: complex) -> str:
 
 def _html(text: str) -> str:
     """Escaped for Qt rich text, with matrix names subscripted: W_hh -> W<sub>hh</sub>."""
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = html.escape(text, quote=False)
     return re.sub(r"\bW_([a-z]+)\b", r"W<sub>\1</sub>", text)

@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Iterator
+from typing import Any, Callable, Iterator
 
 from core.config import Config
 from core.records import Record
 from explorer import errors
 from explorer.engine import calls as engine_calls
+from explorer.window.run_state import RunState
 
-if TYPE_CHECKING:
-    from explorer.window.main_window import MainWindow
+CallInWorker = Callable[[str, Callable[[Any], Any], Callable[[Any, str], None]], str]   # MainWindow.call_in_worker
 
 CHECKPOINT_EVERY = 50       # ask the worker for a snapshot every this many steps (and at step 1)
 CHECKPOINTS_KEPT = 3
@@ -31,10 +31,11 @@ class Checkpoint:
 
 
 class Checkpoints:
-    """The checkpoints of `window`'s current model, oldest first (iterate, index, len)."""
+    """The checkpoints of the current model, oldest first (iterate, index, len). `call_in_worker` asks the
+    engine for them; `run` says what the panels showed at the step of one."""
 
-    def __init__(self, window: MainWindow):
-        self.window = window
+    def __init__(self, call_in_worker: CallInWorker, run: RunState):
+        self.call_in_worker, self.run = call_in_worker, run
         self._kept: deque[Checkpoint] = deque(maxlen=CHECKPOINTS_KEPT)
         self._model_id = 0                                    # +1 whenever the worker gets another model
         self._pending = False
@@ -58,7 +59,7 @@ class Checkpoints:
         if self._pending:
             return
         self._pending = True
-        self.window.call_in_worker("checkpoint", engine_calls.checkpoint, partial(self._on_done, self._model_id))
+        self.call_in_worker("checkpoint", engine_calls.checkpoint, partial(self._on_done, self._model_id))
 
     def _on_done(self, model_id: int, result: object, error: str):
         self._pending = False
@@ -68,7 +69,7 @@ class Checkpoints:
         if result is None or model_id != self._model_id:
             return   # weights not finite, no model, or a model that has since been replaced
         step = result["step"]
-        now = self.window.latest
+        now = self.run.latest
         latest = result["latest"] or (now if now is not None and now.step == step else None)
         if latest is None:
             return

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QFormLayout
                                QSpinBox, QVBoxLayout, QWidget)
 
 from core.config import SPECS, Config, ConfigError
-from explorer.window.recording import ANIMATION_FPS
+from explorer.export.figures import ANIMATION_FPS
 from explorer.window.settings import format_value
 
 PNG_SCALES = ((1, "screen"), (2, "slides"), (4, "print"))   # PNG resolutions offered, with what each is for

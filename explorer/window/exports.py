@@ -5,25 +5,44 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable, Protocol
 
-from PySide6.QtCore import QByteArray
+from PySide6.QtCore import QByteArray, QSettings
 from PySide6.QtGui import QGuiApplication, QImage
-from PySide6.QtWidgets import QDialog
+from PySide6.QtWidgets import QDialog, QStatusBar, QWidget
 
+from core.presets import Preset
+from core.records import History, Record
 from explorer import errors
 from explorer.window.dialogs import AnimationDialog, PanelExportDialog
 from explorer.window.file_dialogs import ask_save_path, folder_problem
 
-if TYPE_CHECKING:
-    from explorer.window.main_window import MainWindow
+
+class ExportsHost(Protocol):
+    """What WindowExports uses of the window."""
+
+    store: QSettings
+    preset: Preset
+    panels: list[Any]                # explorer.panels.base.Panel
+
+    @property
+    def latest(self) -> Record | None: ...
+    @property
+    def history(self) -> History: ...
+    def frame_record(self) -> Record | None: ...
+    def render_dashboard(self, scale: float = 1.0) -> QImage: ...
+    def panel_on_screen(self, name: str) -> Any: ...
+    def record_animation(self, path: str | Path, steps: int, frames: int, target: str = "dashboard") -> bool: ...
+    def statusBar(self) -> QStatusBar: ...
+    def show_problem(self, title: str, text: str, informative: str = "", details: str = "") -> None: ...
 
 
 class WindowExports:
-    """Exports of `window`'s dashboard, panels and run; the menu's handlers ask for the file first."""
+    """Exports of the window's dashboard, panels and run (`host`; `parent`: the dialogs' parent); the menu's
+    handlers ask for the file first."""
 
-    def __init__(self, window: MainWindow):
-        self.window = window
+    def __init__(self, host: ExportsHost, parent: QWidget):
+        self.window, self.dialog_parent = host, parent
 
     def default_name(self, suffix: str, what: str = "") -> str:
         window = self.window
@@ -31,7 +50,7 @@ class WindowExports:
         return f"{window.preset.name}{'_' + what if what else ''}_step{step}{suffix}"
 
     def ask_path(self, title: str, kinds: tuple[tuple[str, str], ...], name: str) -> Path | None:
-        return ask_save_path(self.window, self.window.store, title, kinds, name)
+        return ask_save_path(self.dialog_parent, self.window.store, title, kinds, name)
 
     def write(self, what: str, path: Path, write: Callable[[], None]) -> bool:
         """Run `write`; a failure becomes a dialog naming the file and the reason. True if written."""
@@ -60,7 +79,7 @@ class WindowExports:
             self.dashboard_png(path, scale)
 
     def ask_panel(self):
-        dialog = PanelExportDialog([(p.title, type(p).__name__) for p in self.window.panels], self.window)
+        dialog = PanelExportDialog([(p.title, type(p).__name__) for p in self.window.panels], self.dialog_parent)
         if dialog.exec() != QDialog.DialogCode.Accepted:
             return
         name, scale = dialog.choice()
@@ -79,7 +98,7 @@ class WindowExports:
     def ask_animation(self):
         window = self.window
         targets = [("Dashboard (all panels)", "dashboard")] + [(p.title, type(p).__name__) for p in window.panels]
-        dialog = AnimationDialog(targets, window)
+        dialog = AnimationDialog(targets, self.dialog_parent)
         if dialog.exec() != QDialog.DialogCode.Accepted:
             return
         target, steps, frames = dialog.choice()
@@ -100,7 +119,7 @@ class WindowExports:
         if path.suffix.lower() not in (".png", ".svg"):
             self.window.show_problem("Panel not exported", f"cannot export {path.name}: use .png or .svg")
             return False
-        panel = self.window._panel_on_screen(name)
+        panel = self.window.panel_on_screen(name)
         if path.suffix.lower() == ".svg":
             return self.write(panel.title, path, lambda: export.save_svg(panel, path, title=panel.title))
         return self.write(panel.title, path, lambda: export.save_png(panel, path, scale))

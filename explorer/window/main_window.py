@@ -1,6 +1,8 @@
+# COORDINATION NOTE for every engineer editing this file: read /work/COORDINATION.md now (commit rules, file ownership,
+# the .venv, the 03:05 UTC deadline). Leave these two lines in place; the lead engineer removes them at the end.
 """The main window: toolbar, scenario banner, settings dock, panel docks, status readout.
 
-It owns one `TrainingSession` (explorer.engine.worker) and never trains itself. Records
+It owns one `EngineConnection` (explorer.engine.worker) and never trains itself. Records
 arrive by signal at bound slots; the window keeps the newest one (and a mirror
 of the run's `History`, touched only in the GUI thread) and repaints the panels
 from a ~30 fps timer; the engine trains in a process of its own, so drawing never slows training.
@@ -8,51 +10,45 @@ from a ~30 fps timer; the engine trains in a process of its own, so drawing neve
 from __future__ import annotations
 
 import base64
-import importlib
-import math
+import html
 import time
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
 from PySide6.QtCore import QByteArray, QPoint, QRect, QSettings, QSize, Qt, QTimer, Slot
-from PySide6.QtGui import QAction, QActionGroup, QFont, QImage, QKeySequence, QPainter, QRegion
-from PySide6.QtWidgets import (QApplication, QComboBox, QDockWidget, QLabel, QMainWindow, QMessageBox, QStyle,
-                               QTabWidget, QVBoxLayout, QWidget)
+from PySide6.QtGui import QFont, QImage, QPainter, QRegion
+from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QMessageBox, QTabWidget, QVBoxLayout, QWidget
 
-from core.config import LIVE_KEYS, Config, ConfigError
+from core.config import Config, ConfigError
 from core.presets import DEFAULT_PRESET, Preset, load_preset, preset_names
 from core.records import History, Record
 from explorer import errors
+from explorer.compare import window as compare_window
 from explorer.engine import calls as engine_calls
-from explorer.window.checkpoints import CHECKPOINT_EVERY, Checkpoint, Checkpoints
-from explorer.window.dialogs import PNG_SCALES, ContinueDialog
+from explorer.panels import PANELS, connect_panels
+from explorer.window.actions import DEFAULT_SPEED, SPEEDS, build_menus, build_run_actions, build_toolbar
+from explorer.window.checkpoints import CHECKPOINT_EVERY, Checkpoints
 from explorer.window.exports import WindowExports
 from explorer.window.presentation import LAYOUT_VERSION, WindowLayout
-from explorer.window.recording import ANIMATION_FPS, AnimationRecorder, Recording
-from explorer.window.run_controls import RunControls, run_action, run_toolbar
+from explorer.export.figures import ANIMATION_FPS
+from explorer.window.recording import AnimationRecorder, Recording
+from explorer.window.recovery import Recovery
+from explorer.window.run_state import RunState
 from explorer.window.sessions import SessionFiles
-from explorer.window.settings import SettingsPanel, format_value
-from explorer.window.status import StatusReadout, StepRate, fmt
+from explorer.window.settings import SettingsPanel
+from explorer.window.status import StatusReadout, StepRate
 from explorer.theme import DEFAULT_THEME, THEMES, Theme, presentation
 from explorer.window.style import palette_for, stylesheet
+from explorer.window.timeline import TimelineBar
 from explorer.window.widgets import DockTitleBar, LoadingOverlay, MessageBar, ScenarioBanner
-from explorer.engine.worker import TrainingSession
+from explorer.engine.worker import EngineConnection
 
 ORGANIZATION, APPLICATION = "GradientFlowExplorer", "Explorer"
 FRAME_PERIOD_S = 0.031      # a frame at most every 31 ms (~32 fps: the target is >= 30) ...
 FRAME_POLL_MS = 6           # ... looked for every 6 ms, so a frame comes at most that late
 FRAME_COST_FACTOR = 3       # engine in a thread (GRADFLOW_ENGINE=thread): drawing takes at most ~1/3 of the time
-SPEEDS: tuple[tuple[str, float | None], ...] = (
-    ("1 step/s", 1.0), ("5 steps/s", 5.0), ("20 steps/s", 20.0), ("unlimited", None))
-DEFAULT_SPEED = "unlimited"
 VIEW_VERSION = 1            # the layout of the `view` dict this window writes into a session
-COMPARE_MODULE = "explorer.compare.window"
-
-
-def _default_panels() -> list[type]:
-    from explorer.panels import PANELS
-    return list(PANELS)
 
 
 class MainWindow(QMainWindow):
@@ -70,9 +66,7 @@ class MainWindow(QMainWindow):
         self._candidate: Preset | None = None      # a scenario being built; becomes self.preset when it runs
         config = config if config is not None else self.preset.config
 
-        self.history = History(config.history_mb * 2**20)   # GUI-thread mirror of the run
-        self.latest: Record | None = None                    # the newest record received
-        self._latest_detailed: Record | None = None          # the newest with hidden states
+        self.run = RunState(config.history_mb * 2**20)       # the run as this window knows it (GUI thread)
         self.shown_record: Record | None = None              # what the panels drew last
         self._dirty = False
         self._next_frame_at = 0.0
@@ -84,35 +78,40 @@ class MainWindow(QMainWindow):
         self.last_message_box: QMessageBox | None = None     # the last problem shown (tests read and close it)
         self._calls: dict[str, Callable[[Any, str], None]] = {}   # worker.call tag -> GUI-thread handler
         self._call_seq = 0
-        self.session_files = SessionFiles(self)              # Save / Open Session
-        self.exports = WindowExports(self)                   # File ▸ Export
-        self.recorder = AnimationRecorder(self)              # an animation being recorded
-        self.checkpoints = Checkpoints(self)                 # snapshots for Revert
+        self.session_files = SessionFiles(self, self)        # Save / Open Session
+        self.exports = WindowExports(self, self)             # File ▸ Export
+        self.recorder = AnimationRecorder(self, self.exports, self)   # an animation being recorded
+        self.checkpoints = Checkpoints(self.call_in_worker, self.run)   # snapshots for Revert
         self.checkpoint_every = CHECKPOINT_EVERY
-        self.diverged_record: Record | None = None           # the record of the refused update, until resolved
 
         speed_name = str(self.store.value("speed", DEFAULT_SPEED))
         if speed_name not in dict(SPEEDS):
             speed_name = DEFAULT_SPEED
-        self.session = TrainingSession(config, dict(SPEEDS)[speed_name])
-        self.worker = self.session.worker
+        self.connection = EngineConnection(config, dict(SPEEDS)[speed_name])
+        self.worker = self.connection.worker
 
         self._build_central()
         self.settings_panel = SettingsPanel(config)
-        self.panels = [cls() for cls in (panels if panels is not None else _default_panels())]
+        self.panels = [cls() for cls in (panels if panels is not None else PANELS)]
         self._build_docks()
-        self._build_actions()
-        self._build_toolbar(speed_name)
+        build_run_actions(self)
+        build_toolbar(self, speed_name)
         self.layouts = WindowLayout(self)                    # dock layout, presentation mode, screen fitting
-        self._build_menus()
+        build_menus(self)
         self.readout = StatusReadout()
         self.statusBar().addWidget(self.readout, 1)
         self._update_banner()
         self.readout.set_state("building …")
         self.overlay = LoadingOverlay(self.dock_host)   # until step 1 is drawn: no empty panels on show
 
+        self.recovery = Recovery(self, self.run, self.checkpoints, self.settings_panel, self.message_bar,
+                                 self.worker, self)          # after a blow-up: Revert, Continue
+        self.recovery.reverted.connect(self._on_reverted)
+        self.session_files.opened.connect(self._on_session_opened)
+        self.session_files.path_changed.connect(self._update_title)
+        self.session_files.done.connect(self._on_file_work_done)
         self._connect_worker()
-        self._connect_panels()
+        connect_panels(self.panels, self.worker)   # eigenvalue editing, Jacobians on demand
         self.settings_panel.live_changed.connect(self._on_live_changed)
         self.settings_panel.rebuild_requested.connect(self._on_rebuild_requested)
         self.settings_panel.check_requested.connect(self._on_check_requested)
@@ -124,7 +123,7 @@ class MainWindow(QMainWindow):
         self.frame_timer.start()
 
         self._restore_settings()
-        self.session.start()
+        self.connection.start()
 
     # -- construction ----------------------------------------------------------------------------------
     def _build_central(self):
@@ -145,11 +144,10 @@ class MainWindow(QMainWindow):
         column.addWidget(self.banner)
         column.addWidget(self.message_bar)
         column.addWidget(self.dock_host, 1)
-        self.timeline = _timeline_bar(self)   # scrub back through the recorded steps (None if not installed)
-        if self.timeline is not None:
-            column.addWidget(self.timeline)
-            self.timeline.scrubbed.connect(self._on_scrubbed)
-            self.timeline.live.connect(self._on_timeline_live)
+        self.timeline = TimelineBar(lambda: self.run.history)   # scrub back through the recorded steps
+        column.addWidget(self.timeline)
+        self.timeline.scrubbed.connect(self._on_scrubbed)
+        self.timeline.live.connect(self._on_timeline_live)
         self.setCentralWidget(central)
 
     def _build_docks(self):
@@ -179,133 +177,6 @@ class MainWindow(QMainWindow):
                          | QDockWidget.DockWidgetFeature.DockWidgetClosable)
         return dock
 
-    def _build_actions(self):
-        self.controls = RunControls(self, self.worker, "Play / Pause training (Space)",
-                                    "One optimizer step, fully recorded (Right arrow)", self._repaint,
-                                    self._on_run_state_shown)
-        self.play_action, self.step_action = self.controls.play_action, self.controls.step_action
-        self.reset_action = run_action(self, QStyle.StandardPixmap.SP_BrowserReload, "Reset", Qt.Key.Key_R,
-                                       "Start again from step 1 with the current settings (R)",
-                                       self._on_reset_triggered)
-        for action in (self.play_action, self.step_action, self.reset_action):
-            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-            self.addAction(action)
-
-    def _build_toolbar(self, speed_name: str):
-        bar = run_toolbar(self, "Controls", "controls", (self.play_action, self.step_action, self.reset_action))
-        bar.addSeparator()
-        bar.addWidget(QLabel(" Max speed "))
-        self.speed_combo = QComboBox()
-        self.speed_combo.setObjectName("speedCombo")
-        self.speed_combo.setToolTip("Upper limit on optimizer steps per second while playing")
-        for name, rate in SPEEDS:
-            self.speed_combo.addItem(name, rate)
-        self.speed_combo.setCurrentText(speed_name)
-        self.speed_combo.currentIndexChanged.connect(self._on_speed_changed)
-        bar.addWidget(self.speed_combo)
-        bar.addSeparator()
-        bar.addWidget(QLabel(" Scenario "))
-        self.scenario_combo = QComboBox()
-        self.scenario_combo.setObjectName("scenarioCombo")
-        self.scenario_combo.setToolTip("Built-in scenarios: choosing one rebuilds the model with its settings")
-        self.scenario_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
-        single, comparisons = [], []
-        for name in preset_names():
-            try:
-                preset = load_preset(name)
-            except ConfigError:
-                continue  # a broken preset file is reported when chosen, not listed
-            (comparisons if preset.runs else single).append((preset.title, name))
-        for title, name in single:
-            self.scenario_combo.addItem(title, name)
-        if comparisons:   # opened in the comparison view, not in this window
-            self.scenario_combo.insertSeparator(self.scenario_combo.count())
-            for title, name in comparisons:
-                self.scenario_combo.addItem(f"Compare: {title}", name)
-                self.scenario_combo.setItemData(self.scenario_combo.count() - 1,
-                                                "Opens the comparison view (several runs side by side)",
-                                                Qt.ItemDataRole.ToolTipRole)
-        if self.scenario_combo.findData(self.preset.name) < 0:
-            self.scenario_combo.addItem(self.preset.title, self.preset.name)
-        self.scenario_combo.setCurrentIndex(self.scenario_combo.findData(self.preset.name))
-        self.scenario_combo.activated.connect(self._on_scenario_chosen)
-        bar.addWidget(self.scenario_combo)
-        self.toolbar = bar
-
-    def _build_menus(self):
-        menu = self.menuBar()
-        file_menu = menu.addMenu("&File")
-        self.open_action = file_menu.addAction("Open Session…", self.session_files.ask_open)
-        self.open_action.setShortcut(QKeySequence.StandardKey.Open)
-        self.save_action = file_menu.addAction("Save Session", self.session_files.save_or_ask)
-        self.save_action.setShortcut(QKeySequence.StandardKey.Save)
-        self.save_as_action = file_menu.addAction("Save Session As…", self.session_files.ask_save_as)
-        self.save_as_action.setShortcut(QKeySequence("Ctrl+Shift+S"))
-        for action, tip in ((self.open_action, "Reopen a saved run exactly where it was: step, curves, weights, view"),
-                            (self.save_action, "Save the run (config, weights, optimizer, history) and the view "
-                                               "(theme, layout, window) to a .gfe file"),
-                            (self.save_as_action, "Save the run to another .gfe file")):
-            action.setStatusTip(tip)
-        file_menu.addSeparator()
-        export = self.export_menu = file_menu.addMenu("Export")
-        dashboard = export.addMenu("Dashboard as PNG")
-        self.dashboard_actions: dict[int, QAction] = {}
-        for scale, use in PNG_SCALES:
-            action = dashboard.addAction(f"{scale}×  ({use})…", partial(self.exports.ask_dashboard, scale))
-            self.dashboard_actions[scale] = action
-        export.addAction("Panel as PNG/SVG…", self.exports.ask_panel)
-        export.addAction("Run data as CSV/NPZ…", self.exports.ask_run_data)
-        export.addAction("Animation (GIF/MP4)…", self.exports.ask_animation)
-        export.addSeparator()
-        self.copy_action = export.addAction("Copy figure to clipboard", self._on_copy_figure)
-        self.copy_action.setShortcut(QKeySequence("Ctrl+Shift+C"))
-        self.copy_action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-        self.addAction(self.copy_action)
-        file_menu.addSeparator()
-        quit_action = file_menu.addAction("Quit")
-        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
-        quit_action.triggered.connect(self.close)
-
-        run_menu = menu.addMenu("&Run")
-        for action in (self.play_action, self.step_action, self.reset_action):
-            run_menu.addAction(action)
-        run_menu.addSeparator()
-        self.compare_action = run_menu.addAction("Compare runs…", self._on_compare_runs)
-        self.compare_action.setStatusTip("Train 2-4 configurations side by side on the same data")
-
-        view = menu.addMenu("&View")
-        view.addAction(self.settings_dock.toggleViewAction())
-        for dock in self.panel_docks.values():
-            view.addAction(dock.toggleViewAction())
-        self.banner_action = QAction("Scenario explanation", self, checkable=True, checked=True)
-        self.banner_action.toggled.connect(self.banner.setVisible)
-        view.addAction(self.banner_action)
-        view.addSeparator()
-        theme_menu = view.addMenu("Theme")
-        self.theme_actions: dict[str, QAction] = {}
-        group = QActionGroup(self)
-        for name in THEMES:
-            action = QAction(name.capitalize(), self, checkable=True)
-            action.setData(name)
-            action.triggered.connect(self._on_theme_chosen)
-            group.addAction(action)
-            theme_menu.addAction(action)
-            self.theme_actions[name] = action
-        self.presentation_action = QAction("Presentation mode (large type)", self, checkable=True)
-        self.presentation_action.setShortcut(QKeySequence(Qt.Key.Key_F5))
-        self.presentation_action.toggled.connect(self.layouts.set_presentation)
-        view.addAction(self.presentation_action)
-        fullscreen = QAction("Full screen", self, checkable=True)
-        fullscreen.setShortcut(QKeySequence(Qt.Key.Key_F11))
-        fullscreen.toggled.connect(self._on_fullscreen_toggled)
-        view.addAction(fullscreen)
-        view.addSeparator()
-        self.layouts.add_view_actions(view)
-        view.addAction("Reset layout", self.layouts.reset)
-
-        help_menu = menu.addMenu("&Help")
-        help_menu.addAction("Keyboard shortcuts", self._on_shortcuts_help)
-
     def _connect_worker(self):
         w = self.worker   # every connection goes to a bound slot of this GUI-thread object
         w.record_ready.connect(self._on_record)
@@ -316,13 +187,6 @@ class MainWindow(QMainWindow):
         w.diverged.connect(self._on_diverged)
         w.failed.connect(self._on_failed)
         w.call_done.connect(self._on_call_done)
-
-    def _connect_panels(self):
-        """Panels that talk to the worker (eigenvalue editing, Jacobians on demand) wire themselves."""
-        import explorer.panels
-        connect = getattr(explorer.panels, "connect_panels", None)
-        if connect is not None:
-            connect(self.panels, self.worker)
 
     # -- persistence -----------------------------------------------------------------------------------
     def _restore_settings(self):
@@ -371,27 +235,12 @@ class MainWindow(QMainWindow):
             self.presentation_action.blockSignals(False)
         self._dirty = True
 
-    @Slot()
-    def _on_theme_chosen(self):
-        action = self.sender()
-        if isinstance(action, QAction):
-            self.set_theme(action.data())
-
-    @Slot(bool)
-    def _on_fullscreen_toggled(self, on: bool):
+    def set_fullscreen(self, on: bool):
         self.showFullScreen() if on else self.showNormal()
 
     @Slot()
     def _on_banner_closed(self):
         self.banner_action.setChecked(False)
-
-    @Slot()
-    def _on_shortcuts_help(self):
-        QMessageBox.information(self, "Keyboard shortcuts",
-                                "Space\tPlay / Pause\nRight\tOne optimizer step (fully recorded)\n"
-                                "R\tReset to step 1\nF5\tPresentation mode (large type)\nF11\tFull screen\n"
-                                "Ctrl+O\tOpen session\nCtrl+S\tSave session\n"
-                                "Ctrl+Shift+C\tCopy the dashboard to the clipboard\nCtrl+Q\tQuit")
 
     # -- controls --------------------------------------------------------------------------------------
     def is_playing(self) -> bool:
@@ -409,23 +258,21 @@ class MainWindow(QMainWindow):
         """One optimizer step, fully recorded."""
         self.controls.step()
 
-    @Slot()
-    def _on_reset_triggered(self):
+    def reset(self):
+        """Start again from step 1 with the current settings."""
         self.pause()
         self.message_bar.clear()
         self.worker.rebuild(self.settings_panel.config)
 
-    @Slot(int)
-    def _on_speed_changed(self, index: int):
+    def choose_speed(self, index: int):
         self.worker.set_max_rate(self.speed_combo.itemData(index))
 
-    @Slot(int)
-    def _on_scenario_chosen(self, index: int):
+    def choose_scenario(self, index: int):
         name = self.scenario_combo.itemData(index)
         try:
             preset = load_preset(name)
         except ConfigError as e:
-            self.message_bar.show_message("error", f"<b>Scenario not loaded.</b> {_html(str(e))}")
+            self.message_bar.show_message("error", f"<b>Scenario not loaded.</b> {html.escape(str(e), quote=False)}")
             self._select_scenario(self.preset.name)
             return
         if preset.runs:   # a comparison: its own window; this one keeps its run
@@ -442,10 +289,7 @@ class MainWindow(QMainWindow):
         self.scenario_combo.setCurrentIndex(self.scenario_combo.findData(name))
         self.scenario_combo.blockSignals(False)
 
-    def _set_playing_ui(self, playing: bool):
-        self.controls.show(playing)
-
-    def _on_run_state_shown(self, playing: bool):
+    def show_run_state(self, playing: bool):
         self.readout.set_state("▶ running" if playing else "■ paused")
 
     # -- settings -> worker ----------------------------------------------------------------------------
@@ -464,10 +308,7 @@ class MainWindow(QMainWindow):
     def _on_record(self, record: Record):
         if self.session_files.take_seed(record):   # the rebuilt model's step 1, about to be replaced
             return
-        self.history.append(record)
-        self.latest = record
-        if record.hidden is not None:
-            self._latest_detailed = record
+        self.run.add(record)
         self.rate.add(record.step)
         if self.message_bar.kind == "info":
             self.message_bar.clear()
@@ -481,11 +322,9 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _on_rebuilt(self, config: Config):
-        self.history = History(config.history_mb * 2**20)
-        self.latest = self._latest_detailed = None
+        self.run.reset(config.history_mb * 2**20)
         self.rate.reset()
         self.checkpoints.new_model()     # snapshots of another model
-        self.diverged_record = None
         if self._candidate is not None and self._candidate.config == config:
             self.preset = self._candidate
         self._candidate = None
@@ -493,7 +332,7 @@ class MainWindow(QMainWindow):
         self.settings_panel.set_config(config)
         self._update_banner()
         if not self.worker.is_playing():
-            self._set_playing_ui(False)
+            self.controls.show(False)
 
     @Slot(object, str)
     def _on_rebuild_failed(self, config: Config, message: str):
@@ -504,7 +343,7 @@ class MainWindow(QMainWindow):
         self._select_scenario(self.preset.name)
         self.settings_panel.show_error(message)
         self.message_bar.show_message(
-            "warning", f"<b>The model was not rebuilt.</b> {_html(message)} "
+            "warning", f"<b>The model was not rebuilt.</b> {html.escape(message, quote=False)} "
                        f"{'The previous model keeps running.' if self.latest is not None else ''}")
 
     @Slot(object)
@@ -520,21 +359,19 @@ class MainWindow(QMainWindow):
     def _on_diverged(self, record: Record):
         if self.session_files.restoring is not None:
             return
-        self._set_playing_ui(False)
-        self.diverged_record = record
-        errors.log.info("training diverged at step %d: %s", record.step, record.diverged)
-        self.message_bar.show_message("error", self.divergence_message(record), self._divergence_actions(record))
-        self._repaint()
+        self.controls.show(False)
+        self.recovery.diverged(record)
+        self.draw_frame()
 
     @Slot(str, str)
     def _on_failed(self, message: str, details: str):
         self.overlay.hide()
-        self._set_playing_ui(False)
+        self.controls.show(False)
         self._last_traceback = details
         errors.log.error("training: %s\n%s", message, details.rstrip())
         if self.recording is not None:
             self.recorder.finish(f"training failed: {message}")
-        self.message_bar.show_message("error", f"<b>Something went wrong.</b> {_html(message)}. "
+        self.message_bar.show_message("error", f"<b>Something went wrong.</b> {html.escape(message, quote=False)}. "
                                                "Training is paused; the app keeps running.",
                                       (("Details…", self._on_error_details),))
 
@@ -549,58 +386,20 @@ class MainWindow(QMainWindow):
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.open()
 
-    # -- divergence ----------------------------------------------------------------------------------------
-    def divergence_message(self, record: Record) -> str:
-        scalars = self.history.scalars()
-        steps, norms = scalars["step"], scalars["grad_norm"]
-        before = [(int(s), g) for s, g in zip(steps, norms) if s < record.step and math.isfinite(g)]
-        if before:
-            step, norm = before[-1]
-            earlier = f"gradient norm before the blow-up: ‖g‖ = <b>{fmt(norm, 3)}</b> at step {step}"
-            if math.isfinite(record.grad_norm):
-                earlier += f", then {fmt(record.grad_norm, 3)} at step {record.step}"
-        elif math.isfinite(record.grad_norm):
-            earlier = f"gradient norm at this first step: ‖g‖ = <b>{fmt(record.grad_norm, 3)}</b>"
-        else:
-            earlier = "the gradient was not finite from the very first step"
-        cfg = self.settings_panel.config
-        tips = []
-        if cfg.clip is None:
-            tips.append("enable clipping (clip = 1)")
-        if cfg.spectral_radius is None or cfg.spectral_radius >= 1:
-            tips.append("lower spectral_radius below 1" + (f" (now {fmt(cfg.spectral_radius, 3)})"
-                                                           if cfg.spectral_radius is not None else ""))
-        tips.append(f"lower lr (now {fmt(cfg.lr, 3)})")
-        if self.revert_target(record) is None:   # no Revert button: say where a restart would begin
-            tips.append("then press Continue with new settings (the weights are still finite: the refused "
-                        "update was never applied)" if record.step == 1 else
-                        "no state from before the blow-up was kept, so Continue starts again from step 1")
-        return (f"<b>Training diverged at step {record.step}</b>: {_html(record.diverged or '')}. "
-                f"The {earlier}. The update was refused and the run is paused.<br>"
-                f"Try: {'; '.join(tips)}.")
-
-    def _divergence_actions(self, record: Record):
-        actions = []
-        checkpoint = self.revert_target(record)
-        if checkpoint is not None:
-            actions.append((f"Revert to step {checkpoint.step}", self._on_revert_triggered))
-        actions.append(("Continue with new settings…", self._on_continue_triggered))
-        actions.append(("Reset", self._on_reset_triggered))
-        return tuple(actions)
-
     # -- timeline ---------------------------------------------------------------------------------------------
     @Slot(object)
     def _on_scrubbed(self, record: Record):
+        self.run.scrub(record)
         self._dirty = True
 
     @Slot()
     def _on_timeline_live(self):
+        self.run.scrub(None)
         self._dirty = True
 
-    def _go_live(self):
+    def go_live(self):
         """Panels follow the newest step again (before Revert, Open, recording ...)."""
-        if self.timeline is not None:
-            self.timeline.go_live()
+        self.timeline.go_live()
 
     # -- drawing ---------------------------------------------------------------------------------------------
     @Slot()
@@ -610,25 +409,32 @@ class MainWindow(QMainWindow):
             return
         # keep the cadence (a poll's lateness is not carried over); after a slow frame, wait half a period
         self._next_frame_at = max(self._next_frame_at + FRAME_PERIOD_S, now + FRAME_PERIOD_S / 2)
-        if self.timeline is not None:
-            self.timeline.refresh()
+        self.timeline.refresh()
         if self._dirty:
-            self._repaint()
+            self.draw_frame()
         elif self.latest is not None and self.worker.is_playing():
             self.readout.rate.setText(f"{self.rate.rate():.1f} steps/s")
 
     def frame_record(self) -> Record | None:
-        """What the panels draw: the newest record, or while playing the newest detailed one
-        (a step without hidden states is only ever a few ms newer); the step picked on the timeline
-        while it is scrubbed back."""
-        if self.timeline is not None and not self.timeline.is_live and self.timeline.record is not None:
-            return self.timeline.record
-        latest = self.latest
-        if latest is None or latest.hidden is not None or latest.diverged is not None:
-            return latest
-        return self._latest_detailed or latest
+        """What the panels draw (RunState.frame_record)."""
+        return self.run.frame_record()
 
-    def _repaint(self):
+    @property
+    def latest(self) -> Record | None:
+        """The newest record received."""
+        return self.run.latest
+
+    @property
+    def history(self) -> History:
+        """The window's mirror of the run (replaced on rebuild, Open Session)."""
+        return self.run.history
+
+    @property
+    def diverged_record(self) -> Record | None:
+        """The record of the refused update, until resolved."""
+        return self.run.diverged
+
+    def draw_frame(self):
         """Draw the frame record on every visible panel that does not show it yet, then the status bar.
 
         Panels hidden behind a tab or closed are skipped (they catch up when shown). Frames come at most every
@@ -667,7 +473,7 @@ class MainWindow(QMainWindow):
         if getattr(self, "_panel_error", None) != message:
             errors.log.error("panel failed to draw: %s\n%s", message, self._last_traceback.rstrip())
             self._panel_error = message
-            self.message_bar.show_message("error", f"<b>A panel failed to draw.</b> {_html(message)}",
+            self.message_bar.show_message("error", "<b>A panel failed to draw.</b> " + html.escape(message, quote=False),
                                           (("Details…", self._on_error_details),))
 
     def _update_banner(self):
@@ -698,8 +504,8 @@ class MainWindow(QMainWindow):
         errors.log.warning("%s: %s", title, text)
         if self.last_message_box is not None:
             self.last_message_box.done(0)
-        box = QMessageBox(QMessageBox.Icon.Warning, title, f"<b>{_html(title)}</b><br>{_html(text)}",
-                          QMessageBox.StandardButton.Close, self)
+        rich = f"<b>{html.escape(title, quote=False)}</b><br>{html.escape(text, quote=False)}"
+        box = QMessageBox(QMessageBox.Icon.Warning, title, rich, QMessageBox.StandardButton.Close, self)
         box.setObjectName("problemDialog")
         box.setTextFormat(Qt.TextFormat.RichText)
         box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -748,7 +554,8 @@ class MainWindow(QMainWindow):
                 "geometry": _b64(self.saveGeometry()), "speed": self.speed_combo.currentText(),
                 "banner": self.banner_action.isChecked(), "preset": self.preset.name}
 
-    def _adopt_session(self, view: dict, history: History, seed: Record | None, saved: list[Record]):
+    @Slot(dict, object, object, list)
+    def _on_session_opened(self, view: dict, history: History, seed: Record | None, saved: list[Record]):
         """An opened session's run replaces this one: its history, the records the panels showed (after the
         rebuilt model's step 1, `seed`) and its view."""
         for panel in self.panels:   # panels see the rebuilt model's step 1, then the saved state: a new run
@@ -757,24 +564,22 @@ class MainWindow(QMainWindow):
                     panel.show_record(record, history)
                 except Exception as e:  # noqa: BLE001 - one panel must not stop the others
                     self._report_panel_error(panel, e)
-        self._go_live()
-        self.history = history
-        self.latest = saved[-1] if saved else None
-        detailed = [r for r in saved if r.hidden is not None]
-        self._latest_detailed = detailed[-1] if detailed else None
+        self.go_live()
+        self.run.adopt(history, saved)
         self._drawn.clear()
         self.rate.reset()
         self.checkpoints.new_model()
-        self.diverged_record = None
         self._apply_view(view)
-        self._update_title()
         self._update_banner()
         if self.latest is None:     # a session saved without what the panels showed: one step draws them
             self.worker.step_once()
         else:
             self.checkpoints.request()
-            self._repaint()
-        self._set_playing_ui(False)
+            self.draw_frame()
+
+    @Slot()
+    def _on_file_work_done(self):
+        self.controls.show(self.worker.is_playing())
 
     def _apply_view(self, view: dict):
         """Theme, presentation, dock layout, geometry, speed and banner from a session (bad values ignored)."""
@@ -810,7 +615,7 @@ class MainWindow(QMainWindow):
 
     def render_dashboard(self, scale: float = 1.0) -> QImage:
         """The panels as they are on screen, drawn again at `scale` × (vector content stays sharp)."""
-        self._repaint()
+        self.draw_frame()
         rect = self.dashboard_rect()
         image = QImage(QSize(round(rect.width() * scale), round(rect.height() * scale)), QImage.Format.Format_ARGB32)
         image.fill(self.dock_host.palette().window().color())
@@ -831,7 +636,7 @@ class MainWindow(QMainWindow):
             painter.end()
         return image
 
-    def _panel_on_screen(self, name: str):
+    def panel_on_screen(self, name: str):
         """The panel called `name` (class name), its dock shown and raised, drawn with the current record."""
         panel = self.panel(name)
         dock = self.panel_docks[name]
@@ -839,7 +644,7 @@ class MainWindow(QMainWindow):
             dock.show()
         dock.raise_()
         QApplication.processEvents()
-        self._repaint()
+        self.draw_frame()
         return panel
 
     def export_dashboard_png(self, path: str | Path, scale: float = 1.0) -> bool:
@@ -852,10 +657,6 @@ class MainWindow(QMainWindow):
     def export_run_data(self, path: str | Path) -> bool:
         """The run so far (the window's history) as CSV (one row per step) or NPZ (every array)."""
         return self.exports.run_data(path)
-
-    @Slot()
-    def _on_copy_figure(self):
-        self.copy_figure()
 
     def copy_figure(self, scale: float = 2.0):
         """The dashboard at `scale` × on the clipboard, for pasting into slides."""
@@ -873,148 +674,30 @@ class MainWindow(QMainWindow):
         (class name), then write a GIF or MP4. A cancellable progress dialog shows while it records."""
         return self.recorder.start(path, steps, frames, target, fps)
 
-    @Slot()
-    def _on_recording_canceled(self):
-        self.recorder.cancel()
-
-    # -- comparison (explorer.compare.window, when present) ---------------------------------------------
-    def _compare_module(self):
-        """explorer.compare.window, or None where this version has none (an import error inside it is raised)."""
-        try:
-            return importlib.import_module(COMPARE_MODULE)
-        except ModuleNotFoundError as e:
-            if e.name == COMPARE_MODULE:
-                return None
-            raise
-
+    # -- comparison (explorer.compare.window) ------------------------------------------------------------
     def open_comparison(self, preset: Preset):
-        """A comparison preset in the comparison view; a message if this version has none."""
-        module = self._compare_module()
-        if module is None or not hasattr(module, "open_comparison"):
-            self.show_problem("Comparison", "comparison view not available",
-                              f"'{preset.title}' compares {len(preset.runs)} runs side by side; this version of "
-                              "the app has no comparison view. `gradflow run --preset "
-                              f"{preset.name}` trains its first run headless.")
-            return None
-        return module.open_comparison(preset, parent=self)
+        """A comparison preset in the comparison view (its own window; this one keeps its run)."""
+        return compare_window.open_comparison(preset, parent=self)
 
-    @Slot()
-    def _on_compare_runs(self):
-        module = self._compare_module()
-        if module is None or not hasattr(module, "open_comparison_dialog"):
-            self.show_problem("Comparison", "comparison view not available",
-                              "This version of the app has no comparison view.")
-            return None
-        return module.open_comparison_dialog(parent=self)
+    def open_comparison_dialog(self):
+        """The run picker of the comparison view."""
+        return compare_window.open_comparison_dialog(parent=self)
 
-    # -- reliability: checkpoints, revert, continue, engine-checked values -------------------------------
-    def revert_target(self, record: Record | None) -> Checkpoint | None:
-        """The newest checkpoint known to be good before `record`'s blow-up: the step after it was finite."""
-        return self.checkpoints.revert_target(record)
-
-    @Slot()
-    def _on_revert_triggered(self):
-        checkpoint = self.revert_target(self.diverged_record)
-        if checkpoint is None:
-            self.show_problem("Nothing to revert to", "no state from before the blow-up was kept",
-                              "Use Continue with new settings… or Reset.")
-            return
-        self.revert_to(checkpoint)
-
-    def revert_to(self, checkpoint: Checkpoint, then: Callable[[], None] | None = None):
-        """Put the trainer back to `checkpoint`: its weights, optimizer state and the live settings in force
-        then (the step counter and the history go on), then call `then()`."""
-        self.pause()
-        live = {k: getattr(checkpoint.config, k) for k in LIVE_KEYS}
-        self.call_in_worker("revert", partial(engine_calls.restore, checkpoint.snapshot, live),
-                            partial(self._on_reverted, checkpoint, then))
-
-    def _on_reverted(self, checkpoint: Checkpoint, then, result: object, error: str):
-        """The weights and optimizer are back to `checkpoint`'s; the step counter and the history go on
-        (the blow-up stays in the curves: it happened). The panels show the state that was restored."""
-        if error:
-            self.show_problem("Not reverted", f"the saved state of step {checkpoint.step} could not be restored: "
-                                              f"{error}", "The run stays where it was, paused.")
-            return
-        steps_done, config = result
-        errors.log.info("reverted to step %d (step counter at %d)", checkpoint.step, steps_done)
-        before = self.settings_panel.config
-        self.settings_panel.confirm_live(config)
-        self._go_live()
-        self.latest = checkpoint.latest
-        if checkpoint.latest.hidden is not None or checkpoint.detailed is not None:
-            self._latest_detailed = checkpoint.latest if checkpoint.latest.hidden is not None else checkpoint.detailed
-        self.checkpoints.drop_after(checkpoint.step)
-        self.diverged_record = None
+    # -- after a blow-up (explorer.window.recovery), engine-checked values -------------------------------
+    @Slot(int)
+    def _on_reverted(self, step: int):
+        """The engine is back at the checkpoint of `step`: the panels show what they showed then."""
+        self.go_live()
         self._drawn.clear()
         self.rate.reset()
-        self._repaint()
+        self.draw_frame()
         self._update_banner()
-        self.readout.step.setText(f"weights of step {checkpoint.step:,}")
-        changed = [f"{k} {format_value(getattr(config, k))} (was {format_value(getattr(before, k))})"
-                   for k in sorted(LIVE_KEYS) if getattr(config, k) != getattr(before, k)]
-        settings = (f"The settings of step {checkpoint.step} are back too: {', '.join(changed)}." if changed else
-                    "The settings are the ones it ran with, so it will diverge again: change lr, clip or "
-                    "spectral_radius first.")
-        self.message_bar.show_message(
-            "warning", f"<b>Reverted to step {checkpoint.step}</b>, the last state kept before the blow-up: its "
-                       f"weights and optimizer state (the step counter goes on: the next step is "
-                       f"{steps_done + 1}). {settings}",
-            (("Continue with new settings…", self._on_continue_triggered),))
-        if then is not None:
-            then()
-
-    @Slot()
-    def _on_continue_triggered(self):
-        record = self.diverged_record
-        checkpoint = self.revert_target(record)
-        if checkpoint is not None:
-            where = f"Go back to step {checkpoint.step} (the last state kept before the blow-up) and continue with:"
-        elif record is None:
-            where = "Continue from the current weights with:"
-        elif record.step == 1:
-            where = "Continue from the initial weights (the refused update was the first) with:"
-        else:
-            where = "No state from before the blow-up was kept: start again from step 1 with:"
-        dialog = ContinueDialog(self.settings_panel.config, where, checkpoint.config if checkpoint else None, self)
-        dialog.accepted.connect(self._on_continue_accepted)
-        self._continue_dialog = dialog
-        dialog.open()
-
-    @Slot()
-    def _on_continue_accepted(self):
-        dialog = self.sender()
-        if isinstance(dialog, ContinueDialog):
-            self.continue_with(dialog.values())
-            dialog.deleteLater()
+        self.readout.step.setText(f"weights of step {step:,}")
 
     def continue_with(self, values: dict[str, str]) -> bool:
-        """After a divergence: go back to the last good state (or start again when none was kept), apply the
-        live settings `values` (key -> text, as typed) and play. Values the engine refuses change nothing."""
-        try:
-            self.settings_panel.config.with_text(**values)
-        except ConfigError as e:
-            self.show_problem("Settings not changed", str(e))
-            return False
-        record = self.diverged_record
-        checkpoint = self.revert_target(record)
-
-        def apply_and_play():
-            for key, text in values.items():
-                self.settings_panel.enter(key, text)
-            self.play()
-
-        if checkpoint is not None:
-            self.revert_to(checkpoint, then=apply_and_play)
-        elif record is None or record.step == 1:   # the refused update was the first: the weights are initial
-            apply_and_play()
-        else:
-            for key, text in values.items():
-                self.settings_panel.enter(key, text)
-            self.message_bar.clear()
-            self.worker.rebuild(self.settings_panel.config)
-            self.play()
-        return True
+        """After a divergence: go back to the last good state and play with the live settings `values`
+        (Recovery.continue_with)."""
+        return self.recovery.continue_with(values)
 
     @Slot(str, object)
     def _on_check_requested(self, key: str, config: Config):
@@ -1027,10 +710,6 @@ class MainWindow(QMainWindow):
             self.settings_panel.refuse(key, value, error)
         else:
             self.settings_panel.check_passed(key, value)
-
-    def current_history(self) -> History:
-        """The window's mirror of the run (replaced on rebuild, Open Session)."""
-        return self.history
 
     # -- lookup helpers --------------------------------------------------------------------------------------
     def panel(self, name: str):
@@ -1046,30 +725,15 @@ class MainWindow(QMainWindow):
             self.session_files.wait_for_saves()
             self._save_settings()
             self.frame_timer.stop()
-            if not self.session.shutdown(1000):   # stop -> quit -> wait; a long step ends first
+            if not self.connection.shutdown(1000):   # stop -> quit -> wait; a long step ends first
                 self.hide()
-                self.session.thread.wait()
+                self.connection.thread.wait()
         super().closeEvent(event)
-
-
-def _timeline_bar(window: "MainWindow"):
-    """explorer.window.timeline's TimelineBar over the window's history, where that module is installed."""
-    try:
-        from explorer.window.timeline import TimelineBar
-    except ModuleNotFoundError as e:
-        if e.name == "explorer.window.timeline":
-            return None
-        raise
-    return TimelineBar(window.current_history)
 
 
 def _on_screen(widget: QWidget) -> bool:
     """Shown and not parked behind another tab (Qt keeps tabbed docks 'visible', moved off-screen)."""
     return widget.isVisible() and not widget.visibleRegion().isEmpty()
-
-
-def _html(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 

@@ -4,20 +4,34 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
-from PySide6.QtCore import QSize, Qt, Slot
+from PySide6.QtCore import QObject, QSize, Qt, Slot
 from PySide6.QtGui import QImage
-from PySide6.QtWidgets import QApplication, QProgressDialog
+from PySide6.QtWidgets import QApplication, QProgressDialog, QStatusBar, QWidget
 
 from core.records import Record
+from explorer.export.figures import ANIMATION_FPS
+from explorer.window.exports import WindowExports
 from explorer.window.file_dialogs import folder_problem
 
-if TYPE_CHECKING:
-    from explorer.window.main_window import MainWindow
 
-ANIMATION_FPS = 10
+class RecordingHost(Protocol):
+    """What AnimationRecorder uses of the window."""
+
+    worker: Any                      # explorer.engine.worker.TrainingWorker: step_once()
+
+    @property
+    def latest(self) -> Record | None: ...
+    def pause(self) -> None: ...
+    def go_live(self) -> None: ...
+    def draw_frame(self) -> None: ...
+    def render_dashboard(self, scale: float = 1.0) -> QImage: ...
+    def panel(self, name: str) -> Any: ...
+    def panel_on_screen(self, name: str) -> Any: ...
+    def statusBar(self) -> QStatusBar: ...
+    def show_problem(self, title: str, text: str, informative: str = "", details: str = "") -> None: ...
 
 
 @dataclass
@@ -32,12 +46,14 @@ class Recording:
     size: QSize | None = None    # of the first frame; later frames are scaled to it
 
 
-class AnimationRecorder:
-    """Drives one recording at a time for `window`: steps the run, grabs frames, shows the progress, writes
-    the file. `current` is the recording in progress (None when there is none)."""
+class AnimationRecorder(QObject):
+    """Drives one recording at a time for the window (`host`; `parent`: the progress dialog's): steps the run,
+    grabs frames, shows the progress, writes the file with `exports`. `current` is the recording in progress
+    (None when there is none)."""
 
-    def __init__(self, window: MainWindow):
-        self.window = window
+    def __init__(self, host: RecordingHost, exports: WindowExports, parent: QWidget):
+        super().__init__(parent)
+        self.window, self.exports, self.dialog_parent = host, exports, parent
         self.current: Recording | None = None
 
     def start(self, path: str | Path, steps: int, frames: int, target: str = "dashboard",
@@ -54,21 +70,21 @@ class AnimationRecorder:
             window.show_problem("Animation not recorded", f"cannot record {path}: {problem}")
             return False
         window.pause()
-        window._go_live()
+        window.go_live()
         steps, frames = max(1, int(steps)), max(2, int(frames))
         start = window.latest.step
         after = min(frames - 1, steps)                    # frames after the first
         frame_steps = sorted({start + round(j * steps / after) for j in range(1, after + 1)})
-        progress = QProgressDialog(f"Recording {steps:,} steps into {path.name} …", "Cancel", 0, steps, window)
+        progress = QProgressDialog(f"Recording {steps:,} steps into {path.name} …", "Cancel", 0, steps, self.dialog_parent)
         progress.setWindowTitle("Recording animation")
         progress.setWindowModality(Qt.WindowModality.WindowModal)
         progress.setMinimumDuration(0)
         progress.setAutoClose(False)
         progress.setAutoReset(False)
-        progress.canceled.connect(window._on_recording_canceled)
+        progress.canceled.connect(self.cancel)
         self.current = Recording(path, target, steps, start, frame_steps, Animation(fps), progress)
         if target != "dashboard":
-            window._panel_on_screen(target)
+            window.panel_on_screen(target)
         self._grab_frame()
         progress.setValue(0)
         progress.show()
@@ -77,7 +93,7 @@ class AnimationRecorder:
 
     def _grab_frame(self):
         rec, window = self.current, self.window
-        window._repaint()
+        window.draw_frame()
         if rec.target == "dashboard":
             image = window.render_dashboard(1.0)
         else:
@@ -118,7 +134,7 @@ class AnimationRecorder:
         rec.progress.setCancelButton(None)
         QApplication.processEvents()
         try:
-            self.window.exports.write("Animation", rec.path, lambda: rec.animation.save(rec.path))
+            self.exports.write("Animation", rec.path, lambda: rec.animation.save(rec.path))
         finally:
             rec.progress.close()
             rec.progress.deleteLater()

@@ -1,40 +1,70 @@
 """Sessions on disk (File ▸ Save Session / Open Session, `.gfe`): the run (config, weights, optimizer,
 history) and the window's view in one file. The engine writes and reads the file between two steps
 (explorer.engine.calls); this module asks for the file, follows the calls and reports their failures.
-Opening rebuilds the model for the saved config, then moves the saved state into it."""
+Opening rebuilds the model for the saved config, then moves the saved state into it; `opened` hands the saved
+run to the window."""
 from __future__ import annotations
 
 import time
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Callable, Protocol
 
-from PySide6.QtWidgets import QApplication, QFileDialog
+from PySide6.QtCore import QObject, QSettings, Signal
+from PySide6.QtWidgets import QApplication, QFileDialog, QStatusBar, QWidget
 
 from core.records import Record
+from core.session import SUFFIX as SESSION_SUFFIX
 from explorer import errors
 from explorer.engine import calls as engine_calls
+from explorer.engine.worker import EngineConnection, TrainingWorker
+from explorer.window.exports import WindowExports
 from explorer.window.file_dialogs import ask_save_path, folder_problem, last_dir, remember_dir
-
-if TYPE_CHECKING:
-    from explorer.window.main_window import MainWindow
-
-SESSION_SUFFIX = ".gfe"     # core.session.SUFFIX (not imported: core.session imports torch)
+from explorer.window.status import StatusReadout
+from explorer.window.widgets import MessageBar
 
 
-class SessionFiles:
-    """Save and open sessions for `window`. `path`: the .gfe this run was opened from / saved to;
-    `restoring`: an Open Session in progress (its path, view and the rebuilt model's step 1), else None."""
+class SessionHost(Protocol):
+    """What SessionFiles uses of the window."""
 
-    def __init__(self, window: MainWindow):
-        self.window = window
+    store: QSettings
+    readout: StatusReadout
+    message_bar: MessageBar
+    worker: TrainingWorker
+    connection: EngineConnection
+    exports: WindowExports
+
+    @property
+    def recording(self) -> Any: ...   # the animation being recorded, None when there is none
+    def statusBar(self) -> QStatusBar: ...
+    def view_state(self) -> dict[str, Any]: ...
+    def pause(self) -> None: ...
+    def show_problem(self, title: str, text: str, informative: str = "", details: str = "") -> None: ...
+    def call_in_worker(self, what: str, fn: Callable[[Any], Any], on_done: Callable[[Any, str], None]) -> str: ...
+
+
+class SessionFiles(QObject):
+    """Save and open sessions for `host`. `path`: the .gfe this run was opened from / saved to;
+    `restoring`: an Open Session in progress (its path, view and the rebuilt model's step 1), else None.
+    Signals: `opened(view, history, seed, records)`: an opened session's run (its view, history and the records
+    its panels showed, after the rebuilt model's step 1 `seed`) is ready to replace the window's;
+    `path_changed()`: saved to or opened from another file; `done()`: a save or open is over (the status
+    shows the run's state again)."""
+
+    opened = Signal(dict, object, object, list)
+    path_changed = Signal()
+    done = Signal()
+
+    def __init__(self, host: SessionHost, parent: QWidget):
+        super().__init__(parent)
+        self.host, self.dialog_parent = host, parent
         self.path: Path | None = None
         self.restoring: dict | None = None
         self.saves_pending = 0
 
     # -- the menu ------------------------------------------------------------------------------------------
     def ask_open(self):
-        path, _ = QFileDialog.getOpenFileName(self.window, "Open session", last_dir(self.window.store),
+        path, _ = QFileDialog.getOpenFileName(self.dialog_parent, "Open session", last_dir(self.host.store),
                                               f"Gradient Flow Explorer sessions (*{SESSION_SUFFIX});;All files (*)")
         if path:
             self.open(path)
@@ -46,10 +76,9 @@ class SessionFiles:
             self.save(self.path)
 
     def ask_save_as(self):
-        window = self.window
-        path = ask_save_path(window, window.store, "Save session",
+        path = ask_save_path(self.dialog_parent, self.host.store, "Save session",
                              (("Gradient Flow Explorer session", SESSION_SUFFIX),),
-                             self.path.name if self.path else window.exports.default_name(SESSION_SUFFIX))
+                             self.path.name if self.path else self.host.exports.default_name(SESSION_SUFFIX))
         if path is not None:
             self.save(path)
 
@@ -57,36 +86,36 @@ class SessionFiles:
     def save(self, path: str | Path):
         """Save the run and the view to `path` (.gfe added if missing). Written by the worker between two
         steps, atomically; a failure is shown in a dialog and changes nothing."""
-        window = self.window
+        host = self.host
         path = Path(path)
         if path.suffix.lower() != SESSION_SUFFIX:
             path = path.with_name(path.name + SESSION_SUFFIX)
         problem = folder_problem(path)
         if problem:
-            window.show_problem("Session not saved", f"cannot save the session to {path}: {problem}")
+            host.show_problem("Session not saved", f"cannot save the session to {path}: {problem}")
             return
         self.saves_pending += 1
-        window.readout.set_state("saving …")
-        window.call_in_worker("save", partial(engine_calls.save_session, str(path), window.view_state()),
+        host.readout.set_state("saving …")
+        host.call_in_worker("save", partial(engine_calls.save_session, str(path), host.view_state()),
                               partial(self._on_saved, path))
 
     def _on_saved(self, path: Path, step: object, error: str):
-        window = self.window
+        host = self.host
         self.saves_pending -= 1
-        window._set_playing_ui(window.worker.is_playing())
+        self.done.emit()
         if error:
-            window.show_problem("Session not saved", error,
+            host.show_problem("Session not saved", error,
                                 "Nothing was written; an earlier file of that name is unchanged. The run continues.")
             return
         self.path = path
-        window._update_title()
+        self.path_changed.emit()
         errors.log.info("saved session %s at step %s", path, step)
-        window.statusBar().showMessage(f"Saved {path.name} at step {step:,}.", 8000)
+        host.statusBar().showMessage(f"Saved {path.name} at step {step:,}.", 8000)
 
     def wait_for_saves(self, timeout_s: float = 15.0):
         """A session being written finishes before the worker stops (it is one call between two steps)."""
         deadline = time.perf_counter() + timeout_s
-        while self.saves_pending > 0 and time.perf_counter() < deadline and self.window.session.is_running():
+        while self.saves_pending > 0 and time.perf_counter() < deadline and self.host.connection.is_running():
             QApplication.processEvents()
             time.sleep(0.005)
 
@@ -94,27 +123,27 @@ class SessionFiles:
     def open(self, path: str | Path):
         """Reopen a saved run exactly where it was (step, history, weights, what the panels showed) and its
         view. Read and checked in the worker; a damaged file is shown in a dialog and changes nothing."""
-        window = self.window
+        host = self.host
         path = Path(path)
-        if self.restoring is not None or window.recording is not None:
-            window.show_problem("Session not opened", "another session is being opened or an animation recorded; "
+        if self.restoring is not None or host.recording is not None:
+            host.show_problem("Session not opened", "another session is being opened or an animation recorded; "
                                                       "try again when it has finished")
             return
-        remember_dir(window.store, path)
-        window.readout.set_state("opening …")
-        window.call_in_worker("open", partial(engine_calls.read_session, str(path)), partial(self._on_read, path))
+        remember_dir(host.store, path)
+        host.readout.set_state("opening …")
+        host.call_in_worker("open", partial(engine_calls.read_session, str(path)), partial(self._on_read, path))
 
     def _on_read(self, path: Path, result: object, error: str):
-        window = self.window
+        host = self.host
         if error:
-            window._set_playing_ui(window.worker.is_playing())
-            window.show_problem("Session not opened", error, "Nothing was changed: the current run continues.")
+            self.done.emit()
+            host.show_problem("Session not opened", error, "Nothing was changed: the current run continues.")
             return
-        window.pause()
-        window.message_bar.clear()
+        host.pause()
+        host.message_bar.clear()
         self.restoring = {"path": path, "view": result["view"], "seed": None}
-        window.worker.rebuild(result["config"])   # a Trainer for the saved config, then its state moves in
-        window.call_in_worker("restore", partial(engine_calls.adopt_session, str(path)),
+        host.worker.rebuild(result["config"])   # a Trainer for the saved config, then its state moves in
+        host.call_in_worker("restore", partial(engine_calls.adopt_session, str(path)),
                               partial(self._on_restored, path))
 
     def take_seed(self, record: Record) -> bool:
@@ -129,7 +158,7 @@ class SessionFiles:
         if self.restoring is None:
             return False
         restoring, self.restoring = self.restoring, None
-        self.window.show_problem("Session not opened", f"{restoring['path'].name}: cannot rebuild the saved run: "
+        self.host.show_problem("Session not opened", f"{restoring['path'].name}: cannot rebuild the saved run: "
                                                        f"{message}", "The running model was kept.")
         return True
 
@@ -138,13 +167,14 @@ class SessionFiles:
         if restoring is None:      # the rebuild was refused: already reported
             return
         if error:
-            self.window.show_problem("Session not opened", f"{path.name}: its state could not be restored: {error}",
+            self.host.show_problem("Session not opened", f"{path.name}: its state could not be restored: {error}",
                                      "The model was rebuilt with the session's settings at step 1.")
             return
         self.path = path
-        history = result["history"]
-        self.window._adopt_session(restoring["view"], history, restoring["seed"], result["records"])
-        latest = self.window.latest
-        step = latest.step if latest is not None else len(history)
+        history, records = result["history"], result["records"]
+        self.opened.emit(restoring["view"], history, restoring["seed"], records)
+        self.path_changed.emit()
+        self.done.emit()
+        step = records[-1].step if records else len(history)
         errors.log.info("opened session %s at step %d", path, step)
-        self.window.statusBar().showMessage(f"Opened {path.name} at step {step:,}.", 8000)
+        self.host.statusBar().showMessage(f"Opened {path.name} at step {step:,}.", 8000)

@@ -45,3 +45,15 @@ def palette_for(theme: Theme) -> QPalette:
     for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText):
         pal.setColor(QPalette.ColorGroup.Disabled, role, disabled)
     return pal
+
+
+def compare_stylesheet(theme: Theme, surface: str) -> str:
+    """A comparison window of its own (no main window's style sheet reaches it): the theme's colours,
+    `surface` (a shade off the background) for the toolbar."""
+    return (f"QMainWindow#CompareWindow, QWidget#compareCentral {{ background: {theme.background}; "
+            f"color: {theme.foreground}; }}"
+            f"QToolBar {{ background: {surface}; border: none; padding: 3px; spacing: 4px; }}"
+            f"QToolBar QToolButton {{ color: {theme.foreground}; background: transparent; "
+            f"border: none; border-radius: 4px; padding: 4px 8px; }}"
+            f"QToolBar QToolButton:hover {{ background: {theme.muted}; }}"
+            f"QToolBar QLabel {{ color: {theme.muted}; }}")

@@ -90,7 +90,7 @@ def test_defective_matrix_is_refused_with_a_reason():
 
 @pytest.mark.parametrize("model", ["rnn", "gru", "lstm"])
 def test_contributions_sum_to_the_recorded_w_hh_gradient(model):
-    """Σ_t δ_tᵀ h_{t−1} equals the W_hh-block gradient autograd computed (seed 004's decomposition)."""
+    """Σ_t δ_tᵀ h_{t−1} equals the W_hh-block gradient autograd computed (BPTT's sum over time steps, d2l §9.7.2)."""
     from core.analysis import row_contributions
     from core.models import CANDIDATE_CHUNK, Trace
 

@@ -65,7 +65,7 @@ def reference(unroll, net, x, state, keep_grad_at):
     outputs and per-row h/c lists, graph kept."""
     def cell_of(row):
         weights = net.row_weights(row)
-        if net.kind == "rnn" and net.activation_name == "identity":  # H_t = X_t W_xh + H_{t-1} W_hh + b (seed 000)
+        if net.kind == "rnn" and net.activation_name == "identity":  # H_t = X_t W_xh + H_{t-1} W_hh + b (d2l §9.4.2)
             w_ih, w_hh, b_ih, b_hh = weights
             return lambda inp, h: inp @ w_ih.T + b_ih + h @ w_hh.T + b_hh
         fn = {"gru": torch._VF.gru_cell, "lstm": torch._VF.lstm_cell,

@@ -39,7 +39,7 @@ def test_identity_rnn_is_linear_recurrence():
     x = torch.randn(5, 3, 2, dtype=torch.double)
     w_ih, w_hh, b_ih, b_hh = net.row_weights(0)
     h = torch.zeros(3, 4, dtype=torch.double)
-    for t in range(5):  # H_t = X_t W_xh + H_{t-1} W_hh + b (seed 000), torch's transposed layout
+    for t in range(5):  # H_t = X_t W_xh + H_{t-1} W_hh + b (d2l §9.4.2), torch's transposed layout
         h = x[t] @ w_ih.T + b_ih + h @ w_hh.T + b_hh
     _, final = net(x)
     torch.testing.assert_close(final[0], h)

@@ -23,7 +23,7 @@ from explorer.panels import (DEEPER_PANELS, PANELS, ContributionsPanel, Jacobian
                              LstmHighwayPanel, SpectrumPanel, connect_panels)
 from explorer.panels.lstm_highway import NOT_LSTM  # noqa: E402
 from explorer.window.timeline import TimelineBar  # noqa: E402
-from explorer.engine.worker import TrainingSession, TrainingWorker  # noqa: E402
+from explorer.engine.worker import EngineConnection, TrainingWorker  # noqa: E402
 from panel_helpers import feed, make as make_panel  # noqa: E402 - tests/explorer is on sys.path
 
 SMALL = dict(hidden_size=16, batch_size=8)
@@ -318,11 +318,11 @@ class Records(QObject):
 
 
 @pytest.fixture
-def edit_session(qtbot):
+def edit_connection(qtbot):
     """A worker on a small RNN trained with the default Adam: each step moves W_hh a little, enough to
     reorder LAPACK's eigenvalues between the record the user drags on and the matrix the edit changes."""
     config = Config(model="rnn", seq_len=12, hidden_size=64, batch_size=4)
-    s = TrainingSession(config)
+    s = EngineConnection(config)
     sink = Records(s.worker)
     panel = make(qtbot, SpectrumPanel)
     panel.connect_to_worker(s.worker)
@@ -335,8 +335,8 @@ def edit_session(qtbot):
 
 
 @pytest.mark.parametrize("pick", ["highest", "lowest", "rightmost complex"])
-def test_an_edit_sent_through_the_worker_moves_the_dragged_eigenvalue_and_only_its_pair(qtbot, edit_session, pick):
-    s, sink, panel = edit_session
+def test_an_edit_sent_through_the_worker_moves_the_dragged_eigenvalue_and_only_its_pair(qtbot, edit_connection, pick):
+    s, sink, panel = edit_connection
     eig = sink.records[0].eigenvalues[0]
     complex_ = np.flatnonzero(np.abs(eig.imag) > 1e-6)
     index = {"highest": int(np.argmax(eig.imag)), "lowest": int(np.argmin(eig.imag)),
@@ -356,8 +356,8 @@ def test_an_edit_sent_through_the_worker_moves_the_dragged_eigenvalue_and_only_i
     assert max(np.abs(after - k).min() for k in kept) < tol   # ... and every other eigenvalue stayed
 
 
-def test_a_refused_edit_is_shown_and_undo_reports_when_nothing_is_left(qtbot, edit_session):
-    s, sink, panel = edit_session
+def test_a_refused_edit_is_shown_and_undo_reports_when_nothing_is_left(qtbot, edit_connection):
+    s, sink, panel = edit_connection
     panel.eigenvalue_edited.emit(0, 999, 0.5 + 0j)         # no eigenvalue 999 in the shown record
     qtbot.waitUntil(lambda: "Could not edit the spectrum" in panel.alert_text, timeout=WAIT_MS)
     assert "no eigenvalue 999" in panel.alert_text
@@ -366,8 +366,8 @@ def test_a_refused_edit_is_shown_and_undo_reports_when_nothing_is_left(qtbot, ed
     assert not panel.undo_button.isEnabled()
 
 
-def test_undo_restores_the_matrix_before_the_edit(qtbot, edit_session):
-    s, sink, panel = edit_session
+def test_undo_restores_the_matrix_before_the_edit(qtbot, edit_connection):
+    s, sink, panel = edit_connection
     eig = sink.records[0].eigenvalues[0]
     index = int(np.argmax(eig.imag))
     target = complex(-0.35, 0.6)
@@ -495,9 +495,9 @@ def test_closing_the_compare_window_stops_its_thread(qtbot):
     qtbot.waitUntil(lambda: window.latest is not None, timeout=WAIT_MS)
     window.play()
     qtbot.waitUntil(lambda: window.latest[0].step >= 3, timeout=WAIT_MS)
-    session = window.session
+    connection = window.connection
     window.close()
-    assert not session.thread.isRunning()
+    assert not connection.thread.isRunning()
     assert not window.frame_timer.isActive()
 
 
@@ -558,6 +558,6 @@ def test_the_dialogs_compare_button_opens_a_running_comparison_that_closes_clean
     assert window.labels == ["truncation = none", "truncation = 5"]
     assert "truncation" in window.windowTitle()
     qtbot.waitUntil(lambda: window.latest is not None, timeout=WAIT_MS)
-    session = window.session
+    connection = window.connection
     window.close()
-    assert not session.thread.isRunning() and open_windows() == []
+    assert not connection.thread.isRunning() and open_windows() == []

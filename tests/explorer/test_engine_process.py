@@ -117,7 +117,7 @@ def test_closing_while_the_engine_is_stuck_in_a_step_cuts_the_step_short(qtbot, 
     qtbot.waitUntil(inside.exists, timeout=WAIT_MS)                   # the engine is inside the call now
     process = window.worker.process
     window.close()                                                     # long before the 600 s are up
-    assert window.session.thread.isFinished() and not process.is_alive()
+    assert window.connection.thread.isFinished() and not process.is_alive()
 
 
 def block(inside, seconds: float, _trainer):

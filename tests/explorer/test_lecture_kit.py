@@ -10,8 +10,6 @@ import errno
 import io
 import json
 import os
-import sys
-import types
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
 
 from core.presets import DEFAULT_PRESET, load_preset, preset_names
+from explorer.compare import window as compare_window
 from explorer.window.main_window import MainWindow
 from window_probes import weights   # tests/explorer is on sys.path
 
@@ -327,10 +326,8 @@ def test_comparison_scenarios_are_listed_and_open_the_comparison_view(qtbot, win
     for name in names:
         assert combo.itemText(combo.findData(name)).startswith("Compare: ")
     opened = []
-    fake = types.ModuleType("explorer.compare.window")
-    fake.open_comparison = lambda preset, parent=None: opened.append((preset.name, parent))
-    fake.open_comparison_dialog = lambda parent=None: opened.append(("dialog", parent))
-    monkeypatch.setitem(sys.modules, "explorer.compare.window", fake)
+    monkeypatch.setattr(compare_window, "open_comparison", lambda preset, parent=None: opened.append((preset.name, parent)))
+    monkeypatch.setattr(compare_window, "open_comparison_dialog", lambda parent=None: opened.append(("dialog", parent)))
     config = window.settings_panel.config
     _choose(window, names[0])
     assert opened == [(names[0], window)]
@@ -338,16 +335,6 @@ def test_comparison_scenarios_are_listed_and_open_the_comparison_view(qtbot, win
     assert combo.currentData() == window.preset.name
     window.compare_action.trigger()
     assert opened[-1] == ("dialog", window)
-
-
-def test_without_a_comparison_view_choosing_one_says_so(qtbot, window, monkeypatch):
-    monkeypatch.setitem(sys.modules, "explorer.compare.window", None)   # as if the module were absent
-    name = next(n for n in preset_names() if n.startswith("compare_"))
-    _choose(window, name)
-    assert "comparison view not available" in wait_problem(qtbot, window)
-    window.compare_action.trigger()
-    assert "comparison view not available" in wait_problem(qtbot, window)
-    assert window.latest.step == 1 and window.settings_panel.config == SMALL
 
 
 def test_a_reopened_session_saved_again_at_once_reopens_the_same_picture(qtbot, open_window, tmp_path):

@@ -303,9 +303,9 @@ def test_theme_switch_restyles_every_panel_and_persists_with_the_layout(open_win
 def test_closing_while_training_stops_the_thread(qtbot, window):
     window.play()
     qtbot.waitUntil(lambda: window.shown_record.step >= 3, timeout=WAIT_MS)
-    assert window.session.thread.isRunning()
+    assert window.connection.thread.isRunning()
     window.close()                        # how fast: benchmarks/bench_close.py
-    assert window.session.thread.isFinished()
+    assert window.connection.thread.isFinished()
 
 
 # -- entry point --------------------------------------------------------------------------------------------------
@@ -315,13 +315,6 @@ def test_gradflow_run_trains_headless_without_importing_qt():
             "print('QT' if any(m.startswith(('PySide6', 'pyqtgraph')) for m in sys.modules) else 'NOQT', rc)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert out.stdout.strip().splitlines()[-1] == "NOQT 0", out.stderr
-
-
-def test_gradflow_export_is_reserved_when_the_export_module_is_missing(capsys, monkeypatch):
-    from explorer.__main__ import main
-    monkeypatch.setitem(sys.modules, "explorer.export.figures", None)   # import fails as if absent
-    assert main(["export", "--anything"]) == 2
-    assert "not yet available" in capsys.readouterr().err
 
 
 def test_gradflow_refuses_an_unknown_preset_before_opening_a_window(capsys):

@@ -78,7 +78,7 @@ def test_a_blow_up_pauses_explains_itself_and_revert_restores_the_last_good_weig
     assert "lr 0.01 (was 10" in window.message_bar.text()
 
     bar_button(window, "Continue with new settings").click()           # ... and continues, tamed
-    dialog = window._continue_dialog
+    dialog = window.recovery.continue_dialog
     dialog.edits["lr"].setText("0.01")
     dialog.edits["spectral_radius"].setText("1")
     dialog.edits["clip"].setText("1")
@@ -292,7 +292,7 @@ def test_closing_mid_run_stops_the_engine_without_an_error(qtbot, open_window, l
     window.play()
     qtbot.waitUntil(lambda: window.latest.step >= 5, timeout=WAIT_MS)
     window.close()                        # how fast: benchmarks/bench_close.py
-    assert window.session.thread.isFinished()
+    assert window.connection.thread.isFinished()
     assert window.errors.count == 0
     assert "Error" not in log_file.read_text()
 
@@ -302,5 +302,5 @@ def test_closing_while_recording_an_animation_cancels_it(qtbot, window, tmp_path
     window.record_animation(path, steps=10_000, frames=20)
     qtbot.waitUntil(lambda: window.latest.step >= 3, timeout=WAIT_MS)
     window.close()
-    assert window.session.thread.isFinished()
+    assert window.connection.thread.isFinished()
     assert window.recording is None and not path.exists()

@@ -16,7 +16,7 @@ from PySide6.QtCore import QCoreApplication, QObject, QThread, Slot
 
 from core.config import Config
 from core.presets import DEFAULT_PRESET, load_preset
-from explorer.engine.worker import TrainingSession
+from explorer.engine.worker import EngineConnection
 
 SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
 WAIT_MS = 30_000   # the first build imports torch; a busy machine can be slow
@@ -60,7 +60,7 @@ class Recorder(QObject):
 
 
 def start(qtbot, spec=SMALL, isolated=True):
-    s = TrainingSession(spec, isolated=isolated)
+    s = EngineConnection(spec, isolated=isolated)
     recorder = Recorder(s.worker)
     s.start()
     qtbot.waitUntil(lambda: len(recorder.records) >= 1, timeout=WAIT_MS)
@@ -309,7 +309,7 @@ def test_jacobians_while_playing_come_at_most_every_half_second(qtbot, session):
 # -- one worker, one thread, two kinds of engine: a Trainer or a Comparison in lockstep ------------------
 def test_the_same_worker_drives_a_comparison_in_lockstep(qtbot):
     runs = [("tanh", SMALL), ("lstm", SMALL.replace(model="lstm"))]
-    s = TrainingSession(runs)
+    s = EngineConnection(runs)
     rec = Recorder(s.worker)
     s.start()
     try:
