@@ -36,10 +36,14 @@ if [ ! -x "$venv_dir/bin/python" ]; then
 fi
 
 # Install (or bring up to date) only when pyproject.toml changed since the last install.
-stamp="$venv_dir/.gradflow-installed$extras"
+stamp="$venv_dir/.gradflow-installed$(echo "$extras" | tr -d "[]")"
 if [ ! -f "$stamp" ] || [ "$project_root/pyproject.toml" -nt "$stamp" ]; then
-    echo "gradflow: installing the project$extras into $venv_dir (CPU-only torch; first time takes a few minutes)" >&2
-    "$venv_dir/bin/python" -m pip install --quiet --disable-pip-version-check -e "$project_root$extras"
+    echo "gradflow: installing the project$extras into $venv_dir (first time takes a few minutes)" >&2
+    if [ -x "$venv_dir/bin/pip" ] || "$venv_dir/bin/python" -m pip --version >/dev/null 2>&1; then
+        "$venv_dir/bin/python" -m pip install --quiet --disable-pip-version-check -e "$project_root$extras"
+    else   # made by uv: no pip inside
+        uv pip install --quiet --python "$venv_dir/bin/python" -e "$project_root$extras"
+    fi
     touch "$stamp"
 fi
 export PATH="$venv_dir/bin:$PATH"

@@ -1,15 +1,20 @@
-"""The optional compiled LSTM row loops (lstm.cpp): used when built, never built behind the user's back.
+"""The compiled LSTM row loops (lstm.cpp): built in the background the first time they would be used.
 
-    python -m core.native build      (or ``gradflow build-native``) compiles it once, into torch's
-                                     extension directory (TORCH_EXTENSIONS_DIR, default ~/.cache/torch_extensions)
-    GRADFLOW_NATIVE=0                turns it off: the Python loops run
+    kernel()                         what the engine asks, on every LSTM row: the loaded module, or None (the
+                                     Python loops run). Never waits: when no build exists for this exact
+                                     source, flags, torch and Python, the first call starts one in a separate,
+                                     low-priority process and returns None; once that build is done, the next
+                                     call loads it. Without a C++ compiler nothing is started: one note in the log.
+    status()                         one line for `gradflow doctor` and the log: off, in use, built, building,
+                                     failed (with the build log's path), no compiler, not built yet
+    python -m core.native build      (or ``gradflow build-native``) compiles it now, in the foreground
+    GRADFLOW_NATIVE=0                turns it off: the Python loops run, nothing is built
 
-``kernel()`` is what the engine asks, on every LSTM row: the loaded module when
-the build for this exact source, torch, Python and CPU level exists, else None.
-It never starts a compiler: the app and CI run with no compiler, and a run uses
-one kernel from its first step to its last (the two agree to rounding, not bit
-for bit). Building stays an explicit step for that reason, and because a
-compile takes a minute of a CPU the training would otherwise have.
+The build goes into torch's extension directory (TORCH_EXTENSIONS_DIR, default ~/.cache/torch_extensions).
+It is compiled without -ffast-math (which lets the compiler assume that no NaN or Inf exists: wrong where
+gradients overflow): the compiled loops give the Python loops' NaN/Inf pattern on saturating and
+overflowing inputs (tests/core/test_native_lstm.py). A run that starts before a build is done switches to
+the compiled loops when it is: the two agree to float rounding, not bit for bit.
 """
 from __future__ import annotations
 
@@ -18,6 +23,8 @@ import importlib.machinery
 import importlib.util
 import logging
 import os
+import shutil
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -27,12 +34,16 @@ import torch
 log = logging.getLogger(__name__)
 
 SOURCE = Path(__file__).with_name("lstm.cpp")
-# -ffast-math (compile only, never at link: that would set flush-to-zero for the whole process) lets
-# glibc's vector exp/tanh (libmvec) vectorise the gate loops; AVX2 + FMA where torch itself uses them.
+# No -ffast-math (see above). -fno-math-errno only lets the maths functions skip setting errno; the elementwise
+# loops vectorise without it; AVX2 + FMA where torch itself uses them (the build is per machine). No implicit
+# contraction of a * b + c: the source writes an FMA (std::fma) exactly where the torch op it mirrors has one.
 _VECTOR = torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512")
-CFLAGS = ["-O3", "-ffast-math"] + (["-mavx2", "-mfma"] if _VECTOR else [])
+CFLAGS = ["-O3", "-fno-math-errno", "-ffp-contract=off"] + (["-mavx2", "-mfma"] if _VECTOR else [])
+ENV = "GRADFLOW_NATIVE"
 
-_loaded = None   # the module once loaded; False once found missing or broken (checked once per process)
+# Per process: the loaded module (None until loaded), and where the background build stands.
+_module = None
+_build = "none"   # "none" | "building" | "built" | "failed" | "no compiler" | "broken" (a build that did not load)
 _lock = threading.Lock()
 
 
@@ -47,57 +58,128 @@ def _paths() -> tuple[str, Path]:
     return name, Path(os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root()) / name
 
 
+def _library() -> Path:
+    name, folder = _paths()
+    return folder / f"{name}.so"
+
+
+def _build_log() -> Path:
+    return _paths()[1].with_suffix(".log")
+
+
+def compiler() -> str | None:
+    """The C++ compiler torch's extension builder would call (CXX, else c++), if it exists."""
+    return shutil.which(os.environ.get("CXX", "c++"))
+
+
 def enabled() -> bool:
-    return os.environ.get("GRADFLOW_NATIVE", "1") != "0"
+    return os.environ.get(ENV, "1") != "0"
 
 
 def kernel():
-    """The compiled module if enabled, built and loadable, else None. Never compiles."""
-    global _loaded
+    """The compiled module if enabled and built, else None (a build is then started, see module doc)."""
+    global _module, _build
     if not enabled():
         return None
-    if _loaded is None:
-        with _lock:  # the engine may ask from more than one thread; load once
-            if _loaded is None:
-                _loaded = _load()
-    return _loaded or None
+    if _module is None:
+        with _lock:   # the engine may ask from more than one thread; load and start a build once
+            if _module is None and _build in ("none", "built"):
+                _module = _load()
+                if _module is None and _build == "none":
+                    _start_build()
+                elif _module is None and _build == "built":
+                    _build = "failed"   # it said it built, yet nothing loads: do not try again
+    return _module
 
 
 def _load():
+    global _build
+    path = _library()
+    if not path.exists():
+        return None
     try:
-        name, folder = _paths()
-        path = folder / f"{name}.so"
-        if not path.exists():
-            log.info("native LSTM kernel not built (python -m core.native build); using the Python loop")
-            return False
+        name = path.stem
         loader = importlib.machinery.ExtensionFileLoader(name, str(path))
         module = importlib.util.module_from_spec(importlib.util.spec_from_file_location(name, path, loader=loader))
         loader.exec_module(module)
+        log.info("compiled LSTM loops in use (%s)", path)
         return module
-    except Exception as exc:  # a broken or foreign build: the Python loop stays
-        log.warning("native LSTM kernel did not load (%s); using the Python loop", exc)
-        return False
+    except Exception as exc:  # a broken or foreign build: the Python loops stay
+        _build = "broken"
+        log.warning("the compiled LSTM loops did not load (%s); the Python loops run", exc)
+        return None
+
+
+def _start_build():
+    """Compile in a separate process at low priority; a thread waits for it. Called with _lock held."""
+    global _build
+    if compiler() is None:
+        _build = "no compiler"
+        log.warning("no C++ compiler (%s) found: the Python LSTM loops run (with g++ installed, faster compiled "
+                    "loops are built in the background)", os.environ.get("CXX", "c++"))
+        return
+    _build = "building"
+    log.info("building the compiled LSTM loops in the background (log: %s); the Python loops run meanwhile",
+             _build_log())
+    threading.Thread(target=_wait_for_build, name="gradflow-native-build", daemon=True).start()
+
+
+def _wait_for_build():
+    global _build
+    path = _build_log()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as out:
+        # its own session: a Ctrl+C meant for the app must not kill it halfway (torch's build lock would stay)
+        done = subprocess.run([sys.executable, "-m", "core.native", "build", "--background"], stdout=out,
+                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    with _lock:
+        _build = "built" if done.returncode == 0 else "failed"
+    if _build == "failed":
+        log.warning("building the compiled LSTM loops failed (see %s); the Python loops run", path)
+
+
+def status() -> str:
+    """One line: are the compiled LSTM loops built, and used in this process?"""
+    if not enabled():
+        return f"off ({ENV}=0): the Python loops run"
+    if _module is not None:
+        return f"in use ({_library()})"
+    described = {
+        "building": f"building in the background (log: {_build_log()}); the Python loops run meanwhile",
+        "failed": f"the build failed (see {_build_log()}); the Python loops run",
+        "broken": f"built but did not load ({_library()}); the Python loops run",
+        "no compiler": f"no C++ compiler ({os.environ.get('CXX', 'c++')}) found; the Python loops run",
+    }
+    if _build in described:
+        return described[_build]
+    if _library().exists():
+        return f"built ({_library()}); used by LSTM runs"
+    if compiler() is None:
+        return f"not built, and no C++ compiler ({os.environ.get('CXX', 'c++')}) found; the Python loops run"
+    return "not built yet: built in the background by the first LSTM run (or now: gradflow build-native)"
 
 
 def build(verbose: bool = False):
     """Compile (or find up to date) and load the kernel; raises if it cannot be built."""
-    global _loaded
+    global _module
     from torch.utils.cpp_extension import load
     name, folder = _paths()
     folder.mkdir(parents=True, exist_ok=True)
-    _loaded = load(name, [str(SOURCE)], extra_cflags=CFLAGS, build_directory=str(folder), verbose=verbose)
-    return _loaded
+    _module = load(name, [str(SOURCE)], extra_cflags=CFLAGS, build_directory=str(folder), verbose=verbose)
+    return _module
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv not in ([], ["build"]):
-        print("usage: python -m core.native [build]   compile the optional LSTM kernel", file=sys.stderr)
+    if argv not in ([], ["build"], ["build", "--background"]):
+        print("usage: python -m core.native [build]   compile the LSTM kernel now", file=sys.stderr)
         return 2
+    if "--background" in argv and hasattr(os, "nice"):
+        os.nice(10)   # the compiler must not take the CPU from the training that asked for it
     try:
         build(verbose=True)
-    except Exception as exc:  # no compiler, no ninja, ...: the app keeps its Python loop
-        print(f"native LSTM kernel: build failed ({exc}); the Python loop stays in use", file=sys.stderr)
+    except Exception as exc:  # no compiler, no ninja, ...: the app keeps its Python loops
+        print(f"compiled LSTM loops: build failed ({exc}); the Python loops stay in use", file=sys.stderr)
         return 1
-    print(f"native LSTM kernel built in {_paths()[1]}")
+    print(f"compiled LSTM loops built in {_paths()[1]}")
     return 0

@@ -1,7 +1,9 @@
 // The LSTM row's time loops of core.models (_lstm_forward, _lstm_backward), compiled.
-// Per step: one GEMM through ATen into the preallocated buffers, then one fused loop over B x H
-// for the gate math. Same buffers, same layout, same formulas as the Python loops:
-// engine gate order o, i, f, g; xh rows [1, x, h]; see core/models.py.
+// Per step: one GEMM through ATen into the preallocated buffers; forward, ATen's sigmoid and tanh on the same
+// views as the Python loops, the products in loops over B x H; backward, one fused loop over B x H. Every
+// operation rounds as its torch counterpart in the Python loops, so the two agree to the last bit where the
+// Python loops' vectorised torch ops do (tests/core/test_native_lstm.py). Same buffers, same layout, same
+// formulas as the Python loops: engine gate order o, i, f, g; xh rows [1, x, h]; see core/models.py.
 #include <torch/extension.h>
 
 #include <cmath>
@@ -10,44 +12,49 @@
 
 namespace {
 
+// a (1 - w), as torch.lerp(a, 0, w) computes it in the Python loops (ATen's vectorised lerp, one rounding):
+// for a saturated gate w near 1, a - w a would cancel (and lose the digits the gradient has left);
+// 1 - w is exact for w >= 1/2.
 template <typename T>
-inline T sigmoid(T a) { return T(1) / (T(1) + std::exp(-a)); }
+inline T times_one_minus(T a, T w) { return w < T(0.5) ? std::fma(w, -a, a) : (w - T(1)) * -a; }
 
-// The gate math of one batch row, H units; each array is a separate restrict argument, which is what lets
-// GCC vectorise the loop (exp, tanh from glibc's libmvec). o, i, f, g: pre-activations -> the gates in
-// place; cp = c_{t-1}; -> ig = i ⊙ g, c = c_t, tc = tanh c_t, h = h_t.
+// The cell update of one batch row, H units, between the gates and tanh c_t; each array is a separate
+// restrict argument, which lets GCC vectorise the loop. i, f, g: the gates; cp = c_{t-1}; -> ig = i ⊙ g, c = c_t.
 template <typename T>
-void forward_row(T* __restrict__ o, T* __restrict__ i, T* __restrict__ f, T* __restrict__ g,
-                 const T* __restrict__ cp, T* __restrict__ ig, T* __restrict__ c, T* __restrict__ tc,
-                 T* __restrict__ h, int64_t H) {
+void cell_row(const T* __restrict__ i, const T* __restrict__ f, const T* __restrict__ g,
+              const T* __restrict__ cp, T* __restrict__ ig, T* __restrict__ c, int64_t H) {
   for (int64_t j = 0; j < H; ++j) {
-    const T so = sigmoid(o[j]), si = sigmoid(i[j]), sf = sigmoid(f[j]), tg = std::tanh(g[j]);
-    o[j] = so; i[j] = si; f[j] = sf; g[j] = tg;
-    ig[j] = si * tg;
-    c[j] = ig[j] + sf * cp[j];
-    tc[j] = std::tanh(c[j]);
-    h[j] = so * tc[j];
+    ig[j] = i[j] * g[j];
+    c[j] = std::fma(f[j], cp[j], ig[j]);   // as torch.addcmul: one rounding
   }
+}
+
+template <typename T>
+void output_row(const T* __restrict__ o, const T* __restrict__ tc, T* __restrict__ h, int64_t H) {
+  for (int64_t j = 0; j < H; ++j) h[j] = o[j] * tc[j];
 }
 
 // The gradients of one batch row, H units. dh = ∂L/∂h_t (direct + recurrent part); carry: what enters
 // ∂L/∂c_t from outside, times s (f_{t+1} ⊙ ∂L/∂c_{t+1}, or the gradient into the final c), or null.
 // o, i, f, g, h, cp = c_{t-1}, ig, tc: what the forward stored.
 // -> dc = ∂L/∂c_t; d_o, d_i, d_f, d_g = ∂L/∂(pre-activations); fdc = f ⊙ ∂L/∂c_t (the next step's carry).
+// Rounding as in the Python loops' torch ops: addcmul, add(alpha=) and lerp round once (an FMA), mul once.
+// fused: dc = dh kc + carry in one rounding (addcmul, an unscaled carry from step t+1); else dh kc is rounded
+// first and s carry added in one more (add with alpha; s = 1 for the gradient into the final c).
 template <typename T>
-void backward_row(const T* __restrict__ dh, const T* __restrict__ carry, T s, const T* __restrict__ o,
+void backward_row(const T* __restrict__ dh, const T* __restrict__ carry, T s, bool fused, const T* __restrict__ o,
                   const T* __restrict__ i, const T* __restrict__ f, const T* __restrict__ g,
                   const T* __restrict__ h, const T* __restrict__ cp, const T* __restrict__ ig,
                   const T* __restrict__ tc, T* __restrict__ dc, T* __restrict__ d_o, T* __restrict__ d_i,
                   T* __restrict__ d_f, T* __restrict__ d_g, T* __restrict__ fdc, int64_t H) {
   for (int64_t j = 0; j < H; ++j) {
-    T dcj = dh[j] * (o[j] - h[j] * tc[j]);                      // ∂h/∂c = o (1 - tanh² c)
-    if (carry) dcj += s * carry[j];
+    const T kc = std::fma(-h[j], tc[j], o[j]);                   // ∂h/∂c = o (1 - tanh² c)
+    const T dcj = !carry ? dh[j] * kc : fused ? std::fma(dh[j], kc, carry[j]) : std::fma(s, carry[j], dh[j] * kc);
     dc[j] = dcj;
-    d_o[j] = dh[j] * (h[j] - o[j] * h[j]);                       // tanh(c) o (1 - o) = h (1 - o)
-    d_i[j] = dcj * (ig[j] - i[j] * ig[j]);                       // g i (1 - i)
-    d_f[j] = dcj * (cp[j] - f[j] * cp[j]) * f[j];                // c_{t-1} f (1 - f)
-    d_g[j] = dcj * (i[j] - ig[j] * g[j]);                        // i (1 - g²)
+    d_o[j] = dh[j] * times_one_minus(h[j], o[j]);                // tanh(c) o (1 - o) = h (1 - o)
+    d_i[j] = dcj * times_one_minus(ig[j], i[j]);                 // g i (1 - i)
+    d_f[j] = dcj * (times_one_minus(cp[j], f[j]) * f[j]);        // c_{t-1} f (1 - f)
+    d_g[j] = dcj * std::fma(-ig[j], g[j], i[j]);                 // i (1 - g²)
     fdc[j] = dcj * f[j];
   }
 }
@@ -72,11 +79,21 @@ void lstm_forward(at::Tensor xh, at::Tensor c_buf, at::Tensor wct, at::Tensor ga
       const int64_t t = reverse ? T - 1 - k : k, cur = reverse ? t : t + 1, prv = reverse ? t + 1 : t;
       at::Tensor a = gates.select(0, t);                                      // (B, 4H)
       at::mm_out(a, xh.select(0, prv), wct);
-      const scalar_t *cp = pc + prv * B * H;
-      scalar_t *o = pg + t * B * 4 * H, *c = pc + cur * B * H, *h = pxh + cur * B * K + (K - H);
-      scalar_t *ig_t = pig + t * B * H, *tc_t = ptc + t * B * H;
-      for (int64_t b = 0; b < B; ++b, o += 4 * H, cp += H, ig_t += H, c += H, tc_t += H, h += K)
-        forward_row(o, o + H, o + 2 * H, o + 3 * H, cp, ig_t, c, tc_t, h, H);
+      // sigmoid and tanh: ATen's kernels on the same views as the Python loops, so the same bits (a chaotic
+      // run amplifies one ulp of exp into a different trajectory); the products are single roundings in both.
+      a.narrow(1, 0, 3 * H).sigmoid_();
+      a.narrow(1, 3 * H, H).tanh_();
+      const scalar_t *cp = pc + prv * B * H, *o = pg + t * B * 4 * H;
+      scalar_t *c = pc + cur * B * H, *ig_t = pig + t * B * H;
+      for (int64_t b = 0; b < B; ++b, o += 4 * H, cp += H, ig_t += H, c += H)
+        cell_row(o + H, o + 2 * H, o + 3 * H, cp, ig_t, c, H);
+      at::Tensor tc_out = tc.select(0, t);                                    // (B, H)
+      at::tanh_out(tc_out, c_buf.select(0, cur));
+      o = pg + t * B * 4 * H;
+      const scalar_t *tc_t = ptc + t * B * H;
+      scalar_t *h = pxh + cur * B * K + (K - H);
+      for (int64_t b = 0; b < B; ++b, o += 4 * H, tc_t += H, h += K)
+        output_row(o, tc_t, h, H);
     }
   });
 }
@@ -114,7 +131,7 @@ void lstm_backward(at::Tensor dh, at::Tensor dc, at::Tensor d_g, at::Tensor gate
       scalar_t *dc_t = pdc + t * B * H, *d = pd + t * B * 5 * H;
       for (int64_t b = 0; b < B; ++b, o += 4 * H, h += K, cp += H, dh_t += H, ig_t += H, tc_t += H,
                                       dc_t += H, d += 5 * H, carry = carry ? carry + ldc : nullptr)
-        backward_row(dh_t, carry, s_t, o, o + H, o + 2 * H, o + 3 * H, h, cp, ig_t, tc_t, dc_t, d, d + H,
+        backward_row(dh_t, carry, s_t, s == 1.0, o, o + H, o + 2 * H, o + 3 * H, h, cp, ig_t, tc_t, dc_t, d, d + H,
                      d + 2 * H, d + 3 * H, d + 4 * H, H);
       next = t;
     }

@@ -1,5 +1,7 @@
 """The LSTM engine (core.models: _lstm_forward / _lstm_backward, chunked gate factors, reused workspaces)
 is exact: float64, against an independent torch.nn.LSTMCell loop differentiated with torch.autograd.grad.
+Both time loops are checked against it on every machine: the Python loops, and the compiled ones
+(core/native, built by the test session where a compiler exists: tests/core/compiled_lstm.py).
 
 Checked per case: loss, outputs, final state, every parameter gradient, the gradients of the input
 and the initial state, and per row h, c, gates (the whole batch), ∂L/∂h_t and ∂L/∂c_t.
@@ -12,7 +14,8 @@ import core.models as models
 from core.config import Config
 from core.models import RecurrentNet, Trace
 from core.trainer import Trainer
-from reference_scale import ReferenceScale   # tests/core is on sys.path
+from compiled_lstm import compiled_lstm, use_compiled, use_python   # noqa: F401 (fixtures; tests/core is on sys.path)
+from reference_scale import ReferenceScale
 
 T, B, I, H, O = 11, 3, 4, 6, 2
 
@@ -107,12 +110,30 @@ CASES = [  # (layers, bidirectional, truncation, carried initial state, loss)
 ]
 
 
-@pytest.mark.parametrize("chunk_steps", [None, 1, 3])  # None: the default chunk (here the whole sequence)
-@pytest.mark.parametrize("layers,bidirectional,truncation,carried,where", CASES)
-def test_lstm_engine_equals_lstmcell_autograd(monkeypatch, chunk_steps, layers, bidirectional, truncation,
-                                              carried, where):
-    if chunk_steps is not None:  # factor chunks of 1 and 3 steps: partial last chunk, truncation on chunk edges
+# The Python loops with their gate factors prepared in chunks of the default size (here the whole sequence),
+# of 1 and of 3 steps (a partial last chunk, truncation on chunk edges); the compiled loops (no chunks).
+LOOPS = [("python", None), ("python", 1), ("python", 3), ("compiled", None)]
+
+
+@pytest.fixture(params=LOOPS, ids=lambda p: p[0] + (f"-chunk{p[1]}" if p[1] else ""))
+def loops(request, monkeypatch):
+    kind, chunk_steps = request.param
+    if kind == "compiled":
+        return kind, request.getfixturevalue("use_compiled")
+    request.getfixturevalue("use_python")
+    if chunk_steps is not None:
         monkeypatch.setattr(models, "_CHUNK_BYTES", chunk_steps * B * 5 * H * 8)
+    return kind, chunk_steps or T
+
+
+def backward_chunks(net) -> set[int]:
+    """The chunk lengths of the Python loops' backward workspaces (0: the compiled loops')."""
+    return {ws.m.shape[0] for key, held in net._buffer_pool._workspaces.items()
+            if key[0].__name__ == "_LstmBackwardBuffers" for ws in held}
+
+
+@pytest.mark.parametrize("layers,bidirectional,truncation,carried,where", CASES)
+def test_lstm_engine_equals_lstmcell_autograd(loops, layers, bidirectional, truncation, carried, where):
     net = build(layers, bidirectional)
     x, state = inputs(net, carried)
     keep = schedule(truncation)
@@ -129,6 +150,11 @@ def test_lstm_engine_equals_lstmcell_autograd(monkeypatch, chunk_steps, layers, 
     outputs, final = net(x, state, keep, trace)
     loss = loss_of(outputs, final, where)
     grads = torch.autograd.grad(loss, leaves, allow_unused=True)
+    kind, used = loops
+    if kind == "compiled":
+        assert used.calls == 2 * net.num_rows and backward_chunks(net) == {0}   # forward + backward per row
+    else:
+        assert backward_chunks(net) == {used}
 
     close(loss, loss_ref, "loss")
     close(outputs, out_ref, "outputs")
