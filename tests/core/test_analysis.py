@@ -29,20 +29,42 @@ def test_linear_rnn_jacobian_product_norm_is_rho_power(rho):
     assert profile.lyapunov == pytest.approx(math.log(rho), abs=1e-10)
 
 
-@pytest.mark.parametrize("model", ["rnn", "gru", "lstm"])
-def test_step_jacobians_match_jacrev_of_the_unrolled_model(model):
-    """σ_max(∂s_t/∂s_{t−1}) against torch.func.jacrev of RecurrentNet.forward over one step."""
+def test_tanh_rnn_step_jacobians_match_the_closed_form():
+    """σ_max(∂h_t/∂h_{t−1}) against the closed form diag(1 − h_t²) W_hh, h_t computed here from the weights."""
+    T, H = 8, 5
+    torch.manual_seed(3)
+    net = RecurrentNet(Config(model="rnn", activation="tanh", hidden_size=H, spectral_radius=1.3), 2, 1).double()
+    x = torch.randn(T, 2, dtype=torch.double)
+    profile = jacobians_through_time(net, x)
+    w_ih, w_hh, b_ih, b_hh = (w.detach() for w in net.row_weights(0))
+    h = torch.zeros(H, dtype=torch.double)
+    for t in range(T):
+        h = torch.tanh(w_ih @ x[t] + b_ih + w_hh @ h + b_hh)
+        J = torch.diag(1 - h ** 2) @ w_hh
+        assert profile.step_sigma[t] == pytest.approx(torch.linalg.matrix_norm(J, ord=2).item(), rel=1e-9)
+
+
+@pytest.mark.parametrize("model", ["gru", "lstm"])
+def test_gated_step_jacobians_match_torch_cells(model):
+    """σ_max(∂s_t/∂s_{t−1}) (s = h, or (h, c) for the LSTM) against torch.func.jacrev of torch.nn.GRUCell /
+    LSTMCell carrying the row's weights: torch's own cell, not the engine's code."""
     T, H = 6, 5
     torch.manual_seed(3)
     net = RecurrentNet(Config(model=model, hidden_size=H), 2, 1).double()
     x = torch.randn(T, 2, dtype=torch.double)
     profile = jacobians_through_time(net, x)
     lstm = model == "lstm"
+    cell = (torch.nn.LSTMCell if lstm else torch.nn.GRUCell)(2, H).double()
+    w_ih, w_hh, b_ih, b_hh = (w.detach() for w in net.row_weights(0))
+    with torch.no_grad():
+        for mine, theirs in zip((cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh), (w_ih, w_hh, b_ih, b_hh)):
+            mine.copy_(theirs)
 
-    def one_step(s, x_t):  # independent: the module's own forward on a length-1 sequence
-        state = (s[:H].view(1, 1, H), s[H:].view(1, 1, H)) if lstm else s.view(1, 1, H)
-        _, new = net(x_t.view(1, 1, 2), state)
-        return torch.cat([new[0].view(-1), new[1].view(-1)]) if lstm else new.view(-1)
+    def one_step(s, x_t):
+        if lstm:
+            h, c = cell(x_t.view(1, 2), (s[:H].view(1, H), s[H:].view(1, H)))
+            return torch.cat([h.view(-1), c.view(-1)])
+        return cell(x_t.view(1, 2), s.view(1, H)).view(-1)
 
     s = torch.zeros(2 * H if lstm else H, dtype=torch.double)
     for t in range(T):
