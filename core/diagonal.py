@@ -80,10 +80,11 @@ class DiagonalScan(torch.autograd.Function):
         T = b.shape[0]
         h = torch.empty_like(b)
         steps = a.unbind(0) if a.dim() == 3 else (a,) * T
+        hs, bs = h.unbind(0), b.unbind(0)                 # per-step views, made once
         prev = h0
         for t in (range(T - 1, -1, -1) if spec.reverse else range(T)):
-            torch.addcmul(b[t], steps[t], prev, out=h[t])
-            prev = h[t]
+            torch.addcmul(bs[t], steps[t], prev, out=hs[t])
+            prev = hs[t]
         ctx.save_for_backward(a, h0, h)
         ctx.spec = spec
         if spec.trace is not None:
@@ -100,11 +101,12 @@ class DiagonalScan(torch.autograd.Function):
         a_conj = a.conj().resolve_conj()
         steps = a_conj.unbind(0) if a.dim() == 3 else (a_conj,) * T
         dh = g.clone()                                   # the direct part; the loop adds the recurrent carry
+        dhs = dh.unbind(0)
         for k in range(T - 1, 0, -1):
             t, before = order[k], order[k - 1]
             s = 1.0 if spec.scales is None else spec.scales[k]
             if s:
-                dh[before].addcmul_(steps[t], dh[t], value=s)   # + conj(a_t) ⊙ ∂L/∂h_t
+                dhs[before].addcmul_(steps[t], dhs[t], value=s)   # + conj(a_t) ⊙ ∂L/∂h_t
         h0u = h0.unsqueeze(0)
         prev = torch.cat([h[1:], h0u]) if spec.reverse else torch.cat([h0u, h[:-1]])   # (T, B, H): h_{t−1}
         g_a = dh * prev.conj()
@@ -165,15 +167,20 @@ class LruRow(nn.Module):
         return torch.exp(torch.complex(-torch.exp(self.nu_log), torch.exp(self.theta_log)))
 
     def recurrence(self, u):
-        """u (T, B, H) -> a = λ (H,), b = γ ⊙ (B u_t) (T, B, H) complex."""
+        """u (T, B, H) -> a = λ (H,), b = γ ⊙ (B u_t) (T, B, H) complex.
+
+        Complex tensors are handled as interleaved real pairs (torch.view_as_real): one real matmul each way
+        instead of complex products and copies (a third of the LRU's step on CPU, measured)."""
         lam = self.eigenvalues()
         gamma = torch.sqrt(-torch.expm1(-2 * torch.exp(self.nu_log)))   # √(1 − |λ|²), exact near |λ| = 1
-        bu = torch.complex(u @ self.B_re.t(), u @ self.B_im.t())        # (T, B, H)
-        return lam, gamma * bu, {}
+        b_pairs = torch.stack([self.B_re, self.B_im], dim=1) * gamma[:, None, None]   # (H, 2, I): rows of γ ⊙ B
+        b = u @ b_pairs.flatten(0, 1).t()                                 # (T, B, 2H): Re, Im of each unit
+        return lam, torch.view_as_complex(b.unflatten(-1, (-1, 2))), {}
 
     def readout(self, h, u):
-        """h (T, B, H) complex, u (T, B, H) -> u + GELU(Re(C h) + D ⊙ u)."""
-        y = h.real @ self.C_re.t() - h.imag @ self.C_im.t() + self.D * u
+        """h (T, B, H) complex, u (T, B, H) -> u + GELU(Re(C h) + D ⊙ u), Re(C h) = C_re Re h − C_im Im h."""
+        c_pairs = torch.stack([self.C_re, -self.C_im], dim=2)            # (H, H, 2), pairs as view_as_real's
+        y = torch.view_as_real(h).flatten(-2) @ c_pairs.flatten(1).t() + self.D * u
         return u + F.gelu(y)
 
 
