@@ -33,8 +33,8 @@ The LSTM row keeps its per-step work small: per step one matmul and six
 elementwise ops forward, one matmul and three backward; the backward's gate
 factors are batched over chunks of steps that stay in cache; buffers and their
 per-step views live in reused workspaces (tests/core/test_fused_lstm.py). Once built
-(``python -m core.native build``), a compiled kernel runs both time loops instead: per
-step one matmul and one fused loop, same buffers and formulas; the engine never waits
+(in the background on first use, or ``python -m core.native build``), a compiled kernel runs
+both time loops instead: same buffers, formulas and roundings; the engine never waits
 for a compiler, and ``GRADFLOW_NATIVE=0`` turns it off (tests/core/test_native_lstm.py).
 
 A fused module's ``output.retain_grad()`` would give only the direct part of

@@ -119,7 +119,8 @@ def _start_build():
                     "loops are built in the background)", os.environ.get("CXX", "c++"))
         return
     _build = "building"
-    log.info("building the compiled LSTM loops in the background (log: %s); the Python loops run meanwhile",
+    # a warning, so that it reaches the terminal where no logging is set up (the engine process, gradflow run)
+    log.warning("building the compiled LSTM loops in the background (log: %s); the Python loops run meanwhile",
              _build_log())
     threading.Thread(target=_wait_for_build, name="gradflow-native-build", daemon=True).start()
 
