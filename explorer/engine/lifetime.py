@@ -23,7 +23,7 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
-EXIT_GRACE_S = 1.0   # after its own SIGTERM, how long the engine may take to unwind before os._exit
+EXIT_GRACE_S = 0.5   # after its own SIGTERM, how long the engine may take to unwind before os._exit
 
 
 class ParentLink:
