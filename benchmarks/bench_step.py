@@ -122,9 +122,10 @@ class PlainDiagonalStep(PlainStep):
         u = net.encoder(inputs) if lru else inputs            # (T, B, H) or (T, B, I)
         for cell in net.rows:
             a, b, _ = cell.recurrence(u)                      # a (T, B, H) or (H,), b (T, B, H)
+            steps = a.unbind(0) if a.dim() == 3 else (a,) * b.shape[0]
             h, hs = torch.zeros_like(b[0]), []
-            for t in range(b.shape[0]):
-                h = (a[t] if a.dim() == 3 else a) * h + b[t]
+            for a_t, b_t in zip(steps, b.unbind(0)):         # unbind: b[t] in the loop would cost O(T²) backward
+                h = a_t * h + b_t
                 hs.append(h)
             h = torch.stack(hs)                               # (T, B, H)
             u = cell.readout(h, u) if lru else h
