@@ -118,9 +118,9 @@ class DiagonalScan(torch.autograd.Function):
         return g_a, dh, g_h0, None
 
 
-def ring_init(H: int, r_min: float, r_max: float, max_phase: float, generator=None):
+def ring_init(H: int, r_min: float, r_max: float, max_phase: float):
     """(ν, θ) with |λ| = exp(−exp ν) uniform on the ring's area r_min ≤ |λ| ≤ r_max, arg λ = exp θ in 0..max_phase."""
-    u1, u2 = torch.rand(H, generator=generator), torch.rand(H, generator=generator)
+    u1, u2 = torch.rand(H), torch.rand(H)
     radius2 = u1 * (r_max ** 2 - r_min ** 2) + r_min ** 2                 # |λ|² uniform: area-uniform radii
     nu_log = torch.log(-0.5 * torch.log(radius2))
     theta_log = torch.log(max_phase * u2)
@@ -156,9 +156,9 @@ class LruRow(nn.Module):
         super().__init__()
         nu_log, theta_log = ring_init(H, config.lru_r_min, config.lru_r_max, config.lru_max_phase)
         self.nu_log, self.theta_log = nn.Parameter(nu_log), nn.Parameter(theta_log)
-        self.B_re = nn.Parameter(torch.randn(H, H) / math.sqrt(2 * H))    # paper: B ~ CN(0, 1/H_in)
+        self.B_re = nn.Parameter(torch.randn(H, H) / math.sqrt(2 * H))    # as the paper: B_re, B_im ~ N(0, 1/(2 H_in))
         self.B_im = nn.Parameter(torch.randn(H, H) / math.sqrt(2 * H))
-        self.C_re = nn.Parameter(torch.randn(H, H) / math.sqrt(H))        # paper: C ~ CN(0, 2/N) per part 1/N
+        self.C_re = nn.Parameter(torch.randn(H, H) / math.sqrt(H))        # as the paper: C_re, C_im ~ N(0, 1/N)
         self.C_im = nn.Parameter(torch.randn(H, H) / math.sqrt(H))
         self.D = nn.Parameter(torch.randn(H))
 
