@@ -81,7 +81,7 @@ def window_round(app, config, seconds: float) -> dict:
         time.sleep(0.002)
     updates: list[float] = []
     starts: list[float] = []
-    repaint = window.draw_frame
+    repaint = window.drawer.draw
 
     def timed_repaint():  # measure each frame the window draws
         t = time.perf_counter()
@@ -89,7 +89,7 @@ def window_round(app, config, seconds: float) -> dict:
         starts.append(t)
         updates.append((time.perf_counter() - t) * 1e3)
 
-    window.draw_frame = timed_repaint
+    window.drawer.draw = timed_repaint
     first = window.latest.step
     window.play()
     QTimer.singleShot(int(seconds * 1000), app.quit)

@@ -7,15 +7,17 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from PySide6.QtCore import QByteArray, QSettings
-from PySide6.QtGui import QGuiApplication, QImage
-from PySide6.QtWidgets import QDialog, QStatusBar, QWidget
+from PySide6.QtCore import QByteArray, QPoint, QRect, QSettings, QSize
+from PySide6.QtGui import QGuiApplication, QImage, QPainter, QRegion
+from PySide6.QtWidgets import QApplication, QDialog, QDockWidget, QMainWindow, QStatusBar, QWidget
 
 from core.presets import Preset
 from core.records import History, Record
 from explorer import errors
 from explorer.window.dialogs import AnimationDialog, PanelExportDialog
+from explorer.window.drawing import on_screen
 from explorer.window.file_dialogs import ask_save_path, folder_problem
+from explorer.window.widgets import DockTitleBar
 
 
 class ExportsHost(Protocol):
@@ -29,9 +31,12 @@ class ExportsHost(Protocol):
     def latest(self) -> Record | None: ...
     @property
     def history(self) -> History: ...
+    dock_host: QMainWindow           # the inner window whose docks hold the panels
+    panel_docks: dict[str, QDockWidget]
+
     def frame_record(self) -> Record | None: ...
-    def render_dashboard(self, scale: float = 1.0) -> QImage: ...
-    def panel_on_screen(self, name: str) -> Any: ...
+    def draw_frame(self) -> None: ...
+    def panel(self, name: str) -> Any: ...
     def record_animation(self, path: str | Path, steps: int, frames: int, target: str = "dashboard") -> bool: ...
     def statusBar(self) -> QStatusBar: ...
     def show_problem(self, title: str, text: str, informative: str = "", details: str = "") -> None: ...
@@ -110,7 +115,7 @@ class WindowExports:
     # -- the exports ----------------------------------------------------------------------------------------
     def dashboard_png(self, path: str | Path, scale: float = 1.0) -> bool:
         path = Path(path)
-        return self.write("Dashboard", path, lambda: _write_png(self.window.render_dashboard(scale), path))
+        return self.write("Dashboard", path, lambda: _write_png(self.render_dashboard(scale), path))
 
     def panel(self, name: str, path: str | Path, scale: float = 2.0) -> bool:
         """One panel (class name) as PNG at `scale` × or as SVG, by the file's suffix."""
@@ -119,7 +124,7 @@ class WindowExports:
         if path.suffix.lower() not in (".png", ".svg"):
             self.window.show_problem("Panel not exported", f"cannot export {path.name}: use .png or .svg")
             return False
-        panel = self.window.panel_on_screen(name)
+        panel = self.panel_on_screen(name)
         if path.suffix.lower() == ".svg":
             return self.write(panel.title, path, lambda: export.save_svg(panel, path, title=panel.title))
         return self.write(panel.title, path, lambda: export.save_png(panel, path, scale))
@@ -136,9 +141,54 @@ class WindowExports:
         write = (lambda: save_csv(path, history)) if suffix == ".csv" else (lambda: save_npz(path, history, last))
         return self.write("Run data", path, write)
 
+    # -- what the figures show --------------------------------------------------------------------------
+    def dashboard_rect(self) -> QRect:
+        """The part of the dock area the panels fill (the settings dock and floating panels left out)."""
+        window = self.window
+        rect = QRect()
+        for dock in window.panel_docks.values():
+            if not dock.isFloating() and on_screen(dock):
+                rect = rect.united(dock.geometry())
+        return rect if not rect.isEmpty() else window.dock_host.rect()
+
+    def render_dashboard(self, scale: float = 1.0) -> QImage:
+        """The panels as they are on screen, drawn again at `scale` × (vector content stays sharp)."""
+        window = self.window
+        window.draw_frame()
+        rect = self.dashboard_rect()
+        image = QImage(QSize(round(rect.width() * scale), round(rect.height() * scale)), QImage.Format.Format_ARGB32)
+        image.fill(window.dock_host.palette().window().color())
+        painter = QPainter(image)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setRenderHint(QPainter.RenderHint.TextAntialiasing)
+        painter.scale(scale, scale)
+        buttons = [b for dock in window.panel_docks.values() if isinstance(dock.titleBarWidget(), DockTitleBar)
+                   for b in (dock.titleBarWidget().float_button, dock.titleBarWidget().close_button)
+                   if b.isVisibleTo(dock)]
+        for button in buttons:   # window chrome has no place in a figure
+            button.setVisible(False)
+        try:
+            window.dock_host.render(painter, QPoint(0, 0), QRegion(rect))
+        finally:
+            for button in buttons:
+                button.setVisible(True)
+            painter.end()
+        return image
+
+    def panel_on_screen(self, name: str):
+        """The panel called `name` (class name), its dock shown and raised, drawn with the current record."""
+        panel = self.window.panel(name)
+        dock = self.window.panel_docks[name]
+        if dock.isHidden():
+            dock.show()
+        dock.raise_()
+        QApplication.processEvents()
+        self.window.draw_frame()
+        return panel
+
     def copy_figure(self, scale: float = 2.0):
         """The dashboard at `scale` × on the clipboard, for pasting into slides."""
-        QGuiApplication.clipboard().setImage(self.window.render_dashboard(scale))
+        QGuiApplication.clipboard().setImage(self.render_dashboard(scale))
         self.window.statusBar().showMessage(f"Dashboard copied to the clipboard ({scale:g}×).", 6000)
 
 

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import base64
 import html
-import time
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
-from PySide6.QtCore import QByteArray, QPoint, QRect, QSettings, QSize, Qt, QTimer, Slot
-from PySide6.QtGui import QFont, QImage, QPainter, QRegion
+from PySide6.QtCore import QByteArray, QRect, QSettings, Qt, Slot
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QMessageBox, QTabWidget, QVBoxLayout, QWidget
 
 from core.config import Config, ConfigError
@@ -29,6 +28,7 @@ from explorer.engine import calls as engine_calls
 from explorer.panels import PANELS, connect_panels
 from explorer.window.actions import DEFAULT_SPEED, SPEEDS, build_menus, build_run_actions, build_toolbar
 from explorer.window.checkpoints import CHECKPOINT_EVERY, Checkpoints
+from explorer.window.drawing import FrameDrawer
 from explorer.window.exports import WindowExports
 from explorer.window.presentation import LAYOUT_VERSION, WindowLayout
 from explorer.export.figures import ANIMATION_FPS
@@ -45,9 +45,6 @@ from explorer.window.widgets import DockTitleBar, LoadingOverlay, MessageBar, Sc
 from explorer.engine.worker import EngineConnection
 
 ORGANIZATION, APPLICATION = "GradientFlowExplorer", "Explorer"
-FRAME_PERIOD_S = 0.031      # a frame at most every 31 ms (~32 fps: the target is >= 30) ...
-FRAME_POLL_MS = 6           # ... looked for every 6 ms, so a frame comes at most that late
-FRAME_COST_FACTOR = 3       # engine in a thread (GRADFLOW_ENGINE=thread): drawing takes at most ~1/3 of the time
 VIEW_VERSION = 1            # the layout of the `view` dict this window writes into a session
 
 
@@ -67,10 +64,6 @@ class MainWindow(QMainWindow):
         config = config if config is not None else self.preset.config
 
         self.run = RunState(config.history_mb * 2**20)       # the run as this window knows it (GUI thread)
-        self.shown_record: Record | None = None              # what the panels drew last
-        self._dirty = False
-        self._next_frame_at = 0.0
-        self._drawn: dict = {}                               # panel -> the record it shows
         self._closing = False
         self.rate = StepRate()
         self.theme: Theme = DEFAULT_THEME
@@ -103,6 +96,8 @@ class MainWindow(QMainWindow):
         self._update_banner()
         self.readout.set_state("building …")
         self.overlay = LoadingOverlay(self.dock_host)   # until step 1 is drawn: no empty panels on show
+        self.drawer = FrameDrawer(self.panels, self.run, self.worker, self.timeline, self.readout, self.overlay,
+                                  self.rate, self._report_panel_error, self)   # the panels, ~30 times a second
 
         self.recovery = Recovery(self, self.run, self.checkpoints, self.settings_panel, self.message_bar,
                                  self.worker, self)          # after a blow-up: Revert, Continue
@@ -115,12 +110,6 @@ class MainWindow(QMainWindow):
         self.settings_panel.live_changed.connect(self._on_live_changed)
         self.settings_panel.rebuild_requested.connect(self._on_rebuild_requested)
         self.settings_panel.check_requested.connect(self._on_check_requested)
-
-        self.frame_timer = QTimer(self)
-        self.frame_timer.setInterval(FRAME_POLL_MS)
-        self.frame_timer.setTimerType(Qt.TimerType.PreciseTimer)
-        self.frame_timer.timeout.connect(self._on_frame)
-        self.frame_timer.start()
 
         self._restore_settings()
         self.connection.start()
@@ -233,7 +222,7 @@ class MainWindow(QMainWindow):
             self.presentation_action.blockSignals(True)
             self.presentation_action.setChecked(presentation_mode)
             self.presentation_action.blockSignals(False)
-        self._dirty = True
+        self.drawer.dirty = True
 
     def set_fullscreen(self, on: bool):
         self.showFullScreen() if on else self.showNormal()
@@ -312,7 +301,7 @@ class MainWindow(QMainWindow):
         self.rate.add(record.step)
         if self.message_bar.kind == "info":
             self.message_bar.clear()
-        self._dirty = True
+        self.drawer.dirty = True
         if self.session_path is not None and not self.isWindowModified():
             self.setWindowModified(True)
         if record.diverged is None and (record.step == 1 or record.step % self.checkpoint_every == 0):
@@ -390,34 +379,30 @@ class MainWindow(QMainWindow):
     @Slot(object)
     def _on_scrubbed(self, record: Record):
         self.run.scrub(record)
-        self._dirty = True
+        self.drawer.dirty = True
 
     @Slot()
     def _on_timeline_live(self):
         self.run.scrub(None)
-        self._dirty = True
+        self.drawer.dirty = True
 
     def go_live(self):
         """Panels follow the newest step again (before Revert, Open, recording ...)."""
         self.timeline.go_live()
 
-    # -- drawing ---------------------------------------------------------------------------------------------
-    @Slot()
-    def _on_frame(self):
-        now = time.perf_counter()
-        if now < self._next_frame_at:
-            return
-        # keep the cadence (a poll's lateness is not carried over); after a slow frame, wait half a period
-        self._next_frame_at = max(self._next_frame_at + FRAME_PERIOD_S, now + FRAME_PERIOD_S / 2)
-        self.timeline.refresh()
-        if self._dirty:
-            self.draw_frame()
-        elif self.latest is not None and self.worker.is_playing():
-            self.readout.rate.setText(f"{self.rate.rate():.1f} steps/s")
+    # -- drawing (explorer.window.drawing) -----------------------------------------------------------------
+    def draw_frame(self):
+        """Draw the frame record on the panels on screen now (FrameDrawer.draw)."""
+        self.drawer.draw()
 
     def frame_record(self) -> Record | None:
         """What the panels draw (RunState.frame_record)."""
         return self.run.frame_record()
+
+    @property
+    def shown_record(self) -> Record | None:
+        """What the panels drew last."""
+        return self.drawer.shown_record
 
     @property
     def latest(self) -> Record | None:
@@ -434,37 +419,10 @@ class MainWindow(QMainWindow):
         """The record of the refused update, until resolved."""
         return self.run.diverged
 
-    def draw_frame(self):
-        """Draw the frame record on every visible panel that does not show it yet, then the status bar.
-
-        Panels hidden behind a tab or closed are skipped (they catch up when shown). Frames come at most every
-        FRAME_PERIOD_S; with the engine in a thread, while playing, the next frame also waits at least
-        FRAME_COST_FACTOR × this frame's drawing time, so that drawing takes a bounded share of the
-        interpreter from the training thread."""
-        self._dirty = False
-        record = self.frame_record()
-        if record is None:
-            return
-        start = time.perf_counter()
-        for panel in self.panels:
-            if self._drawn.get(panel) is record or not _on_screen(panel):
-                continue
-            try:
-                panel.show_record(record, self.history)
-            except Exception as e:  # noqa: BLE001 - a panel bug must not stop the others or training
-                self._report_panel_error(panel, e)
-            self._drawn[panel] = record
-        self.shown_record = record
-        self.overlay.hide()
-        self.readout.show_record(self.latest, self.rate.rate() if self.worker.is_playing() else 0.0)
-        cost = time.perf_counter() - start
-        if self.worker.is_playing() and not self.worker.isolated:   # shares the interpreter with training
-            self._next_frame_at = max(self._next_frame_at, start + FRAME_COST_FACTOR * cost)
-
     @Slot(bool)
     def _on_dock_visibility_changed(self, visible: bool):
         if visible:
-            self._dirty = True   # a panel that was hidden catches up at the next frame
+            self.drawer.dirty = True   # a panel that was hidden catches up at the next frame
 
     def _report_panel_error(self, panel, error: Exception):
         import traceback
@@ -558,15 +516,11 @@ class MainWindow(QMainWindow):
     def _on_session_opened(self, view: dict, history: History, seed: Record | None, saved: list[Record]):
         """An opened session's run replaces this one: its history, the records the panels showed (after the
         rebuilt model's step 1, `seed`) and its view."""
-        for panel in self.panels:   # panels see the rebuilt model's step 1, then the saved state: a new run
-            for record in ([seed] if seed is not None else []) + saved:
-                try:
-                    panel.show_record(record, history)
-                except Exception as e:  # noqa: BLE001 - one panel must not stop the others
-                    self._report_panel_error(panel, e)
+        # panels see the rebuilt model's step 1, then the saved state: a new run
+        self.drawer.show_all(([seed] if seed is not None else []) + saved, history)
         self.go_live()
         self.run.adopt(history, saved)
-        self._drawn.clear()
+        self.drawer.redraw_all()
         self.rate.reset()
         self.checkpoints.new_model()
         self._apply_view(view)
@@ -606,46 +560,8 @@ class MainWindow(QMainWindow):
 
     # -- exports -----------------------------------------------------------------------------------------
     def dashboard_rect(self) -> QRect:
-        """The part of the dock area the panels fill (the settings dock and floating panels left out)."""
-        rect = QRect()
-        for dock in self.panel_docks.values():
-            if not dock.isFloating() and _on_screen(dock):
-                rect = rect.united(dock.geometry())
-        return rect if not rect.isEmpty() else self.dock_host.rect()
-
-    def render_dashboard(self, scale: float = 1.0) -> QImage:
-        """The panels as they are on screen, drawn again at `scale` × (vector content stays sharp)."""
-        self.draw_frame()
-        rect = self.dashboard_rect()
-        image = QImage(QSize(round(rect.width() * scale), round(rect.height() * scale)), QImage.Format.Format_ARGB32)
-        image.fill(self.dock_host.palette().window().color())
-        painter = QPainter(image)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        painter.setRenderHint(QPainter.RenderHint.TextAntialiasing)
-        painter.scale(scale, scale)
-        buttons = [b for dock in self.panel_docks.values() if isinstance(dock.titleBarWidget(), DockTitleBar)
-                   for b in (dock.titleBarWidget().float_button, dock.titleBarWidget().close_button)
-                   if b.isVisibleTo(dock)]
-        for button in buttons:   # window chrome has no place in a figure
-            button.setVisible(False)
-        try:
-            self.dock_host.render(painter, QPoint(0, 0), QRegion(rect))
-        finally:
-            for button in buttons:
-                button.setVisible(True)
-            painter.end()
-        return image
-
-    def panel_on_screen(self, name: str):
-        """The panel called `name` (class name), its dock shown and raised, drawn with the current record."""
-        panel = self.panel(name)
-        dock = self.panel_docks[name]
-        if dock.isHidden():
-            dock.show()
-        dock.raise_()
-        QApplication.processEvents()
-        self.draw_frame()
-        return panel
+        """The part of the dock area the panels fill (WindowExports.dashboard_rect)."""
+        return self.exports.dashboard_rect()
 
     def export_dashboard_png(self, path: str | Path, scale: float = 1.0) -> bool:
         return self.exports.dashboard_png(path, scale)
@@ -688,7 +604,7 @@ class MainWindow(QMainWindow):
     def _on_reverted(self, step: int):
         """The engine is back at the checkpoint of `step`: the panels show what they showed then."""
         self.go_live()
-        self._drawn.clear()
+        self.drawer.redraw_all()
         self.rate.reset()
         self.draw_frame()
         self._update_banner()
@@ -724,17 +640,11 @@ class MainWindow(QMainWindow):
                 self.recorder.cancel()
             self.session_files.wait_for_saves()
             self._save_settings()
-            self.frame_timer.stop()
+            self.drawer.frame_timer.stop()
             if not self.connection.shutdown(1000):   # stop -> quit -> wait; a long step ends first
                 self.hide()
                 self.connection.thread.wait()
         super().closeEvent(event)
-
-
-def _on_screen(widget: QWidget) -> bool:
-    """Shown and not parked behind another tab (Qt keeps tabbed docks 'visible', moved off-screen)."""
-    return widget.isVisible() and not widget.visibleRegion().isEmpty()
-
 
 
 def _b64(data: QByteArray) -> str:

@@ -27,9 +27,7 @@ class RecordingHost(Protocol):
     def pause(self) -> None: ...
     def go_live(self) -> None: ...
     def draw_frame(self) -> None: ...
-    def render_dashboard(self, scale: float = 1.0) -> QImage: ...
     def panel(self, name: str) -> Any: ...
-    def panel_on_screen(self, name: str) -> Any: ...
     def statusBar(self) -> QStatusBar: ...
     def show_problem(self, title: str, text: str, informative: str = "", details: str = "") -> None: ...
 
@@ -84,7 +82,7 @@ class AnimationRecorder(QObject):
         progress.canceled.connect(self.cancel)
         self.current = Recording(path, target, steps, start, frame_steps, Animation(fps), progress)
         if target != "dashboard":
-            window.panel_on_screen(target)
+            self.exports.panel_on_screen(target)
         self._grab_frame()
         progress.setValue(0)
         progress.show()
@@ -95,7 +93,7 @@ class AnimationRecorder(QObject):
         rec, window = self.current, self.window
         window.draw_frame()
         if rec.target == "dashboard":
-            image = window.render_dashboard(1.0)
+            image = self.exports.render_dashboard(1.0)
         else:
             from explorer.export.figures import render_image
             image = render_image(window.panel(rec.target), 1.0)
