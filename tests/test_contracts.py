@@ -1,0 +1,37 @@
+"""The code's contracts, checked by the test command: ruff's rules and the import contracts (import-linter) in
+pyproject.toml: core imports neither Qt nor the app, panels import no engine, the engine side of the process
+boundary imports no window, the run state imports no Qt."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def tool(name: str) -> str:
+    """The tool installed beside this Python (the project's .venv: the `test` extra), else on PATH."""
+    beside = Path(sys.executable).with_name(name)
+    found = str(beside) if beside.exists() else shutil.which(name)
+    if found is None:
+        pytest.fail(f"{name} is not installed: install the test extra (pip install -e '.[test]')")
+    return found
+
+
+def run(*command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_ruff_finds_nothing():
+    done = run(tool("ruff"), "check", "--no-cache", "--output-format", "concise", ".")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_every_import_contract_is_kept():
+    done = run(tool("lint-imports"), "--no-cache")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 broken" in done.stdout, done.stdout
