@@ -14,7 +14,8 @@ import torch.nn.functional as F
 
 from core.config import Config
 from core.models import RecurrentNet, Trace
-from core.trainer import Trainer, spectrum
+from core.spectrum import spectrum
+from core.trainer import Trainer
 
 CELLS = [("rnn", "tanh"), ("rnn", "relu"), ("rnn", "identity"), ("gru", "tanh"), ("lstm", "tanh")]
 SHAPES = [(1, False), (2, True), (3, False)]  # (num_layers, bidirectional)
