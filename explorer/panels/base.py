@@ -149,6 +149,7 @@ class Panel(QWidget):
         self.alert_label.setTextFormat(Qt.TextFormat.PlainText)
         for label in (self.key_label, self.alert_label):
             label.setVisible(False)
+        self.yielding_labels: list[YieldingLabel] = [self.caption_label, self.key_label, self.alert_label]
         self._footer_added = False
         self._last_seen_step: int | None = None
         self._last_record: Record | None = None
@@ -373,11 +374,13 @@ class Panel(QWidget):
             size = QSize(math.ceil(width) + frame, math.ceil(height) + frame)
             if view.minimumSize() != size:
                 view.setMinimumSize(size)
+            if layout.geometry().width() > view.width() or layout.geometry().height() > view.height():
+                layout.setGeometry(view.range)   # laid out while it needed more: back to the view's size
 
     def _fit_texts(self) -> None:
         """Captions and footer lines wrap while they take little of the panel's height, else yield: one line."""
         room = int(CAPTION_SHARE * self.height())
-        for label in (self.caption_label, self.key_label, self.alert_label):
+        for label in self.yielding_labels:
             label.fit(room)
 
     def fit_legends(self) -> None:

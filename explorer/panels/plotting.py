@@ -288,6 +288,25 @@ def fit_legend(legend: pg.LegendItem, width: float):
     legend.updateGeometry()
 
 
+class WrappedLabel(pg.LabelItem):
+    """A LabelItem whose text wraps at `set_wrap_width(px)` and that asks its layout for at most MIN_WIDTH px
+    (a plain LabelItem asks for its whole text width, so a long line would widen its panel and the window)."""
+
+    MIN_WIDTH = 120
+
+    def set_wrap_width(self, width: int):
+        if self.item.textWidth() != width:
+            self.item.setTextWidth(width)
+            self.updateMin()
+
+    def updateMin(self):
+        super().updateMin()
+        width, height = self._sizeHint[Qt.SizeHint.MinimumSize]
+        self._sizeHint[Qt.SizeHint.MinimumSize] = (min(self.MIN_WIDTH, width), height)
+        self.setMinimumWidth(min(self.MIN_WIDTH, width))
+        self.updateGeometry()
+
+
 class Note:
     """A short text pinned to a corner of a ViewBox (pixels, not data coordinates), for readouts
     ('ρ = 0.93') and warnings ('∞ clipped at the top'). `text` holds the plain text shown."""

@@ -9,7 +9,6 @@ defective matrix) under the plot.
 """
 from __future__ import annotations
 
-import html
 import math
 import re
 import weakref
@@ -24,7 +23,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton
 from core.records import History, Record
 from core.spectrum import record_verdict
 from explorer.panels import plotting
-from explorer.panels.base import Panel
+from explorer.panels.base import Panel, YieldingLabel
 from explorer.theme import Theme
 
 TRAIL = 20                 # earlier records whose eigenvalues are drawn faintly
@@ -33,6 +32,8 @@ EDIT_TAG = "spectrum.edit_eigenvalue"     # worker.call tags this panel sends an
 UNDO_TAG = "spectrum.undo_matrix_edit"
 REAL_TOL = 1e-9                           # |Im λ| ≤ this × max(1, |λ|): a real eigenvalue
 PLOT_MIN = (220, 180)                      # px: the unit circle stays a readable circle (equal aspect)
+LEGEND_ROOM = 1.3                         # a narrow panel shows its legend (under the plot) once it is this × taller
+                                          # than it needs: far from the edge, so showing it never tips the layout
 READOUT_SIDE = 0.36                       # share of a wide panel's width for the readout and legend column
 EDIT_HINT = "Drag an eigenvalue to move it (a complex pair moves together); it applies at the next step."
 
@@ -90,10 +91,12 @@ class SpectrumPanel(Panel):
         self.plot = self.add_plot(plotting.new_plot(self.view.ci, 0, 0, "Re λ", "Im λ"), minimum=PLOT_MIN)
         self.plot.setAspectLocked(True)   # equal aspect: a circle is a circle
         self.legend = self.add_legend(plotting.new_legend())    # placed by _arrange
-        self.readout = pg.LabelItem("", justify="left")      # block name, ρ, σ_max, verdict
+        self.readout = plotting.WrappedLabel("", justify="left")      # block name, ρ, σ_max, verdict
         self.readout_text = ""                               # the same, as plain text
         self._readout_html = ""
         self._wide: bool | None = None
+        self._readout_height = 0.0
+        self._legend_shown = True   # a short narrow panel folds the legend away (the plot keeps its size)
         self.compact = False                                 # small multiples: no legend, one-line readout
         self._shown = None
 
@@ -125,8 +128,8 @@ class SpectrumPanel(Panel):
         # hands-on editing (hidden until set_editable(True) / connect_to_worker)
         self.edit_row = QHBoxLayout()
         self.edit_row.setContentsMargins(0, 0, 0, 0)
-        self.edit_label = QLabel(EDIT_HINT)
-        self.edit_label.setWordWrap(True)
+        self.edit_label = YieldingLabel(EDIT_HINT)
+        self.yielding_labels.append(self.edit_label)
         self.undo_button = QPushButton("Undo edit")
         self.undo_button.setToolTip("Put W_hh back as it was before the last eigenvalue edit")
         self.undo_button.setEnabled(False)
@@ -350,15 +353,18 @@ class SpectrumPanel(Panel):
             return
         side = max(READOUT_SIDE * self.width(), plotting.legend_width(self.legend, 2))
         wide = self.width() - side - 60 > 0.8 * self.height()
-        if wide != self._wide:
+        legend = self.legend.minimumHeight() if self.legend.items else 0
+        without = self.minimumSizeHint().height() - (legend if self._legend_shown and not self._wide else 0)
+        shown = wide or self.height() >= LEGEND_ROOM * (without + legend)
+        if wide != self._wide or shown != self._legend_shown:
+            self._legend_shown = shown
             self._arrange(wide)
         # the readout wraps in the room of its column (beside the plot or above it): it never widens the panel
         # and never runs into the axes' labels
-        width = max(120, int(side) if wide else self.width() - 30)
-        if self.readout.item.textWidth() != width:
-            self.readout.item.setTextWidth(width)
-            self.readout.updateMin()
-            self.readout.setMinimumWidth(120)
+        self.readout.set_wrap_width(max(120, int(side) if wide else self.view.width() - 30))
+        if self.readout.minimumHeight() != self._readout_height:   # its lines changed: the view asks anew
+            self._readout_height = self.readout.minimumHeight()
+            self.fit_minimums()
 
     def _arrange(self, wide: bool):
         """Wide panel: readout and legend in a column right of the (square) plot; else above and below it."""
@@ -368,7 +374,7 @@ class SpectrumPanel(Panel):
         for item in (self.plot, self.readout, self.legend):
             if item in layout.items:
                 layout.removeItem(item)
-        self.legend.setVisible(not self.compact)
+        self.legend.setVisible(not self.compact and (wide or self._legend_shown))
         if self.compact:
             layout.addItem(self.readout, row=0, col=0)
             layout.addItem(self.plot, row=1, col=0)
@@ -382,7 +388,8 @@ class SpectrumPanel(Panel):
         else:
             layout.addItem(self.readout, row=0, col=0)
             layout.addItem(self.plot, row=1, col=0)
-            layout.addItem(self.legend, row=2, col=0)
+            if self._legend_shown:
+                layout.addItem(self.legend, row=2, col=0)
             self.legend.max_columns = None
         self.legend._fitted = None
 
@@ -415,5 +422,5 @@ def _complex(z: complex) -> str:
 
 def _html(text: str) -> str:
     """Escaped for Qt rich text, with matrix names subscripted: W_hh -> W<sub>hh</sub>."""
-    text = html.escape(text, quote=False)
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return re.sub(r"\bW_([a-z]+)\b", r"W<sub>\1</sub>", text)

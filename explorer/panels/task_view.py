@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QStackedWidget, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget
 
 from core.records import History, Record
 from explorer.panels import plotting
@@ -135,6 +136,8 @@ class TaskViewPanel(Panel):
         self.text_label.setTextFormat(Qt.TextFormat.RichText)
         self.text_label.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.text_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.text_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)   # never widens
+        self.text_header.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.text_note = QLabel()
         self.text_note.setWordWrap(True)
         layout.addWidget(self.text_header)
@@ -259,8 +262,8 @@ class TaskViewPanel(Panel):
         ppl = float(p.get("perplexity", math.nan))
         guess = f" · uniform guess {math.exp(self._baseline):.0f}" if self._baseline is not None else ""
         self.text_header.setText(f"<b>perplexity {ppl:.2f}</b>{guess} · step {self.preview_step}")
-        prefix = html.escape(str(p.get("prefix", "")))
-        generated = html.escape(str(p.get("generated", "")))
+        prefix = html.escape(_breakable(str(p.get("prefix", ""))))
+        generated = html.escape(_breakable(str(p.get("generated", ""))))
         raw = str(p.get("generated", ""))
         spaces = raw.count(" ")
         self.text_note.setText(f"{len(raw)} characters generated, {spaces} of them spaces: the model has not "
@@ -303,3 +306,12 @@ class TaskViewPanel(Panel):
         self.train_end.label.setColor(plotting.color(theme.foreground))
         self.train_end.label.setFont(plotting.font(theme))
         self._draw()  # copy squares and the text page embed theme colours
+
+
+BREAK_EVERY = 16   # characters of a run without spaces after which a line may break
+
+
+def _breakable(text: str) -> str:
+    """`text` with a zero-width space after every BREAK_EVERY characters of a run without white space, so a
+    generated line of one repeated character wraps instead of widening the panel (and the window)."""
+    return re.sub(rf"(\S{{{BREAK_EVERY}}})(?=\S)", "\\1\u200b", text)

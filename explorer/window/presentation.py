@@ -233,8 +233,16 @@ class WindowLayout(QObject):
             self.arrange_default()
 
     def room(self) -> QSize:
-        """The dock area's size once the window fits its screen."""
-        return self.host.size()
+        """The dock area's size once the window fits its screen (a window pushed past the screen by its
+        panels' minimum sizes does not count what lies beyond it)."""
+        w = self.window
+        size = self.host.size()
+        screen = w.screen()
+        if screen is None or w.isFullScreen():
+            return size
+        avail, frame = screen.availableGeometry(), w.frameGeometry()
+        return QSize(size.width() - max(0, frame.width() - avail.width()),
+                     size.height() - max(0, frame.height() - avail.height()))
 
     def candidates(self) -> tuple[Arrangement, ...]:
         return layout.presentation_arrangements(self.companion) if self.presentation else layout.NORMAL

@@ -5,7 +5,7 @@ import math
 import time
 from collections import deque
 
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QWidget
 
 from core.records import Record
 
@@ -47,7 +47,8 @@ class StepRate:
 
 
 class StatusReadout(QWidget):
-    """Labels in the status bar; `show_record(record, rate)` fills them."""
+    """Labels in the status bar; `show_record(record, rate)` fills them. It never widens the window: where
+    the bar is too narrow for all of them, the least needed (σ_max, ρ, the speed) are left out, whole."""
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -70,6 +71,24 @@ class StatusReadout(QWidget):
             label.setProperty("readout", True)
             layout.addWidget(label)
         layout.addStretch(1)
+        # most needed first: the last ones give up their room first
+        self._priority = (self.state, self.step, self.grad, self.loss, self.rate, self.rho, self.sigma)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+
+    def resizeEvent(self, event):
+        super().resizeEvent(event)
+        self._fit()
+
+    def _fit(self):
+        """Show the readouts, most needed first, while their full text fits in the bar."""
+        spacing = self.layout().spacing()
+        room = self.width() - 8
+        for label in self._priority:
+            need = label.sizeHint().width() + spacing
+            fits = need <= room
+            label.setVisible(fits)
+            if fits:
+                room -= need
 
     def set_state(self, text: str):
         self.state.setText(text)
@@ -91,3 +110,4 @@ class StatusReadout(QWidget):
                               f"  (θ = {fmt(record.clip, 3)}){mark}")
         self.rho.setText(f"ρ {fmt(record.spectral_radius, 3)}")
         self.sigma.setText(f"σ_max {fmt(record.sigma_max, 3)}")
+        self._fit()
