@@ -9,6 +9,7 @@ defective matrix) under the plot.
 """
 from __future__ import annotations
 
+import html
 import math
 import re
 import weakref
@@ -422,5 +423,5 @@ def _complex(z: complex) -> str:
 
 def _html(text: str) -> str:
     """Escaped for Qt rich text, with matrix names subscripted: W_hh -> W<sub>hh</sub>."""
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = html.escape(text, quote=False)
     return re.sub(r"\bW_([a-z]+)\b", r"W<sub>\1</sub>", text)
