@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install the project with its test extras into .venv (CPU-only torch) and run the whole test suite.
+# Install the project with its test extras into .venv (scripts/venv.sh) and run the whole test suite.
 set -euo pipefail
 source "$(dirname "$0")/venv.sh" "[test]"
 cd "$project_root"

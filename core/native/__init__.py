@@ -104,7 +104,7 @@ def _load():
         loader.exec_module(module)
         log.info("compiled LSTM loops in use (%s)", path)
         return module
-    except Exception as exc:  # a broken or foreign build: the Python loops stay
+    except Exception as exc:  # noqa: BLE001 - a broken or foreign build: the Python loops stay
         _build = "broken"
         log.warning("the compiled LSTM loops did not load (%s); the Python loops run", exc)
         return None
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         os.nice(10)   # the compiler must not take the CPU from the training that asked for it
     try:
         build(verbose=True)
-    except Exception as exc:  # no compiler, no ninja, ...: the app keeps its Python loops
+    except Exception as exc:  # noqa: BLE001 - no compiler, no ninja, ...: the app keeps its Python loops
         print(f"compiled LSTM loops: build failed ({exc}); the Python loops stay in use", file=sys.stderr)
         return 1
     print(f"compiled LSTM loops built in {_paths()[1]}")

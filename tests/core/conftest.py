@@ -2,6 +2,7 @@
 import pytest
 import torch
 from reference_scale import ReferenceScale   # tests/core is on sys.path
+from compiled_lstm import compiled_lstm, use_compiled, use_python   # noqa: F401 - fixtures: the compiled LSTM loops
 
 
 def _unroll(net, x, cell_of, state_of, keep_grad_at=None):

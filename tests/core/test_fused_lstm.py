@@ -14,8 +14,7 @@ import core.models as models
 from core.config import Config
 from core.models import RecurrentNet, Trace
 from core.trainer import Trainer
-from compiled_lstm import compiled_lstm, use_compiled, use_python   # noqa: F401 (fixtures; tests/core is on sys.path)
-from reference_scale import ReferenceScale
+from reference_scale import ReferenceScale   # tests/core is on sys.path
 
 T, B, I, H, O = 11, 3, 4, 6, 2
 

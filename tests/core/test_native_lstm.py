@@ -1,7 +1,8 @@
 """The compiled LSTM row loops (core/native): what the Python loops compute, at the extremes too; built in the
 background on first use, never waited for, and optional.
 
-The compiled loops are built by this session in a private directory (tests/core/compiled_lstm.py; a build
+The compiled loops are built by this session in a private directory (tests/core/compiled_lstm.py, whose
+fixtures tests/core/conftest.py provides; a build
 error fails, only a machine without a compiler skips). Each engine is checked against the independent
 torch.nn.LSTMCell reference in test_fused_lstm.py; here the two are compared with each other (every case,
 both dtypes), against a float64 reference on saturating and overflowing inputs (NaN/Inf pattern included),
@@ -19,8 +20,7 @@ import core.native as native
 from core.models import Trace
 from core.presets import DEFAULT_PRESET, load_preset
 from core.trainer import Trainer
-from compiled_lstm import compiled_lstm, use_compiled, use_python   # noqa: F401 (fixtures; tests/core is on sys.path)
-from test_fused_lstm import CASES, B, H, T, build, inputs, loss_of, reference, schedule
+from test_fused_lstm import CASES, H, T, build, inputs, loss_of, reference, schedule   # tests/core is on sys.path
 
 TOLERANCE = {torch.float64: dict(rtol=1e-12, atol=1e-13), torch.float32: dict(rtol=1e-5, atol=1e-6)}
 
