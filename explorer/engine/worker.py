@@ -236,7 +236,8 @@ class TrainingWorker(QObject):
 
 
 class EngineConnection(QObject):
-    """One worker in one QThread: start, and shut down in order (stop -> quit -> wait).
+    """One worker in one QThread: start, and shut down in order (stop -> quit -> wait); `call` runs a function
+    in the engine and hands its result to a callback in the GUI thread.
     `config`: a Config, or [(label, Config), ...] for a comparison in lockstep (see TrainingWorker)."""
 
     def __init__(self, config: RunSpec, max_rate: float | None = None, parent: QObject | None = None,
@@ -247,6 +248,24 @@ class EngineConnection(QObject):
         self.thread.setObjectName("training")
         self.worker.moveToThread(self.thread)
         self.thread.started.connect(self.worker.run)
+        self._calls: dict[str, Callable[[Any, str], None]] = {}   # tag -> GUI-thread callback
+        self._call_seq = 0
+        self.worker.call_done.connect(self._on_call_done)
+
+    def call(self, what: str, fn: Callable[[Any], Any], on_done: Callable[[Any, str], None]) -> str:
+        """Run fn(engine) between two steps (fn importable: see explorer.engine.calls); `on_done(result, error)`
+        runs in the GUI thread when it is done (error: the exception's message, '' on success). The call's tag."""
+        self._call_seq += 1
+        tag = f"connection:{what}:{self._call_seq}"
+        self._calls[tag] = on_done
+        self.worker.call(tag, fn)
+        return tag
+
+    @Slot(str, object, str)
+    def _on_call_done(self, tag: str, result: object, error: str):
+        on_done = self._calls.pop(tag, None)
+        if on_done is not None:   # panels make calls of their own, with their own tags
+            on_done(result, error)
 
     def start(self):
         self.thread.start()

@@ -1,14 +1,17 @@
-"""The main window's small dialogs: what to export as a panel figure, what to record as an animation, and
-which settings to continue with after a divergence. `ok_cancel` lays out any such dialog."""
+"""The main window's small dialogs: what to export as a panel figure, what to record as an animation, which
+settings to continue with after a divergence, and the problems the user can act on. `ok_cancel` lays out any
+such dialog."""
 from __future__ import annotations
 
+import html
 from typing import Callable
 
-from PySide6.QtCore import Slot
+from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QLayout, QLineEdit,
-                               QSpinBox, QVBoxLayout, QWidget)
+                               QMessageBox, QSpinBox, QVBoxLayout, QWidget)
 
 from core.config import SPECS, Config, ConfigError
+from explorer import errors
 from explorer.export.figures import ANIMATION_FPS
 from explorer.window.settings import format_value
 
@@ -135,3 +138,40 @@ class ContinueDialog(QDialog):
             self.error.setVisible(True)
             return
         self.accept()
+
+
+class Problems(QObject):
+    """Expected failures the user can act on (a file that cannot be written, a damaged session ...), each in a
+    message box over `parent` that does not block: the run and the window keep going behind it. `last`: the
+    box showing now (None when closed); a new problem replaces it."""
+
+    def __init__(self, parent: QWidget):
+        super().__init__(parent)
+        self.dialog_parent = parent
+        self.last: QMessageBox | None = None
+
+    def show(self, title: str, text: str, informative: str = "", details: str = ""):
+        errors.log.warning("%s: %s", title, text)
+        if self.last is not None:
+            self.last.done(0)
+        rich = f"<b>{html.escape(title, quote=False)}</b><br>{html.escape(text, quote=False)}"
+        box = QMessageBox(QMessageBox.Icon.Warning, title, rich, QMessageBox.StandardButton.Close, self.dialog_parent)
+        box.setObjectName("problemDialog")
+        box.setTextFormat(Qt.TextFormat.RichText)
+        box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        if informative:
+            box.setInformativeText(informative)
+        if details:
+            box.setDetailedText(details)
+        errors.widen(box)
+        box.finished.connect(self._on_closed)
+        self.last = box
+        box.open()
+
+    @Slot()
+    def _on_closed(self):
+        box = self.sender()
+        if isinstance(box, QMessageBox):
+            box.deleteLater()
+            if box is self.last:
+                self.last = None

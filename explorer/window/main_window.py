@@ -9,18 +9,17 @@ from a ~30 fps timer; the engine trains in a process of its own, so drawing neve
 """
 from __future__ import annotations
 
-import base64
 import html
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
-from PySide6.QtCore import QByteArray, QRect, QSettings, Qt, Slot
+from PySide6.QtCore import QRect, QSettings, Qt, Slot
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QMessageBox, QTabWidget, QVBoxLayout, QWidget
 
 from core.config import Config, ConfigError
-from core.presets import DEFAULT_PRESET, Preset, load_preset, preset_names
+from core.presets import DEFAULT_PRESET, Preset, load_preset
 from core.records import History, Record
 from explorer import errors
 from explorer.compare import window as compare_window
@@ -28,14 +27,16 @@ from explorer.engine import calls as engine_calls
 from explorer.panels import PANELS, connect_panels
 from explorer.window.actions import DEFAULT_SPEED, SPEEDS, build_menus, build_run_actions, build_toolbar
 from explorer.window.checkpoints import CHECKPOINT_EVERY, Checkpoints
+from explorer.window.dialogs import Problems
 from explorer.window.drawing import FrameDrawer
+from explorer.window.failures import Failures
 from explorer.window.exports import WindowExports
-from explorer.window.presentation import LAYOUT_VERSION, WindowLayout
+from explorer.window.presentation import WindowLayout
 from explorer.export.figures import ANIMATION_FPS
 from explorer.window.recording import AnimationRecorder, Recording
 from explorer.window.recovery import Recovery
 from explorer.window.run_state import RunState
-from explorer.window.sessions import SessionFiles
+from explorer.window.sessions import SessionFiles, apply_view
 from explorer.window.settings import SettingsPanel
 from explorer.window.status import StatusReadout, StepRate
 from explorer.theme import DEFAULT_THEME, THEMES, Theme, presentation
@@ -45,7 +46,6 @@ from explorer.window.widgets import DockTitleBar, LoadingOverlay, MessageBar, Sc
 from explorer.engine.worker import EngineConnection
 
 ORGANIZATION, APPLICATION = "GradientFlowExplorer", "Explorer"
-VIEW_VERSION = 1            # the layout of the `view` dict this window writes into a session
 
 
 class MainWindow(QMainWindow):
@@ -68,9 +68,7 @@ class MainWindow(QMainWindow):
         self.rate = StepRate()
         self.theme: Theme = DEFAULT_THEME
         self.errors = errors.ErrorReporter(self)             # unexpected exceptions: log + one dialog
-        self.last_message_box: QMessageBox | None = None     # the last problem shown (tests read and close it)
-        self._calls: dict[str, Callable[[Any, str], None]] = {}   # worker.call tag -> GUI-thread handler
-        self._call_seq = 0
+        self.problems = Problems(self)                       # expected failures: a non-blocking dialog
         self.session_files = SessionFiles(self, self)        # Save / Open Session
         self.exports = WindowExports(self, self)             # File ▸ Export
         self.recorder = AnimationRecorder(self, self.exports, self)   # an animation being recorded
@@ -96,8 +94,9 @@ class MainWindow(QMainWindow):
         self._update_banner()
         self.readout.set_state("building …")
         self.overlay = LoadingOverlay(self.dock_host)   # until step 1 is drawn: no empty panels on show
+        self.failures = Failures(self.message_bar, self)     # a step or a panel that raised: the message bar
         self.drawer = FrameDrawer(self.panels, self.run, self.worker, self.timeline, self.readout, self.overlay,
-                                  self.rate, self._report_panel_error, self)   # the panels, ~30 times a second
+                                  self.rate, self.failures.panel_failed, self)   # the panels, ~30 times a second
 
         self.recovery = Recovery(self, self.run, self.checkpoints, self.settings_panel, self.message_bar,
                                  self.worker, self)          # after a blow-up: Revert, Continue
@@ -175,7 +174,6 @@ class MainWindow(QMainWindow):
         w.update_failed.connect(self._on_update_failed)
         w.diverged.connect(self._on_diverged)
         w.failed.connect(self._on_failed)
-        w.call_done.connect(self._on_call_done)
 
     # -- persistence -----------------------------------------------------------------------------------
     def _restore_settings(self):
@@ -215,7 +213,7 @@ class MainWindow(QMainWindow):
             try:
                 panel.apply_theme(theme)
             except Exception as e:  # noqa: BLE001 - one panel must not take the window down
-                self._report_panel_error(panel, e)
+                self.failures.panel_failed(panel, e)
         for n, action in self.theme_actions.items():
             action.setChecked(n == name)
         if self.presentation_action.isChecked() != presentation_mode:
@@ -262,10 +260,10 @@ class MainWindow(QMainWindow):
             preset = load_preset(name)
         except ConfigError as e:
             self.message_bar.show_message("error", f"<b>Scenario not loaded.</b> {html.escape(str(e), quote=False)}")
-            self._select_scenario(self.preset.name)
+            self.select_scenario(self.preset.name)
             return
         if preset.runs:   # a comparison: its own window; this one keeps its run
-            self._select_scenario(self.preset.name)
+            self.select_scenario(self.preset.name)
             self.open_comparison(preset)
             return
         self._candidate = preset
@@ -273,7 +271,8 @@ class MainWindow(QMainWindow):
         self.message_bar.clear()
         self.worker.rebuild(preset.config)
 
-    def _select_scenario(self, name: str):
+    def select_scenario(self, name: str):
+        """Show scenario `name` in the picker (choosing nothing)."""
         self.scenario_combo.blockSignals(True)
         self.scenario_combo.setCurrentIndex(self.scenario_combo.findData(name))
         self.scenario_combo.blockSignals(False)
@@ -317,7 +316,7 @@ class MainWindow(QMainWindow):
         if self._candidate is not None and self._candidate.config == config:
             self.preset = self._candidate
         self._candidate = None
-        self._select_scenario(self.preset.name)
+        self.select_scenario(self.preset.name)
         self.settings_panel.set_config(config)
         self._update_banner()
         if not self.worker.is_playing():
@@ -329,7 +328,7 @@ class MainWindow(QMainWindow):
         if self.session_files.rebuild_failed(message):   # Open Session: the saved run cannot be rebuilt here
             return
         self._candidate = None
-        self._select_scenario(self.preset.name)
+        self.select_scenario(self.preset.name)
         self.settings_panel.show_error(message)
         self.message_bar.show_message(
             "warning", f"<b>The model was not rebuilt.</b> {html.escape(message, quote=False)} "
@@ -356,24 +355,9 @@ class MainWindow(QMainWindow):
     def _on_failed(self, message: str, details: str):
         self.overlay.hide()
         self.controls.show(False)
-        self._last_traceback = details
-        errors.log.error("training: %s\n%s", message, details.rstrip())
         if self.recording is not None:
             self.recorder.finish(f"training failed: {message}")
-        self.message_bar.show_message("error", f"<b>Something went wrong.</b> {html.escape(message, quote=False)}. "
-                                               "Training is paused; the app keeps running.",
-                                      (("Details…", self._on_error_details),))
-
-    @Slot()
-    def _on_error_details(self):
-        box = QMessageBox(QMessageBox.Icon.Critical, "Error in training",
-                          "The training step raised an exception.", QMessageBox.StandardButton.Close, self)
-        box.setInformativeText(f"The app keeps running. The error is also in the log"
-                               f"{': ' + str(errors.log_path()) if errors.log_path() else ''}.")
-        box.setDetailedText(getattr(self, "_last_traceback", ""))
-        errors.widen(box)
-        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-        box.open()
+        self.failures.training_failed(message, details)
 
     # -- timeline ---------------------------------------------------------------------------------------------
     @Slot(object)
@@ -424,65 +408,23 @@ class MainWindow(QMainWindow):
         if visible:
             self.drawer.dirty = True   # a panel that was hidden catches up at the next frame
 
-    def _report_panel_error(self, panel, error: Exception):
-        import traceback
-        self._last_traceback = traceback.format_exc()
-        message = f"{type(panel).__name__}: {type(error).__name__}: {error}"
-        if getattr(self, "_panel_error", None) != message:
-            errors.log.error("panel failed to draw: %s\n%s", message, self._last_traceback.rstrip())
-            self._panel_error = message
-            self.message_bar.show_message("error", "<b>A panel failed to draw.</b> " + html.escape(message, quote=False),
-                                          (("Details…", self._on_error_details),))
-
     def _update_banner(self):
         config = self.settings_panel.config
         self.banner.set_scenario(self.preset.title, self.preset.explanation, config != self.preset.config)
 
-    # -- calls into the worker (between two steps) ------------------------------------------------------
+    # -- calls into the engine (between two steps), problems the user can act on -------------------------------
     def call_in_worker(self, what: str, fn: Callable[[Any], Any], on_done: Callable[[Any, str], None]) -> str:
-        """Run fn(trainer) in the engine between two steps (fn importable: see explorer.engine.calls);
-        `on_done(result, error)` runs here in the GUI thread when it is done (error: the exception's message,
-        '' on success)."""
-        self._call_seq += 1
-        tag = f"main_window:{what}:{self._call_seq}"
-        self._calls[tag] = on_done
-        self.worker.call(tag, fn)
-        return tag
+        """Run fn(engine) between two steps; on_done(result, error) here after (EngineConnection.call)."""
+        return self.connection.call(what, fn, on_done)
 
-    @Slot(str, object, str)
-    def _on_call_done(self, tag: str, result: object, error: str):
-        on_done = self._calls.pop(tag, None)
-        if on_done is not None:   # other views (comparison, timeline) make calls of their own
-            on_done(result, error)
-
-    # -- problems the user can act on (files, sessions): a non-blocking dialog -----------------------------
     def show_problem(self, title: str, text: str, informative: str = "", details: str = ""):
-        """A message box for an expected failure (a file that cannot be written, a damaged session ...).
-        It does not block: the run and the window keep going behind it."""
-        errors.log.warning("%s: %s", title, text)
-        if self.last_message_box is not None:
-            self.last_message_box.done(0)
-        rich = f"<b>{html.escape(title, quote=False)}</b><br>{html.escape(text, quote=False)}"
-        box = QMessageBox(QMessageBox.Icon.Warning, title, rich, QMessageBox.StandardButton.Close, self)
-        box.setObjectName("problemDialog")
-        box.setTextFormat(Qt.TextFormat.RichText)
-        box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        if informative:
-            box.setInformativeText(informative)
-        if details:
-            box.setDetailedText(details)
-        errors.widen(box)
-        box.finished.connect(self._on_problem_closed)
-        self.last_message_box = box
-        box.open()
+        """A message box for an expected failure that does not block (dialogs.Problems)."""
+        self.problems.show(title, text, informative, details)
 
-    @Slot()
-    def _on_problem_closed(self):
-        box = self.sender()
-        if isinstance(box, QMessageBox):
-            box.deleteLater()
-            if box is self.last_message_box:
-                self.last_message_box = None
+    @property
+    def last_message_box(self) -> QMessageBox | None:
+        """The problem showing now (None when closed)."""
+        return self.problems.last
 
     def _update_title(self, modified: bool = False):
         """'Gradient Flow Explorer — demo.gfe', with '*' once the run has moved on since it was saved/opened."""
@@ -505,13 +447,6 @@ class MainWindow(QMainWindow):
         """Reopen a saved run and its view (see SessionFiles.open)."""
         self.session_files.open(path)
 
-    def view_state(self) -> dict[str, Any]:
-        """What a session keeps of the window (JSON): theme, presentation, docks, geometry, speed."""
-        return {"view_version": VIEW_VERSION, "theme": self.theme.name, "presentation": self.theme.presentation,
-                "layout_version": LAYOUT_VERSION, "docks": _b64(self.dock_host.saveState(LAYOUT_VERSION)),
-                "geometry": _b64(self.saveGeometry()), "speed": self.speed_combo.currentText(),
-                "banner": self.banner_action.isChecked(), "preset": self.preset.name}
-
     @Slot(dict, object, object, list)
     def _on_session_opened(self, view: dict, history: History, seed: Record | None, saved: list[Record]):
         """An opened session's run replaces this one: its history, the records the panels showed (after the
@@ -523,7 +458,7 @@ class MainWindow(QMainWindow):
         self.drawer.redraw_all()
         self.rate.reset()
         self.checkpoints.new_model()
-        self._apply_view(view)
+        apply_view(self, view)
         self._update_banner()
         if self.latest is None:     # a session saved without what the panels showed: one step draws them
             self.worker.step_once()
@@ -534,29 +469,6 @@ class MainWindow(QMainWindow):
     @Slot()
     def _on_file_work_done(self):
         self.controls.show(self.worker.is_playing())
-
-    def _apply_view(self, view: dict):
-        """Theme, presentation, dock layout, geometry, speed and banner from a session (bad values ignored)."""
-        theme, on = view.get("theme"), view.get("presentation")
-        if theme in THEMES and isinstance(on, bool) and (theme, on) != (self.theme.name, self.theme.presentation):
-            self.set_theme(theme, on)
-        geometry = _unb64(view.get("geometry"))
-        if geometry is not None and not (self.isMaximized() or self.isFullScreen()):
-            self.layouts.restore_geometry(geometry)
-        docks = _unb64(view.get("docks"))
-        if docks is not None and view.get("layout_version") == LAYOUT_VERSION:
-            self.layouts.restore_state(docks)
-        if view.get("speed") in dict(SPEEDS):
-            self.speed_combo.setCurrentText(view["speed"])
-        if isinstance(view.get("banner"), bool):
-            self.banner_action.setChecked(view["banner"])
-        name = view.get("preset")
-        if isinstance(name, str) and name != self.preset.name and name in preset_names():
-            try:
-                self.preset = load_preset(name)
-            except ConfigError:
-                pass
-            self._select_scenario(self.preset.name)
 
     # -- exports -----------------------------------------------------------------------------------------
     def dashboard_rect(self) -> QRect:
@@ -645,17 +557,3 @@ class MainWindow(QMainWindow):
                 self.hide()
                 self.connection.thread.wait()
         super().closeEvent(event)
-
-
-def _b64(data: QByteArray) -> str:
-    return base64.b64encode(bytes(data)).decode("ascii")
-
-
-def _unb64(text: object) -> QByteArray | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return QByteArray(base64.b64decode(text, validate=True))
-    except ValueError:
-        return None
-

@@ -5,26 +5,97 @@ Opening rebuilds the model for the saved config, then moves the saved state into
 run to the window."""
 from __future__ import annotations
 
+import base64
 import time
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from PySide6.QtCore import QObject, QSettings, Signal
-from PySide6.QtWidgets import QApplication, QFileDialog, QStatusBar, QWidget
+from PySide6.QtCore import QByteArray, QObject, QSettings, Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QApplication, QComboBox, QFileDialog, QMainWindow, QStatusBar, QWidget
 
+from core.config import ConfigError
+from core.presets import Preset, load_preset, preset_names
 from core.records import Record
 from core.session import SUFFIX as SESSION_SUFFIX
 from explorer import errors
 from explorer.engine import calls as engine_calls
 from explorer.engine.worker import EngineConnection, TrainingWorker
+from explorer.theme import THEMES, Theme
+from explorer.window.actions import SPEEDS
 from explorer.window.exports import WindowExports
 from explorer.window.file_dialogs import ask_save_path, folder_problem, last_dir, remember_dir
 from explorer.window.status import StatusReadout
+from explorer.window.presentation import LAYOUT_VERSION
 from explorer.window.widgets import MessageBar
 
+VIEW_VERSION = 1            # the layout of the `view` dict a window writes into a session
 
-class SessionHost(Protocol):
+
+class ViewHost(Protocol):
+    """What a session keeps of the window (its view), and what puts it back."""
+
+    theme: Theme
+    preset: Preset
+    dock_host: QMainWindow
+    speed_combo: QComboBox
+    banner_action: QAction
+    layouts: Any                     # explorer.window.presentation.WindowLayout
+
+    def saveGeometry(self) -> QByteArray: ...
+    def isMaximized(self) -> bool: ...
+    def isFullScreen(self) -> bool: ...
+    def set_theme(self, name: str, presentation_mode: bool | None = None) -> None: ...
+    def select_scenario(self, name: str) -> None: ...
+
+
+def view_state(window: ViewHost) -> dict[str, Any]:
+    """What a session keeps of the window (JSON): theme, presentation, docks, geometry, speed, banner, scenario."""
+    return {"view_version": VIEW_VERSION, "theme": window.theme.name, "presentation": window.theme.presentation,
+            "layout_version": LAYOUT_VERSION, "docks": _b64(window.dock_host.saveState(LAYOUT_VERSION)),
+            "geometry": _b64(window.saveGeometry()), "speed": window.speed_combo.currentText(),
+            "banner": window.banner_action.isChecked(), "preset": window.preset.name}
+
+
+def apply_view(window: ViewHost, view: dict):
+    """Theme, presentation, dock layout, geometry, speed and banner from a session (bad values ignored)."""
+    theme, on = view.get("theme"), view.get("presentation")
+    if theme in THEMES and isinstance(on, bool) and (theme, on) != (window.theme.name, window.theme.presentation):
+        window.set_theme(theme, on)
+    geometry = _unb64(view.get("geometry"))
+    if geometry is not None and not (window.isMaximized() or window.isFullScreen()):
+        window.layouts.restore_geometry(geometry)
+    docks = _unb64(view.get("docks"))
+    if docks is not None and view.get("layout_version") == LAYOUT_VERSION:
+        window.layouts.restore_state(docks)
+    if view.get("speed") in dict(SPEEDS):
+        window.speed_combo.setCurrentText(view["speed"])
+    if isinstance(view.get("banner"), bool):
+        window.banner_action.setChecked(view["banner"])
+    name = view.get("preset")
+    if isinstance(name, str) and name != window.preset.name and name in preset_names():
+        try:
+            window.preset = load_preset(name)
+        except ConfigError:
+            pass
+        window.select_scenario(window.preset.name)
+
+
+def _b64(data: QByteArray) -> str:
+    return base64.b64encode(bytes(data)).decode("ascii")
+
+
+def _unb64(text: object) -> QByteArray | None:
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return QByteArray(base64.b64decode(text, validate=True))
+    except ValueError:
+        return None
+
+
+class SessionHost(ViewHost, Protocol):
     """What SessionFiles uses of the window."""
 
     store: QSettings
@@ -37,7 +108,6 @@ class SessionHost(Protocol):
     @property
     def recording(self) -> Any: ...   # the animation being recorded, None when there is none
     def statusBar(self) -> QStatusBar: ...
-    def view_state(self) -> dict[str, Any]: ...
     def pause(self) -> None: ...
     def show_problem(self, title: str, text: str, informative: str = "", details: str = "") -> None: ...
     def call_in_worker(self, what: str, fn: Callable[[Any], Any], on_done: Callable[[Any, str], None]) -> str: ...
@@ -96,7 +166,7 @@ class SessionFiles(QObject):
             return
         self.saves_pending += 1
         host.readout.set_state("saving …")
-        host.call_in_worker("save", partial(engine_calls.save_session, str(path), host.view_state()),
+        host.call_in_worker("save", partial(engine_calls.save_session, str(path), view_state(host)),
                               partial(self._on_saved, path))
 
     def _on_saved(self, path: Path, step: object, error: str):
