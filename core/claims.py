@@ -28,7 +28,8 @@ kind                      keys                                       holds when,
                           cause?                                     ``zeros`` and positive for every t in
                                                                      ``nonzero``; the engine names the zeros'
                                                                      ``cause`` (truncation | saturation |
-                                                                     underflow; see core.records.ZERO_CAUSES)
+                                                                     underflow | no path; see
+                                                                     core.analysis.zero_causes)
 ``scalar``                step, name, below? above?, window?         the record's ``name`` (loss, perplexity,
                                                                      grad_norm, grad_norm_clipped,
                                                                      spectral_radius, sigma_max), averaged over

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch
 
 CONJUGATE_TOL = 1e-9
 RHO_EDGE = 0.01      # |ρ − 1| ≤ this reads "ρ ≈ 1": training jitters ρ = 1 by a few 1e-3
@@ -52,14 +51,16 @@ def record_verdict(record) -> str:
     return verdict(record.spectral_radius, ratio, saturated)
 
 
-def spectrum(mats: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """(R, H, H) -> eigenvalues (R, H) complex, singular values (R, H) descending, in float64; NaN if not finite.
+def spectrum(mats) -> tuple[np.ndarray, np.ndarray]:
+    """mats: a torch tensor (R, H, H) -> eigenvalues (R, H) complex, singular values (R, H) descending, in float64;
+    NaN if not finite.
 
     torch's LAPACK (it follows torch.set_num_threads): numpy's threaded OpenBLAS
     was up to 20x slower for 128 x 128 on a busy 2-core machine, and a worker
     thread gained nothing there (measured: benchmarks/README.md).
     """
-    mats = mats.detach().to("cpu", torch.float64)
+    import torch   # here, not at the top: the GUI process reads verdict() without loading torch
+    mats = mats.detach().to("cpu", torch.float64)   # (R, H, H)
     if not torch.isfinite(mats).all():
         nan = np.full(mats.shape[:2], np.nan)
         return nan.astype(complex), nan
