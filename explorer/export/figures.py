@@ -11,6 +11,7 @@ import argparse
 import io
 import os
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +52,108 @@ def save_png(widget: QWidget, path: str | Path, scale: float = 1.0):
     _write(path, _encode(render_image(widget, scale), "PNG"))
 
 
+@contextmanager
+def vector_painting(widget: QWidget):
+    """While a figure is drawn for SVG: every pyqtgraph item under `widget` paints vectors, never pixmaps.
+    Scatter symbols are drawn as paths (on screen they are copied from a pixmap atlas: in an SVG each marker
+    would be an image of the whole sheet), no item paints from its pixmap cache (the axes cache theirs on
+    screen), and a colour bar is a linear gradient. Heatmaps (ImageItem) stay images: they are pixels."""
+    import pyqtgraph as pg
+    from PySide6.QtGui import QBrush, QLinearGradient
+    from PySide6.QtWidgets import QGraphicsItem, QGraphicsRectItem, QGraphicsView
+
+    views = widget.findChildren(pg.GraphicsView) + ([widget] if isinstance(widget, pg.GraphicsView) else [])
+    cached: list[tuple[QGraphicsItem, QGraphicsItem.CacheMode]] = []
+    exporting: list = []
+    gradients: list[tuple[QGraphicsItem, QGraphicsRectItem]] = []
+    backgrounds = [(view, view.cacheMode()) for view in views]
+    merged_markers: list = []
+    try:
+        for view in views:
+            view.setCacheMode(QGraphicsView.CacheModeFlag.CacheNone)   # else the background is one image
+            for item in view.scene().items():
+                if item.cacheMode() != QGraphicsItem.CacheMode.NoCache:
+                    cached.append((item, item.cacheMode()))
+                    item.setCacheMode(QGraphicsItem.CacheMode.NoCache)
+                if isinstance(item, pg.ScatterPlotItem) and item.isVisible():
+                    merged = _merged_markers(item)
+                    if merged is not None:
+                        item.setVisible(False)
+                        merged_markers.append((item, merged))
+                    else:
+                        item.setExportMode(True, {"antialias": True, "resolutionScale": 1.0})
+                        exporting.append(item)
+                elif isinstance(item, pg.ColorBarItem) and item.colorMap() is not None and item.bar.isVisible():
+                    bar = item.bar
+                    size = bar.pixmap().size()
+                    rect = QGraphicsRectItem(0, 0, size.width(), size.height(), bar.parentItem())
+                    rect.setTransform(bar.transform())
+                    rect.setPos(bar.pos())
+                    rect.setZValue(bar.zValue())
+                    rect.setPen(pg.mkPen(None))
+                    lut = item.colorMap().getLookupTable(nPts=64, alpha=True)
+                    end = (size.width(), 0) if item.horizontal else (0, size.height())
+                    gradient = QLinearGradient(0, 0, *end)
+                    for i, rgba in enumerate(lut):
+                        gradient.setColorAt(i / (len(lut) - 1), pg.mkColor(tuple(int(c) for c in rgba)))
+                    rect.setBrush(QBrush(gradient))
+                    bar.setVisible(False)
+                    gradients.append((bar, rect))
+        yield
+    finally:
+        for view, mode in backgrounds:
+            view.setCacheMode(mode)
+        for item, mode in cached:
+            item.setCacheMode(mode)
+        for item in exporting:
+            item.setExportMode(False)
+        for bar, stand_in in (*gradients, *merged_markers):
+            bar.setVisible(True)
+            if stand_in.scene() is not None:
+                stand_in.scene().removeItem(stand_in)
+
+
+def _merged_markers(scatter):
+    """All of a scatter's markers as one path item in its ViewBox (pixel coordinates, clipped there like the
+    scatter), or None when its points do not share one style (they are then drawn one path each). One path
+    per scatter keeps an SVG of hundreds of eigenvalues small."""
+    import pyqtgraph as pg
+    from pyqtgraph.graphicsItems.ScatterPlotItem import Symbols
+    from PySide6.QtCore import QPointF, Qt
+    from PySide6.QtGui import QPainterPath, QPolygonF, QTransform
+    from PySide6.QtWidgets import QGraphicsPathItem
+
+    data, opts, box = scatter.data, scatter.opts, scatter.getViewBox()
+    if box is None or not opts["pxMode"] or not isinstance(opts["symbol"], str) or opts["symbol"] not in Symbols:
+        return None
+    shared = ((data["size"] < 0).all() and all(v is None for v in data["pen"]) and all(v is None for v in data["brush"])
+              and all(v is None for v in data["symbol"]))
+    if not shared:
+        return None
+    size = float(opts["size"])
+    path = QPainterPath()
+    path.setFillRule(Qt.FillRule.WindingFill)   # overlapping markers stay filled
+    for x, y, visible in zip(data["x"], data["y"], data["visible"]):
+        if visible and np.isfinite(x) and np.isfinite(y):
+            centre = scatter.mapToItem(box, QPointF(float(x), float(y)))
+            if opts["symbol"] == "o":   # a polygon at 1/10 px: a third of a Bézier circle's bytes in the SVG
+                corners = [QPointF(round(centre.x() + dx, 1), round(centre.y() + dy, 1))
+                           for dx, dy in _circle(size / 2, 8 if size < 7 else 16)]
+                path.addPolygon(QPolygonF(corners + corners[:1]))
+            else:
+                path.addPath(QTransform.fromScale(size, size).map(Symbols[opts["symbol"]]).translated(centre))
+    item = QGraphicsPathItem(path, box)
+    item.setPen(pg.mkPen(opts["pen"]))
+    item.setBrush(pg.mkBrush(opts["brush"]))
+    item.setZValue(scatter.zValue() + 1000)   # above the ViewBox's child group, as the scatter was within it
+    return item
+
+
+def _circle(radius: float, corners: int) -> list[tuple[float, float]]:
+    angles = np.linspace(0, 2 * np.pi, corners, endpoint=False)
+    return list(zip(radius * np.cos(angles), radius * np.sin(angles)))
+
+
 def svg_bytes(widget: QWidget, title: str = "") -> bytes:
     buffer = QBuffer()
     buffer.open(QIODevice.WriteOnly)
@@ -59,8 +162,10 @@ def svg_bytes(widget: QWidget, title: str = "") -> bytes:
     generator.setSize(widget.size())
     generator.setViewBox(QRectF(0, 0, widget.width(), widget.height()))
     generator.setTitle(title or "Gradient Flow Explorer")
+    generator.setResolution(round(widget.logicalDpiX()))   # type in points comes out the size it is on screen
     painter = QPainter(generator)
-    widget.render(painter, QPoint())
+    with vector_painting(widget):
+        widget.render(painter, QPoint())
     painter.end()
     return bytes(buffer.data())
 

@@ -5,6 +5,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PIL import Image
 
@@ -45,6 +46,85 @@ def test_svg_is_vector_xml_with_text(dashboard, tmp_path):
     root = ET.parse(tmp_path / "p.svg").getroot()
     assert root.tag.endswith("svg")
     assert len(list(root.iter("{http://www.w3.org/2000/svg}path"))) + len(list(root.iter("{http://www.w3.org/2000/svg}polyline"))) > 5
+
+
+# -- SVG: a vector figure that looks like the PNG -------------------------------------------------------------------
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture
+def trained(qtbot):
+    """The default dashboard (light theme) after 25 steps of a 64-unit RNN: 64 eigenvalues and a trail of 20 steps."""
+    trainer = Trainer(Config(seq_len=20, hidden_size=64))
+    view = Dashboard("test")
+    qtbot.addWidget(view)
+    view.apply_theme(get_theme("light"))
+    view.resize(1200, 800)
+    view.show()
+    for _ in range(25):
+        view.show_record(trainer.step(preview=True), trainer.history)
+    return view
+
+
+def _rasterized(path: Path, size) -> np.ndarray:
+    """The SVG drawn by Qt's SVG renderer (an independent reader of the file) on white, as grey levels."""
+    from PySide6.QtGui import QImage, QPainter
+    from PySide6.QtSvg import QSvgRenderer
+
+    renderer = QSvgRenderer(str(path))
+    assert renderer.isValid()
+    image = QImage(size, QImage.Format.Format_ARGB32)
+    image.fill(0xFFFFFFFF)
+    painter = QPainter(image)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    renderer.render(painter)
+    painter.end()
+    out = path.with_suffix(".rendered.png")
+    image.save(str(out))
+    return np.asarray(Image.open(out).convert("L"), dtype=float)
+
+
+def _blocks(grey: np.ndarray, n: int = 8) -> np.ndarray:
+    h, w = grey.shape[0] // n * n, grey.shape[1] // n * n
+    return grey[:h, :w].reshape(h // n, n, w // n, n).mean(axis=(1, 3))
+
+
+@pytest.mark.parametrize("name", ["GradientTimePanel", "SpectrumPanel", "TrainingPanel", "HiddenStatePanel"])
+def test_panel_svg_is_vector_small_and_renders_like_its_png(trained, tmp_path, name):
+    import pyqtgraph as pg
+    from PySide6.QtWidgets import QComboBox
+
+    panel = next(p for p in trained.panels if type(p).__name__ == name)
+    save_figure(panel, tmp_path / "p.svg")
+    save_figure(panel, tmp_path / "p.png", scale=1)
+    data = (tmp_path / "p.svg").read_bytes()
+    assert len(data) < 300_000
+    root = ET.fromstring(data)
+    images = len(list(root.iter(SVG + "image")))
+    heatmaps = sum(isinstance(item, pg.ImageItem) and item.isVisible()
+                   for view in panel.graphics_views() for item in view.scene().items())
+    controls = sum(c.isVisible() for c in panel.findChildren(QComboBox))   # styled widgets paint pixmaps
+    assert images <= heatmaps + controls        # markers, axes, colour bars and text are vectors
+    assert len(list(root.iter(SVG + "text"))) >= 10
+    assert len(list(root.iter(SVG + "path"))) + len(list(root.iter(SVG + "polyline"))) >= 3
+    png = np.asarray(Image.open(tmp_path / "p.png").convert("L"), dtype=float)
+    svg = _rasterized(tmp_path / "p.svg", panel.size())
+    assert svg.shape == png.shape
+    diff = np.abs(_blocks(svg) - _blocks(png))            # 8×8 px blocks: antialiasing and hinting differ
+    assert diff.mean() < 3.0, diff.mean()
+    assert (diff > 40).mean() < 0.01, (diff > 40).mean()
+
+
+def test_the_svg_comparison_tells_two_panels_apart(trained, tmp_path):
+    """The comparison above can fail: an SVG of another panel does not pass for this one's PNG."""
+    spectrum = next(p for p in trained.panels if type(p).__name__ == "SpectrumPanel")
+    other = next(p for p in trained.panels if type(p).__name__ == "GradientTimePanel")
+    other.resize(spectrum.size())
+    save_figure(other, tmp_path / "o.svg")
+    save_figure(spectrum, tmp_path / "s.png", scale=1)
+    png = np.asarray(Image.open(tmp_path / "s.png").convert("L"), dtype=float)
+    diff = np.abs(_blocks(_rasterized(tmp_path / "o.svg", spectrum.size())) - _blocks(png))
+    assert diff.mean() >= 3.0 or (diff > 40).mean() >= 0.01
 
 
 def test_gif_has_several_frames(dashboard, tmp_path):
