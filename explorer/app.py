@@ -81,7 +81,7 @@ def open_windows(preset: str | None):
     window = MainWindow(preset=None if comparison else preset)
     window.show()
     if comparison:
-        window.open_comparison(chosen)
+        window.scenarios.open_comparison(chosen)
     return window
 
 

@@ -36,6 +36,7 @@ class ActionsHost(Protocol):
     session_files: Any               # explorer.window.sessions.SessionFiles
     exports: Any                     # explorer.window.exports.WindowExports
     layouts: Any                     # explorer.window.presentation.WindowLayout
+    scenarios: Any                   # explorer.window.scenarios.Scenarios
     banner: QWidget
     settings_dock: QDockWidget
     panel_docks: dict[str, QDockWidget]
@@ -44,9 +45,7 @@ class ActionsHost(Protocol):
     def show_run_state(self, playing: bool) -> None: ...
     def reset(self) -> None: ...
     def choose_speed(self, index: int) -> None: ...
-    def choose_scenario(self, index: int) -> None: ...
     def copy_figure(self, scale: float = 2.0) -> None: ...
-    def open_comparison_dialog(self) -> Any: ...
     def set_theme(self, name: str, presentation_mode: bool | None = None) -> None: ...
     def set_fullscreen(self, on: bool) -> None: ...
     def addAction(self, action: QAction) -> None: ...
@@ -83,7 +82,7 @@ def build_toolbar(window: ActionsHost, speed_name: str):
     bar.addSeparator()
     bar.addWidget(QLabel(" Scenario "))
     window.scenario_combo = scenario_picker(window.preset)
-    window.scenario_combo.activated.connect(window.choose_scenario)
+    window.scenario_combo.activated.connect(window.scenarios.choose)
     bar.addWidget(window.scenario_combo)
     window.toolbar: QToolBar = bar
 
@@ -96,7 +95,7 @@ def build_menus(window: ActionsHost):
     for action in (window.play_action, window.step_action, window.reset_action):
         run_menu.addAction(action)
     run_menu.addSeparator()
-    window.compare_action = run_menu.addAction("Compare runs…", window.open_comparison_dialog)
+    window.compare_action = run_menu.addAction("Compare runs…", window.scenarios.open_comparison_dialog)
     window.compare_action.setStatusTip("Train 2-4 configurations side by side on the same data")
     _view_menu(window, menu.addMenu("&View"))
     help_menu = menu.addMenu("&Help")
@@ -166,6 +165,16 @@ def _view_menu(window: ActionsHost, view):
     view.addSeparator()
     window.layouts.add_view_actions(view)
     view.addAction("Reset layout", window.layouts.reset)
+
+
+def show_theme(window: ActionsHost, name: str, presentation_mode: bool):
+    """The View menu shows theme `name` and the presentation mode as chosen (without acting on it again)."""
+    for n, action in window.theme_actions.items():
+        action.setChecked(n == name)
+    if window.presentation_action.isChecked() != presentation_mode:
+        window.presentation_action.blockSignals(True)
+        window.presentation_action.setChecked(presentation_mode)
+        window.presentation_action.blockSignals(False)
 
 
 def show_shortcuts(parent: QWidget):

@@ -39,8 +39,8 @@ class Failures(QObject):
         if self._panel_error != message:
             errors.log.error("panel failed to draw: %s\n%s", message, self.last_traceback.rstrip())
             self._panel_error = message
-            self.message_bar.show_message("error", f"<b>A panel failed to draw.</b> {html.escape(message, quote=False)}",
-                                          (("Details…", self._on_details_clicked),))
+            text = f"<b>A panel failed to draw.</b> {html.escape(message, quote=False)}"
+            self.message_bar.show_message("error", text, (("Details…", self._on_details_clicked),))
 
     @Slot()
     def _on_details_clicked(self):

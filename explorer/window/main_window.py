@@ -1,12 +1,9 @@
 # COORDINATION NOTE for every engineer editing this file: read /work/COORDINATION.md now (commit rules, file ownership,
 # the .venv, the 03:05 UTC deadline). Leave these two lines in place; the lead engineer removes them at the end.
-"""The main window: toolbar, scenario banner, settings dock, panel docks, status readout.
-
-It owns one `EngineConnection` (explorer.engine.worker) and never trains itself. Records
-arrive by signal at bound slots; the window keeps the newest one (and a mirror
-of the run's `History`, touched only in the GUI thread) and repaints the panels
-from a ~30 fps timer; the engine trains in a process of its own, so drawing never slows training.
-"""
+"""The main window wires the app together: toolbar and menus (actions), scenario banner, settings dock, panel
+docks (presentation, layout), timeline and status readout. It owns one `EngineConnection` and never trains:
+records arrive by signal at bound slots and go into its RunState; a FrameDrawer draws them ~30 times a second.
+Sessions, exports, recording, recovery after a blow-up and failures are helpers of their own (explorer.window)."""
 from __future__ import annotations
 
 import html
@@ -18,14 +15,13 @@ from PySide6.QtCore import QRect, QSettings, Qt, Slot
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QMessageBox, QTabWidget, QVBoxLayout, QWidget
 
-from core.config import Config, ConfigError
+from core.config import Config
 from core.presets import DEFAULT_PRESET, Preset, load_preset
 from core.records import History, Record
 from explorer import errors
-from explorer.compare import window as compare_window
 from explorer.engine import calls as engine_calls
 from explorer.panels import PANELS, connect_panels
-from explorer.window.actions import DEFAULT_SPEED, SPEEDS, build_menus, build_run_actions, build_toolbar
+from explorer.window.actions import DEFAULT_SPEED, SPEEDS, build_menus, build_run_actions, build_toolbar, show_theme
 from explorer.window.checkpoints import CHECKPOINT_EVERY, Checkpoints
 from explorer.window.dialogs import Problems
 from explorer.window.drawing import FrameDrawer
@@ -36,6 +32,7 @@ from explorer.export.figures import ANIMATION_FPS
 from explorer.window.recording import AnimationRecorder, Recording
 from explorer.window.recovery import Recovery
 from explorer.window.run_state import RunState
+from explorer.window.scenarios import Scenarios
 from explorer.window.sessions import SessionFiles, apply_view
 from explorer.window.settings import SettingsPanel
 from explorer.window.status import StatusReadout, StepRate
@@ -60,7 +57,7 @@ class MainWindow(QMainWindow):
         self.setObjectName("MainWindow")
         self.store = settings if settings is not None else QSettings(ORGANIZATION, APPLICATION)
         self.preset: Preset = load_preset(preset or DEFAULT_PRESET)
-        self._candidate: Preset | None = None      # a scenario being built; becomes self.preset when it runs
+        self.scenarios = Scenarios(self, self)               # the scenario picker
         config = config if config is not None else self.preset.config
 
         self.run = RunState(config.history_mb * 2**20)       # the run as this window knows it (GUI thread)
@@ -214,12 +211,7 @@ class MainWindow(QMainWindow):
                 panel.apply_theme(theme)
             except Exception as e:  # noqa: BLE001 - one panel must not take the window down
                 self.failures.panel_failed(panel, e)
-        for n, action in self.theme_actions.items():
-            action.setChecked(n == name)
-        if self.presentation_action.isChecked() != presentation_mode:
-            self.presentation_action.blockSignals(True)
-            self.presentation_action.setChecked(presentation_mode)
-            self.presentation_action.blockSignals(False)
+        show_theme(self, name, presentation_mode)
         self.drawer.dirty = True
 
     def set_fullscreen(self, on: bool):
@@ -253,29 +245,6 @@ class MainWindow(QMainWindow):
 
     def choose_speed(self, index: int):
         self.worker.set_max_rate(self.speed_combo.itemData(index))
-
-    def choose_scenario(self, index: int):
-        name = self.scenario_combo.itemData(index)
-        try:
-            preset = load_preset(name)
-        except ConfigError as e:
-            self.message_bar.show_message("error", f"<b>Scenario not loaded.</b> {html.escape(str(e), quote=False)}")
-            self.select_scenario(self.preset.name)
-            return
-        if preset.runs:   # a comparison: its own window; this one keeps its run
-            self.select_scenario(self.preset.name)
-            self.open_comparison(preset)
-            return
-        self._candidate = preset
-        self.pause()
-        self.message_bar.clear()
-        self.worker.rebuild(preset.config)
-
-    def select_scenario(self, name: str):
-        """Show scenario `name` in the picker (choosing nothing)."""
-        self.scenario_combo.blockSignals(True)
-        self.scenario_combo.setCurrentIndex(self.scenario_combo.findData(name))
-        self.scenario_combo.blockSignals(False)
 
     def show_run_state(self, playing: bool):
         self.readout.set_state("▶ running" if playing else "■ paused")
@@ -313,10 +282,7 @@ class MainWindow(QMainWindow):
         self.run.reset(config.history_mb * 2**20)
         self.rate.reset()
         self.checkpoints.new_model()     # snapshots of another model
-        if self._candidate is not None and self._candidate.config == config:
-            self.preset = self._candidate
-        self._candidate = None
-        self.select_scenario(self.preset.name)
+        self.scenarios.rebuilt(config)
         self.settings_panel.set_config(config)
         self._update_banner()
         if not self.worker.is_playing():
@@ -327,8 +293,7 @@ class MainWindow(QMainWindow):
         self.overlay.hide()
         if self.session_files.rebuild_failed(message):   # Open Session: the saved run cannot be rebuilt here
             return
-        self._candidate = None
-        self.select_scenario(self.preset.name)
+        self.scenarios.rebuilt(None)
         self.settings_panel.show_error(message)
         self.message_bar.show_message(
             "warning", f"<b>The model was not rebuilt.</b> {html.escape(message, quote=False)} "
@@ -383,25 +348,10 @@ class MainWindow(QMainWindow):
         """What the panels draw (RunState.frame_record)."""
         return self.run.frame_record()
 
-    @property
-    def shown_record(self) -> Record | None:
-        """What the panels drew last."""
-        return self.drawer.shown_record
-
-    @property
-    def latest(self) -> Record | None:
-        """The newest record received."""
-        return self.run.latest
-
-    @property
-    def history(self) -> History:
-        """The window's mirror of the run (replaced on rebuild, Open Session)."""
-        return self.run.history
-
-    @property
-    def diverged_record(self) -> Record | None:
-        """The record of the refused update, until resolved."""
-        return self.run.diverged
+    shown_record = property(lambda self: self.drawer.shown_record, doc="What the panels drew last.")
+    latest = property(lambda self: self.run.latest, doc="The newest record received.")
+    history = property(lambda self: self.run.history, doc="The window's mirror of the run (RunState.history).")
+    diverged_record = property(lambda self: self.run.diverged, doc="The refused update's record, until resolved.")
 
     @Slot(bool)
     def _on_dock_visibility_changed(self, visible: bool):
@@ -449,9 +399,8 @@ class MainWindow(QMainWindow):
 
     @Slot(dict, object, object, list)
     def _on_session_opened(self, view: dict, history: History, seed: Record | None, saved: list[Record]):
-        """An opened session's run replaces this one: its history, the records the panels showed (after the
-        rebuilt model's step 1, `seed`) and its view."""
-        # panels see the rebuilt model's step 1, then the saved state: a new run
+        """An opened session's run replaces this one (SessionFiles.opened); the panels see the rebuilt model's step
+        1 (`seed`), then what they showed when it was saved: a new run."""
         self.drawer.show_all(([seed] if seed is not None else []) + saved, history)
         self.go_live()
         self.run.adopt(history, saved)
@@ -498,18 +447,8 @@ class MainWindow(QMainWindow):
 
     def record_animation(self, path: str | Path, steps: int, frames: int, target: str = "dashboard",
                          fps: int = ANIMATION_FPS) -> bool:
-        """Train `steps` more steps, drawing `frames` frames (the first: now) of the dashboard or of one panel
-        (class name), then write a GIF or MP4. A cancellable progress dialog shows while it records."""
+        """Train `steps` more steps into a GIF/MP4 of `frames` frames (AnimationRecorder.start)."""
         return self.recorder.start(path, steps, frames, target, fps)
-
-    # -- comparison (explorer.compare.window) ------------------------------------------------------------
-    def open_comparison(self, preset: Preset):
-        """A comparison preset in the comparison view (its own window; this one keeps its run)."""
-        return compare_window.open_comparison(preset, parent=self)
-
-    def open_comparison_dialog(self):
-        """The run picker of the comparison view."""
-        return compare_window.open_comparison_dialog(parent=self)
 
     # -- after a blow-up (explorer.window.recovery), engine-checked values -------------------------------
     @Slot(int)
@@ -523,8 +462,7 @@ class MainWindow(QMainWindow):
         self.readout.step.setText(f"weights of step {step:,}")
 
     def continue_with(self, values: dict[str, str]) -> bool:
-        """After a divergence: go back to the last good state and play with the live settings `values`
-        (Recovery.continue_with)."""
+        """After a divergence: back to the last good state, play with `values` (Recovery.continue_with)."""
         return self.recovery.continue_with(values)
 
     @Slot(str, object)

@@ -42,12 +42,12 @@ class ViewHost(Protocol):
     speed_combo: QComboBox
     banner_action: QAction
     layouts: Any                     # explorer.window.presentation.WindowLayout
+    scenarios: Any                   # explorer.window.scenarios.Scenarios: select()
 
     def saveGeometry(self) -> QByteArray: ...
     def isMaximized(self) -> bool: ...
     def isFullScreen(self) -> bool: ...
     def set_theme(self, name: str, presentation_mode: bool | None = None) -> None: ...
-    def select_scenario(self, name: str) -> None: ...
 
 
 def view_state(window: ViewHost) -> dict[str, Any]:
@@ -79,7 +79,7 @@ def apply_view(window: ViewHost, view: dict):
             window.preset = load_preset(name)
         except ConfigError:
             pass
-        window.select_scenario(window.preset.name)
+        window.scenarios.select(window.preset.name)
 
 
 def _b64(data: QByteArray) -> str:
