@@ -282,7 +282,7 @@ class BatchingEmitter:
         self.flush()
         try:
             self._events.put([(name, args)])
-        except Exception as e:  # noqa: BLE001 - an unpicklable result must not kill the engine
+        except Exception as e:  # an unpicklable result must not kill the engine (re-raised otherwise)
             if name != "call_done":
                 raise
             self._events.put([("call_done", (args[0], None, f"its result cannot be sent to the window: {e}"))])
