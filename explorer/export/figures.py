@@ -359,31 +359,46 @@ def export_main(argv: list[str] | None = None) -> int:
     view.resize(width, height)
     view.show()
     app.processEvents()
-    if (view.width(), view.height()) != (width, height):
-        print(f"gradflow export: these panels need at least {view.width()}x{view.height()} pixels; "
-              f"rendering at that size instead of {width}x{height}", file=sys.stderr)
 
     animated = suffix in ANIMATION_SUFFIXES
     frame_every = max(1, args.steps // max(1, args.frames)) if animated else args.steps
     animation = Animation()
     progress = Progress(args.steps)
-    record = None
+    finite = None   # the newest record whose update was applied: what a diverged run's figure shows
     for i in range(1, args.steps + 1):
         draw = i % frame_every == 0 or i == args.steps
-        record = trainer.step(detail=draw, preview=draw and (not animated or i == args.steps or i % (frame_every * 5) == 0))
+        # every step keeps its hidden states: if the next one diverges, this is the step the figure shows
+        record = trainer.step(detail=True, preview=draw and (not animated or i == args.steps
+                                                             or i % (frame_every * 5) == 0))
         progress.update(record)
+        if record.diverged:   # the trainer refused the update and halts: stop here, not at --steps
+            break
+        finite = record
         if draw:
             view.show_record(record, trainer.history)
             app.processEvents()
             if animated:
                 animation.add(view)
-        if record.diverged:
-            print(f"\ngradflow export: the run diverged at step {record.step} ({record.diverged}); "
-                  f"rendering what it showed then", file=sys.stderr)
-            view.show_record(record, trainer.history)
-            app.processEvents()
-            break
     progress.close()
+    if record.diverged:
+        shown = finite if finite is not None else record
+        if shown.task_preview is None and finite is not None:
+            # the weights now are those after step `finite` (the refused update changed nothing): its preview
+            shown.task_preview = trainer.preview()
+        where = (f"showing step {shown.step}, the last finite one" if finite is not None else
+                 "its first step was already not finite")
+        print(f"\ngradflow export: the run diverged at step {record.step} ({record.diverged}); {where}",
+              file=sys.stderr)
+        view.title.setText(f"{title} — diverged at step {record.step} ({where})")
+        view.title.show()
+        view.show_record(shown, trainer.history)
+        app.processEvents()
+        if animated:
+            animation.add(view)
+    app.processEvents()   # the panels' minimum sizes are known once they show a record
+    if (view.width(), view.height()) != (width, height):
+        print(f"gradflow export: these panels need at least {view.width()}x{view.height()} pixels; "
+              f"rendering at that size instead of {width}x{height}", file=sys.stderr)
     try:
         if animated:
             animation.save(out)

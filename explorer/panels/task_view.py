@@ -47,7 +47,7 @@ class TaskViewPanel(Panel):
         self.preview: dict[str, Any] | None = None
         self.preview_step: int | None = None
 
-        self.placeholder = QLabel("No task preview yet.\nThe window asks the trainer for one every few steps.")
+        self.placeholder = QLabel("No task preview for this step yet\n(the trainer makes one every few steps).")
         self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.stack.addWidget(self.placeholder)
         self._build_adding()

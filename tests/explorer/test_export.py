@@ -1,5 +1,6 @@
 """Exports produce files of the right kind and size; `gradflow export` works with no display."""
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -8,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from PySide6.QtWidgets import QLabel
 
 from core.config import Config
 from core.trainer import Trainer
@@ -150,13 +152,66 @@ def test_gradflow_export_runs_without_a_display(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     out = tmp_path / "fig.png"
     result = subprocess.run([sys.executable, "-m", "explorer", "export", "--preset", "linear_rnn", "--steps", "3",
-                             "--set", "seq_len=20", "--out", str(out), "--scale", "2", "--size", "800x500"],
+                             "--set", "seq_len=20", "--out", str(out), "--scale", "2", "--size", "1600x1000"],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
-    assert Image.open(out).size == (1600, 1000)
+    assert Image.open(out).size == (3200, 2000)
+
+
+def test_gradflow_export_never_squashes_a_plot_below_its_minimum(tmp_path):
+    """Six panels cannot keep their plots readable in 800x500: the figure is rendered larger, and it says so."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    out = tmp_path / "small.png"
+    result = subprocess.run([sys.executable, "-m", "explorer", "export", "--preset", "linear_rnn", "--steps", "2",
+                             "--set", "seq_len=20", "--out", str(out), "--size", "800x500"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    width, height = Image.open(out).size
+    assert width > 800 and height > 500
+    assert f"need at least {width}x{height} pixels" in result.stderr
 
 
 def test_gradflow_export_refuses_bad_arguments_by_name(tmp_path):
     result = subprocess.run([sys.executable, "-m", "explorer", "export", "--steps", "2", "--out",
                              str(tmp_path / "x.jpg")], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "--out" in result.stderr
+
+
+def test_gradflow_export_of_a_diverging_run_stops_there_and_shows_the_last_finite_step(tmp_path):
+    """The exploding scenario with plain SGD at lr = 1 blows up within a few steps: the export stops training
+    there (not at --steps 200), says so, and renders the last finite step with every panel filled."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    out = tmp_path / "exploding.png"
+    result = subprocess.run([sys.executable, "-m", "explorer", "export", "--preset", "exploding", "--steps", "200",
+                             "--set", "optimizer=sgd", "--set", "lr=1", "--theme", "light", "--out", str(out),
+                             "--size", "1800x1200"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    match = re.search(r"diverged at step (\d+) \(.*\); showing step (\d+), the last finite one", result.stderr)
+    assert match, result.stderr[-2000:]
+    diverged, shown = int(match.group(1)), int(match.group(2))
+    assert 1 < diverged < 200 and shown == diverged - 1
+    assert Image.open(out).size == (1800, 1200)
+
+
+def test_the_headless_dashboard_fills_every_panel_for_a_diverged_run(qtbot):
+    from explorer.export.figures import Dashboard as Figure
+
+    trainer = Trainer(Config(seq_len=20, hidden_size=16, spectral_radius=2.0, optimizer="sgd", lr=1.0))
+    finite = None
+    for _ in range(200):
+        record = trainer.step(detail=True)
+        if record.diverged:
+            break
+        finite = record
+    assert record.diverged and finite is not None
+    finite.task_preview = trainer.preview()     # what gradflow export asks the trainer for
+    view = Figure("test")
+    qtbot.addWidget(view)
+    view.show()
+    view.show_record(finite, trainer.history)
+    hidden = next(p for p in view.panels if type(p).__name__ == "HiddenStatePanel")
+    task = next(p for p in view.panels if type(p).__name__ == "TaskViewPanel")
+    assert "waiting" not in hidden.key_text
+    assert task.stack.currentWidget() is not task.placeholder
+    texts = " ".join(label.text() for label in view.findChildren(QLabel))
+    assert "window" not in texts.lower()
