@@ -122,8 +122,8 @@ def _newer_version(source: Path, target: Path):
 
 
 @pytest.mark.parametrize("damage, expected", [
-    ("truncated", "not a readable session file"),
-    ("garbage", "not a readable session file"),
+    ("truncated", "is truncated or damaged"),
+    ("garbage", "is not a Gradient Flow Explorer session file"),
     ("newer", "newer version"),
     ("folder", "is a folder"),
     ("missing", "not found"),
