@@ -41,6 +41,7 @@ class TaskViewPanel(Panel):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.caption_label.setText(self.CAPTIONS[None])
+        self._history: History | None = None   # the run whose preview is shown
         self.stack = QStackedWidget()
         self.body.addWidget(self.stack, 1)
         self.kind: str | None = None
@@ -146,17 +147,22 @@ class TaskViewPanel(Panel):
 
     # -- drawing -------------------------------------------------------------------------------------
     def show_record(self, record: Record, history: History) -> None:
-        if self._is_new_run(record):   # the old run's preview is about another model, maybe another task
+        # another run (a rebuild or an opened session replaces the history; going back in steps is the timeline
+        # being scrubbed): the old run's preview is about another model, maybe another task
+        if history is not self._history:
+            self._history = history
             self.preview, self.preview_step, self.kind = None, None, None
             self.adding_range.reset()
             self.caption_label.setText(self.CAPTIONS[None])
             self.set_alert("")
             self.stack.setCurrentWidget(self.placeholder)
         preview = record.task_preview
-        if preview is None or preview is self.preview:
-            return
-        self.preview, self.preview_step, self._baseline = preview, record.step, record.baseline
-        self._draw()
+        if preview is not None and preview is not self.preview:
+            self.preview, self.preview_step, self._baseline = preview, record.step, record.baseline
+            self._draw()
+        if preview is None and self.preview_step is not None and record.step < self.preview_step:
+            self.set_alert(f"no task preview was recorded at step {record.step}: "
+                           f"this is the one of step {self.preview_step}")
 
     def _draw(self):
         preview = self.preview

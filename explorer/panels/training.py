@@ -49,6 +49,10 @@ class TrainingPanel(Panel):
         self.clip_line = pg.InfiniteLine(angle=0, movable=False,
                                          label="", labelOpts={"position": 0.02, "anchors": [(0, 1), (0, 1)]})
         self.norm_plot.addItem(self.clip_line)
+        self.shown_lines = [pg.InfiniteLine(angle=90, movable=False) for _ in range(2)]   # the step shown, when
+        for plot, line in zip((self.loss_plot, self.norm_plot), self.shown_lines):      # scrubbed back
+            plot.addItem(line)
+            line.setVisible(False)
         for curve in (self.loss_curve, self.norm_curve, self.clipped_curve):
             curve.setClipToView(True)
             curve.setDownsampling(auto=True, method="peak")
@@ -122,7 +126,7 @@ class TrainingPanel(Panel):
         else:
             self.baseline_line.setVisible(False)
             self._set_label(self.baseline_sample, "baseline (none)")
-        value = float(loss[-1]) if n else float("nan")
+        value = record.perplexity if perplexity else record.loss   # the step shown (scrubbed back: not the newest)
         name = "perplexity" if perplexity else "MSE"
         self._set_label(self.loss_curve, f"{name} {_fmt(value)} (step {record.step})")
         notes = []
@@ -163,6 +167,10 @@ class TrainingPanel(Panel):
         clipping = record.clip is not None or was_clipped.any()
         self._set_label(self.clipped_curve, "‖g‖ after clip" if clipping else "‖g‖ after (no clip)")
         self._set_label(self.clipped_markers, f"clipped {int(was_clipped.sum())}/{n} steps" if clipping else "clipped (θ off)")
+        scrubbed = bool(n) and bool(record.step < steps[-1])
+        for line in self.shown_lines:
+            line.setPos(record.step)
+            line.setVisible(scrubbed)
         first, last = (max(0.0, steps[0] - 0.5), steps[-1] + 0.5) if n else (0.0, 1.5)
         self._x_hi = plotting.room_to_grow(self._x_hi, first, last)
         self.loss_plot.setXRange(first, self._x_hi, padding=0.01)
@@ -174,6 +182,8 @@ class TrainingPanel(Panel):
             self.fit_legends()
 
     def _restyle(self, theme: Theme):
+        for line in self.shown_lines:
+            line.setPen(plotting.pen(theme.foreground, 1.0, plotting.DASH, alpha=0.6))
         self.loss_curve.setPen(plotting.pen(theme.color(0), theme.pen_width))
         self.norm_curve.setPen(plotting.pen(theme.color(1), theme.pen_width * 0.9))
         self.clipped_curve.setPen(plotting.pen(theme.color(2), theme.pen_width * 0.9))
