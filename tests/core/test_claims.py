@@ -1,11 +1,24 @@
-"""Every scenario's claims hold when it runs headless; a bad claim is refused naming the preset and the key."""
+"""Every scenario's claims hold when it runs headless; a bad claim is refused naming the preset and the key.
+
+Each run of a preset (each member of a comparison) is trained once, as far as its last claim needs, and all
+its claims are checked on that one run (core.claims.check_run). The runs are independent, so the selected
+presets' runs are spread over worker processes (as many as the engine's thread count leaves cores for),
+longest first; each test then waits for its own preset's runs. With one worker they run in this process.
+"""
+import os
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+
 import pytest
 
-from core.claims import KINDS, check_claims
+from core.claims import KINDS, check_claims, check_run, claim_runs, run_cost
 from core.config import ConfigError
 from core.presets import load_preset, preset_names
+from core.trainer import engine_threads
 
 PRESETS = preset_names()
+HEADLESS = "test_every_claim_of_every_preset_holds_headless"
+WORKERS = max(1, min(4, (os.cpu_count() or 1) // engine_threads()))
 
 
 def _preset_file(tmp_path, claims: str, config: str = "seq_len = 20\nhidden_size = 8"):
@@ -19,10 +32,36 @@ def test_every_preset_states_claims(name):
     assert load_preset(name).claims, f"{name}: a caption needs claims that back it"
 
 
+@pytest.fixture(scope="module")
+def preset_runs(request):
+    """name -> [future of check_run(name, run) for each run with claims]: every selected preset's runs,
+    submitted at once to a pool of WORKERS processes, the costliest first (None: no pool, one worker)."""
+    if WORKERS == 1:
+        yield None
+        return
+    names = {item.callspec.params["name"] for item in request.session.items
+             if getattr(item, "originalname", None) == HEADLESS}
+    jobs = sorted(((run_cost(preset, run), name, run) for name in names
+                   for preset in [load_preset(name)] for run in claim_runs(preset)),
+                  key=lambda job: -job[0])
+    pool = ProcessPoolExecutor(max_workers=min(WORKERS, len(jobs) or 1), mp_context=get_context("spawn"))
+    futures: dict[str, list] = {}
+    for _, name, run in jobs:
+        futures.setdefault(name, []).append(pool.submit(check_run, name, run))
+    yield futures
+    pool.shutdown(cancel_futures=True)
+
+
 @pytest.mark.parametrize("name", PRESETS)
-def test_every_claim_of_every_preset_holds_headless(name):
+def test_every_claim_of_every_preset_holds_headless(name, preset_runs):
     preset = load_preset(name)
-    failed = [f"{o.claim.text!r}: measured {o.measured}" for o in check_claims(preset) if not o.holds]
+    if preset_runs is None:
+        outcomes = check_claims(preset)
+    else:
+        checked = dict(pair for future in preset_runs[name] for pair in future.result())
+        outcomes = [checked[i] for i in range(len(preset.claims))]
+    assert len(outcomes) == len(preset.claims)
+    failed = [f"{o.claim.text!r}: measured {o.measured}" for o in outcomes if not o.holds]
     assert not failed, f"{name}: " + "; ".join(failed)
 
 
