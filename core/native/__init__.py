@@ -155,6 +155,8 @@ def status() -> str:
         return described[_build]
     if _library().exists():
         return f"built ({_library()}); used by LSTM runs"
+    if (_paths()[1] / "lock").exists():   # torch's build lock: another process (the app's engine) is building
+        return f"being built by another process (log: {_build_log()}); the Python loops run meanwhile"
     if compiler() is None:
         return f"not built, and no C++ compiler ({os.environ.get('CXX', 'c++')}) found; the Python loops run"
     return "not built yet: built in the background by the first LSTM run (or now: gradflow build-native)"

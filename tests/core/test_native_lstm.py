@@ -187,6 +187,14 @@ def test_without_a_compiler_nothing_is_started_and_one_note_is_logged(fresh, tmp
     assert not fresh.exists()
 
 
+def test_status_tells_a_build_in_another_process_from_none(fresh, tmp_path, monkeypatch):
+    monkeypatch.setenv("CXX", "/bin/true")                      # a compiler exists
+    assert native.status().startswith("not built yet")
+    (fresh / native._name()).mkdir(parents=True)
+    (fresh / native._name() / "lock").touch()                   # torch's lock while a build runs
+    assert native.status().startswith("being built by another process")
+
+
 def test_a_broken_build_falls_back_with_one_warning(fresh, monkeypatch, caplog):
     library = native._library()
     library.parent.mkdir(parents=True)
