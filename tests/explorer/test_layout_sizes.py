@@ -97,7 +97,7 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
         while time.monotonic() < end:
             app.processEvents()
             time.sleep(0.01)
-        window._repaint()
+        window.draw_frame()
         app.processEvents()
 
     def open_window(ini: Path, presentation: bool):
