@@ -221,7 +221,7 @@ class Animation:
             try:
                 data = iio.imwrite("<bytes>", np.stack(frames), extension=".mp4", fps=self.fps,
                                    codec="libx264", macro_block_size=1)
-            except Exception as e:  # the ffmpeg plugin raises many types
+            except Exception as e:  # noqa: BLE001 - the ffmpeg plugin raises many types
                 raise ExportError(f"cannot encode MP4 {path}: {e}") from None
             _write(path, data)
         else:

@@ -19,7 +19,7 @@ from operator import methodcaller
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton
+from PySide6.QtWidgets import QHBoxLayout, QPushButton
 
 from core.records import History, Record
 from core.spectrum import record_verdict
