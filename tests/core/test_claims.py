@@ -4,6 +4,8 @@ Each run of a preset (each member of a comparison) is trained once, as far as it
 its claims are checked on that one run (core.claims.check_run). The runs are independent, so the selected
 presets' runs are spread over worker processes (as many as the engine's thread count leaves cores for),
 longest first; each test then waits for its own preset's runs. With one worker they run in this process.
+With the pool, `--durations` charges the waiting to the first tests; GRADFLOW_CLAIMS_WORKERS=1 runs every
+preset in its own test's time (per-preset durations).
 """
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -18,7 +20,7 @@ from core.trainer import engine_threads
 
 PRESETS = preset_names()
 HEADLESS = "test_every_claim_of_every_preset_holds_headless"
-WORKERS = max(1, min(4, (os.cpu_count() or 1) // engine_threads()))
+WORKERS = int(os.environ.get("GRADFLOW_CLAIMS_WORKERS", 0)) or max(1, min(4, (os.cpu_count() or 1) // engine_threads()))
 
 
 def _preset_file(tmp_path, claims: str, config: str = "seq_len = 20\nhidden_size = 8"):
