@@ -75,6 +75,40 @@ def test_a_resized_window_is_laid_out_again(tmp_path):
         assert w >= MIN_PLOT[0] and h >= MIN_PLOT[1], f"{name} {w}×{h}"
 
 
+def test_presentation_companion_settings_overlay_captions_and_banner(open_window, qtbot):
+    """F5: the gradient and one companion (number keys pick it), the settings only as an overlay (F2),
+    captions off for every panel with one toggle (F3), the banner folded to its title; remembered."""
+    window = open_window(name="presentation")
+    layouts = window.layouts
+    window.presentation_action.trigger()
+
+    def showing(companion):   # a presentation arrangement of the two (side by side, stacked or tabbed here)
+        current = layouts.current
+        return current is not None and current.names() == ["GradientTimePanel", companion]
+
+    qtbot.waitUntil(lambda: showing("SpectrumPanel"), timeout=5000)
+    assert window.panel("GradientTimePanel") in layouts.visible_panels()
+    assert window.banner.collapsed and not window.banner.text.isVisible()
+    layouts.companion_actions["TrainingPanel"].trigger()          # key 3
+    qtbot.waitUntil(lambda: showing("TrainingPanel"), timeout=5000)
+    shown = [name for name, dock in window.panel_docks.items() if dock.isVisible()]
+    assert sorted(shown) == ["GradientTimePanel", "TrainingPanel"]
+    visible = len(layouts.visible_panels())
+    layouts.settings_action.trigger()                              # F2: over the panels
+    assert window.settings_dock.isVisible() and window.settings_dock.isFloating()
+    assert len(layouts.visible_panels()) == visible                 # the panels keep their room
+    layouts.settings_action.trigger()
+    assert not window.settings_dock.isVisible()
+    layouts.captions_action.trigger()                              # F3: every caption
+    assert not any(p.caption_label.isVisible() for p in window.panels)
+    window.close()
+
+    again = open_window(name="presentation")
+    assert again.theme.presentation and again.layouts.companion == "TrainingPanel"
+    assert not again.layouts.captions and not any(p.caption_label.isVisible() for p in again.panels)
+    assert again.banner.collapsed
+
+
 # -- the program each screen size runs --------------------------------------------------------------------------------
 def _child(mode: str, tmp: Path, args: list[str]) -> None:
     import time
