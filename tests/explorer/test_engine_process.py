@@ -69,6 +69,8 @@ def test_revert_sessions_and_edits_cross_the_process_boundary_exactly(qtbot, ope
     assert isinstance(window.checkpoints[-1].snapshot, bytes)
 
     spectrum = window.panel("SpectrumPanel")                          # an edit goes by methodcaller
+    window.panel_docks["SpectrumPanel"].raise_()                      # on a small screen it may be a tab behind
+    qtbot.waitUntil(lambda: spectrum.scatter.data.size == len(window.latest.eigenvalues[0]), timeout=WAIT_MS)
     index = int(np.argmax(window.latest.eigenvalues[0].imag))
     spectrum.eigenvalue_edited.emit(0, index, complex(-0.35, 0.6))
     step_once(qtbot, window)                                           # queued after the edit
