@@ -62,7 +62,7 @@ def child(out: Path, steps: int, preset: str | None, tmp: Path) -> None:
         wait(120, lambda: window.latest is not None and window.latest.step >= steps)
         window.pause()
         wait(1.5)
-        window.draw_frame() if hasattr(window, "draw_frame") else window._repaint()
+        window.draw_frame()
         wait(0.5)
         path = out / f"{screen.width()}x{screen.height()}-{mode}.png"
         window.grab().save(str(path))
