@@ -43,6 +43,8 @@ class Arrangement:
 NORMAL = (
     Arrangement("wide", (((GT,), (SPECTRUM, JACOBIANS)),
                          ((TRAINING,), (HISTORY, CONTRIBUTIONS), (HIDDEN, HIGHWAY), (TASK,)))),
+    Arrangement("three by two", (((GT,), (SPECTRUM,), (TRAINING, CONTRIBUTIONS, HIGHWAY, JACOBIANS)),
+                                 ((HISTORY,), (HIDDEN,), (TASK,)))),
     Arrangement("narrow", (((GT,), (SPECTRUM, JACOBIANS)),
                            ((HISTORY, TRAINING, CONTRIBUTIONS), (HIDDEN, TASK, HIGHWAY)))),
     Arrangement("grid", (((GT,), (SPECTRUM, TRAINING, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS)),
