@@ -90,7 +90,8 @@ class FrameDrawer(QObject):
             self._drawn[panel] = record
         self.shown_record = record
         self.overlay.hide()
-        self.readout.show_record(self.run.latest, self.rate.rate() if self.worker.is_playing() else 0.0)
+        status = self.run.scrubbed or self.run.latest          # the scrubbed step's values while scrubbed back
+        self.readout.show_record(status, self.rate.rate() if self.worker.is_playing() else 0.0)
         cost = time.perf_counter() - start
         if self.worker.is_playing() and not self.worker.isolated:   # shares the interpreter with training
             self._next_frame_at = max(self._next_frame_at, start + FRAME_COST_FACTOR * cost)

@@ -3,6 +3,7 @@ a mark at that step, its task preview when one was recorded (and say so when non
 from core.config import Config
 from core.trainer import Trainer
 from explorer.panels import TaskViewPanel, TrainingPanel
+from explorer.window.status import fmt
 
 
 def _run(steps: int, preview_at: set[int]):
@@ -39,3 +40,21 @@ def test_task_panel_shows_the_scrubbed_steps_preview_or_says_it_has_none(qtbot):
     panel.show_record(records[2], trainer.history)                    # step 3 recorded none
     assert panel.stack.currentWidget() is not panel.placeholder       # no "No task preview yet"
     assert "no task preview was recorded at step 3" in panel.alert_text and "step 5" in panel.alert_text
+
+
+def test_status_bar_reads_the_scrubbed_step_and_the_newest_again_when_live(window, qtbot):
+    qtbot.waitUntil(lambda: len(window.timeline.records()) >= 1, timeout=30_000)
+    for _ in range(3):
+        before = window.run.latest.step
+        window.step_action.trigger()
+        qtbot.waitUntil(lambda: window.run.latest.step > before and len(window.timeline.records()) >= 2,
+                        timeout=30_000)
+    window.timeline.scrub_to(0)                                   # as a drag to the left end does
+    scrubbed = window.timeline.record
+    window.draw_frame()
+    assert scrubbed.step < window.run.latest.step
+    assert window.readout.step.text() == f"step {scrubbed.step:,}"
+    assert window.readout.loss.text().endswith(f"{fmt(scrubbed.loss)}")
+    window.timeline.live_button.click()
+    window.draw_frame()
+    assert window.readout.step.text() == f"step {window.run.latest.step:,}"
