@@ -1,5 +1,3 @@
-# COORDINATION NOTE for every engineer editing this file: read /work/COORDINATION.md now (commit rules, file ownership,
-# the .venv, the 03:05 UTC deadline). Leave these two lines in place; the lead engineer removes them at the end.
 """The main window wires the app together: toolbar and menus (actions), scenario banner, settings dock, panel
 docks (presentation, layout), timeline and status readout. It owns one `EngineConnection` and never trains:
 records arrive by signal at bound slots and go into its RunState; a FrameDrawer draws them ~30 times a second.
