@@ -60,7 +60,10 @@ class Scenarios:
 
     def rebuilt(self, config: Config | None):
         """The engine built `config` (None: it refused one): the scenario being built becomes the window's if
-        that is its config; the picker shows the window's."""
+        that is its config; the picker shows the window's. An earlier build that ends while the chosen scenario's
+        is still to come (a scenario picked during the first build) leaves the choice pending."""
+        if self.candidate is not None and config is not None and config != self.candidate.config:
+            return
         if self.candidate is not None and self.candidate.config == config:
             self.host.preset = self.candidate
         self.candidate = None

@@ -244,6 +244,23 @@ def test_choosing_a_scenario_rebuilds_with_its_config_and_shows_its_explanation(
     assert not window.is_playing()
 
 
+
+def test_a_scenario_chosen_while_the_first_model_is_still_building_becomes_the_windows(qtbot, settings):
+    window = MainWindow(config=SMALL, settings=settings)
+    qtbot.addWidget(window)
+    window.show()
+    name = "gru_adding"
+    preset = load_preset(name)
+    combo = window.scenario_combo
+    combo.setCurrentIndex(combo.findData(name))
+    combo.activated.emit(combo.currentIndex())          # before the first build has been reported
+    qtbot.waitUntil(lambda: window.settings_panel.config == preset.config and window.shown_record is not None
+                    and window.shown_record.step == 1, timeout=WAIT_MS)
+    assert window.preset.name == name
+    assert window.banner.title.text() == preset.title
+    assert combo.currentData() == name
+    window.close()
+
 def test_divergence_pauses_and_explains_step_norm_and_remedies(qtbot, open_window):
     window = open_window(config=DIVERGENT)
     first = window.shown_record
