@@ -41,7 +41,7 @@ from torch.autograd.function import once_differentiable
 
 from core.analysis import JacobianProfile
 from core.config import Config
-from core.models import KeepGradAt, RowTrace, Trace, _scale
+from core.models import KeepGradAt, RowTrace, Trace, carry_scales
 
 GATES = {"mingru": ("update", "candidate"), "minlstm": ("forget", "input", "candidate")}  # chunks of W
 RECURRENT_BLOCK = {
@@ -223,11 +223,7 @@ class DiagonalNet(nn.Module):
         T, B, _ = inputs.shape
         if state is None:
             state = self.zero_state(B)
-        scales = None
-        if keep_grad_at is not None:
-            scales = [1.0] + [_scale(keep_grad_at(step)) for step in range(1, T)]
-            if all(s == 1.0 for s in scales):
-                scales = None
+        scales = carry_scales(keep_grad_at, T)
         lru = self.kind == "lru"
         layer_input = self.encoder(inputs) if lru else inputs                # (T, B, I) or (T, B, H)
         final = []

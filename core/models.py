@@ -669,11 +669,7 @@ class RecurrentNet(nn.Module):
         T, B, _ = inputs.shape
         if state is None:
             state = self.zero_state(B)
-        scales = None
-        if keep_grad_at is not None:
-            scales = [1.0] + [_scale(keep_grad_at(step)) for step in range(1, T)]
-            if all(s == 1.0 for s in scales):
-                scales = None
+        scales = carry_scales(keep_grad_at, T)
         lstm = self.kind == "lstm"
         final_h, final_c = [], []
         layer_input = inputs  # (T, B, I) then (T, B, H*D)
@@ -783,9 +779,13 @@ class RecurrentNet(nn.Module):
         return (o * torch.tanh(c), c), (i, f, g, o)
 
 
-def _scale(value) -> float:
-    """keep_grad_at's answer as the factor on the recurrent carry: None -> 1, 0 -> 0 (detach), ξ -> ξ."""
-    return 1.0 if value is None else float(value)
+def carry_scales(keep_grad_at: KeepGradAt | None, T: int) -> list[float] | None:
+    """keep_grad_at's answers as the factor on the recurrent carry into each step (None -> 1, 0 -> 0 (detach),
+    ξ -> ξ), step 0 first; None when every factor is 1 (full BPTT)."""
+    if keep_grad_at is None:
+        return None
+    scales = [1.0] + [1.0 if (v := keep_grad_at(step)) is None else float(v) for step in range(1, T)]
+    return None if all(s == 1.0 for s in scales) else scales
 
 
 @torch.no_grad()
