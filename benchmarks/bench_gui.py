@@ -23,12 +23,14 @@ import queue
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from explorer.offscreen import offscreen_platform  # noqa: E402 - after the path is set
 
 STARTUP_PROBE = """
 import time; t0 = time.perf_counter()
@@ -142,11 +144,7 @@ def main() -> int:
         parser.error(f"--size must be WIDTHxHEIGHT, e.g. 1920x1080, got {args.size!r}")
     (ROOT / "benchmarks/results").mkdir(parents=True, exist_ok=True)
     if os.environ["QT_QPA_PLATFORM"] == "offscreen":   # a screen of that size: the window is fitted to its screen
-        screen = ROOT / "benchmarks/results/.screen.json"
-        screen.write_text(json.dumps({"screens": [{"name": "bench", "x": 0, "y": 0, "width": size[0],
-                                                   "height": size[1], "logicalDpi": 96, "logicalBaseDpi": 96,
-                                                   "dpr": 1}]}))
-        os.environ["QT_QPA_PLATFORM"] = f"offscreen:configfile={screen}"
+        os.environ["QT_QPA_PLATFORM"] = offscreen_platform(tempfile.mkdtemp(), *size)
 
     from PySide6.QtWidgets import QApplication
 

@@ -8,13 +8,14 @@ Each screen size runs in a process of its own on Qt's offscreen platform with a 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from explorer.offscreen import offscreen_platform
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = ((1280, 720), (1920, 1080))
@@ -24,11 +25,7 @@ MODES = ("normal", "presentation")
 def shoot(out: Path, width: int, height: int, steps: int, preset: str | None) -> list[Path]:
     """Run this script's `--child` in a process whose offscreen screen is width × height."""
     with tempfile.TemporaryDirectory() as tmp:
-        config = Path(tmp) / "screen.json"
-        config.write_text(json.dumps({"screens": [{"name": "gallery", "x": 0, "y": 0, "width": width,
-                                                   "height": height, "logicalDpi": 96, "logicalBaseDpi": 96,
-                                                   "dpr": 1}]}))
-        env = dict(os.environ, QT_QPA_PLATFORM=f"offscreen:configfile={config}", PYTHONPATH=str(ROOT))
+        env = dict(os.environ, QT_QPA_PLATFORM=offscreen_platform(tmp, width, height), PYTHONPATH=str(ROOT))
         args = [sys.executable, __file__, "--child", "--out", str(out), "--steps", str(steps), "--tmp", tmp]
         if preset:
             args += ["--preset", preset]

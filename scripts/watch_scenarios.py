@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from explorer.offscreen import offscreen_platform
+
 ROOT = Path(__file__).resolve().parents[1]
 WIDTH, HEIGHT = 1920, 1080
 
@@ -114,11 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         child(args.out, args.seconds, args.only, args.tmp)
         return 0
     with tempfile.TemporaryDirectory() as tmp:
-        config = Path(tmp) / "screen.json"
-        config.write_text(json.dumps({"screens": [{"name": "projector", "x": 0, "y": 0, "width": WIDTH,
-                                                   "height": HEIGHT, "logicalDpi": 96, "logicalBaseDpi": 96,
-                                                   "dpr": 1}]}))
-        env = dict(os.environ, QT_QPA_PLATFORM=f"offscreen:configfile={config}", PYTHONPATH=str(ROOT))
+        env = dict(os.environ, QT_QPA_PLATFORM=offscreen_platform(tmp, WIDTH, HEIGHT), PYTHONPATH=str(ROOT))
         env.pop("GRADFLOW_ENGINE", None)     # the app's default: the engine in a process of its own
         command = [sys.executable, __file__, "--child", "--out", str(args.out), "--seconds", str(args.seconds),
                    "--tmp", tmp, "--only", *args.only]

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from explorer.offscreen import offscreen_platform
+
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = [(1280, 720, 1), (1366, 768, 1), (1920, 1080, 1), (3840, 2160, 2)]   # physical px, scale factor
 STALE_SCREEN = (3840, 2160, 1)    # the stale layout is saved on a 4K screen at 1×, its window 3000×1900
@@ -27,11 +29,7 @@ TIMEOUT_S = 300
 
 def _run(mode: str, screen: tuple[int, int, int], tmp: Path, *args: str) -> list[dict]:
     width, height, scale = screen
-    config = tmp / f"screen_{width}x{height}.json"
-    config.write_text(json.dumps({"screens": [{"name": "projector", "x": 0, "y": 0, "width": width,
-                                               "height": height, "logicalDpi": 96, "logicalBaseDpi": 96,
-                                               "dpr": 1}]}))
-    env = dict(os.environ, QT_QPA_PLATFORM=f"offscreen:configfile={config}", QT_SCALE_FACTOR=str(scale),
+    env = dict(os.environ, QT_QPA_PLATFORM=offscreen_platform(tmp, width, height), QT_SCALE_FACTOR=str(scale),
                GRADFLOW_ENGINE="thread", PYTHONPATH=str(ROOT))
     out = subprocess.run([sys.executable, __file__, mode, str(tmp), *args], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=TIMEOUT_S)
