@@ -19,17 +19,22 @@ from explorer.theme import get_theme
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def dashboard(qtbot):
-    trainer = Trainer(Config(seq_len=20, hidden_size=16))
+def _light_dashboard(qtbot, hidden_size: int, size: tuple[int, int], steps: int):
+    """A shown light-theme Dashboard after `steps` steps of an RNN with `hidden_size` units (and its trainer)."""
+    trainer = Trainer(Config(seq_len=20, hidden_size=hidden_size))
     view = Dashboard("test")
     qtbot.addWidget(view)
     view.apply_theme(get_theme("light"))
-    view.resize(900, 600)
+    view.resize(*size)
     view.show()
-    record = trainer.step(preview=True)
-    view.show_record(record, trainer.history)
+    for _ in range(steps):
+        view.show_record(trainer.step(preview=True), trainer.history)
     return view, trainer
+
+
+@pytest.fixture
+def dashboard(qtbot):
+    return _light_dashboard(qtbot, hidden_size=16, size=(900, 600), steps=1)
 
 
 def test_png_at_2x_is_twice_as_wide_as_1x(dashboard, tmp_path):
@@ -57,14 +62,7 @@ SVG = "{http://www.w3.org/2000/svg}"
 @pytest.fixture
 def trained(qtbot):
     """The default dashboard (light theme) after 25 steps of a 64-unit RNN: 64 eigenvalues and a trail of 20 steps."""
-    trainer = Trainer(Config(seq_len=20, hidden_size=64))
-    view = Dashboard("test")
-    qtbot.addWidget(view)
-    view.apply_theme(get_theme("light"))
-    view.resize(1200, 800)
-    view.show()
-    for _ in range(25):
-        view.show_record(trainer.step(preview=True), trainer.history)
+    view, _ = _light_dashboard(qtbot, hidden_size=64, size=(1200, 800), steps=25)
     return view
 
 
