@@ -24,6 +24,8 @@ import numpy as np
 import torch
 from torch.func import jacrev, vmap
 
+from core.models import carry_scales
+
 ACTIVATION_DERIVATIVE = {  # φ'(a) written in terms of h = φ(a)
     "tanh": lambda h: 1 - h * h,
     "relu": lambda h: (h > 0).to(h.dtype),
@@ -151,7 +153,7 @@ def zero_causes(model, trace, inputs: torch.Tensor, keep_grad_at, loss_at_last: 
         return codes
     D = model.num_directions
     L = R // D
-    factor = [1.0] + [1.0 if keep_grad_at is None else _carry_factor(keep_grad_at(k)) for k in range(1, T)]
+    factor = carry_scales(keep_grad_at, T) or [1.0] * T      # the factor on the carry into each step
     orders = [list(range(T - 1, -1, -1)) if row.reverse else list(range(T)) for row in trace.rows]
     reach = np.zeros((R, T), dtype=bool)     # a loss reaches h_t with the cuts
     reach_any = np.zeros((R, T), dtype=bool)  # ... without them
@@ -184,10 +186,6 @@ def zero_causes(model, trace, inputs: torch.Tensor, keep_grad_at, loss_at_last: 
                     else:  # every hand-over multiplies by an exact 0 (or the loss's own gradient is 0)
                         codes[r, t] = SATURATION
     return codes
-
-
-def _carry_factor(value) -> float:
-    return 1.0 if value is None else float(value)
 
 
 class _LocalHandOver:
