@@ -11,6 +11,10 @@ presentation variant that scales fonts and line widths for the back row of a lec
 
 The series palette is Okabe & Ito's colour-blind-safe set (2008), reordered per background
 so the first colours have the most contrast (no yellow early on white, no dark blue early on black).
+
+This module is the one home of every colour the app paints: the plots' (Theme) and the window chrome's
+(Chrome: toolbars, docks, banner, message bar, settings fields), which fill the style sheet template
+resources/styles/app.qss and the Qt palette (explorer.window.style).
 """
 from __future__ import annotations
 
@@ -24,6 +28,59 @@ BLUE, VERMILLION, PURPLE = "#0072B2", "#D55E00", "#CC79A7"
 
 
 @dataclass(frozen=True)
+class Chrome:
+    """The window's colours around the plots (names are the $placeholders of resources/styles/app.qss)."""
+    window: str              # main window and loading overlay background
+    bar: str                 # toolbar, status bar, menus
+    border: str              # separators, group boxes, menu and tooltip frames
+    hover: str               # a hovered toolbar button or menu-bar item
+    title_bar: str           # dock title bars
+    title_hover: str         # a hovered dock title-bar button
+    control: str             # combo boxes and buttons inside panels
+    base: str                # text fields, tooltips
+    button: str              # Qt palette buttons
+    disabled: str            # disabled text
+    dim_text: str            # the loading overlay's text
+    banner: str              # scenario banner: background, border, title, text
+    banner_border: str
+    banner_title: str
+    banner_text: str
+    message_text: str        # message bar text; its kinds: background and left edge
+    error_bg: str
+    error_edge: str
+    warning_bg: str
+    warning_edge: str
+    info_bg: str
+    info_edge: str
+    group_title: str         # settings group titles
+    pending: str             # a changed setting waiting for Apply
+    field_error: str         # a refused setting: its message, field border and background
+    invalid_bg: str
+    accent: str              # the pending Apply button, a selected menu item
+    accent_border: str
+    highlight: str           # Qt palette selection
+
+
+DARK_CHROME = Chrome(
+    window="#1b1f24", bar="#22272e", border="#30363d", hover="#30363d", title_bar="#262c34", title_hover="#3a414b",
+    control="#1e232a", base="#101317", button="#262b32", disabled="#60666e", dim_text="#9aa0a6",
+    banner="#16263a", banner_border="#2f4a6d", banner_title="#cfe3ff", banner_text="#dbe4ee",
+    message_text="#ffffff", error_bg="#4a1717", error_edge="#ff5c5c", warning_bg="#45350f", warning_edge="#e3b341",
+    info_bg="#1d2b22", info_edge="#3fb950", group_title="#8fbfff", pending="#e3b341", field_error="#ff6b6b",
+    invalid_bg="#3a1c1c", accent="#1f6feb", accent_border="#388bfd", highlight="#2f81f7",
+)
+
+LIGHT_CHROME = Chrome(
+    window="#f4f5f7", bar="#ffffff", border="#d0d7de", hover="#eaeef2", title_bar="#e8ebef", title_hover="#d0d7de",
+    control="#f1f1f1", base="#ffffff", button="#eceef1", disabled="#a0a4a8", dim_text="#57606a",
+    banner="#ddf4ff", banner_border="#9cd0f5", banner_title="#0a3069", banner_text="#1f2328",
+    message_text="#1f2328", error_bg="#ffebe9", error_edge="#cf222e", warning_bg="#fff8c5", warning_edge="#bf8700",
+    info_bg="#dafbe1", info_edge="#1a7f37", group_title="#0550ae", pending="#9a6700", field_error="#cf222e",
+    invalid_bg="#ffebe9", accent="#0969da", accent_border="#0550ae", highlight="#0969da",
+)
+
+
+@dataclass(frozen=True)
 class Theme:
     name: str                      # "light" or "dark"
     background: str                # plot and panel background
@@ -34,6 +91,7 @@ class Theme:
     alert: str                     # clipped / infinite / diverged markers
     font_size: float               # base point size of tick labels, legends and notes
     line_width: float              # base pen width in pixels for data curves
+    chrome: Chrome                 # the window around the plots
     presentation: bool = False     # scale fonts and line widths by PRESENTATION_SCALE
     sequential_cmap: str = "inferno"   # magnitudes (log10 ‖∂L/∂h_t‖): dark = vanished, bright = flare
     diverging_cmap: str = "CET-D1"     # signed values centred on 0 (hidden state, cell state)
@@ -78,6 +136,7 @@ DARK = Theme(
     alert=VERMILLION,
     font_size=10.0,
     line_width=2.0,
+    chrome=DARK_CHROME,
 )
 
 LIGHT = Theme(
@@ -90,6 +149,7 @@ LIGHT = Theme(
     alert=VERMILLION,
     font_size=10.0,
     line_width=2.0,
+    chrome=LIGHT_CHROME,
 )
 
 THEMES: dict[str, Theme] = {"dark": DARK, "light": LIGHT}

@@ -28,7 +28,7 @@ from core.presets import Preset, load_preset, preset_names
 from core.records import History, Record
 from explorer.panels import plotting
 from explorer.window.dialogs import ok_cancel
-from explorer.panels.base import Panel, surface_color, themed_palette
+from explorer.panels.base import Panel, themed_palette
 from explorer.panels.hidden_state import HiddenStatePanel
 from explorer.panels.spectrum import SpectrumPanel
 from explorer.window.run_controls import RunControls, run_toolbar
@@ -303,7 +303,7 @@ class CompareWindow(QMainWindow):
         self.theme = theme
         self.setPalette(themed_palette(self.palette(), theme))
         if self.parent() is None:   # with a parent (the main window) its style sheet reaches this window too
-            self.setStyleSheet(compare_stylesheet(theme, surface_color(theme).name()))
+            self.setStyleSheet(compare_stylesheet(theme))
         self.gradient_overlay.apply_theme(theme)
         self.loss_overlay.apply_theme(theme)
         for run_column in self.columns:

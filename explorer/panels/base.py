@@ -7,7 +7,7 @@ import time
 import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6 import QtGui
-from PySide6.QtGui import QColor, QPalette, QTextDocument
+from PySide6.QtGui import QPalette, QTextDocument
 from PySide6.QtWidgets import QBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from core.records import History, Record
@@ -98,19 +98,13 @@ class YieldingLabel(QLabel):
 
 
 
-def surface_color(theme: Theme) -> QColor:
-    """Controls (combo boxes, toolbars, buttons): a shade off the theme's background."""
-    surface = plotting.color(theme.background)
-    return surface.lighter(150) if theme.name == "dark" else surface.darker(106)
-
-
 def themed_palette(palette: QPalette, theme: Theme) -> QPalette:
     """`palette` with the theme's background, ink and control surface (Window, Base, texts, Button)."""
     for role in (QPalette.ColorRole.Window, QPalette.ColorRole.Base):
         palette.setColor(role, plotting.color(theme.background))
     for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText):
         palette.setColor(role, plotting.color(theme.foreground))
-    palette.setColor(QPalette.ColorRole.Button, surface_color(theme))
+    palette.setColor(QPalette.ColorRole.Button, plotting.color(theme.chrome.control))
     return palette
 
 class Panel(QWidget):
@@ -315,7 +309,7 @@ class Panel(QWidget):
         """Restyle every existing plot, legend, note and label for `theme` (nothing is rebuilt)."""
         self.theme = theme
         palette = themed_palette(self.palette(), theme)
-        palette.setColor(QPalette.ColorRole.AlternateBase, surface_color(theme))
+        palette.setColor(QPalette.ColorRole.AlternateBase, plotting.color(theme.chrome.control))
         palette.setColor(QPalette.ColorRole.Highlight, plotting.color(theme.color(0)))
         self.setPalette(palette)
         self.caption_label.setFont(plotting.caption_font(theme))

@@ -14,11 +14,11 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QStac
 from core.records import History, Record
 from explorer.panels import plotting
 from explorer.panels.base import Panel
-from explorer.theme import Theme
+from explorer.theme import BLUE, GREEN, ORANGE, PURPLE, SKY_BLUE, VERMILLION, YELLOW, Theme
 
 K_STEPS = (1, 4, 16, 64)              # the sine preview's k-step predictions (d2l 8.1)
 COPY_LENGTH = 10
-SYMBOL_COLORS = ("#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7", "#999999")
+SYMBOL_COLORS = (ORANGE, SKY_BLUE, GREEN, YELLOW, BLUE, VERMILLION, PURPLE, "#999999")   # Okabe-Ito, then grey
 SINE_MARGIN = 0.6                     # y range = data range ± this; runaway predictions are clipped to it
 
 
