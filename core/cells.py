@@ -42,6 +42,12 @@ def recurrent_block(config: Config) -> str:
     return ORTHOGONAL_BLOCK if config.recurrent_constraint == "orthogonal" else RECURRENT_BLOCK[config.model]
 
 
+def eigenvalue_ring(config: Config) -> tuple[float, float] | None:
+    """The LRU's ring initialisation (r_min, r_max) that its λ_j start in (the record's ``eigenvalue_ring``);
+    None for the other cells, whose spectrum has no such ring."""
+    return (config.lru_r_min, config.lru_r_max) if config.model == "lru" else None
+
+
 @torch.no_grad()
 def recurrent_spectrum(model: nn.Module, trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     """Eigenvalues (R, K) complex and singular values (R, K) of each row's recurrent block, as in this forward."""

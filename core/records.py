@@ -57,6 +57,10 @@ class Record:
     contribution_share: np.ndarray | None = None  # (R, T) each term's share of Σ_t ‖term_t‖_F
     jacobians: Any = None              # core.analysis.JacobianProfile of layer 1, sample 0; when asked for
     task_preview: dict[str, Any] | None = None
+    model: str = ""                    # the config's cell (rnn, gru, lstm, mingru, minlstm, lru); "" in sessions
+                                       # saved before it was recorded
+    eigenvalue_ring: tuple[float, float] | None = None  # LRU: (lru_r_min, lru_r_max), the annulus its λ_j were
+                                                        # initialised in (core.cells.eigenvalue_ring); else None
 
     @property
     def seq_len(self) -> int:

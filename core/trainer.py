@@ -151,6 +151,8 @@ class Trainer:
             diverged=diverged,
             zero_cause=zero_cause,
             linear_prediction=linear,
+            model=cfg.model,
+            eigenvalue_ring=cells.eigenvalue_ring(cfg),
         )
         if detail:
             rows = trace.rows

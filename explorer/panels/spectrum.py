@@ -1,5 +1,10 @@
 """Eigenvalues of the recurrent matrix in the complex plane, with the unit circle and the ρ and σ_max circles.
 
+The diagonal cells (core.diagonal) show their step Jacobian's diagonal instead, and say so in the caption and
+legend: the LRU's λ_j (its eigenvalues), live, against the ring they were initialised in (the record's
+``eigenvalue_ring``, a shaded annulus between two dashed circles); minGRU's 1 − z_t and minLSTM's f′_t at every
+time step (real, on the real axis).
+
 Hands-on: once editable (`connect_to_worker(worker)`, or `set_editable(True)` to wire it yourself), the
 user drags an eigenvalue of row 0; a complex-conjugate pair moves together. On release the panel emits
 `eigenvalue_edited(row, index, value)` (index into `record.eigenvalues[row]`, value a Python complex);
@@ -37,6 +42,20 @@ LEGEND_ROOM = 1.3                         # a narrow panel shows its legend (und
                                           # than it needs: far from the edge, so showing it never tips the layout
 READOUT_SIDE = 0.36                       # share of a wide panel's width for the readout and legend column
 EDIT_HINT = "Drag an eigenvalue to move it (a complex pair moves together); it applies at the next step."
+# per record.model: what the markers are and what the caption says (other cells: "eigenvalues λ", `caption`)
+MARKER_NAMES = {"lru": "λ<sub>j</sub> (its eigenvalues)", "mingru": "1 − z<sub>t</sub>, every t (sample 0)",
+                "minlstm": "f′<sub>t</sub>, every t (sample 0)"}
+CAPTIONS = {
+    "lru": "The LRU's recurrence is diag(λ): the points are its eigenvalues λ_j themselves, learned directly. "
+           "Backpropagation multiplies ∂L/∂h_t by them once per step, so it decays like |λ|^(T−t): the shaded ring "
+           "(lru_r_min ≤ |λ| ≤ lru_r_max) is where they started, just inside the unit circle — slow decay, no blow-up.",
+    "mingru": "minGRU has no W_hh: its step Jacobian is diag(1 − z_t), set by the input x_t. The points are the "
+              "entries 1 − z_t at every time step (sample 0, on the real axis), each a factor on the gradient per "
+              "step: near 1 it reaches far back, near 0 it stops.",
+    "minlstm": "minLSTM has no W_hh: its step Jacobian is diag(f′_t), the normalised forget gate f_t / (f_t + i_t), "
+               "set by the input x_t. The points are f′_t at every time step (sample 0, on the real axis), each a "
+               "factor on the gradient per step: near 1 it reaches far back, near 0 it stops.",
+}
 
 
 def conjugate_partner(eigenvalues: np.ndarray, index: int) -> int | None:
@@ -107,6 +126,11 @@ class SpectrumPanel(Panel):
         self.unit_circle = self.plot.plot(CIRCLE.real, CIRCLE.imag)
         self.rho_circle = self.plot.plot()
         self.sigma_circle = self.plot.plot()
+        self.ring_inner = self.plot.plot()            # the LRU's ring initialisation: |λ| = r_min ...
+        self.ring_outer = self.plot.plot()            # ... and r_max, the annulus between them shaded
+        self.ring_fill = pg.FillBetweenItem(self.ring_outer, self.ring_inner)
+        self.plot.addItem(self.ring_fill)
+        self.ring_fill.setZValue(-5)
         self.trail = pg.ScatterPlotItem()
         self.scatter = EigenvalueScatter()
         self.plot.addItem(self.trail)
@@ -118,10 +142,8 @@ class SpectrumPanel(Panel):
         self.plot.addItem(self.edit_markers)
         self.edit_lines.setZValue(15)
         self.edit_markers.setZValue(20)
-        for item, name in ((self.scatter, "eigenvalues λ"), (self.trail, f"last {TRAIL} steps"),
-                           (self.unit_circle, "|λ| = 1"), (self.rho_circle, "|λ| = ρ"),
-                           (self.sigma_circle, "|λ| = σ<sub>max</sub>")):
-            self.legend.addItem(item, name)
+        self._cell: tuple | None = None                # (model, ring) the legend and caption describe
+        self._describe_cell("", None)
         self._arrange(True)
         self.extent = plotting.StickyRange((-1.25, 1.25), step=0.25, shrink_below=0.6)   # axes move in 0.25 steps
         self._shown = None
@@ -295,6 +317,7 @@ class SpectrumPanel(Panel):
             self._undoable, self.edit_error = 0, ""
             self.undo_button.setEnabled(False)
             self.edit_label.setText(EDIT_HINT)
+        self._describe_cell(record.model, record.eigenvalue_ring)
         eig = np.asarray(record.eigenvalues[0]).astype(complex)             # (H,)
         ok = np.isfinite(eig)
         self._eig = eig
@@ -315,6 +338,13 @@ class SpectrumPanel(Panel):
                 circle.setData(radius * CIRCLE.real, radius * CIRCLE.imag)
             else:
                 circle.setData([], [])
+        ring = record.eigenvalue_ring or ()
+        for circle, radius in zip((self.ring_inner, self.ring_outer), (*ring, None, None)):
+            if radius is None:
+                circle.setData([], [])
+            else:
+                circle.setData(radius * CIRCLE.real, radius * CIRCLE.imag)
+        self.ring_fill.setVisible(bool(ring))     # emptied curves leave the fill's last path behind
         radii = [1.0] + [r for r in (rho, sigma) if math.isfinite(r)]
         reach = 1.12 * max(radii)
         self.extent.update(-reach, reach)
@@ -324,11 +354,32 @@ class SpectrumPanel(Panel):
         self._write_readout(record)
         self._update_alert()
 
+    def _describe_cell(self, model: str, ring):
+        """Legend and caption for this kind of cell (what the markers are; the LRU's ring when it has one)."""
+        key = (model, None if ring is None else tuple(ring))
+        if key == self._cell:
+            return
+        self._cell = key
+        self.legend.clear()
+        entries = [(self.scatter, MARKER_NAMES.get(model, "eigenvalues λ")), (self.trail, f"last {TRAIL} steps"),
+                   (self.unit_circle, "|λ| = 1"), (self.rho_circle, "|λ| = ρ"),
+                   (self.sigma_circle, "|λ| = σ<sub>max</sub>")]
+        if ring is not None:
+            entries.append((self.ring_outer, f"ring at init: {ring[0]:g} ≤ |λ| ≤ {ring[1]:g}"))
+        for item, name in entries:
+            self.legend.addItem(item, name)
+        self.caption_label.setText(CAPTIONS.get(model, self.caption))
+        if self._shown is not None:   # built already: restyle the new entries and let the layout make room
+            plotting.style_legend(self.legend, self.theme)
+            self.legend._fitted = None
+            self.fit_legends()
+
     def _write_readout(self, record: Record):
         rho, sigma, block = record.spectral_radius, record.sigma_max, record.recurrent_block
         row = f" · {record.row_labels[0]}" if len(record.row_labels) > 1 else ""
         verdict = record_verdict(record)
-        name, _, detail = block.partition(" ")
+        name, paren, detail = block.partition(" (")        # "W_hn (GRU candidate ...)": name, then what it is
+        detail = paren.strip() + detail
         self.readout_text = f"{block}{row}\nρ = {rho:.3f}\nσ_max = {sigma:.3f}\n{verdict}"
         if self.compact:
             self._readout_html = (f"<b>{_html(name)}</b> &nbsp; ρ = {rho:.3f} &nbsp;·&nbsp; σ<sub>max</sub> = "
@@ -400,6 +451,10 @@ class SpectrumPanel(Panel):
         self.unit_circle.setPen(plotting.pen(theme.foreground, theme.pen_width * 0.75))
         self.rho_circle.setPen(plotting.pen(theme.color(1), theme.pen_width * 0.75, plotting.DASH))
         self.sigma_circle.setPen(plotting.pen(theme.muted, theme.pen_width * 0.75, plotting.DOT))
+        for circle in (self.ring_inner, self.ring_outer):
+            circle.setPen(plotting.pen(theme.color(2), theme.pen_width * 0.75, plotting.DASH))
+        self.ring_fill.setBrush(plotting.brush(theme.color(2), 0.15))
+        self.ring_fill.setPen(plotting.pen(theme.color(2), 0.5, alpha=0.0))
         self.scatter.setPen(plotting.pen(theme.background, 0.8))
         self.scatter.setBrush(plotting.brush(theme.color(0)))
         self.scatter.setSize(theme.marker_size * 1.2)

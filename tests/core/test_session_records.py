@@ -80,3 +80,26 @@ def test_a_view_saved_before_the_codec_was_shared_still_opens(tmp_path):
     assert view["theme"] == "light" and "broken" not in view     # a damaged entry is left out, the rest applies
     assert same_record(as_record(view["record"]), record)
     assert as_record({"not": "a record"}) is None and as_record(None) is None
+
+
+def test_the_lru_ring_is_kept_with_its_record_and_records_saved_before_it_still_open(tmp_path):
+    trainer = Trainer(Config(model="lru", seq_len=8, hidden_size=6, lru_r_min=0.5, lru_r_max=0.9))
+    record = trainer.step()
+    assert record.model == "lru" and record.eigenvalue_ring == (0.5, 0.9)
+    path = tmp_path / "lru.gfe"
+    save_session(trainer, path, view={"record": record, "old": record})
+    _, view = load_session(path)
+    assert view["record"].model == "lru" and tuple(view["record"].eigenvalue_ring) == (0.5, 0.9)
+
+    with np.load(path) as npz:                     # "old": as sessions saved it before these two fields existed
+        arrays = {k: npz[k] for k in npz.files}
+    manifest = json.loads(arrays["manifest"].tobytes())
+    old = next(value for key, value in manifest["view"]["@dict"] if key == "old")["@record"]
+    del old["model"], old["eigenvalue_ring"]
+    arrays["manifest"] = np.frombuffer(json.dumps(manifest).encode(), dtype=np.uint8)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    path.write_bytes(buffer.getvalue())
+    _, view = load_session(path)
+    assert isinstance(view["old"], Record) and view["old"].model == "" and view["old"].eigenvalue_ring is None
+    assert same_record(view["old"], dataclasses.replace(record, model="", eigenvalue_ring=None))
