@@ -7,10 +7,14 @@
                                      call loads it. Without a C++ compiler nothing is started: one note in the log.
     status()                         one line for `gradflow doctor` and the log: off, in use, built, building,
                                      failed (with the build log's path), no compiler, not built yet
+    state(), kernel_calls()          the same in one word, and how often kernel() was asked (cheap: the engine
+                                     reports them to the app's status bar when they change)
     python -m core.native build      (or ``gradflow build-native``) compiles it now, in the foreground
     GRADFLOW_NATIVE=0                turns it off: the Python loops run, nothing is built
 
 The build goes into torch's extension directory (TORCH_EXTENSIONS_DIR, default ~/.cache/torch_extensions).
+One build at a time holds an OS lock there (released by the OS when its holder dies, however it dies); a build
+that holds it removes the lock file a killed torch build left behind, on which torch would otherwise wait forever.
 It is compiled without -ffast-math (which lets the compiler assume that no NaN or Inf exists: wrong where
 gradients overflow): the compiled loops give the Python loops' NaN/Inf pattern on saturating and
 overflowing inputs (tests/core/test_native_lstm.py). A run that starts before a build is done switches to
@@ -27,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -45,6 +50,7 @@ ENV = "GRADFLOW_NATIVE"
 _module = None
 _build = "none"   # "none" | "building" | "built" | "failed" | "no compiler" | "broken" (a build that did not load)
 _lock = threading.Lock()
+_calls = 0        # kernel() calls: one per LSTM row the engine runs
 
 
 def _name() -> str:
@@ -78,7 +84,8 @@ def enabled() -> bool:
 
 def kernel():
     """The compiled module if enabled and built, else None (a build is then started, see module doc)."""
-    global _module, _build
+    global _module, _build, _calls
+    _calls += 1
     if not enabled():
         return None
     if _module is None:
@@ -139,6 +146,22 @@ def _wait_for_build():
         log.warning("building the compiled LSTM loops failed (see %s); the Python loops run", path)
 
 
+def kernel_calls() -> int:
+    """How often kernel() was asked in this process: it grows while LSTM runs step."""
+    return _calls
+
+
+def state() -> str:
+    """Where the compiled loops stand in this process, in one word (reads no file): "off", "in use",
+    "building", "built" (loaded by the next kernel() call), "failed" (also: built but did not load),
+    "no compiler", or "" (not asked yet)."""
+    if not enabled():
+        return "off"
+    if _module is not None:
+        return "in use"
+    return {"none": "", "broken": "failed"}.get(_build, _build)
+
+
 def status() -> str:
     """One line: are the compiled LSTM loops built, and used in this process?"""
     if not enabled():
@@ -155,7 +178,7 @@ def status() -> str:
         return described[_build]
     if _library().exists():
         return f"built ({_library()}); used by LSTM runs"
-    if (_paths()[1] / "lock").exists():   # torch's build lock: another process (the app's engine) is building
+    if _build_running():   # another process (the app's engine, gradflow build-native) is building
         return f"being built by another process (log: {_build_log()}); the Python loops run meanwhile"
     if compiler() is None:
         return f"not built, and no C++ compiler ({os.environ.get('CXX', 'c++')}) found; the Python loops run"
@@ -168,8 +191,47 @@ def build(verbose: bool = False):
     from torch.utils.cpp_extension import load
     name, folder = _paths()
     folder.mkdir(parents=True, exist_ok=True)
-    _module = load(name, [str(SOURCE)], extra_cflags=CFLAGS, build_directory=str(folder), verbose=verbose)
+    with _sole_builder(folder, wait=True):
+        left = folder / "lock"   # torch's lock file: no build runs (we hold the builder lock), so a killed one left it
+        if left.exists():
+            print(f"removing {left}, left by a build that was killed partway", file=sys.stderr)
+            left.unlink(missing_ok=True)
+        _module = load(name, [str(SOURCE)], extra_cflags=CFLAGS, build_directory=str(folder), verbose=verbose)
     return _module
+
+
+@contextmanager
+def _sole_builder(folder: Path, wait: bool):
+    """Hold the builder lock of `folder` (yields True), or yield False when another process holds it and not
+    `wait`. An OS file lock: the OS releases it when its holder dies, however it dies."""
+    with open(folder / "builder.lock", "a+b") as handle:
+        if os.name == "nt":
+            import msvcrt
+            handle.seek(0)   # every process locks the same byte
+            while True:
+                try:
+                    msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK if wait else msvcrt.LK_NBLCK, 1)
+                    break
+                except OSError:   # held by another build (LK_LOCK gives up after 10 s: wait again)
+                    if not wait:
+                        yield False
+                        return
+        else:
+            import fcntl
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except BlockingIOError:
+                yield False
+                return
+        yield True   # closing the file releases the lock
+
+
+def _build_running() -> bool:
+    folder = _paths()[1]
+    if not folder.is_dir():
+        return False
+    with _sole_builder(folder, wait=False) as free:
+        return not free
 
 
 def main(argv: list[str] | None = None) -> int:

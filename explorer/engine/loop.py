@@ -4,7 +4,8 @@
     --------------------------                 --------------------------------------------
     play()/pause()/stop()/step_once()  ──flags──▶  Flags: Events and shared values, read between steps
     update()/rebuild()/call()          ─commands─▶ a queue of pickled _Commands, drained between steps
-    Qt signals of TrainingWorker     ◀──events──  emit(name, *args): record_ready, rebuilt, paused ...
+    Qt signals of TrainingWorker     ◀──events──  emit(name, *args): record_ready, rebuilt, paused ...,
+                                                native_status (the compiled LSTM loops, when it changes)
 
 `EngineLoop` owns the engine: a `Trainer` for one `Config`, or a `core.compare.Comparison` for a
 list of (label, Config) runs in lockstep. It knows nothing of Qt: it reads `Flags`, takes commands
@@ -120,6 +121,8 @@ class EngineLoop:
         self.flush = flush
         self.engine: Engine | None = None   # Trainer or Comparison; None until the first build succeeds
         self._last_complete = True          # the last step was detailed and previewed (or there was none)
+        self._native: tuple[str, bool] | None = None   # the compiled LSTM loops' state last reported, LSTM run?
+        self._kernel_calls = 0
 
     def run(self):
         flags = self.flags
@@ -171,6 +174,7 @@ class EngineLoop:
         self.flush()
 
     def _wait_for_command(self, timeout: float):
+        self._report_native(stepped=False)   # a background build may finish while nothing steps
         self.flush()
         try:
             self._handle(self.commands.get(timeout=timeout))
@@ -237,6 +241,19 @@ class EngineLoop:
         self.emit("rebuilt", spec)
         self._step(detail=True, preview=True, jacobians=self._jacobians_wanted())  # so no panel is ever empty
 
+    def _report_native(self, stepped: bool):
+        """native_status(state, lstm, text) when the compiled LSTM loops' state (core.native.state) or the kind
+        of run changed: `lstm` when the last step ran LSTM rows (it asked core.native.kernel); text for a
+        tooltip (core.native.status: the build log's path on failure)."""
+        from core import native   # imports torch: the engine's side only
+        calls = native.kernel_calls()
+        lstm = calls != self._kernel_calls if stepped else bool(self._native and self._native[1])
+        self._kernel_calls = calls
+        now = (native.state(), lstm)
+        if now != self._native:
+            self._native = now
+            self.emit("native_status", *now, native.status() if now[0] else "")
+
     def _jacobians_wanted(self) -> bool:
         return bool(self.flags.want_jacobians.value)
 
@@ -252,6 +269,7 @@ class EngineLoop:
         self.flags.last_step.value = self.engine.steps_done
         self._last_complete = detail and preview
         self.emit("record_ready", result)
+        self._report_native(stepped=True)
         if self.engine.halted:
             self.flags.playing.clear()
             self.emit("diverged", result)

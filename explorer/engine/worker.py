@@ -58,12 +58,13 @@ class TrainingWorker(QObject):
     """Runs the engine's `step()` in a loop; controlled by flags and a command queue (see module doc).
 
     `config` is a Config (one Trainer) or a list of (label, Config) (a Comparison); signals that carry
-    a Record carry a list of Records, one per run, in the second case."""
+    a Record carry a list of Records, one per run, in the second case. That is why they are typed `object`:
+    a Qt signal has one type per argument, and these carry a Config or Record, or a list of them."""
 
     record_ready = Signal(object)          # Record (list of Records for a comparison), in step order
     rebuilt = Signal(object)               # the Config (or runs) of the new engine; the record of its step 1 follows
     rebuild_failed = Signal(object, str)   # Config (or runs) that was refused, the engine's message
-    config_changed = Signal(object)        # Config after live settings were applied
+    config_changed = Signal(object)        # Config (list of Configs for a comparison) after live settings
     update_failed = Signal(str)            # message of a refused live update
     paused = Signal(int)                   # the loop stopped stepping; the last step computed (0: none)
     playing = Signal()                     # the loop started stepping
@@ -72,6 +73,8 @@ class TrainingWorker(QObject):
     failed = Signal(str, str)              # unexpected exception: one-line message, traceback
     finished = Signal()                    # run() returned (stop requested)
     call_done = Signal(str, object, str)   # tag, result of fn(trainer) (None on error), error message ("" if none)
+    native_status = Signal(str, bool, str)  # compiled LSTM loops, on change: core.native.state() ("" before
+    #                                        any LSTM row), whether the last step ran LSTM rows, core.native.status()
 
     def __init__(self, config: RunSpec, max_rate: float | None = None, isolated: bool | None = None):
         super().__init__()  # no parent: it is moved to its own thread

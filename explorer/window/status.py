@@ -1,15 +1,25 @@
-"""The status-bar readout: step, speed, loss (perplexity for text), ‖g‖ before → after clipping, ρ, σ_max."""
+"""The status-bar readout: step, speed, loss (perplexity for text), ‖g‖ before → after clipping, ρ, σ_max, and for
+LSTM runs which loops run them (compiled, compiling in the background, Python)."""
 from __future__ import annotations
 
 import math
 import time
 from collections import deque
 
+from PySide6.QtCore import Slot
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QWidget
 
 from core.records import Record
 
 RATE_WINDOW_S = 2.0
+NATIVE_LABELS = {   # core.native.state() -> the status bar's words
+    "in use": "LSTM loops: compiled",
+    "built": "LSTM loops: compiled (from the next step)",
+    "building": "LSTM loops: compiling…",
+    "failed": "LSTM loops: Python (compile failed)",
+    "no compiler": "LSTM loops: Python (no compiler)",
+    "off": "LSTM loops: Python (GRADFLOW_NATIVE=0)",
+}
 
 
 def fmt(x: float | None, digits: int = 4) -> str:
@@ -63,16 +73,18 @@ class StatusReadout(QWidget):
         self.grad = QLabel("‖g‖ –")
         self.rho = QLabel("ρ –")
         self.sigma = QLabel("σ_max –")
+        self.native = QLabel()   # shown by show_native only for LSTM runs, or while a build runs
+        self._native_wanted = False
         self.state.setObjectName("runState")
         self.grad.setToolTip("global gradient norm before → after clipping (clipping never hides an explosion)")
         self.rho.setToolTip("spectral radius of the recurrent matrix (layer 1): largest |eigenvalue|")
         self.sigma.setToolTip("largest singular value of the recurrent matrix (layer 1); ≥ ρ, larger for non-normal W")
-        for label in (self.state, self.step, self.rate, self.loss, self.grad, self.rho, self.sigma):
+        for label in (self.state, self.step, self.rate, self.loss, self.grad, self.rho, self.sigma, self.native):
             label.setProperty("readout", True)
             layout.addWidget(label)
         layout.addStretch(1)
         # most needed first: the last ones give up their room first
-        self._priority = (self.state, self.step, self.grad, self.loss, self.rate, self.rho, self.sigma)
+        self._priority = (self.state, self.step, self.grad, self.loss, self.rate, self.rho, self.sigma, self.native)
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
 
     def resizeEvent(self, event):
@@ -84,11 +96,22 @@ class StatusReadout(QWidget):
         spacing = self.layout().spacing()
         room = self.width() - 8
         for label in self._priority:
+            if label is self.native and not self._native_wanted:
+                label.setVisible(False)
+                continue
             need = label.sizeHint().width() + spacing
             fits = need <= room
             label.setVisible(fits)
             if fits:
                 room -= need
+
+    @Slot(str, bool, str)
+    def show_native(self, state: str, lstm: bool, detail: str):
+        """TrainingWorker.native_status: which loops run LSTM steps; shown for LSTM runs and while compiling."""
+        self._native_wanted = state in NATIVE_LABELS and (lstm or state == "building")
+        self.native.setText(NATIVE_LABELS.get(state, ""))
+        self.native.setToolTip(f"compiled LSTM loops: {detail}" if detail else "")
+        self._fit()
 
     def set_state(self, text: str):
         self.state.setText(text)

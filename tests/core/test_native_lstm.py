@@ -11,7 +11,10 @@ and on a run that diverges. The tests of the background build and of the fallbac
 import logging
 import os
 import stat
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -152,14 +155,19 @@ def test_disabled_runs_the_python_loops_and_builds_nothing(fresh, monkeypatch):
     assert not fresh.exists()
 
 
-def test_a_failing_compiler_leaves_the_python_loops_and_one_note(fresh, tmp_path, monkeypatch, caplog):
-    """A stand-in compiler that fails: the first use starts the build and returns at once; training goes on
-    with the Python loops; the failure is noted once, with the build log, and not tried again."""
+@pytest.fixture
+def failing_compiler(tmp_path, monkeypatch):
+    """CXX: a stand-in compiler that says it is g++ and fails every compile."""
     compiler = tmp_path / "failing-c++"
     compiler.write_text('#!/bin/sh\n[ "$1" = --version ] && { echo "g++ (stand-in) 12.2.0"; exit 0; }\n'
                         'echo "stand-in compiler: failing on purpose" >&2\nexit 1\n')
     compiler.chmod(compiler.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("CXX", str(compiler))
+
+
+def test_a_failing_compiler_leaves_the_python_loops_and_one_note(fresh, failing_compiler, monkeypatch, caplog):
+    """A stand-in compiler that fails: the first use starts the build and returns at once; training goes on
+    with the Python loops; the failure is noted once, with the build log, and not tried again."""
     with caplog.at_level(logging.INFO, logger="core.native"):
         assert native.kernel() is None
         assert native.status().startswith("building in the background")
@@ -187,12 +195,31 @@ def test_without_a_compiler_nothing_is_started_and_one_note_is_logged(fresh, tmp
     assert not fresh.exists()
 
 
-def test_status_tells_a_build_in_another_process_from_none(fresh, tmp_path, monkeypatch):
+def test_status_tells_a_build_in_another_process_from_none_and_from_a_killed_one(fresh, monkeypatch):
     monkeypatch.setenv("CXX", "/bin/true")                      # a compiler exists
     assert native.status().startswith("not built yet")
-    (fresh / native._name()).mkdir(parents=True)
-    (fresh / native._name() / "lock").touch()                   # torch's lock while a build runs
-    assert native.status().startswith("being built by another process")
+    folder = fresh / native._name()
+    folder.mkdir(parents=True)
+    (folder / "lock").touch()                                   # torch's lock file, left by a killed build
+    assert native.status().startswith("not built yet")
+    with native._sole_builder(folder, wait=False) as held:      # a build running (here: this test holds its lock)
+        assert held and native.status().startswith("being built by another process")
+    assert native.status().startswith("not built yet")
+
+
+def test_a_build_killed_partway_does_not_stall_the_next_one(fresh, failing_compiler):
+    """torch waits forever on the lock file of a build that was killed; the next build removes it (no build
+    holds the builder lock) and runs: here its stand-in compiler fails, so it ends with the compiler's error."""
+    folder = fresh / native._name()
+    folder.mkdir(parents=True)
+    (folder / "lock").touch()
+    env = {**os.environ, "PYTHONPATH": str(Path(native.__file__).parents[2])}
+    done = subprocess.run([sys.executable, "-m", "core.native", "build"], env=env, capture_output=True, text=True,
+                          timeout=600)   # without the fix it would wait on the lock until killed here
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "left by a build that was killed partway" in done.stderr
+    assert "failing on purpose" in done.stdout + done.stderr     # it got as far as compiling
+    assert not (folder / "lock").exists()                       # torch released its own lock
 
 
 def test_a_broken_build_falls_back_with_one_warning(fresh, monkeypatch, caplog):
