@@ -3,9 +3,10 @@ import os
 import pytest
 from PySide6.QtCore import QSettings, QStandardPaths
 
-from core.presets import DEFAULT_PRESET, load_preset
-from explorer.window.main_window import MainWindow
+from explorer import errors
 from explorer.engine.worker import ENGINE_ENV
+from explorer.window.main_window import MainWindow
+from window_helpers import SMALL, WAIT_MS   # tests/explorer is on sys.path
 
 # Windows here run their engine in the worker's thread: a test can then reach into the trainer (and pass
 # it lambdas), and the suite does not start a process per window. The app's default, the engine in a
@@ -14,8 +15,9 @@ from explorer.engine.worker import ENGINE_ENV
 # tests that reach into the trainer then fail by design).
 os.environ.setdefault(ENGINE_ENV, "thread")
 
-SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
-WAIT_MS = 30_000
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "window_size(width, height): the size the `window` fixture opens at")
 
 
 @pytest.fixture(autouse=True)
@@ -56,5 +58,15 @@ def open_window(qtbot, tmp_path, settings):
 
 
 @pytest.fixture
-def window(open_window):
-    return open_window()
+def window(open_window, request):
+    """A shown window, at the size of the test's (or its module's) `window_size` mark if it has one."""
+    size = request.node.get_closest_marker("window_size")
+    return open_window(size=size.args if size else None)
+
+
+@pytest.fixture
+def log_file(tmp_path):
+    """The log file the app writes, set up as at start-up (and the exception hook given back after)."""
+    path = errors.setup_logging(tmp_path / "logs")
+    yield path
+    errors.restore_excepthook()

@@ -19,11 +19,9 @@ from core.records import History  # noqa: E402
 from core.trainer import Trainer  # noqa: E402
 from explorer.compare.window import (CompareDialog, CompareWindow, open_comparison,  # noqa: E402
                                      open_comparison_dialog, open_windows, vary_runs)
-from explorer.panels import (DEEPER_PANELS, PANELS, ContributionsPanel, JacobiansPanel,  # noqa: E402
-                             LstmHighwayPanel, SpectrumPanel, connect_panels)
-from explorer.panels.lstm_highway import NOT_LSTM  # noqa: E402
+from explorer.panels import (SpectrumPanel)
 from explorer.window.timeline import TimelineBar  # noqa: E402
-from explorer.engine.worker import EngineConnection, TrainingWorker  # noqa: E402
+from explorer.engine.worker import EngineConnection  # noqa: E402
 from panel_helpers import feed, make as make_panel  # noqa: E402 - tests/explorer is on sys.path
 
 SMALL = dict(hidden_size=16, batch_size=8)
@@ -67,136 +65,6 @@ def gaps(values) -> np.ndarray:
     y = np.array(values, dtype=float)
     y[y <= 0] = np.nan
     return y
-
-
-# -- the list the main window docks --------------------------------------------------------------------
-def test_the_deeper_views_come_after_the_six_dashboard_panels():
-    assert PANELS[-3:] == list(DEEPER_PANELS) == [ContributionsPanel, LstmHighwayPanel, JacobiansPanel]
-    assert [cls.title for cls in DEEPER_PANELS] == ["Contributions through time", "LSTM highway",
-                                                    "Jacobians through time"]
-
-
-# -- contributions through time ----------------------------------------------------------------------
-@pytest.mark.parametrize("name", ["rnn", "lstm", "gru"])
-def test_contributions_are_drawn_against_the_distance_from_the_loss(qtbot, name):
-    r = run(name)
-    panel = make(qtbot, ContributionsPanel)
-    feed(panel, r)                                        # the newest record is plain: the detailed one stays
-    rec = r.detailed
-    T = rec.seq_len
-    assert panel.shown_step == rec.step
-    curve = panel.row_curves[0]
-    np.testing.assert_array_equal(curve.xData, np.arange(T))                   # T − t for t = T … 1
-    np.testing.assert_allclose(curve.yData, gaps(rec.contributions[0][::-1]), equal_nan=True)
-    assert panel.total_line.yData[0] == pytest.approx(rec.contributions[0].sum())
-    assert panel.share_plot.getAxis("bottom").labelText == "distance from the loss, T − t (steps)"
-
-
-@pytest.mark.parametrize("name", ["rnn", "lstm"])
-def test_contribution_shares_sum_to_one_and_are_each_terms_fraction_of_the_total(qtbot, name):
-    r = run(name)
-    panel = make(qtbot, ContributionsPanel)
-    feed(panel, r)
-    norms = r.detailed.contributions[0]
-    assert panel.share.sum() == pytest.approx(1.0)
-    np.testing.assert_allclose(panel.share, (norms / norms.sum())[::-1], rtol=1e-6, atol=1e-12)
-    heights = np.asarray(panel.share_bars.opts["height"])
-    assert heights.sum() == pytest.approx(100.0)                               # drawn in percent
-    np.testing.assert_array_equal(np.asarray(panel.share_bars.opts["x"]), np.arange(r.detailed.seq_len))
-
-
-def test_contributions_far_from_the_loss_are_a_tiny_share_in_a_vanishing_rnn(qtbot):
-    r = run("rnn")                                        # ρ = 0.9, tanh, loss at the last step
-    panel = make(qtbot, ContributionsPanel)
-    feed(panel, r)
-    T = r.detailed.seq_len
-    near, far = panel.share[: T // 10].sum(), panel.share[T // 2:].sum()
-    assert near > 0.4 and far < near / 10          # 3 nearest steps outweigh the 15 farthest tenfold
-    assert "nearest" in panel.share_note.text and "farthest" in panel.share_note.text
-
-
-# -- the LSTM highway ----------------------------------------------------------------------------------
-def test_lstm_highway_draws_cell_and_hidden_gradient_norms_and_the_mean_forget_gate(qtbot):
-    r = run("lstm")
-    panel = make(qtbot, LstmHighwayPanel)
-    feed(panel, r)
-    last, detailed = r.records[-1], r.detailed
-    T = last.seq_len
-    assert panel.placeholder_text == ""
-    np.testing.assert_array_equal(panel.cell_curve.xData, np.arange(1, T + 1))
-    np.testing.assert_allclose(panel.cell_curve.yData, gaps(last.dc_norms[0]), equal_nan=True)
-    np.testing.assert_allclose(panel.hidden_curve.yData, gaps(last.dh_norms[0]), equal_nan=True)
-    forget = detailed.gates["forget"][0]                  # (T, H), sample 0, layer 1
-    np.testing.assert_allclose(panel.forget_curve.yData, forget.mean(axis=1), rtol=1e-6)
-    np.testing.assert_allclose(panel.forget_low.yData, forget.min(axis=1), rtol=1e-6)
-    np.testing.assert_allclose(panel.forget_high.yData, forget.max(axis=1), rtol=1e-6)
-    assert panel.shown_step == detailed.step
-    assert 0.0 < panel.forget_curve.yData.min() and panel.forget_curve.yData.max() < 1.0
-
-
-@pytest.mark.parametrize("name", ["rnn", "gru"])
-def test_lstm_highway_says_lstm_only_for_other_cells_and_recovers_for_an_lstm(qtbot, name):
-    panel = make(qtbot, LstmHighwayPanel)
-    panel.show()
-    feed(panel, run(name))
-    assert NOT_LSTM in panel.placeholder_text
-    assert panel.placeholder_text.startswith("LSTM only — switch model to lstm")
-    assert not panel.view.isVisibleTo(panel)
-    feed(panel, run("lstm"))                               # a rebuild to an LSTM: step 1 again
-    assert panel.placeholder_text == ""
-    assert panel.view.isVisibleTo(panel)
-    np.testing.assert_allclose(panel.cell_curve.yData, gaps(run("lstm").records[-1].dc_norms[0]), equal_nan=True)
-
-
-# -- Jacobians through time ----------------------------------------------------------------------------
-def test_jacobians_panel_draws_the_log_product_the_bound_and_the_lyapunov_exponent(qtbot):
-    r = run("rnn")
-    panel = make(qtbot, JacobiansPanel)
-    feed(panel, r)                                        # the last record has no Jacobians: the last are kept
-    jac = r.detailed.jacobians
-    T = len(jac.log10_product)
-    assert panel.shown_step == r.detailed.step
-    np.testing.assert_array_equal(panel.product_curve.xData, np.arange(1, T + 1))
-    np.testing.assert_allclose(panel.product_curve.yData, jac.log10_product)
-    np.testing.assert_allclose(panel.bound_curve.yData, jac.log10_bound)
-    np.testing.assert_allclose(panel.step_curve.yData, jac.step_sigma)
-    assert panel.product_curve.yData[-1] == 0.0                                  # ‖∂s_T/∂s_T‖ = 1
-    assert f"{jac.lyapunov:+.3f}".replace("-", "−") in panel.readout_text
-    assert "vanish" in panel.readout_text                  # ρ = 0.9 tanh RNN: λ < 0
-    assert any("bound" in label.text for _, label in panel.legend.items)
-
-
-def test_jacobians_panel_for_an_lstm_has_no_bound_and_names_the_state(qtbot):
-    panel = make(qtbot, JacobiansPanel)
-    feed(panel, run("rnn"))
-    feed(panel, run("lstm"))                               # a rebuild: the RNN's profile is dropped
-    jac = run("lstm").detailed.jacobians
-    np.testing.assert_allclose(panel.product_curve.yData, jac.log10_product)
-    assert len(panel.bound_curve.yData or []) == 0
-    assert not any("bound" in label.text for _, label in panel.legend.items)
-    assert "(h, c)" in panel.key_text
-
-
-def test_jacobians_panel_finds_the_newest_profile_in_the_history_and_waits_without_one(qtbot):
-    r = run("gru")
-    panel = make(qtbot, JacobiansPanel)
-    assert "Play or Step" in panel.waiting_note.text
-    panel.show_record(r.records[-1], r.history)            # plain record; Jacobians sit in the history
-    assert panel.shown_step == r.detailed.step
-    np.testing.assert_allclose(panel.product_curve.yData, r.detailed.jacobians.log10_product)
-    assert panel.waiting_note.text == ""
-
-
-def test_a_connected_jacobians_panel_wants_them_only_while_on_screen(qtbot):
-    worker = TrainingWorker(CONFIGS["rnn"])               # not started: set_wanted only sets a flag
-    panel = make(qtbot, JacobiansPanel)
-    others = [make(qtbot, cls) for cls in (ContributionsPanel, LstmHighwayPanel)]
-    connect_panels([panel, *others], worker)
-    assert not worker.wants_jacobians                      # not shown yet
-    panel.show()
-    qtbot.waitUntil(lambda: worker.wants_jacobians, timeout=2000)
-    panel.hide()
-    qtbot.waitUntil(lambda: not worker.wants_jacobians, timeout=2000)
 
 
 # -- eigenvalue dragging ---------------------------------------------------------------------------------

@@ -1,22 +1,25 @@
-"""The six dashboard panels draw what the engine recorded: curve data, image arrays and levels,
-scatter counts and label text are checked against the Record and History a real Trainer produced."""
+"""The panels draw what the engine recorded: curve data, image arrays and levels, scatter counts and label text
+are checked against the Record and History a real Trainer produced (and, for the contribution shares, against
+the contribution norms themselves). The six dashboard panels first, then the deeper views: contributions through
+time, the LSTM highway, Jacobians through time."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
 import pytest
 
-pytest.importorskip("pytestqt")
-
-from core.config import Config  # noqa: E402
-from core.records import History  # noqa: E402
-from core.trainer import Trainer  # noqa: E402
-from explorer.panels import (PANELS, GradientHistoryPanel, GradientTimePanel, HiddenStatePanel,  # noqa: E402
-                             Panel, SpectrumPanel, TaskViewPanel, TrainingPanel)
-from explorer.theme import THEMES, Theme, get_theme, presentation  # noqa: E402
-from panel_helpers import feed, make  # noqa: E402 - tests/explorer is on sys.path
+from core.config import Config
+from core.records import History
+from explorer.engine.worker import TrainingWorker
+from explorer.panels import (DEEPER_PANELS, PANELS, ContributionsPanel, GradientHistoryPanel, GradientTimePanel,
+                             HiddenStatePanel, JacobiansPanel, LstmHighwayPanel, Panel, SpectrumPanel,
+                             TaskViewPanel, TrainingPanel, connect_panels)
+from explorer.panels.lstm_highway import NOT_LSTM
+from explorer.theme import THEMES, Theme, get_theme, presentation
+from panel_helpers import JACOBIAN_CONFIGS, LARGE, Run, feed, gaps, jacobian_run, make   # tests/explorer is on sys.path
 
 SMALL = dict(hidden_size=16, batch_size=8)
 CONFIGS = {
@@ -31,28 +34,10 @@ CONFIGS = {
 STEPS = 4   # detail, plain, detail + preview, plain
 
 
-class Run:
-    def __init__(self, config: Config):
-        self.trainer = Trainer(config)
-        self.records = [self.trainer.step(detail=i % 2 == 0, preview=i == 2) for i in range(STEPS)]
-        self.history = self.trainer.history
-
-    @property
-    def last(self):
-        return self.records[-1]
-
-    @property
-    def detailed(self):
-        return self.records[-2]   # the newest record with hidden states (and the task preview)
-
-
-_RUNS: dict[str, Run] = {}
-
-
+@functools.cache
 def run(name: str) -> Run:
-    if name not in _RUNS:
-        _RUNS[name] = Run(CONFIGS[name])
-    return _RUNS[name]
+    """Run `name` of CONFIGS; `.detailed` is the newest record with hidden states (and the task preview)."""
+    return Run(CONFIGS[name], [dict(detail=i % 2 == 0, preview=i == 2) for i in range(STEPS)])
 
 
 def task_view(qtbot, name: str) -> tuple[TaskViewPanel, dict]:
@@ -61,13 +46,6 @@ def task_view(qtbot, name: str) -> tuple[TaskViewPanel, dict]:
     panel = make(qtbot, TaskViewPanel)
     feed(panel, r)
     return panel, r.detailed.task_preview
-
-
-def expected_curve(values: np.ndarray) -> np.ndarray:
-    """What the gradient-through-time curve holds: the norms, with exact zeros as gaps."""
-    y = np.array(values, dtype=float)
-    y[y <= 0] = np.nan
-    return y
 
 
 # -- the list the main window docks --------------------------------------------------------------
@@ -82,6 +60,12 @@ def test_panels_are_the_six_dashboard_panels_then_the_deeper_views_all_with_titl
         assert panel.caption_label.text()
 
 
+def test_the_deeper_views_come_after_the_six_dashboard_panels():
+    assert PANELS[-3:] == list(DEEPER_PANELS) == [ContributionsPanel, LstmHighwayPanel, JacobiansPanel]
+    assert [cls.title for cls in DEEPER_PANELS] == ["Contributions through time", "LSTM highway",
+                                                    "Jacobians through time"]
+
+
 # -- gradient through time ---------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["rnn", "lstm2", "text_gru", "bidirectional"])
 def test_gradient_time_curves_hold_dh_norms_of_every_row(qtbot, name):
@@ -94,11 +78,11 @@ def test_gradient_time_curves_hold_dh_norms_of_every_row(qtbot, name):
         curve = panel.row_curves[row]
         assert curve.isVisible()
         np.testing.assert_array_equal(curve.xData, np.arange(1, T + 1))
-        np.testing.assert_allclose(curve.yData, expected_curve(dh[row]), equal_nan=True)
+        np.testing.assert_allclose(curve.yData, gaps(dh[row]), equal_nan=True)
     assert not any(c.isVisible() for c in panel.row_curves[R:])
     if r.last.dc_norms is not None:
         for row in range(R):
-            np.testing.assert_allclose(panel.cell_curves[row].yData, expected_curve(r.last.dc_norms[row]),
+            np.testing.assert_allclose(panel.cell_curves[row].yData, gaps(r.last.dc_norms[row]),
                                        equal_nan=True)
             assert panel.cell_curves[row].isVisible()
     else:
@@ -139,7 +123,7 @@ def test_gradient_time_trail_shows_earlier_records(qtbot):
     feed(panel, r)
     visible = [c for c in panel.trail_curves if c.isVisible()]
     assert len(visible) == STEPS - 1
-    np.testing.assert_allclose(visible[-1].yData, expected_curve(r.records[-2].dh_norms[0]), equal_nan=True)
+    np.testing.assert_allclose(visible[-1].yData, gaps(r.records[-2].dh_norms[0]), equal_nan=True)
 
 
 # -- gradient history ---------------------------------------------------------------------------------
@@ -439,3 +423,127 @@ def test_throttled_training_panel_still_draws_the_last_record_of_a_paused_run(qt
     qtbot.waitUntil(lambda: panel.loss_curve.xData is not None
                     and len(panel.loss_curve.xData) == len(s["step"])
                     and f"(step {r.last.step})" in panel.legend.getLabel(panel.loss_curve).text, timeout=3000)
+
+
+# -- contributions through time ----------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["rnn", "lstm", "gru"])
+def test_contributions_are_drawn_against_the_distance_from_the_loss(qtbot, name):
+    r = jacobian_run(name)
+    panel = make(qtbot, ContributionsPanel, LARGE)
+    feed(panel, r)                                        # the newest record is plain: the detailed one stays
+    rec = r.detailed
+    T = rec.seq_len
+    assert panel.shown_step == rec.step
+    curve = panel.row_curves[0]
+    np.testing.assert_array_equal(curve.xData, np.arange(T))                   # T − t for t = T … 1
+    np.testing.assert_allclose(curve.yData, gaps(rec.contributions[0][::-1]), equal_nan=True)
+    assert panel.total_line.yData[0] == pytest.approx(rec.contributions[0].sum())
+    assert panel.share_plot.getAxis("bottom").labelText == "distance from the loss, T − t (steps)"
+
+
+@pytest.mark.parametrize("name", ["rnn", "lstm"])
+def test_contribution_shares_sum_to_one_and_are_each_terms_fraction_of_the_total(qtbot, name):
+    r = jacobian_run(name)
+    panel = make(qtbot, ContributionsPanel, LARGE)
+    feed(panel, r)
+    norms = r.detailed.contributions[0]
+    assert panel.share.sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(panel.share, (norms / norms.sum())[::-1], rtol=1e-6, atol=1e-12)
+    heights = np.asarray(panel.share_bars.opts["height"])
+    assert heights.sum() == pytest.approx(100.0)                               # drawn in percent
+    np.testing.assert_array_equal(np.asarray(panel.share_bars.opts["x"]), np.arange(r.detailed.seq_len))
+
+
+def test_contributions_far_from_the_loss_are_a_tiny_share_in_a_vanishing_rnn(qtbot):
+    r = jacobian_run("rnn")                                        # ρ = 0.9, tanh, loss at the last step
+    panel = make(qtbot, ContributionsPanel, LARGE)
+    feed(panel, r)
+    T = r.detailed.seq_len
+    near, far = panel.share[: T // 10].sum(), panel.share[T // 2:].sum()
+    assert near > 0.4 and far < near / 10          # 3 nearest steps outweigh the 15 farthest tenfold
+    assert "nearest" in panel.share_note.text and "farthest" in panel.share_note.text
+
+
+# -- the LSTM highway ----------------------------------------------------------------------------------
+def test_lstm_highway_draws_cell_and_hidden_gradient_norms_and_the_mean_forget_gate(qtbot):
+    r = jacobian_run("lstm")
+    panel = make(qtbot, LstmHighwayPanel, LARGE)
+    feed(panel, r)
+    last, detailed = r.records[-1], r.detailed
+    T = last.seq_len
+    assert panel.placeholder_text == ""
+    np.testing.assert_array_equal(panel.cell_curve.xData, np.arange(1, T + 1))
+    np.testing.assert_allclose(panel.cell_curve.yData, gaps(last.dc_norms[0]), equal_nan=True)
+    np.testing.assert_allclose(panel.hidden_curve.yData, gaps(last.dh_norms[0]), equal_nan=True)
+    forget = detailed.gates["forget"][0]                  # (T, H), sample 0, layer 1
+    np.testing.assert_allclose(panel.forget_curve.yData, forget.mean(axis=1), rtol=1e-6)
+    np.testing.assert_allclose(panel.forget_low.yData, forget.min(axis=1), rtol=1e-6)
+    np.testing.assert_allclose(panel.forget_high.yData, forget.max(axis=1), rtol=1e-6)
+    assert panel.shown_step == detailed.step
+    assert 0.0 < panel.forget_curve.yData.min() and panel.forget_curve.yData.max() < 1.0
+
+
+@pytest.mark.parametrize("name", ["rnn", "gru"])
+def test_lstm_highway_says_lstm_only_for_other_cells_and_recovers_for_an_lstm(qtbot, name):
+    panel = make(qtbot, LstmHighwayPanel, LARGE)
+    panel.show()
+    feed(panel, jacobian_run(name))
+    assert NOT_LSTM in panel.placeholder_text
+    assert panel.placeholder_text.startswith("LSTM only — switch model to lstm")
+    assert not panel.view.isVisibleTo(panel)
+    feed(panel, jacobian_run("lstm"))                               # a rebuild to an LSTM: step 1 again
+    assert panel.placeholder_text == ""
+    assert panel.view.isVisibleTo(panel)
+    np.testing.assert_allclose(panel.cell_curve.yData, gaps(jacobian_run("lstm").records[-1].dc_norms[0]),
+                               equal_nan=True)
+
+
+# -- Jacobians through time ----------------------------------------------------------------------------
+def test_jacobians_panel_draws_the_log_product_the_bound_and_the_lyapunov_exponent(qtbot):
+    r = jacobian_run("rnn")
+    panel = make(qtbot, JacobiansPanel, LARGE)
+    feed(panel, r)                                        # the last record has no Jacobians: the last are kept
+    jac = r.detailed.jacobians
+    T = len(jac.log10_product)
+    assert panel.shown_step == r.detailed.step
+    np.testing.assert_array_equal(panel.product_curve.xData, np.arange(1, T + 1))
+    np.testing.assert_allclose(panel.product_curve.yData, jac.log10_product)
+    np.testing.assert_allclose(panel.bound_curve.yData, jac.log10_bound)
+    np.testing.assert_allclose(panel.step_curve.yData, jac.step_sigma)
+    assert panel.product_curve.yData[-1] == 0.0                                  # ‖∂s_T/∂s_T‖ = 1
+    assert f"{jac.lyapunov:+.3f}".replace("-", "−") in panel.readout_text
+    assert "vanish" in panel.readout_text                  # ρ = 0.9 tanh RNN: λ < 0
+    assert any("bound" in label.text for _, label in panel.legend.items)
+
+
+def test_jacobians_panel_for_an_lstm_has_no_bound_and_names_the_state(qtbot):
+    panel = make(qtbot, JacobiansPanel, LARGE)
+    feed(panel, jacobian_run("rnn"))
+    feed(panel, jacobian_run("lstm"))                               # a rebuild: the RNN's profile is dropped
+    jac = jacobian_run("lstm").detailed.jacobians
+    np.testing.assert_allclose(panel.product_curve.yData, jac.log10_product)
+    assert len(panel.bound_curve.yData or []) == 0
+    assert not any("bound" in label.text for _, label in panel.legend.items)
+    assert "(h, c)" in panel.key_text
+
+
+def test_jacobians_panel_finds_the_newest_profile_in_the_history_and_waits_without_one(qtbot):
+    r = jacobian_run("gru")
+    panel = make(qtbot, JacobiansPanel, LARGE)
+    assert "Play or Step" in panel.waiting_note.text
+    panel.show_record(r.records[-1], r.history)            # plain record; Jacobians sit in the history
+    assert panel.shown_step == r.detailed.step
+    np.testing.assert_allclose(panel.product_curve.yData, r.detailed.jacobians.log10_product)
+    assert panel.waiting_note.text == ""
+
+
+def test_a_connected_jacobians_panel_wants_them_only_while_on_screen(qtbot):
+    worker = TrainingWorker(JACOBIAN_CONFIGS["rnn"])               # not started: set_wanted only sets a flag
+    panel = make(qtbot, JacobiansPanel, LARGE)
+    others = [make(qtbot, cls, LARGE) for cls in (ContributionsPanel, LstmHighwayPanel)]
+    connect_panels([panel, *others], worker)
+    assert not worker.wants_jacobians                      # not shown yet
+    panel.show()
+    qtbot.waitUntil(lambda: worker.wants_jacobians, timeout=2000)
+    panel.hide()
+    qtbot.waitUntil(lambda: not worker.wants_jacobians, timeout=2000)

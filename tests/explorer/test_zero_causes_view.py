@@ -3,17 +3,14 @@ theory line drawn where the record carries it."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
 
-pytest.importorskip("pytestqt")
-
-from core.config import Config  # noqa: E402
-from core.records import ZERO_CAUSES, History  # noqa: E402
-from core.trainer import Trainer  # noqa: E402
-from explorer.panels import GradientHistoryPanel, GradientTimePanel  # noqa: E402
-from explorer.panels.gradient_history import ZERO_KEYS  # noqa: E402
-from panel_helpers import make  # noqa: E402 - tests/explorer is on sys.path
+from core.config import Config
+from core.records import ZERO_CAUSES, History
+from core.trainer import Trainer
+from explorer.panels import GradientHistoryPanel, GradientTimePanel
+from explorer.panels.gradient_history import ZERO_KEYS
+from panel_helpers import make   # tests/explorer is on sys.path
 
 SMALL = dict(seq_len=12, batch_size=4, hidden_size=8)
 

@@ -1,0 +1,68 @@
+"""Driving a main window from a test and reading what it shows (shared by the window test modules).
+
+Waiting is done with qtbot.waitUntil on window state: worker signals are delivered queued (qtbot.waitSignal on
+a worker signal would run its callback in the worker thread)."""
+from __future__ import annotations
+
+import errno
+import os
+
+import numpy as np
+from PySide6.QtWidgets import QPushButton
+
+from core.presets import DEFAULT_PRESET, load_preset
+from explorer.window.main_window import MainWindow
+
+SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
+STABLE = SMALL.replace(activation="identity", spectral_radius=1.0, optimizer="sgd", lr=0.01)
+WAIT_MS = 30_000
+LECTURE_SIZE = (1400, 900)   # a lecture hall's projector
+
+
+def step_once(qtbot, window: MainWindow):
+    """Press Step; return once the window has computed and drawn the next step."""
+    target = window.latest.step + 1
+    window.step_action.trigger()
+    qtbot.waitUntil(lambda: window.latest.step == target and window.shown_record.step == target, timeout=WAIT_MS)
+
+
+def step_to(qtbot, window: MainWindow, step: int):
+    while window.latest.step < step:
+        step_once(qtbot, window)
+
+
+def wait_paused(qtbot, window: MainWindow):
+    qtbot.waitUntil(lambda: not window.is_playing() and window.readout.state.text().endswith("paused")
+                    and window.shown_record is not None and window.shown_record.step == window.worker.last_step,
+                    timeout=WAIT_MS)
+
+
+def curve_y(window: MainWindow) -> np.ndarray:
+    """What the gradient-through-time panel draws for layer 1."""
+    _, y = window.panel("GradientTimePanel").row_curves[0].getOriginalDataset()
+    return np.asarray(y, dtype=float)
+
+
+def bar_button(window: MainWindow, starts: str) -> QPushButton:
+    """The message bar's button whose text starts with `starts`."""
+    buttons = [b for b in window.message_bar.findChildren(QPushButton) if b.text().startswith(starts)]
+    assert buttons, [b.text() for b in window.message_bar.findChildren(QPushButton)]
+    return buttons[0]
+
+
+def wait_problem(qtbot, window: MainWindow) -> str:
+    """The text of the problem dialog the window shows next, once it has been dismissed."""
+    qtbot.waitUntil(lambda: window.last_message_box is not None, timeout=WAIT_MS)
+    box = window.last_message_box
+    text = f"{box.text()} {box.informativeText()}"
+    box.done(0)
+    qtbot.waitUntil(lambda: window.last_message_box is None, timeout=5000)
+    return text
+
+
+def fill_the_disk(monkeypatch):
+    """From now on every fsync fails as on a full disk (monkeypatch.undo() empties it again)."""
+    def full_disk(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full_disk)
