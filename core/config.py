@@ -30,6 +30,22 @@ TASK_LOSS_AT = {  # which loss positions each task allows; the first is its natu
 }
 AUTOREGRESSIVE_TASKS = ("sine", "text")  # a backward direction would see the future
 DIAGONAL_MODELS = ("mingru", "minlstm", "lru")  # recurrences whose step Jacobian is diagonal (core/diagonal.py)
+DENSE_MODELS = ("rnn", "gru", "lstm")           # a dense W_hh matrix (core/models.py)
+# Keys that apply to some models only: key -> (those models, why). Another model refuses any value but the
+# default, naming the key; the settings dock shows each key's field for those models only.
+MODEL_KEYS: dict[str, tuple[tuple[str, ...], str]] = {
+    "activation": (("rnn",), "GRU, LSTM and the diagonal cells use their own sigmoid/tanh gates"),
+    "recurrent_constraint": (("rnn",), "it holds the RNN's W_hh orthogonal"),
+    "forget_bias": (("lstm",), "it is the bias of the LSTM's forget gate"),
+    "init": (DENSE_MODELS, "it shapes a W_hh matrix; a diagonal recurrence has none"),
+    "spectral_radius": (DENSE_MODELS, "it rescales a W_hh matrix; a diagonal recurrence has none "
+                                      "(the LRU's |λ|: lru_r_min, lru_r_max)"),
+    "hold_spectral_radius": (DENSE_MODELS, "it re-imposes spectral_radius on a W_hh matrix"),
+    "bidirectional": (("rnn", "gru", "lstm", "mingru", "minlstm"),
+                      "the LRU's layers add their input back (a residual), which one direction's width keeps"),
+    **{key: (("lru",), "it shapes the LRU's ring initialisation") for key in ("lru_r_min", "lru_r_max",
+                                                                             "lru_max_phase")},
+}
 
 
 @dataclass(frozen=True)
@@ -137,14 +153,9 @@ class Config:
         self._check_combinations()
 
     def _check_combinations(self):
-        if self.activation != "tanh" and self.model != "rnn":
-            raise ConfigError(f"activation applies to model = rnn only (got model = {self.model!r}, "
-                              f"activation = {self.activation!r}); GRU and LSTM use their own sigmoid/tanh gates")
         if self.hold_spectral_radius and self.spectral_radius is None:
             raise ConfigError("hold_spectral_radius = true needs a spectral_radius to hold; "
                               "set spectral_radius or hold_spectral_radius = false")
-        if self.forget_bias is not None and self.model != "lstm":
-            raise ConfigError(f"forget_bias applies to model = lstm only (got model = {self.model!r})")
         self._check_cell_keys()
         if self.bidirectional and self.task in AUTOREGRESSIVE_TASKS:
             raise ConfigError(f"bidirectional = true does not fit task = {self.task!r}: the backward direction "
@@ -158,30 +169,29 @@ class Config:
                 raise ConfigError("device = 'cuda' but no CUDA device is available here; use device = 'cpu'")
 
     def _check_cell_keys(self):
-        """Keys that belong to one family of cells (the diagonal cells have no W_hh matrix)."""
-        diagonal = self.model in DIAGONAL_MODELS
-        if diagonal and self.init != "default":
-            raise ConfigError(f"init = {self.init!r} shapes a W_hh matrix; model = {self.model!r} has none "
-                              f"(its recurrence is diagonal): use init = 'default'")
-        if diagonal and self.spectral_radius is not None:
-            raise ConfigError(f"spectral_radius rescales a W_hh matrix; model = {self.model!r} has none "
-                              f"(its recurrence is diagonal): use spectral_radius = none"
-                              + (" and set |λ| with lru_r_min, lru_r_max" if self.model == "lru" else ""))
-        if self.recurrent_constraint != "none":
-            if self.model != "rnn":
-                raise ConfigError(f"recurrent_constraint applies to model = rnn only (got model = {self.model!r})")
-            if self.spectral_radius is not None:
-                raise ConfigError("recurrent_constraint = 'orthogonal' fixes ρ = 1; spectral_radius "
-                                  f"= {self.spectral_radius:g} cannot also hold: use spectral_radius = none")
-        for f in fields(self):
-            if f.name.startswith("lru_") and self.model != "lru" and getattr(self, f.name) != f.default:
-                raise ConfigError(f"{f.name} applies to model = lru only (got model = {self.model!r}); "
-                                  f"set it back to {f.default:g} first")
+        """Keys that belong to some cells only (MODEL_KEYS), and the orthogonal RNN's and the ring's own rules."""
+        default = Config.__dataclass_fields__
+        for key, (models, why) in MODEL_KEYS.items():
+            value = getattr(self, key)
+            if self.model not in models and value != default[key].default:
+                raise ConfigError(f"{key} = {_literal(value)} applies to model = {' | '.join(models)} only (got "
+                                  f"model = {self.model!r}): {why}; set it back to {_literal(default[key].default)}")
+        if self.recurrent_constraint != "none" and self.spectral_radius is not None:
+            raise ConfigError("recurrent_constraint = 'orthogonal' fixes ρ = 1; spectral_radius "
+                              f"= {self.spectral_radius:g} cannot also hold: use spectral_radius = none")
         if self.lru_r_min > self.lru_r_max:
             raise ConfigError(f"lru_r_min = {self.lru_r_min:g} must not exceed lru_r_max = {self.lru_r_max:g}")
-        if self.model == "lru" and self.bidirectional:
-            raise ConfigError("bidirectional = true does not fit model = 'lru': its layers add their input "
-                              "back (a residual), which one direction's width keeps; use bidirectional = false")
+
+    def with_model(self, model: str) -> "Config":
+        """This config for another `model`: the keys that do not apply to it (MODEL_KEYS) back at their defaults."""
+        default = Config.__dataclass_fields__
+        return self.replace(model=model, **{key: default[key].default for key in MODEL_KEYS
+                                            if not Config.applies(key, model)})
+
+    @staticmethod
+    def applies(key: str, model: str) -> bool:
+        """Whether `key` means anything for `model` (MODEL_KEYS; every other key applies to every model)."""
+        return key not in MODEL_KEYS or model in MODEL_KEYS[key][0]
 
     # -- derived -------------------------------------------------------------
     @property
@@ -240,6 +250,11 @@ def read_toml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path} is not UTF-8 text (bad byte at offset {e.start})") from None
     except tomllib.TOMLDecodeError as e:  # message carries "(at line L, column C)"
         raise ConfigError(f"TOML syntax error in {path}: {e}") from None
+
+
+def _literal(value: Any) -> str:
+    """A value as a preset or ``--set`` writes it: none, true, 0.9, 'tanh'."""
+    return "none" if value is None else str(value).lower() if isinstance(value, bool) else repr(value)
 
 
 def _reject_unknown(values: dict[str, Any]):

@@ -7,6 +7,10 @@ field with the engine's `ConfigError` message beside it (red); the last valid
 config is kept. The panel never talks to the worker: it emits `live_changed`,
 `rebuild_requested` and `check_requested`, and the main window passes them on.
 
+A key that applies to some models only (`core.config.MODEL_KEYS`: lru_* for lru, forget_bias for lstm,
+activation and recurrent_constraint for rnn ...) has its field shown for the pending model only; choosing
+another model puts the keys it does not use back at their defaults.
+
 Some values can only be judged by the engine (a text file: missing, a folder,
 empty, not UTF-8, binary, too big, too short for seq_len × batch_size). The panel
 accepts them provisionally and emits `check_requested(key, config)`; the window
@@ -22,7 +26,7 @@ from PySide6.QtCore import QEvent, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QGridLayout, QGroupBox, QHBoxLayout, QLabel,
                                QLineEdit, QPushButton, QScrollArea, QSizePolicy, QToolButton, QVBoxLayout, QWidget)
 
-from core.config import LIVE_KEYS, SPECS, Config, ConfigError
+from core.config import LIVE_KEYS, MODEL_KEYS, SPECS, Config, ConfigError
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Model", ("model", "activation", "hidden_size", "num_layers", "bidirectional", "init",
@@ -98,6 +102,7 @@ class Field:
         self.error_label.setWordWrap(True)
         self.error_label.setVisible(False)
         self.error_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.shown = True    # False while the pending model does not use this key
         when = "Live: applies at the next step." if self.live else "Needs Apply & rebuild (a new model)."
         tip = f"<b>{key}</b>: {spec.help}<br>Allowed: {spec.describe()}.<br><i>{when}</i>"
         for w in (self.label, self.widget):
@@ -134,13 +139,21 @@ class Field:
 
     def set_error(self, message: str | None):
         self.error_label.setText(message or "")
-        self.error_label.setVisible(bool(message))
+        self.error_label.setVisible(bool(message) and self.shown)
         self.widget.setProperty("invalid", bool(message))
         _repolish(self.widget)
 
     @property
     def error(self) -> str:
         return self.error_label.text()
+
+    def set_shown(self, shown: bool):
+        """Show or hide the whole row (label, editor, its extra button and error line)."""
+        self.shown = shown
+        for w in (self.label, self.widget, self.none_box, self.browse):
+            if w is not None:
+                w.setVisible(shown)
+        self.error_label.setVisible(shown and bool(self.error))
 
     def set_pending(self, pending: bool):
         """Mark a rebuild key whose value differs from the running model's."""
@@ -312,7 +325,7 @@ class SettingsPanel(QWidget):
         live = {k: getattr(config, k) for k in LIVE_KEYS}
         changed = [k for k in LIVE_KEYS if live[k] != getattr(self._applied, k)]
         self._applied = config
-        self._pending = self._pending.replace(**live)
+        self._pending = self._pending.replace(**self._for_pending(live))
         for key in changed:
             self.fields[key].set_value(live[key])
             self.fields[key].set_error(None)
@@ -365,7 +378,7 @@ class SettingsPanel(QWidget):
             return False
         base = self._applied if f.live else self._pending
         try:
-            candidate = base.with_text(**{key: f.text()})
+            candidate = base.with_model(f.text()) if key == "model" else base.with_text(**{key: f.text()})
         except ConfigError as e:
             f.set_error(str(e))
             self._scroll.ensureWidgetVisible(f.error_label)
@@ -375,9 +388,13 @@ class SettingsPanel(QWidget):
         if f.live:
             if value != getattr(self._applied, key):
                 self._applied = candidate
-                self._pending = self._pending.replace(**{key: value})
+                self._pending = self._pending.replace(**self._for_pending({key: value}))
                 self.live_changed.emit({key: value})
         else:
+            for other in MODEL_KEYS:      # a new model: the keys it does not use went back to their defaults
+                if getattr(candidate, other) != getattr(self._pending, other):
+                    self.fields[other].set_value(getattr(candidate, other))
+                    self.fields[other].set_error(None)
             if key in self.CHECKED_KEYS and value != getattr(self._pending, key):
                 self._previous.setdefault(key, getattr(self._pending, key))
                 self.check_requested.emit(key, candidate)
@@ -402,6 +419,10 @@ class SettingsPanel(QWidget):
         if getattr(self._pending, key) == value:
             self._previous.pop(key, None)
 
+    def _for_pending(self, live: dict[str, Any]) -> dict[str, Any]:
+        """The live values that the pending model uses (the running model may be another one)."""
+        return {k: v for k, v in live.items() if Config.applies(k, self._pending.model)}
+
     def _on_apply_clicked(self):
         if self._rebuild_changes():
             self.rebuild_requested.emit(self._pending)
@@ -421,6 +442,7 @@ class SettingsPanel(QWidget):
         changes = self._rebuild_changes()
         for key, f in self.fields.items():
             f.set_pending(key in changes)
+            f.set_shown(Config.applies(key, self._pending.model))
         n = len(changes)
         self.apply_button.setEnabled(bool(n))
         self.discard_button.setEnabled(bool(n) or any(f.error for f in self.fields.values()))
