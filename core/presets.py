@@ -24,7 +24,7 @@ TEACHING_ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Time series", ("sine",)),
     ("More scenarios", ()),
     ("Comparisons", ("compare_rho", "compare_cells", "compare_forget_bias", "compare_orthogonal_copy",
-                     "compare_mingru_gru", "compare_rnn_lru", "compare_lru_radius")),
+                     "compare_mingru_gru", "compare_minlstm_lstm", "compare_rnn_lru", "compare_lru_radius")),
 )
 
 
