@@ -8,16 +8,13 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from PySide6.QtCore import QObject, Slot  # noqa: E402
 
 from core.compare import DATA_KEYS  # noqa: E402
 from core.config import Config, ConfigError  # noqa: E402
 from core.presets import load_preset  # noqa: E402
-from core.records import History  # noqa: E402
 from core.trainer import Trainer  # noqa: E402
 from explorer.compare.window import (CompareDialog, CompareWindow, open_comparison,  # noqa: E402
                                      open_comparison_dialog, open_windows, vary_runs)
-from explorer.window.timeline import TimelineBar  # noqa: E402
 from panel_helpers import make as make_panel  # noqa: E402 - tests/explorer is on sys.path
 
 SMALL = dict(hidden_size=16, batch_size=8)
@@ -61,65 +58,6 @@ def gaps(values) -> np.ndarray:
     y = np.array(values, dtype=float)
     y[y <= 0] = np.nan
     return y
-
-
-# -- timeline ----------------------------------------------------------------------------------------------
-class Scrubs(QObject):
-    def __init__(self, bar: TimelineBar):
-        super().__init__()
-        self.scrubbed, self.lives = [], 0
-        bar.scrubbed.connect(self.on_scrubbed)
-        bar.live.connect(self.on_live)
-
-    @Slot(object)
-    def on_scrubbed(self, record):
-        self.scrubbed.append(record)
-
-    @Slot()
-    def on_live(self):
-        self.lives += 1
-
-
-def test_timeline_scrubs_to_the_chosen_detailed_step_and_back_to_live(qtbot):
-    r = run("rnn")
-    holder = {"history": r.history}
-    bar = TimelineBar(lambda: holder["history"])
-    qtbot.addWidget(bar)
-    scrubs = Scrubs(bar)
-    detailed = [rec for rec in r.history.records if rec.hidden is not None]
-    assert bar.records() == detailed and bar.is_live
-    assert bar.slider.value() == bar.slider.maximum() == len(detailed) - 1
-    bar.slider.setValue(1)                                   # as a user's drag or arrow key does
-    assert scrubs.scrubbed == [detailed[1]] and bar.record is detailed[1] and not bar.is_live
-    assert f"step {detailed[1].step} of {detailed[-1].step}" == bar.label.text()
-    bar.refresh()                                            # nothing new: the choice stays
-    assert bar.record is detailed[1] and bar.slider.value() == 1
-    bar.live_button.click()
-    assert scrubs.lives == 1 and bar.is_live and bar.slider.value() == len(detailed) - 1
-    bar.scrub_to(0)
-    bar.scrub_to(len(detailed) - 1)                          # the right end is live
-    assert scrubs.scrubbed[-1] is detailed[0] and scrubs.lives == 2 and bar.is_live
-
-
-def test_timeline_keeps_the_scrubbed_step_while_training_goes_on_and_a_rebuild_returns_to_live(qtbot):
-    trainer = Trainer(Config(seq_len=10, hidden_size=8, batch_size=4))
-    for _ in range(4):
-        trainer.step(detail=True)
-    holder = {"history": trainer.history}
-    bar = TimelineBar(lambda: holder["history"])
-    qtbot.addWidget(bar)
-    scrubs = Scrubs(bar)
-    bar.scrub_to(1)
-    chosen = bar.record
-    assert chosen.step == 2
-    trainer.step(detail=True)
-    trainer.step(detail=False)                               # plain steps are not offered
-    bar.refresh()
-    assert bar.record is chosen and bar.records()[bar.slider.value()] is chosen
-    assert [rec.step for rec in bar.records()] == [1, 2, 3, 4, 5]
-    holder["history"] = History(2**20)                       # the window's rebuild
-    bar.refresh()
-    assert bar.is_live and scrubs.lives == 1 and bar.label.text() == "no steps yet"
 
 
 # -- compare window -----------------------------------------------------------------------------------------

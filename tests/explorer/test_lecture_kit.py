@@ -361,18 +361,3 @@ def test_comparison_scenario_opens_the_real_comparison_window(qtbot, window):
     assert len(opened) == 1 and opened[0].isVisible()
     assert window.latest.step == 1 and window.settings_panel.config == SMALL
     opened[0].close()
-
-
-# -- timeline ----------------------------------------------------------------------------------------------
-def test_the_panels_follow_the_timeline_and_exports_show_the_step_picked(qtbot, window, tmp_path):
-    if window.timeline is None:
-        pytest.skip("explorer.window.timeline is not installed")
-    step_to(qtbot, window, 4)
-    qtbot.waitUntil(lambda: len(window.timeline.records()) == 4, timeout=WAIT_MS)
-    window.timeline.scrub_to(1)                                      # back to step 2
-    qtbot.waitUntil(lambda: window.shown_record.step == 2, timeout=5000)
-    assert np.allclose(curve_y(window), window.shown_record.dh_norms[0])
-    assert window.export_run_data(tmp_path / "run.csv")              # run data: the whole run all the same
-    assert len((tmp_path / "run.csv").read_text().strip().splitlines()) == 1 + 4
-    window.timeline.go_live()
-    qtbot.waitUntil(lambda: window.shown_record.step == 4, timeout=5000)

@@ -1,9 +1,18 @@
-"""Scrubbed back on the timeline, the panels show the step picked, not the newest: its values in the legend,
-a mark at that step, its task preview when one was recorded (and say so when none was)."""
+"""The timeline: its bar offers the detailed steps and keeps the one picked while training goes on; scrubbed back,
+the panels show the step picked, not the newest: its values in the legend, a mark at that step, its task preview
+when one was recorded (and say so when none was); the status bar reads that step; exports show it too."""
+import numpy as np
+import pytest
+from PySide6.QtCore import QObject, Slot
+
 from core.config import Config
+from core.records import History
 from core.trainer import Trainer
 from explorer.panels import TaskViewPanel, TrainingPanel
 from explorer.window.status import fmt
+from explorer.window.timeline import TimelineBar
+from panel_helpers import jacobian_run   # tests/explorer is on sys.path
+from window_helpers import LECTURE_SIZE, WAIT_MS, curve_y, step_to
 
 
 def _run(steps: int, preview_at: set[int]):
@@ -58,3 +67,74 @@ def test_status_bar_reads_the_scrubbed_step_and_the_newest_again_when_live(windo
     window.timeline.live_button.click()
     window.draw_frame()
     assert window.readout.step.text() == f"step {window.run.latest.step:,}"
+
+
+class Scrubs(QObject):
+    def __init__(self, bar: TimelineBar):
+        super().__init__()
+        self.scrubbed, self.lives = [], 0
+        bar.scrubbed.connect(self.on_scrubbed)
+        bar.live.connect(self.on_live)
+
+    @Slot(object)
+    def on_scrubbed(self, record):
+        self.scrubbed.append(record)
+
+    @Slot()
+    def on_live(self):
+        self.lives += 1
+
+
+def test_timeline_scrubs_to_the_chosen_detailed_step_and_back_to_live(qtbot):
+    r = jacobian_run("rnn")
+    holder = {"history": r.history}
+    bar = TimelineBar(lambda: holder["history"])
+    qtbot.addWidget(bar)
+    scrubs = Scrubs(bar)
+    detailed = [rec for rec in r.history.records if rec.hidden is not None]
+    assert bar.records() == detailed and bar.is_live
+    assert bar.slider.value() == bar.slider.maximum() == len(detailed) - 1
+    bar.slider.setValue(1)                                   # as a user's drag or arrow key does
+    assert scrubs.scrubbed == [detailed[1]] and bar.record is detailed[1] and not bar.is_live
+    assert f"step {detailed[1].step} of {detailed[-1].step}" == bar.label.text()
+    bar.refresh()                                            # nothing new: the choice stays
+    assert bar.record is detailed[1] and bar.slider.value() == 1
+    bar.live_button.click()
+    assert scrubs.lives == 1 and bar.is_live and bar.slider.value() == len(detailed) - 1
+    bar.scrub_to(0)
+    bar.scrub_to(len(detailed) - 1)                          # the right end is live
+    assert scrubs.scrubbed[-1] is detailed[0] and scrubs.lives == 2 and bar.is_live
+
+
+def test_timeline_keeps_the_scrubbed_step_while_training_goes_on_and_a_rebuild_returns_to_live(qtbot):
+    trainer = Trainer(Config(seq_len=10, hidden_size=8, batch_size=4))
+    for _ in range(4):
+        trainer.step(detail=True)
+    holder = {"history": trainer.history}
+    bar = TimelineBar(lambda: holder["history"])
+    qtbot.addWidget(bar)
+    scrubs = Scrubs(bar)
+    bar.scrub_to(1)
+    chosen = bar.record
+    assert chosen.step == 2
+    trainer.step(detail=True)
+    trainer.step(detail=False)                               # plain steps are not offered
+    bar.refresh()
+    assert bar.record is chosen and bar.records()[bar.slider.value()] is chosen
+    assert [rec.step for rec in bar.records()] == [1, 2, 3, 4, 5]
+    holder["history"] = History(2**20)                       # the window's rebuild
+    bar.refresh()
+    assert bar.is_live and scrubs.lives == 1 and bar.label.text() == "no steps yet"
+
+
+@pytest.mark.window_size(*LECTURE_SIZE)
+def test_the_panels_follow_the_timeline_and_exports_show_the_step_picked(qtbot, window, tmp_path):
+    step_to(qtbot, window, 4)
+    qtbot.waitUntil(lambda: len(window.timeline.records()) == 4, timeout=WAIT_MS)
+    window.timeline.scrub_to(1)                                      # back to step 2
+    qtbot.waitUntil(lambda: window.shown_record.step == 2, timeout=5000)
+    assert np.allclose(curve_y(window), window.shown_record.dh_norms[0])
+    assert window.export_run_data(tmp_path / "run.csv")              # run data: the whole run all the same
+    assert len((tmp_path / "run.csv").read_text().strip().splitlines()) == 1 + 4
+    window.timeline.go_live()
+    qtbot.waitUntil(lambda: window.shown_record.step == 4, timeout=5000)
