@@ -19,8 +19,7 @@ from PIL import Image
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
 
-from core.presets import DEFAULT_PRESET, load_preset, preset_names
-from explorer.compare import window as compare_window
+from core.presets import DEFAULT_PRESET, load_preset
 from explorer.window.main_window import MainWindow
 from window_probes import weights   # tests/explorer is on sys.path
 
@@ -310,33 +309,6 @@ def test_the_light_theme_exports_dark_ink_on_white(qtbot, window, tmp_path):
     assert pixels.min() < 80                                             # dark ink for text and axes
 
 
-# -- comparison scenarios -----------------------------------------------------------------------------------
-def _choose(window: MainWindow, name: str):
-    combo = window.scenario_combo
-    index = combo.findData(name)
-    assert index >= 0
-    combo.setCurrentIndex(index)
-    combo.activated.emit(index)
-
-
-def test_comparison_scenarios_are_listed_and_open_the_comparison_view(qtbot, window, monkeypatch):
-    names = [n for n in preset_names() if n.startswith("compare_") and load_preset(n).runs]
-    assert names
-    combo = window.scenario_combo
-    for name in names:
-        assert combo.itemText(combo.findData(name)).startswith("Compare: ")
-    opened = []
-    monkeypatch.setattr(compare_window, "open_comparison", lambda preset, parent=None: opened.append((preset.name, parent)))
-    monkeypatch.setattr(compare_window, "open_comparison_dialog", lambda parent=None: opened.append(("dialog", parent)))
-    config = window.settings_panel.config
-    _choose(window, names[0])
-    assert opened == [(names[0], window)]
-    assert window.settings_panel.config == config                       # this window keeps its run
-    assert combo.currentData() == window.preset.name
-    window.compare_action.trigger()
-    assert opened[-1] == ("dialog", window)
-
-
 def test_a_reopened_session_saved_again_at_once_reopens_the_same_picture(qtbot, open_window, tmp_path):
     first = open_window(name="first", size=LECTURE_SIZE)
     step_to(qtbot, first, 3)
@@ -350,14 +322,3 @@ def test_a_reopened_session_saved_again_at_once_reopens_the_same_picture(qtbot, 
     qtbot.waitUntil(lambda: third.session_path == tmp_path / "two.gfe", timeout=WAIT_MS)
     assert third.shown_record.step == 3
     assert np.array_equal(curve_y(third), curve_y(first))
-
-
-def test_comparison_scenario_opens_the_real_comparison_window(qtbot, window):
-    compare = pytest.importorskip("explorer.compare.window")
-    from PySide6.QtWidgets import QApplication
-    name = next(n for n in preset_names() if n.startswith("compare_"))
-    _choose(window, name)
-    opened = [w for w in QApplication.topLevelWidgets() if isinstance(w, compare.CompareWindow)]
-    assert len(opened) == 1 and opened[0].isVisible()
-    assert window.latest.step == 1 and window.settings_panel.config == SMALL
-    opened[0].close()

@@ -1,66 +1,23 @@
-"""The deeper views: contributions through time, the LSTM highway, Jacobians through time, eigenvalue
-dragging, the timeline scrubber and the compare window. Curve data are checked against the Records
-a real Trainer produced (and, for the shares, against the contribution norms themselves)."""
+"""Comparing runs: the comparison window steps its runs in lockstep on the same data and overlays them; its dialog
+offers a preset's runs or one setting varied; a comparison scenario, picked in the main window or given as
+`gradflow --preset compare_*`, opens it; closing it (or its main window) stops its engine quietly."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from PySide6.QtWidgets import QApplication
 
-pytest.importorskip("pytestqt")
-
-
-from core.compare import DATA_KEYS  # noqa: E402
-from core.config import Config, ConfigError  # noqa: E402
-from core.presets import load_preset  # noqa: E402
-from core.trainer import Trainer  # noqa: E402
-from explorer.compare.window import (CompareDialog, CompareWindow, open_comparison,  # noqa: E402
-                                     open_comparison_dialog, open_windows, vary_runs)
-from panel_helpers import make as make_panel  # noqa: E402 - tests/explorer is on sys.path
-
-SMALL = dict(hidden_size=16, batch_size=8)
-WAIT_MS = 30_000
+from core.compare import DATA_KEYS
+from core.config import Config, ConfigError
+from core.presets import DEFAULT_PRESET, load_preset, preset_names
+from explorer import app
+from explorer.compare import window as compare
+from explorer.compare.window import CompareDialog, CompareWindow, open_comparison, open_comparison_dialog, vary_runs
+from explorer.window.main_window import MainWindow
+from panel_helpers import gaps   # tests/explorer is on sys.path
+from window_helpers import LECTURE_SIZE, SMALL, WAIT_MS
 
 
-class Run:
-    """A few real steps: detailed ones with Jacobians, then a plain one (no hidden states, no Jacobians)."""
-
-    def __init__(self, config: Config, steps: int = 3):
-        self.trainer = Trainer(config)
-        self.records = [self.trainer.step(detail=True, jacobians=True) for _ in range(steps)]
-        self.records.append(self.trainer.step(detail=False))
-        self.history = self.trainer.history
-
-    @property
-    def detailed(self):
-        return self.records[-2]
-
-
-_RUNS: dict[str, Run] = {}
-CONFIGS = {
-    "rnn": Config(model="rnn", init="orthogonal", spectral_radius=0.9, seq_len=30, **SMALL),
-    "lstm": Config(model="lstm", forget_bias=1.0, seq_len=25, **SMALL),
-    "gru": Config(model="gru", seq_len=20, **SMALL),
-}
-
-
-def run(name: str) -> Run:
-    if name not in _RUNS:
-        _RUNS[name] = Run(CONFIGS[name])
-    return _RUNS[name]
-
-
-def make(qtbot, cls):
-    return make_panel(qtbot, cls, (700, 480))
-
-
-def gaps(values) -> np.ndarray:
-    """Norms as drawn on a log axis: exact zeros become gaps."""
-    y = np.array(values, dtype=float)
-    y[y <= 0] = np.nan
-    return y
-
-
-# -- compare window -----------------------------------------------------------------------------------------
 def small_runs(n: int = 2):
     preset = load_preset("compare_cells")
     return [(label, config.replace(seq_len=20, hidden_size=12, batch_size=4)) for label, config in preset.runs[:n]]
@@ -123,10 +80,12 @@ def test_closing_a_comparison_then_its_main_window_at_once_is_quiet(qtbot, open_
     main = open_window()
     child = open_comparison(small_runs(2), parent=main)
     qtbot.waitUntil(lambda: child.latest is not None, timeout=WAIT_MS)
-    child.close()                  # deleted on close; the main window's Close event still reaches its filter
-    main.close()
-    qtbot.wait(100)                # the deferred "close with the parent" must find nothing to do, not crash
-    assert not open_windows()
+    # The child is deleted on close, yet the main window's Close event still reaches its filter, which defers a
+    # "close with the parent": once the child is gone, that has found nothing to do (or been dropped), not crashed.
+    with qtbot.waitSignal(child.destroyed, timeout=WAIT_MS):
+        child.close()
+        main.close()
+    assert not compare.open_windows()
 
 
 def test_vary_runs_change_one_setting_and_keep_the_others(qtbot):
@@ -171,11 +130,78 @@ def test_the_dialogs_compare_button_opens_a_running_comparison_that_closes_clean
     dialog.values_edit.setText("none, 5")
     assert [config.truncation for _, config in dialog.runs()] == [None, 5]
     dialog.buttons.button(dialog.buttons.StandardButton.Ok).click()
-    qtbot.waitUntil(lambda: len(open_windows()) == 1, timeout=WAIT_MS)
-    window = open_windows()[0]
+    qtbot.waitUntil(lambda: len(compare.open_windows()) == 1, timeout=WAIT_MS)
+    window = compare.open_windows()[0]
     assert window.labels == ["truncation = none", "truncation = 5"]
     assert "truncation" in window.windowTitle()
     qtbot.waitUntil(lambda: window.latest is not None, timeout=WAIT_MS)
     connection = window.connection
     window.close()
-    assert not connection.thread.isRunning() and open_windows() == []
+    assert not connection.thread.isRunning() and compare.open_windows() == []
+
+
+def _choose(window: MainWindow, name: str):
+    combo = window.scenario_combo
+    index = combo.findData(name)
+    assert index >= 0
+    combo.setCurrentIndex(index)
+    combo.activated.emit(index)
+
+
+@pytest.mark.window_size(*LECTURE_SIZE)
+def test_comparison_scenarios_are_listed_and_open_the_comparison_view(qtbot, window, monkeypatch):
+    names = [n for n in preset_names() if n.startswith("compare_") and load_preset(n).runs]
+    assert names
+    combo = window.scenario_combo
+    for name in names:
+        assert combo.itemText(combo.findData(name)).startswith("Compare: ")
+    opened = []
+    monkeypatch.setattr(compare, "open_comparison", lambda preset, parent=None: opened.append((preset.name, parent)))
+    monkeypatch.setattr(compare, "open_comparison_dialog", lambda parent=None: opened.append(("dialog", parent)))
+    config = window.settings_panel.config
+    _choose(window, names[0])
+    assert opened == [(names[0], window)]
+    assert window.settings_panel.config == config                       # this window keeps its run
+    assert combo.currentData() == window.preset.name
+    window.compare_action.trigger()
+    assert opened[-1] == ("dialog", window)
+
+
+@pytest.mark.window_size(*LECTURE_SIZE)
+def test_comparison_scenario_opens_the_real_comparison_window(qtbot, window):
+    name = next(n for n in preset_names() if n.startswith("compare_"))
+    _choose(window, name)
+    opened = [w for w in QApplication.topLevelWidgets() if isinstance(w, compare.CompareWindow)]
+    assert len(opened) == 1 and opened[0].isVisible()
+    assert window.latest.step == 1 and window.settings_panel.config == SMALL
+    opened[0].close()
+
+
+def test_a_comparison_preset_opens_the_comparison_window_over_the_default_scenario(qtbot):
+    preset = load_preset("compare_forget_bias")
+    window = app.open_windows(preset.name)
+    qtbot.addWidget(window)
+    try:
+        opened = compare.open_windows()
+        assert len(opened) == 1
+        comparison = opened[0]
+        assert comparison.isVisible()
+        assert comparison.labels == [label for label, _ in preset.runs]
+        assert comparison.configs == [config for _, config in preset.runs]
+        assert preset.title in comparison.windowTitle()
+        qtbot.waitUntil(lambda: comparison.latest is not None, timeout=WAIT_MS)
+        assert len(comparison.latest) == len(preset.runs)          # one record per run, in lockstep
+        assert window.preset.name == DEFAULT_PRESET                 # not the comparison's first run under its banner
+    finally:
+        window.close()                                              # closes the comparison with it
+    qtbot.waitUntil(lambda: not compare.open_windows(), timeout=WAIT_MS)
+
+
+def test_a_single_preset_opens_in_the_main_window_alone(qtbot):
+    window = app.open_windows("exploding")
+    qtbot.addWidget(window)
+    try:
+        assert window.preset.name == "exploding" and window.isVisible()
+        assert not compare.open_windows()
+    finally:
+        window.close()
