@@ -30,8 +30,9 @@ ACTIVATION_DERIVATIVE = {  # φ'(a) written in terms of h = φ(a)
     "tanh": lambda h: 1 - h * h,
     "relu": lambda h: (h > 0).to(h.dtype),
     "identity": torch.ones_like,
+    "modrelu": lambda h: (h != 0).to(h.dtype),   # sign(a) relu(|a| + b): slope 1 outside the dead zone
 }
-ACTIVATION_DERIVATIVE_BOUND = {"tanh": 1.0, "relu": 1.0, "identity": 1.0}  # sup |φ'|
+ACTIVATION_DERIVATIVE_BOUND = {"tanh": 1.0, "relu": 1.0, "identity": 1.0, "modrelu": 1.0}  # sup |φ'|
 
 
 def candidate_delta(kind: str, activation: str, *, h, dh, gates=None, dc=None) -> torch.Tensor:
@@ -216,7 +217,7 @@ class _LocalHandOver:
             x = x.detach().clone().requires_grad_(path == "input")
             h_prev = h_prev.clone().requires_grad_(path == "carry")
             state = (h_prev, c_prev) if row.is_lstm else h_prev
-            new, _ = model._cell(torch.addmm(b_ih, x, w_ih.t()), state, w_hh, b_hh)
+            new, _ = model._cell(torch.addmm(b_ih, x, w_ih.t()), state, w_hh, b_hh, source)
             outputs = list(new) if row.is_lstm else [new]
             pattern = [self._pattern(row.dh[u])] + ([self._pattern(row.dc[u])] if row.is_lstm else [])
             wrt = h_prev if path == "carry" else x

@@ -5,7 +5,9 @@ and gate order as torch), so a state dict moves between this model and the
 fused module unchanged. The cells are exactly the seeds' (torch's convention:
 ``h @ W_hh.T``):
 
-    RNN   h_t = φ(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh)
+    RNN   h_t = φ(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh), φ = tanh, relu, identity or modReLU:
+          modReLU(a) = sign(a) ⊙ relu(|a| + b) with a learned bias b per unit and row (Arjovsky et al.
+          2016, real form; ``modrelu_bias``, 0 at init: it starts as the identity and learns a dead zone)
     GRU   r = σ(..), z = σ(..), n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)),
           h_t = (1 - z) ⊙ n + z ⊙ h_{t-1}
     LSTM  i, f, g, o = σ, σ, tanh, σ;  c_t = f ⊙ c_{t-1} + i ⊙ g;  h_t = o ⊙ tanh(c_t)
@@ -73,7 +75,7 @@ RECURRENT_BLOCK = {
     "gru": "W_hn (GRU candidate block of W_hh)",
     "lstm": "W_hg (LSTM cell-candidate block of W_hh)",
 }
-ACTIVATIONS = {"tanh": torch.tanh, "relu": torch.relu, "identity": lambda a: a}
+ACTIVATIONS = {"tanh": torch.tanh, "relu": torch.relu, "identity": lambda a: a}   # modrelu: RecurrentNet.activate
 
 KeepGradAt = Callable[[int], "float | None"]
 
@@ -269,7 +271,7 @@ def _state_buffer(pool, like, first, T, reverse):
     return buf, buf[1:], buf[:T]
 
 
-def _row_forward(spec: _RowSpec, x, h0, c0, w_ih, w_hh, b_ih, b_hh):
+def _row_forward(spec: _RowSpec, x, h0, c0, w_ih, w_hh, b_ih, b_hh, b_act=None):
     """The recurrence of one row, step by step, into preallocated buffers (no autograd).
 
     x (T, B, I) -> h_t (T, B, H) in sequence order, plus what backward needs
@@ -290,10 +292,14 @@ def _row_forward(spec: _RowSpec, x, h0, c0, w_ih, w_hh, b_ih, b_hh):
     if spec.kind == "rnn":
         torch.addmm(b_ih + b_hh, x2d, w_ih.t(), out=out.view(T * B, H))  # W_ih x_t + b, then += W_hh h_{t-1}
         act = {"tanh": torch.tanh_, "relu": torch.relu_}.get(spec.activation)
+        sign = torch.empty_like(h0) if spec.activation == "modrelu" else None
         for t in order:
             outs[t].addmm_(prevs[t], wt)
             if act is not None:
                 act(outs[t])
+            elif sign is not None:                                        # sign(a) ⊙ relu(|a| + b)
+                torch.sign(outs[t], out=sign)
+                outs[t].abs_().add_(b_act).relu_().mul_(sign)
         return found
     gx = torch.addmm(b_ih, x2d, w_ih.t()).view(T, B, 3 * H)               # GRU: W_ih x_t + b_ih
     gh = spec.pool.fresh(x, T, B, 3 * H)          # r, z pre-activations (-> r, z in place) | W_hn h_{t-1} + b_hn
@@ -481,8 +487,8 @@ class RowBPTT(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x, h0, c0, w_ih, w_hh, b_ih, b_hh, spec: _RowSpec):
-        found = _row_forward(spec, x, h0, c0, w_ih, w_hh, b_ih, b_hh)
+    def forward(ctx, x, h0, c0, w_ih, w_hh, b_ih, b_hh, b_act, spec: _RowSpec):
+        found = _row_forward(spec, x, h0, c0, w_ih, w_hh, b_ih, b_hh, b_act)
         out = found["out"]
         found["out"] = out.detach()  # `out` becomes this node's output: ctx holding it would be a reference cycle
         ctx.save_for_backward(x, w_ih, w_hh)
@@ -513,7 +519,7 @@ class RowBPTT(torch.autograd.Function):
         first = order[0]
         one = torch.ones((), dtype=out.dtype, device=out.device)
         ws = spec.pool.scratch
-        g_h0 = g_c0 = None
+        g_h0 = g_c0 = g_b_act = None
 
         if kind == "rnn":
             act = spec.activation
@@ -521,6 +527,8 @@ class RowBPTT(torch.autograd.Function):
                 deriv = torch.addcmul(one, out, out, value=-1, out=ws("rnn_d", out))  # 1 - h²
             elif act == "relu":
                 deriv = (out > 0).to(out.dtype)
+            elif act == "modrelu":                                    # 1 where |a| + b > 0, i.e. where h ≠ 0
+                deriv = (out != 0).to(out.dtype)
             else:
                 deriv = None
             d_a = dh if deriv is None else ws("rnn_da", dh)          # ∂L/∂(pre-activation)
@@ -537,6 +545,8 @@ class RowBPTT(torch.autograd.Function):
                     torch.mul(dhs[t], ders[t], out=d_as[t])
                 nxt = t
             d_x = d_hh = d_a                                          # ∂L/∂(W_ih x + b_ih) = ∂L/∂(W_hh h + b_hh)
+            if act == "modrelu" and ctx.needs_input_grad[7]:
+                g_b_act = (d_a * torch.sign(out)).sum((0, 1))           # ∂h/∂b = sign(a) where h ≠ 0
             if ctx.needs_input_grad[1]:
                 g_h0 = d_as[first].mm(w_hh)
 
@@ -596,7 +606,7 @@ class RowBPTT(torch.autograd.Function):
         if spec.trace is not None:
             spec.trace._dh = dh
             spec.trace._dc = dc
-        return g_x, g_h0, g_c0, g_w_ih, g_w_hh, g_b_ih, g_b_hh, None
+        return g_x, g_h0, g_c0, g_w_ih, g_w_hh, g_b_ih, g_b_hh, g_b_act, None
 
 
 class RecurrentNet(nn.Module):
@@ -606,17 +616,19 @@ class RecurrentNet(nn.Module):
         super().__init__()
         self.kind = config.model
         self.activation_name = config.activation
-        self.activation = ACTIVATIONS[config.activation]
         self.hidden_size = config.hidden_size
         self.num_layers = config.num_layers
         self.num_directions = 2 if config.bidirectional else 1
         module = {"rnn": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}[self.kind]
-        kwargs = {"nonlinearity": config.activation if config.activation != "identity" else "tanh"} \
+        kwargs = {"nonlinearity": config.activation if config.activation in ("tanh", "relu") else "tanh"} \
             if self.kind == "rnn" else {}
         # Holds the parameters (torch names/shapes); its fused forward is never used here.
         self.rnn = module(input_size, config.hidden_size, config.num_layers,
                           bidirectional=config.bidirectional, **kwargs)
         self.head = nn.Linear(config.hidden_size * self.num_directions, output_size)
+        # modReLU's bias b per (row, unit); registered only for it, so other models' state dicts stay torch's
+        self.modrelu_bias = nn.Parameter(torch.zeros(self.num_rows, config.hidden_size)) \
+            if config.activation == "modrelu" else None
         self._buffer_pool = BufferPool()  # the fast engine's reusable buffers (see BufferPool)
         initialize(self, config)
 
@@ -633,6 +645,12 @@ class RecurrentNet(nn.Module):
     def row_label(self, row: int) -> str:
         layer, direction = divmod(row, self.num_directions)
         return f"layer {layer + 1}" + (" (backward)" if direction else "")
+
+    def activate(self, a: torch.Tensor, row: int) -> torch.Tensor:
+        """The RNN's φ(a) for row `row` (modReLU reads the row's bias)."""
+        if self.modrelu_bias is None:
+            return ACTIVATIONS[self.activation_name](a)
+        return torch.sign(a) * torch.relu(a.abs() + self.modrelu_bias[row])
 
     def recurrent_matrix(self, row: int) -> torch.Tensor:
         """The (H, H) block called W_hh for this row (see RECURRENT_BLOCK)."""
@@ -686,10 +704,11 @@ class RecurrentNet(nn.Module):
                                 self._buffer_pool)
                 last = 0 if direction else T - 1
                 if lstm:
-                    h, c_last = RowBPTT.apply(layer_input, state[0][row], state[1][row], *weights, spec)
+                    h, c_last = RowBPTT.apply(layer_input, state[0][row], state[1][row], *weights, None, spec)
                     final_c.append(c_last)
                 else:
-                    h = RowBPTT.apply(layer_input, state[row], None, *weights, spec)
+                    b_act = None if self.modrelu_bias is None else self.modrelu_bias[row]
+                    h = RowBPTT.apply(layer_input, state[row], None, *weights, b_act, spec)
                 final_h.append(h[last].clone())  # not a view: the row's buffers can be recycled
                 outs.append(h)
             layer_input = outs[0] if len(outs) == 1 else torch.cat(outs, dim=2)  # (T, B, H*D)
@@ -738,7 +757,7 @@ class RecurrentNet(nn.Module):
                     state = detach_state(state)
                 elif scale is not None and scale != 1.0:
                     state = map_state(state, lambda s: ScaleGrad.apply(s, scale))
-            state, gates = self._cell(x_proj[t], state, w_hh, b_hh)
+            state, gates = self._cell(x_proj[t], state, w_hh, b_hh, row)
             h = state[0] if self.kind == "lstm" else state
             if trace is not None:
                 h.retain_grad()
@@ -760,10 +779,10 @@ class RecurrentNet(nn.Module):
                 _pending=(hs, cs)))
         return hs, state
 
-    def _cell(self, x_proj, state, w_hh, b_hh):
-        """One time step. x_proj (B, G*H) already holds W_ih x_t + b_ih."""
+    def _cell(self, x_proj, state, w_hh, b_hh, row: int = 0):
+        """One time step of row `row`. x_proj (B, G*H) already holds W_ih x_t + b_ih."""
         if self.kind == "rnn":
-            return self.activation(x_proj + torch.addmm(b_hh, state, w_hh.t())), ()
+            return self.activate(x_proj + torch.addmm(b_hh, state, w_hh.t()), row), ()
         if self.kind == "gru":
             h = state
             x_r, x_z, x_n = x_proj.chunk(3, 1)

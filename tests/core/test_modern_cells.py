@@ -86,6 +86,58 @@ def test_orthogonal_constraint_refuses_what_it_cannot_hold():
         trainer.edit_eigenvalue(0, complex(record.eigenvalues[0, 0]), 0.5)
 
 
+# -- modReLU RNN ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("layers,bidirectional", [(1, False), (2, True)])
+def test_modrelu_rnn_forward_and_gradient_equal_a_straightforward_loop(layers, bidirectional):
+    config = Config(activation="modrelu", hidden_size=6, num_layers=layers, bidirectional=bidirectional)
+    torch.manual_seed(0)
+    net = build_model(config, 3, 2).double()
+    D, T, B = 2 if bidirectional else 1, 12, 4
+    with torch.no_grad():
+        net.modrelu_bias.uniform_(-0.8, 0.3)                 # some units in the dead zone |a| < −b
+    x, weights = torch.randn(T, B, 3, dtype=torch.double), torch.randn(T, B, 2, dtype=torch.double)
+    outputs, trace = _recorded(net, x, weights)
+
+    params = {name: p.detach().clone().requires_grad_() for name, p in net.rnn.named_parameters()}
+    bias = net.modrelu_bias.detach().clone().requires_grad_()
+    hs, layer_input = [], x
+    for layer in range(layers):
+        outs = []
+        for d in range(D):
+            suffix = f"_l{layer}" + ("_reverse" if d else "")
+            w_ih, w_hh, b_ih, b_hh = (params[n + suffix] for n in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
+            h, row = torch.zeros(B, 6, dtype=torch.double, requires_grad=True), [None] * T
+            for t in (range(T - 1, -1, -1) if d else range(T)):
+                a = layer_input[t] @ w_ih.T + b_ih + h @ w_hh.T + b_hh
+                h = torch.sign(a) * torch.clamp(a.abs() + bias[layer * D + d], min=0)   # modReLU(a)
+                row[t] = h
+            hs.append(row)
+            outs.append(torch.stack(row))
+        layer_input = torch.cat(outs, dim=2)
+    ref_out = layer_input @ net.head.weight.detach().T + net.head.bias.detach()
+    loss = (ref_out * weights).sum()
+    grads = torch.autograd.grad(loss, [h for row in hs for h in row] + [bias] + list(params.values()))
+    _close(outputs, ref_out)
+    assert (trace.rows[0].h == 0).any() and (trace.rows[0].h != 0).any()     # the dead zone is exercised
+    for r in range(layers * D):
+        _close(trace.rows[r].dh, torch.stack(grads[r * T:(r + 1) * T]))
+    n = layers * D * T
+    _close(net.modrelu_bias.grad, grads[n])                                   # the learned bias b too
+    for (name, p), g in zip(net.rnn.named_parameters(), grads[n + 1:]):
+        _close(p.grad, g)
+
+
+def test_modrelu_is_an_rnn_option_validated_by_name():
+    assert Config().with_text(activation="modrelu").activation == "modrelu"
+    with pytest.raises(ConfigError, match="activation"):
+        Config(model="gru", activation="modrelu")
+    trainer = Trainer(Config(activation="modrelu", hidden_size=8, seq_len=10))
+    record = trainer.step(detail=True, jacobians=True)
+    assert "modrelu_bias" in record.param_grad_norms and record.param_grad_norms["modrelu_bias"] > 0
+    assert record.contributions is not None and np.isfinite(record.jacobians.log10_product).all()
+    assert "modrelu_bias" not in dict(Trainer(Config(hidden_size=8, seq_len=10)).model.named_parameters())
+
+
 # -- minGRU / minLSTM ------------------------------------------------------------------------------------
 def _min_cell(net, row, kind):
     """The row's cell as the paper writes it: x_t, h_{t−1} -> h_t (gates from x_t only)."""
