@@ -1,7 +1,12 @@
 # Sourced by run.sh and test.sh: make and activate the project's own virtual environment
 # (.venv beside the code), so nothing is installed into the system Python (Debian 12 and
 # Ubuntu 23.04+ mark it externally managed). GRADFLOW_PYTHON picks the interpreter (>= 3.11).
-# Usage: source scripts/venv.sh EXTRAS   (EXTRAS: "" for the app, "[test]" for the tests)
+# Usage: source scripts/venv.sh EXTRAS   (EXTRAS: "" for the app, "[test]" for the tests;
+#        "--functions" only defines the functions below, for tests/test_install_scripts.py)
+# torch: on Linux, PyPI's torch is a multi-GB CUDA build; the app needs only the CPU build, from PyTorch's
+# own index, which is asked for only when it answers within 3 s (an offline machine or a local mirror
+# installs as before, with no pip retrying an unreachable index for minutes). GRADFLOW_TORCH_INDEX: another
+# index to ask (on any system), or "none".
 set -euo pipefail
 project_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv_dir="${GRADFLOW_VENV:-$project_root/.venv}"
@@ -18,6 +23,34 @@ find_python() {
     done
     return 1
 }
+
+# The extra index to take torch from, on stdout ("" for none); what was decided, on stderr. $1: a Python.
+torch_index() {
+    local url
+    if [ -n "${GRADFLOW_TORCH_INDEX:-}" ]; then
+        url="$GRADFLOW_TORCH_INDEX"
+        [ "$url" != none ] || return 0
+    elif [ "$(uname -s)" = Linux ]; then
+        url="https://download.pytorch.org/whl/cpu"
+    else
+        return 0   # macOS and Windows: PyPI's torch is the CPU build
+    fi
+    # a thread, so that a name lookup that hangs is cut short as well (macOS has no `timeout` command)
+    if "$1" -c 'import sys, threading, urllib.request as r
+ok = []
+ask = lambda: ok.append(r.urlopen(r.Request(sys.argv[1], method="HEAD"), timeout=3))
+asking = threading.Thread(target=ask, daemon=True)
+asking.start()
+asking.join(4)
+sys.exit(not ok)' "$url/torch/" 2>/dev/null; then
+        echo "gradflow: torch from $url (an extra index)" >&2
+        echo "$url"
+    else
+        echo "gradflow: $url did not answer: torch from pip's usual sources (on Linux PyPI's is the CUDA build)" >&2
+    fi
+}
+
+[ "$extras" != --functions ] || return 0
 
 if [ ! -x "$venv_dir/bin/python" ]; then
     python="$(find_python)" || {
@@ -39,10 +72,13 @@ fi
 stamp="$venv_dir/.gradflow-installed$(echo "$extras" | tr -d "[]")"
 if [ ! -f "$stamp" ] || [ "$project_root/pyproject.toml" -nt "$stamp" ]; then
     echo "gradflow: installing the project$extras into $venv_dir (first time takes a few minutes)" >&2
+    index="$(torch_index "$venv_dir/bin/python")"
     if [ -x "$venv_dir/bin/pip" ] || "$venv_dir/bin/python" -m pip --version >/dev/null 2>&1; then
-        "$venv_dir/bin/python" -m pip install --quiet --disable-pip-version-check -e "$project_root$extras"
-    else   # made by uv: no pip inside
-        uv pip install --quiet --python "$venv_dir/bin/python" -e "$project_root$extras"
+        "$venv_dir/bin/python" -m pip install --quiet --disable-pip-version-check ${index:+--extra-index-url "$index"} \
+            -e "$project_root$extras"
+    else   # made by uv: no pip inside; uv takes a package from the first index that has it unless told otherwise
+        uv pip install --quiet --python "$venv_dir/bin/python" \
+            ${index:+--extra-index-url "$index" --index-strategy unsafe-best-match} -e "$project_root$extras"
     fi
     touch "$stamp"
 fi

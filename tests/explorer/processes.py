@@ -54,6 +54,23 @@ def wait_for_engine_process(app_pid: int, timeout: float) -> int | None:
     return None
 
 
+def catches(pid: int, signum: int) -> bool:
+    """Whether `pid` has a handler of its own for `signum` (the SigCgt mask in /proc/PID/status)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:   # gone
+        return False
+    mask = next(int(line.split()[1], 16) for line in status.splitlines() if line.startswith("SigCgt:"))
+    return bool(mask >> (signum - 1) & 1)
+
+
+def wait_until_catches(pid: int, signum: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not catches(pid, signum) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return catches(pid, signum)
+
+
 def alive(pid: int) -> bool:
     """Running (a zombie, dead but not yet reaped by its parent, does not count)."""
     try:

@@ -19,7 +19,7 @@ from core.presets import DEFAULT_PRESET, load_preset
 from explorer.engine.worker import EngineConnection
 
 SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
-WAIT_MS = 30_000   # the first build imports torch; a busy machine can be slow
+WAIT_MS = 120_000   # a deadline, not a speed: the first build imports torch, and a busy 2-core machine is slow
 SHUTDOWN_MS = 30_000   # a deadline for the mechanism, not a speed claim (benchmarks/bench_close.py times it)
 
 
@@ -188,9 +188,10 @@ def test_max_rate_limits_steps_per_second(qtbot, session):
     s.worker.pause()
     elapsed = time.perf_counter() - start
     qtbot.waitUntil(lambda: len(rec.paused_at) == 1, timeout=WAIT_MS)
-    # at 5/s at most 5 * elapsed + 1 steps began before the pause, + the closing step after it; unlimited,
-    # this model takes hundreds of steps a second. A slow machine only makes the count smaller.
-    assert rec.records[-1].step - start_step <= 5 * elapsed + 2
+    # at 5/s at most 5 * elapsed + 1 steps began before the pause, + one begun as Pause was asked (the engine
+    # had looked at the flag just before), + the closing step after it; unlimited, this model takes hundreds of
+    # steps a second. A slow machine only makes the count smaller.
+    assert rec.records[-1].step - start_step <= 5 * elapsed + 3
 
 
 def test_stop_while_playing_finishes_the_thread_and_the_engine_process(qtbot, session):
