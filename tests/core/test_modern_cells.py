@@ -125,6 +125,10 @@ def test_modrelu_rnn_forward_and_gradient_equal_a_straightforward_loop(layers, b
     _close(net.modrelu_bias.grad, grads[n])                                   # the learned bias b too
     for (name, p), g in zip(net.rnn.named_parameters(), grads[n + 1:]):
         _close(p.grad, g)
+    net.engine = "unrolled"                                                   # the reference engine agrees
+    _, unrolled = _recorded(net, x, weights)
+    for r in range(layers * D):
+        _close(unrolled.rows[r].dh, trace.rows[r].dh)
 
 
 def test_modrelu_is_an_rnn_option_validated_by_name():
