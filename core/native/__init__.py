@@ -228,10 +228,11 @@ def _sole_builder(folder: Path, wait: bool):
 
 def _build_running() -> bool:
     folder = _paths()[1]
-    if not folder.is_dir():
+    try:
+        with _sole_builder(folder, wait=False) as free:
+            return not free
+    except OSError:   # no build folder yet, or one this user cannot write: no build of ours runs there
         return False
-    with _sole_builder(folder, wait=False) as free:
-        return not free
 
 
 def main(argv: list[str] | None = None) -> int:
