@@ -2,6 +2,8 @@
 (the app's default; this module is then imported there to run `state_arrays`) or in the worker's thread."""
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 WAIT_MS = 30_000
@@ -14,6 +16,12 @@ def in_engine(qtbot, window, fn):
     qtbot.waitUntil(lambda: "error" in box, timeout=WAIT_MS)
     assert box["error"] == "", box["error"]
     return box["result"]
+
+
+def caught_up(qtbot, window):
+    """Return once every record the engine sent before now has arrived: a call to the engine and back (its answer
+    comes after the step under way, and after that step's record)."""
+    in_engine(qtbot, window, operator.attrgetter("steps_done"))
 
 
 def state_arrays(trainer) -> dict[str, np.ndarray]:
