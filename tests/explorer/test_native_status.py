@@ -3,6 +3,7 @@ through the worker's native_status signal, shown by the readout for LSTM runs an
 from __future__ import annotations
 
 import multiprocessing
+from pathlib import Path
 
 import pytest
 from PySide6.QtCore import QObject, Slot
@@ -97,6 +98,7 @@ def test_the_engine_reports_a_build_as_it_goes_and_only_lstm_runs_show_it(qtbot,
         assert connection.shutdown(SHUTDOWN_MS)
 
 
+@pytest.mark.skipif(not Path("/bin/false").exists(), reason="needs /bin/false as the failing compiler")
 def test_an_engine_process_reports_its_real_background_build_failing(qtbot, native_on, monkeypatch):
     """The app's path: an engine process (spawn, so it takes this test's environment), a real background build
     with a compiler that always fails (/bin/false), its states pickled across to the readout."""
@@ -105,7 +107,8 @@ def test_an_engine_process_reports_its_real_background_build_failing(qtbot, nati
     connection, readout, seen = watched(qtbot, LSTM, isolated=True)
     try:
         qtbot.waitUntil(lambda: any(state == "failed" for state, _, _ in seen.states), timeout=WAIT_MS)
-        assert [state for state, _, _ in seen.states] == ["building", "failed"]
+        states = [state for state, _, _ in seen.states]
+        assert states[-1] == "failed" and states in (["building", "failed"], ["failed"])   # each change once
         assert all(lstm for _, lstm, _ in seen.states)
         assert "the build failed (see " in seen.states[-1][2] and ".log)" in seen.states[-1][2]
         assert readout.native.text() == "LSTM loops: Python (compile failed)"
