@@ -11,12 +11,14 @@ from html import escape
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QFont
+from PySide6.QtGui import QColor, QFont, QGuiApplication, QPixmapCache
 from PySide6.QtWidgets import QGraphicsItem, QSizePolicy
 
 from explorer.theme import Theme
 
 LOG_CLAMP = 300.0    # |log10| beyond this is drawn at the clamp (float64 spans about ±308)
+AXIS_CACHE_SCREENS = 3   # Qt's pixmap cache holds this many screenfuls (it is 10 MB by default): room for the
+                         # cached axes of every plot on screen, each as large as its plot (it draws the grid)
 
 pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
 
@@ -134,6 +136,18 @@ class IntegerAxis(pg.AxisItem):
         return levels or [(1.0, 0.0)]
 
 
+class FrameAxis(pg.AxisItem):
+    """The top or right edge of a plot's frame: a line, no ticks, so no grid either. Without a grid its
+    cached pixmap is a strip along the edge instead of the whole plot (pyqtgraph draws the right axis's line
+    1 px outside its zero-width box, hence the margin)."""
+
+    def setGrid(self, grid):
+        super().setGrid(False)
+
+    def boundingRect(self):
+        return super().boundingRect().adjusted(-2, -2, 2, 2)
+
+
 def new_plot(layout: pg.GraphicsLayout, row: int, col: int, x_label: str, y_label: str,
              log_y: bool = False, int_x: bool = False, int_y: bool = False, **kwargs) -> pg.PlotItem:
     """A PlotItem in `layout` with labelled axes, no SI-prefix rescaling and a tidy frame.
@@ -145,9 +159,11 @@ def new_plot(layout: pg.GraphicsLayout, row: int, col: int, x_label: str, y_labe
         axes["left"] = IntegerAxis("left")
     if int_x:
         axes["bottom"] = IntegerAxis("bottom")
+    axes.update(top=FrameAxis("top"), right=FrameAxis("right"))
     plot = layout.addPlot(row=row, col=col, **kwargs)
     plot.setLabel("bottom", x_label)
     plot.setLabel("left", y_label)
+    make_room_for_axis_caches()
     for name in AXES:
         plot.getAxis(name).enableAutoSIPrefix(False)
         # The axes draw the grid across the plot, so every new curve would repaint their ticks, labels and
@@ -157,13 +173,26 @@ def new_plot(layout: pg.GraphicsLayout, row: int, col: int, x_label: str, y_labe
     plot.showAxis("right")
     for name in ("top", "right"):  # a closed frame without duplicate tick labels
         plot.getAxis(name).setStyle(showValues=False)
-    plot.getAxis("top").setTicks([])   # frame only (the right axis keeps ticks for the grid)
+    plot.getAxis("top").setTicks([])   # frame only
     plot.getAxis("right").setTicks([])
     if log_y:
         plot.setLogMode(x=False, y=True)
     plot.setMenuEnabled(False)
     plot.hideButtons()
     return plot
+
+
+def make_room_for_axis_caches():
+    """Raise Qt's pixmap cache to AXIS_CACHE_SCREENS of the largest screen. A cached axis spans its plot: at
+    1920×1080 two plots' axes need ~25 MB, and with the default 10 MB they pushed each other out, so every
+    axis was painted again every frame (half the frame's paint time)."""
+    screens = QGuiApplication.screens()
+    if not screens:
+        return
+    pixels = max(s.size().width() * s.size().height() * s.devicePixelRatio() ** 2 for s in screens)
+    kb = int(AXIS_CACHE_SCREENS * 4 * pixels / 1024)   # 4 bytes a pixel
+    if QPixmapCache.cacheLimit() < kb:
+        QPixmapCache.setCacheLimit(kb)
 
 
 def stack_plots(layout: pg.GraphicsLayout, top: pg.PlotItem, bottom: pg.PlotItem,
