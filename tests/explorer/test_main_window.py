@@ -18,7 +18,6 @@ from PySide6.QtCore import Qt
 
 from core.presets import DEFAULT_PRESET, load_preset, preset_names
 from explorer.window.main_window import MainWindow
-from explorer.theme import THEMES
 from window_probes import in_engine   # tests/explorer is on sys.path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -294,26 +293,6 @@ def test_an_exception_in_the_worker_is_shown_and_the_app_keeps_running(qtbot, wi
     monkeypatch.setattr(trainer, "step", original)
     window.step_action.trigger()
     qtbot.waitUntil(lambda: window.shown_record.step == 2, timeout=WAIT_MS)
-
-
-# -- theme and persistence --------------------------------------------------------------------------------------
-def test_theme_switch_restyles_every_panel_and_persists_with_the_layout(open_window, settings):
-    window = open_window()
-    window.theme_actions["light"].trigger()
-    assert window.theme.name == "light"
-    assert all(p.theme.name == "light" for p in window.panels)
-    assert THEMES["light"].foreground in window.styleSheet()
-    window.presentation_action.trigger()
-    assert all(p.theme.presentation for p in window.panels)
-    hidden = window.panel_docks[type(window.panels[-1]).__name__]
-    hidden.close()
-    window.close()
-    assert settings.value("theme") == "light"
-
-    again = open_window()
-    assert again.theme.name == "light" and again.theme.presentation
-    assert all(p.theme.name == "light" for p in again.panels)
-    assert again.panel_docks[type(again.panels[-1]).__name__].isHidden()
 
 
 # -- close ------------------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from explorer.panels import (DEEPER_PANELS, PANELS, ContributionsPanel, Gradient
                              HiddenStatePanel, JacobiansPanel, LstmHighwayPanel, Panel, SpectrumPanel,
                              TaskViewPanel, TrainingPanel, connect_panels)
 from explorer.panels.lstm_highway import NOT_LSTM
-from explorer.theme import THEMES, Theme, get_theme, presentation
+from explorer.theme import THEMES, presentation
 from panel_helpers import JACOBIAN_CONFIGS, LARGE, Run, feed, gaps, jacobian_run, make   # tests/explorer is on sys.path
 
 SMALL = dict(hidden_size=16, batch_size=8)
@@ -380,18 +380,6 @@ def test_apply_theme_restyles_backgrounds_and_fonts_in_place(qtbot):
                 assert axis.style["tickFont"].pointSizeF() == pytest.approx(theme.font_pt)
                 assert axis.textPen().color().name() == theme.foreground
         assert [id(v) for v in panel.graphics_views()] == before
-
-
-def test_themes_are_frozen_with_a_larger_presentation_variant():
-    assert set(THEMES) == {"light", "dark"}
-    light = THEMES["light"]
-    assert isinstance(light, Theme) and light.background.lower() == "#ffffff"
-    big = get_theme("light", presentation_mode=True)
-    assert big.presentation and big.font_pt > 1.5 * light.font_pt and big.pen_width > 1.5 * light.pen_width
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        light.name = "x"
-    with pytest.raises(ValueError, match="theme must be one of"):
-        get_theme("sepia")
 
 
 def test_a_new_run_drops_the_old_runs_task_preview_and_hidden_state(qtbot):

@@ -1,0 +1,56 @@
+"""Themes: light and dark, each with a larger presentation variant, frozen; switching restyles every panel and
+persists with the layout; presentation mode enlarges captions, plots and controls."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from explorer.theme import THEMES, Theme, get_theme
+from window_helpers import LECTURE_SIZE   # tests/explorer is on sys.path
+
+
+def test_themes_are_frozen_with_a_larger_presentation_variant():
+    assert set(THEMES) == {"light", "dark"}
+    light = THEMES["light"]
+    assert isinstance(light, Theme) and light.background.lower() == "#ffffff"
+    big = get_theme("light", presentation_mode=True)
+    assert big.presentation and big.font_pt > 1.5 * light.font_pt and big.pen_width > 1.5 * light.pen_width
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        light.name = "x"
+    with pytest.raises(ValueError, match="theme must be one of"):
+        get_theme("sepia")
+
+
+def test_theme_switch_restyles_every_panel_and_persists_with_the_layout(open_window, settings):
+    window = open_window()
+    window.theme_actions["light"].trigger()
+    assert window.theme.name == "light"
+    assert all(p.theme.name == "light" for p in window.panels)
+    assert THEMES["light"].foreground in window.styleSheet()
+    window.presentation_action.trigger()
+    assert all(p.theme.presentation for p in window.panels)
+    hidden = window.panel_docks[type(window.panels[-1]).__name__]
+    hidden.close()
+    window.close()
+    assert settings.value("theme") == "light"
+
+    again = open_window()
+    assert again.theme.name == "light" and again.theme.presentation
+    assert all(p.theme.name == "light" for p in again.panels)
+    assert again.panel_docks[type(again.panels[-1]).__name__].isHidden()
+
+
+@pytest.mark.window_size(*LECTURE_SIZE)
+def test_presentation_mode_enlarges_captions_plots_and_controls(qtbot, window):
+    panel = window.panel("GradientTimePanel")
+    caption = panel.caption_label
+    small = caption.font().pointSizeF()
+    app_small = window.font().pointSizeF()
+    window.presentation_action.trigger()
+    qtbot.waitUntil(lambda: caption.font().pointSizeF() > small, timeout=5000)
+    assert caption.font().pointSizeF() >= 1.3 * small
+    assert window.font().pointSizeF() >= 1.3 * app_small               # menus, fields, status bar
+    assert all(p.theme.presentation for p in window.panels)            # plots: axes and lines scale
+    window.presentation_action.trigger()
+    qtbot.waitUntil(lambda: caption.font().pointSizeF() == small, timeout=5000)
