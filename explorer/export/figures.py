@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import argparse
 import io
+import math
 import os
+import re
 import sys
+import xml.etree.ElementTree as ET
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPoint, QRectF, QSize
-from PySide6.QtGui import QGuiApplication, QImage, QPainter
+from PySide6.QtGui import QGuiApplication, QImage, QPainter, QPalette
 from PySide6.QtSvg import QSvgGenerator
-from PySide6.QtWidgets import QApplication, QGridLayout, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QApplication, QComboBox, QGraphicsItem, QGraphicsOpacityEffect, QGridLayout, QLabel,
+                               QVBoxLayout, QWidget)
 
 from core.files import atomic_write
 
@@ -27,6 +31,7 @@ IMAGE_SUFFIXES = (".png", ".svg")
 ANIMATION_SUFFIXES = (".gif", ".mp4")
 SCALES = (1, 2, 4)
 ANIMATION_FPS = 10          # GIF/MP4 of training, in the app and headless
+MAX_CELL_PX = 64            # an SVG heatmap's cell is at most this many pixels of its image a side
 
 
 class ExportError(RuntimeError):
@@ -57,29 +62,32 @@ def vector_painting(widget: QWidget):
     """While a figure is drawn for SVG: every pyqtgraph item under `widget` paints vectors, never pixmaps.
     Scatter symbols are drawn as paths (on screen they are copied from a pixmap atlas: in an SVG each marker
     would be an image of the whole sheet), no item paints from its pixmap cache (the axes cache theirs on
-    screen), and a colour bar is a linear gradient. Heatmaps (ImageItem) stay images: they are pixels."""
+    screen), and a colour bar is a linear gradient. Heatmaps (ImageItem) stay images: they are pixels; the
+    images of one plot (a heatmap and its overlay) become one, at the resolution they have on screen."""
     import pyqtgraph as pg
     from PySide6.QtGui import QBrush, QLinearGradient
-    from PySide6.QtWidgets import QGraphicsItem, QGraphicsRectItem, QGraphicsView
+    from PySide6.QtWidgets import QGraphicsRectItem, QGraphicsView
 
     views = widget.findChildren(pg.GraphicsView) + ([widget] if isinstance(widget, pg.GraphicsView) else [])
     cached: list[tuple[QGraphicsItem, QGraphicsItem.CacheMode]] = []
     exporting: list = []
-    gradients: list[tuple[QGraphicsItem, QGraphicsRectItem]] = []
+    replaced: list[tuple[list[QGraphicsItem], QGraphicsItem]] = []   # items hidden, the item drawn instead
     backgrounds = [(view, view.cacheMode()) for view in views]
-    merged_markers: list = []
     try:
         for view in views:
             view.setCacheMode(QGraphicsView.CacheModeFlag.CacheNone)   # else the background is one image
+            images: dict[QGraphicsItem, list[pg.ImageItem]] = {}
             for item in view.scene().items():
                 if item.cacheMode() != QGraphicsItem.CacheMode.NoCache:
                     cached.append((item, item.cacheMode()))
                     item.setCacheMode(QGraphicsItem.CacheMode.NoCache)
-                if isinstance(item, pg.ScatterPlotItem) and item.isVisible():
+                if isinstance(item, pg.ImageItem) and item.isVisible() and item.image is not None:
+                    images.setdefault(item.parentItem(), []).append(item)
+                elif isinstance(item, pg.ScatterPlotItem) and item.isVisible():
                     merged = _merged_markers(item)
                     if merged is not None:
                         item.setVisible(False)
-                        merged_markers.append((item, merged))
+                        replaced.append(([item], merged))
                     else:
                         item.setExportMode(True, {"antialias": True, "resolutionScale": 1.0})
                         exporting.append(item)
@@ -98,7 +106,13 @@ def vector_painting(widget: QWidget):
                         gradient.setColorAt(i / (len(lut) - 1), pg.mkColor(tuple(int(c) for c in rgba)))
                     rect.setBrush(QBrush(gradient))
                     bar.setVisible(False)
-                    gradients.append((bar, rect))
+                    replaced.append(([bar], rect))
+            for layers in images.values():
+                merged = _heatmap(layers, view)
+                if merged is not None:
+                    for layer in layers:
+                        layer.setVisible(False)
+                    replaced.append((layers, merged))
         yield
     finally:
         for view, mode in backgrounds:
@@ -107,16 +121,85 @@ def vector_painting(widget: QWidget):
             item.setCacheMode(mode)
         for item in exporting:
             item.setExportMode(False)
-        for bar, stand_in in (*gradients, *merged_markers):
-            bar.setVisible(True)
+        for items, stand_in in replaced:
+            for item in items:
+                item.setVisible(True)
             if stand_in.scene() is not None:
                 stand_in.scene().removeItem(stand_in)
 
 
+@contextmanager
+def controls_as_text(widget: QWidget):
+    """While a figure is drawn for SVG: each visible combo box under `widget` is drawn as a framed label of
+    its current text (a style paints combo boxes from pixmaps: each would be an image in the SVG). The box
+    keeps its place in the layout; it is only made transparent."""
+    stand_ins: list[tuple[QComboBox, QLabel]] = []
+    try:
+        for combo in widget.findChildren(QComboBox):
+            if not combo.isVisibleTo(widget) or combo.graphicsEffect() is not None:
+                continue
+            palette = combo.palette()
+            label = QLabel(f"{combo.currentText()}  \u25be", combo.parentWidget())
+            label.setFont(combo.font())
+            label.setStyleSheet(
+                f"QLabel {{ background: {palette.color(QPalette.ColorRole.Button).name()}; "
+                f"color: {palette.color(QPalette.ColorRole.ButtonText).name()}; padding: 0 4px; "
+                f"border: 1px solid {palette.color(QPalette.ColorRole.Mid).name()}; border-radius: 3px; }}")
+            label.setGeometry(combo.geometry())
+            label.show()
+            hidden = QGraphicsOpacityEffect(combo)
+            hidden.setOpacity(0.0)     # not painted at all, and the layout does not change
+            combo.setGraphicsEffect(hidden)
+            stand_ins.append((combo, label))
+        yield
+    finally:
+        for combo, label in stand_ins:
+            combo.setGraphicsEffect(None)
+            label.hide()
+            label.deleteLater()
+
+
+def _heatmap(layers: list, view) -> QGraphicsItem | None:
+    """The ImageItems of one plot (a heatmap and its overlays) drawn in their stacking order into one pixmap
+    item in their place, each cell as many pixels as it covers on screen, so that no renderer smooths it
+    into its neighbours; None when the layers do not cover the same cells (each is then drawn as it is)."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtGui import QPixmap, QTransform
+    from PySide6.QtWidgets import QGraphicsPixmapItem
+
+    layers = sorted(layers, key=lambda item: item.zValue())
+    base = layers[0]
+    for layer in layers:
+        layer.render()   # its image as it paints it now (levels and lookup table applied)
+    if any(layer.qimage is None or layer.qimage.size() != base.qimage.size() or layer.transform() != base.transform()
+           or layer.pos() != base.pos() or layer.paintMode is not None for layer in layers):
+        return None
+    cells = base.qimage.size()
+    shown = view.mapFromScene(base.mapRectToScene(base.boundingRect())).boundingRect()
+    kx = max(1, min(MAX_CELL_PX, math.ceil(shown.width() / cells.width())))
+    ky = max(1, min(MAX_CELL_PX, math.ceil(shown.height() / cells.height())))
+    composite = QImage(cells, QImage.Format.Format_ARGB32_Premultiplied)
+    composite.fill(Qt.GlobalColor.transparent)
+    painter = QPainter(composite)
+    for layer in layers:
+        painter.setOpacity(layer.opacity())
+        painter.drawImage(0, 0, layer.qimage)
+    painter.end()
+    pixels = composite.scaled(cells.width() * kx, cells.height() * ky, Qt.AspectRatioMode.IgnoreAspectRatio,
+                              Qt.TransformationMode.FastTransformation)
+    item = QGraphicsPixmapItem(QPixmap.fromImage(pixels), base.parentItem())
+    item.setTransform(QTransform.fromScale(1 / kx, 1 / ky) * base.transform())
+    item.setPos(base.pos())
+    item.setZValue(base.zValue())
+    return item
+
+
 def _merged_markers(scatter):
-    """All of a scatter's markers as one path item in its ViewBox (pixel coordinates, clipped there like the
-    scatter), or None when its points do not share one style (they are then drawn one path each). One path
-    per scatter keeps an SVG of hundreds of eigenvalues small."""
+    """A scatter's markers as one path item in its ViewBox (pixel coordinates, clipped there like the scatter),
+    or None when its points do not share one style (they are then drawn one path each). One path per scatter
+    keeps an SVG of hundreds of eigenvalues small. Translucent or outlined markers are split into layers in
+    which none overlaps another (child items of the first), so that where they overlap they darken, or one's
+    fill covers the other's outline, as when drawn one by one."""
     import pyqtgraph as pg
     from pyqtgraph.graphicsItems.ScatterPlotItem import Symbols
     from PySide6.QtCore import QPointF, Qt
@@ -131,22 +214,40 @@ def _merged_markers(scatter):
     if not shared:
         return None
     size = float(opts["size"])
-    path = QPainterPath()
-    path.setFillRule(Qt.FillRule.WindingFill)   # overlapping markers stay filled
-    for x, y, visible in zip(data["x"], data["y"], data["visible"]):
-        if visible and np.isfinite(x) and np.isfinite(y):
-            centre = scatter.mapToItem(box, QPointF(float(x), float(y)))
+    pen, brush = pg.mkPen(opts["pen"]), pg.mkBrush(opts["brush"])
+    centres = [scatter.mapToItem(box, QPointF(float(x), float(y)))
+               for x, y, visible in zip(data["x"], data["y"], data["visible"])
+               if visible and np.isfinite(x) and np.isfinite(y)]
+    layered = brush.color().alpha() < 255 or pen.style() != Qt.PenStyle.NoPen
+    layers = (_overlap_layers(np.array([(c.x(), c.y()) for c in centres]), size) if layered and centres
+              else np.zeros(len(centres), dtype=int))
+    item = None
+    for layer in range(int(layers.max(initial=0)) + 1):
+        path = QPainterPath()
+        path.setFillRule(Qt.FillRule.WindingFill)   # overlapping markers stay filled
+        for centre in (c for c, k in zip(centres, layers) if k == layer):
             if opts["symbol"] == "o":   # a polygon at 1/10 px: a third of a Bézier circle's bytes in the SVG
                 corners = [QPointF(round(centre.x() + dx, 1), round(centre.y() + dy, 1))
                            for dx, dy in _circle(size / 2, 8 if size < 7 else 16)]
                 path.addPolygon(QPolygonF(corners + corners[:1]))
             else:
                 path.addPath(QTransform.fromScale(size, size).map(Symbols[opts["symbol"]]).translated(centre))
-    item = QGraphicsPathItem(path, box)
-    item.setPen(pg.mkPen(opts["pen"]))
-    item.setBrush(pg.mkBrush(opts["brush"]))
+        drawn = QGraphicsPathItem(path, box if item is None else item)
+        drawn.setPen(pen)
+        drawn.setBrush(brush)
+        item = item or drawn
     item.setZValue(scatter.zValue() + 1000)   # above the ViewBox's child group, as the scatter was within it
     return item
+
+
+def _overlap_layers(centres: np.ndarray, size: float) -> np.ndarray:
+    """For each marker (centres: (N, 2) px), the first layer in which it overlaps none of the markers before it."""
+    layers = np.zeros(len(centres), dtype=int)
+    for i in range(1, len(centres)):
+        near = np.hypot(*(centres[:i] - centres[i]).T) < size
+        taken = set(layers[:i][near].tolist())
+        layers[i] = next(k for k in range(i + 1) if k not in taken)
+    return layers
 
 
 def _circle(radius: float, corners: int) -> list[tuple[float, float]]:
@@ -164,10 +265,72 @@ def svg_bytes(widget: QWidget, title: str = "") -> bytes:
     generator.setTitle(title or "Gradient Flow Explorer")
     generator.setResolution(round(widget.logicalDpiX()))   # type in points comes out the size it is on screen
     painter = QPainter(generator)
-    with vector_painting(widget):
+    with vector_painting(widget), controls_as_text(widget):
         widget.render(painter, QPoint())
     painter.end()
-    return bytes(buffer.data())
+    return _portable(bytes(buffer.data()))
+
+
+SVG_NS, XLINK_NS = "http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"
+_POINT = re.compile(r"(-?[0-9.]+(?:e[-+]?[0-9]+)?),(-?[0-9.]+(?:e[-+]?[0-9]+)?)")
+_MATRIX = re.compile(r"matrix\(([^)]*)\)")
+
+
+def _portable(svg: bytes) -> bytes:
+    """Qt's SVG made to render alike in other renderers. Shapes that Qt wrote in a plot's data coordinates
+    under a scaling transform are rewritten in the figure's: Qt keeps their lines thin with
+    vector-effect="non-scaling-stroke" (SVG Tiny 1.2), which not every renderer honours (librsvg 2.48 does
+    not: it draws the 1.5 px unit circle of a spectrum 150 px wide). Groups holding anything else (text,
+    images, gradients) keep their transform."""
+    ET.register_namespace("", SVG_NS)
+    ET.register_namespace("xlink", XLINK_NS)
+    root = ET.fromstring(svg)
+    for group in root.iter(f"{{{SVG_NS}}}g"):
+        found = _MATRIX.fullmatch(group.get("transform", ""))
+        if found is None:
+            continue
+        matrix = tuple(float(v) for v in found.group(1).split(","))
+        children = list(group)
+        if matrix[:4] == (1, 0, 0, 1) or not children or "url(" in group.get("fill", "") or not all(
+                _movable(child, matrix) and (child.get("vector-effect") == "non-scaling-stroke"
+                                             or group.get("stroke") == "none") for child in children):
+            continue
+        for child in children:
+            _move(child, matrix)
+        del group.attrib["transform"]
+    return b'<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n' + ET.tostring(root, encoding="utf-8",
+                                                                                   xml_declaration=False)
+
+
+_POINTS = {f"{{{SVG_NS}}}path": "d", f"{{{SVG_NS}}}polyline": "points", f"{{{SVG_NS}}}polygon": "points"}
+_RECT = f"{{{SVG_NS}}}rect"
+
+
+def _movable(shape: ET.Element, matrix: tuple[float, ...]) -> bool:
+    """A path of absolute points (M, L, C, Z), a polyline, a polygon, or a rectangle under an axis-aligned
+    `matrix`: what `_move` rewrites."""
+    if shape.tag in _POINTS:
+        return set(_POINT.sub("", shape.get(_POINTS[shape.tag], ""))) <= set("MLCZ ")
+    return (shape.tag == _RECT and matrix[1] == matrix[2] == 0 and "url(" not in shape.get("fill", "")
+            and not ({"rx", "ry", "transform"} & set(shape.keys())))
+
+
+def _move(shape: ET.Element, matrix: tuple[float, ...]) -> None:
+    """`shape`'s coordinates mapped through the SVG `matrix` (a, b, c, d, e, f)."""
+    a, b, c, d, e, f = matrix
+    if shape.tag in _POINTS:
+        def moved(point: re.Match) -> str:
+            x, y = float(point.group(1)), float(point.group(2))
+            return f"{a * x + c * y + e:.2f},{b * x + d * y + f:.2f}"
+
+        key = _POINTS[shape.tag]
+        shape.set(key, _POINT.sub(moved, shape.get(key)))
+        return
+    x, y, w, h = (float(shape.get(key, 0)) for key in ("x", "y", "width", "height"))
+    left, right = sorted((a * x + e, a * (x + w) + e))
+    top, bottom = sorted((d * y + f, d * (y + h) + f))
+    for key, value in (("x", left), ("y", top), ("width", right - left), ("height", bottom - top)):
+        shape.set(key, f"{value:.2f}")
 
 
 def save_svg(widget: QWidget, path: str | Path, title: str = ""):
