@@ -11,75 +11,15 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given, settings as hyp_settings, strategies as st
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
 
 from core.config import SPECS
 from core.tasks.text import MAX_TEXT_BYTES
-from explorer import errors
-from window_helpers import SMALL, WAIT_MS, bar_button, step_once   # tests/explorer is on sys.path
+from window_helpers import SMALL, WAIT_MS, step_once   # tests/explorer is on sys.path
 from window_helpers import STABLE  # noqa: F401 - test_engine_process imports it from here, for now
 from window_probes import in_engine
 from explorer.window.settings import SettingsPanel
-
-
-# -- unexpected exceptions ----------------------------------------------------------------------------------
-@pytest.mark.qt_no_exception_capture
-def test_an_exception_in_a_slot_is_logged_shown_once_and_the_app_keeps_stepping(qtbot, window, log_file,
-                                                                                   monkeypatch):
-    errors.install_excepthook(window.errors)
-    original = window.readout.show_record
-
-    def broken(record, rate):
-        raise RuntimeError("simulated bug in a slot")
-
-    monkeypatch.setattr(window.readout, "show_record", broken)     # runs in the frame timer's slot
-    window.step_action.trigger()
-    qtbot.waitUntil(lambda: window.errors.dialog is not None, timeout=WAIT_MS)
-    dialog = window.errors.dialog
-    assert dialog.isVisible() and "simulated bug in a slot" in dialog.text()
-    assert "Traceback" in dialog.detailedText() and "broken" in dialog.detailedText()   # under Details…
-    logged = log_file.read_text()
-    assert "RuntimeError: simulated bug in a slot" in logged and "Traceback" in logged
-    window.step_action.trigger()                                   # another failing frame: no second dialog
-    qtbot.waitUntil(lambda: window.errors.count >= 2, timeout=WAIT_MS)
-    assert window.errors.dialog is dialog
-    window.errors.close_dialog()
-    qtbot.waitUntil(lambda: window.errors.dialog is None, timeout=5000)
-
-    monkeypatch.setattr(window.readout, "show_record", original)
-    step = window.latest.step
-    window.play()                                                   # the app keeps stepping
-    qtbot.waitUntil(lambda: window.latest.step >= step + 3, timeout=WAIT_MS)
-    window.pause()
-
-
-@pytest.mark.qt_no_exception_capture
-def test_an_exception_in_a_timer_callback_goes_through_the_hook(qtbot, window, log_file):
-    errors.install_excepthook(window.errors)
-
-    def bad():
-        raise ValueError("from a timer")
-
-    QTimer.singleShot(0, bad)
-    qtbot.waitUntil(lambda: window.errors.dialog is not None, timeout=5000)
-    assert "ValueError: from a timer" in window.errors.dialog.text()
-    window.errors.close_dialog()
-    assert "ValueError: from a timer" in log_file.read_text()
-
-
-def test_a_worker_failure_is_logged_with_its_traceback(qtbot, window, log_file, monkeypatch):
-    trainer = window.worker.trainer
-
-    def broken(*args, **kwargs):
-        raise RuntimeError("simulated failure in the engine")
-
-    monkeypatch.setattr(trainer, "step", broken)
-    window.step_action.trigger()
-    qtbot.waitUntil(lambda: "simulated failure" in window.message_bar.text(), timeout=WAIT_MS)
-    assert bar_button(window, "Details")
-    logged = log_file.read_text()
-    assert "simulated failure in the engine" in logged and "Traceback" in logged
 
 
 # -- bad input through the GUI ------------------------------------------------------------------------------

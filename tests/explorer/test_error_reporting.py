@@ -1,0 +1,85 @@
+"""An exception anywhere is reported and the app goes on: one in a slot or a timer callback goes through the hook
+(logged with its traceback, shown once in a dialog, Details holding the traceback); one in the engine is shown in
+the message bar and logged."""
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QTimer
+
+from explorer import errors
+from window_helpers import WAIT_MS, bar_button, wait_paused   # tests/explorer is on sys.path
+
+
+def test_an_exception_in_the_worker_is_shown_and_the_app_keeps_running(qtbot, window, monkeypatch):
+    trainer = window.worker.trainer
+    original = trainer.step
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("simulated failure in the engine")
+
+    monkeypatch.setattr(trainer, "step", broken)
+    window.play()
+    qtbot.waitUntil(lambda: "simulated failure" in window.message_bar.text(), timeout=WAIT_MS)
+    wait_paused(qtbot, window)
+    assert window.message_bar.kind == "error"
+    monkeypatch.setattr(trainer, "step", original)
+    window.step_action.trigger()
+    qtbot.waitUntil(lambda: window.shown_record.step == 2, timeout=WAIT_MS)
+
+
+@pytest.mark.qt_no_exception_capture
+def test_an_exception_in_a_slot_is_logged_shown_once_and_the_app_keeps_stepping(qtbot, window, log_file,
+                                                                                   monkeypatch):
+    errors.install_excepthook(window.errors)
+    original = window.readout.show_record
+
+    def broken(record, rate):
+        raise RuntimeError("simulated bug in a slot")
+
+    monkeypatch.setattr(window.readout, "show_record", broken)     # runs in the frame timer's slot
+    window.step_action.trigger()
+    qtbot.waitUntil(lambda: window.errors.dialog is not None, timeout=WAIT_MS)
+    dialog = window.errors.dialog
+    assert dialog.isVisible() and "simulated bug in a slot" in dialog.text()
+    assert "Traceback" in dialog.detailedText() and "broken" in dialog.detailedText()   # under Details…
+    logged = log_file.read_text()
+    assert "RuntimeError: simulated bug in a slot" in logged and "Traceback" in logged
+    window.step_action.trigger()                                   # another failing frame: no second dialog
+    qtbot.waitUntil(lambda: window.errors.count >= 2, timeout=WAIT_MS)
+    assert window.errors.dialog is dialog
+    window.errors.close_dialog()
+    qtbot.waitUntil(lambda: window.errors.dialog is None, timeout=5000)
+
+    monkeypatch.setattr(window.readout, "show_record", original)
+    step = window.latest.step
+    window.play()                                                   # the app keeps stepping
+    qtbot.waitUntil(lambda: window.latest.step >= step + 3, timeout=WAIT_MS)
+    window.pause()
+
+
+@pytest.mark.qt_no_exception_capture
+def test_an_exception_in_a_timer_callback_goes_through_the_hook(qtbot, window, log_file):
+    errors.install_excepthook(window.errors)
+
+    def bad():
+        raise ValueError("from a timer")
+
+    QTimer.singleShot(0, bad)
+    qtbot.waitUntil(lambda: window.errors.dialog is not None, timeout=5000)
+    assert "ValueError: from a timer" in window.errors.dialog.text()
+    window.errors.close_dialog()
+    assert "ValueError: from a timer" in log_file.read_text()
+
+
+def test_a_worker_failure_is_logged_with_its_traceback(qtbot, window, log_file, monkeypatch):
+    trainer = window.worker.trainer
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("simulated failure in the engine")
+
+    monkeypatch.setattr(trainer, "step", broken)
+    window.step_action.trigger()
+    qtbot.waitUntil(lambda: "simulated failure" in window.message_bar.text(), timeout=WAIT_MS)
+    assert bar_button(window, "Details")
+    logged = log_file.read_text()
+    assert "simulated failure in the engine" in logged and "Traceback" in logged
