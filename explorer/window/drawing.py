@@ -1,8 +1,10 @@
 """Drawing is throttled: records arrive as fast as the engine trains; the panels are drawn from a timer, at most
 about 32 times a second, with the run's frame record (explorer.window.run_state), and only where they are on
-screen (a panel behind a tab or closed catches up when it is shown)."""
+screen (a panel behind a tab or closed catches up when it is shown). While training runs, a FramePacer lowers
+the frame rate when drawing costs more than the window's share of the CPU: the window slows, never training."""
 from __future__ import annotations
 
+import os
 import time
 from typing import Any, Callable, Sequence
 
@@ -16,22 +18,70 @@ from explorer.window.timeline import TimelineBar
 
 FRAME_PERIOD_S = 0.031      # a frame at most every 31 ms (~32 fps: the target is >= 30) ...
 FRAME_POLL_MS = 6           # ... looked for every 6 ms, so a frame comes at most that late
-FRAME_COST_FACTOR = 3       # engine in a thread (GRADFLOW_ENGINE=thread): drawing takes at most ~1/3 of the time
+SLOWEST_FRAME_S = 0.25      # while training, the pacer stretches the period up to this (4 fps), never further
+WINDOW_SHARE = 0.6          # engine in its own process: the window's main thread uses at most this share of the
+                            # cores the engine leaves (2 cores: 0.6 of one; at ~0.7 training fell under 0.9×)
+THREAD_SHARE = 1 / 3        # engine in a thread (GRADFLOW_ENGINE=thread) or one core: a third of the time
+COST_SMOOTHING = 0.25       # weight of the newest frame in the pacer's running CPU cost per frame
 
 PanelError = Callable[[Any, Exception], None]   # (panel, exception), called inside the `except`
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity where the OS tells it)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def window_budget(playing: bool, isolated: bool, cores: int) -> float | None:
+    """The share of a core the window's main thread may use (None: no limit, nothing trains). The engine needs
+    one core: the window gets WINDOW_SHARE of the others; sharing the engine's interpreter or only core,
+    THREAD_SHARE."""
+    if not playing:
+        return None
+    if not isolated or cores < 2:
+        return THREAD_SHARE
+    return WINDOW_SHARE * (cores - 1)
+
+
+class FramePacer:
+    """The frame period, stretched so that the window's main thread stays within its CPU budget.
+
+    At each frame, `frame(budget)` reads `cpu_clock` (the main thread's CPU seconds): what it spent since the
+    last frame (drawing, Qt's painting, taking records) is that frame's cost, smoothed over frames. The period
+    is then cost / budget (a frame costing 30 ms of CPU, with 0.6 of a core, comes every 50 ms), within
+    FRAME_PERIOD_S .. SLOWEST_FRAME_S; as frames get cheaper it comes back to FRAME_PERIOD_S."""
+
+    def __init__(self, cpu_clock: Callable[[], float] = time.thread_time):
+        self.cpu_clock = cpu_clock
+        self.period = FRAME_PERIOD_S
+        self.cost: float | None = None          # smoothed CPU seconds per frame
+        self._cpu_at_last_frame: float | None = None
+
+    def frame(self, budget: float | None) -> float:
+        """A frame starts now: update and return the period until the next one."""
+        cpu = self.cpu_clock()
+        if self._cpu_at_last_frame is not None:
+            spent = cpu - self._cpu_at_last_frame
+            self.cost = spent if self.cost is None else self.cost + COST_SMOOTHING * (spent - self.cost)
+        self._cpu_at_last_frame = cpu
+        stretched = FRAME_PERIOD_S if budget is None or self.cost is None else self.cost / budget
+        self.period = min(max(FRAME_PERIOD_S, stretched), SLOWEST_FRAME_S)
+        return self.period
 
 
 class FrameDrawer(QObject):
     """Draws `run`'s frame record on `panels` from `frame_timer` when `dirty` (set it when there is something
     new to show), then the status readout. `shown_record`: what the panels drew last. A panel that raises is
-    reported to `panel_failed` and the others are still drawn."""
+    reported to `panel_failed` and the others are still drawn. `pacer` sets the frame period; `clock` is the
+    wall clock frames are timed by."""
 
     def __init__(self, panels: Sequence[QWidget], run: RunState, worker: Any, timeline: TimelineBar,
                  readout: StatusReadout, overlay: QWidget, rate: StepRate, panel_failed: PanelError,
-                 parent: QObject):
+                 parent: QObject, pacer: FramePacer | None = None, clock: Callable[[], float] = time.perf_counter):
         super().__init__(parent)
         self.panels, self.run, self.worker, self.timeline = panels, run, worker, timeline
         self.readout, self.overlay, self.rate, self.panel_failed = readout, overlay, rate, panel_failed
+        self.pacer, self.clock, self.cores = pacer or FramePacer(), clock, usable_cores()
         self.shown_record: Record | None = None
         self.dirty = False
         self._next_frame_at = 0.0
@@ -57,11 +107,12 @@ class FrameDrawer(QObject):
 
     @Slot()
     def _on_frame(self):
-        now = time.perf_counter()
+        now = self.clock()
         if now < self._next_frame_at:
             return
+        period = self.pacer.frame(window_budget(self.worker.is_playing(), self.worker.isolated, self.cores))
         # keep the cadence (a poll's lateness is not carried over); after a slow frame, wait half a period
-        self._next_frame_at = max(self._next_frame_at + FRAME_PERIOD_S, now + FRAME_PERIOD_S / 2)
+        self._next_frame_at = max(self._next_frame_at + period, now + period / 2)
         self.timeline.refresh()
         if self.dirty:
             self.draw()
@@ -71,15 +122,11 @@ class FrameDrawer(QObject):
     def draw(self):
         """Draw the frame record on every visible panel that does not show it yet, then the status bar.
 
-        Panels hidden behind a tab or closed are skipped (they catch up when shown). Frames come at most every
-        FRAME_PERIOD_S; with the engine in a thread, while playing, the next frame also waits at least
-        FRAME_COST_FACTOR × this frame's drawing time, so that drawing takes a bounded share of the
-        interpreter from the training thread."""
+        Panels hidden behind a tab or closed are skipped (they catch up when shown)."""
         self.dirty = False
         record = self.run.frame_record()
         if record is None:
             return
-        start = time.perf_counter()
         for panel in self.panels:
             if self._drawn.get(panel) is record or not on_screen(panel):
                 continue
@@ -92,9 +139,6 @@ class FrameDrawer(QObject):
         self.overlay.hide()
         status = self.run.scrubbed or self.run.latest          # the scrubbed step's values while scrubbed back
         self.readout.show_record(status, self.rate.rate() if self.worker.is_playing() else 0.0)
-        cost = time.perf_counter() - start
-        if self.worker.is_playing() and not self.worker.isolated:   # shares the interpreter with training
-            self._next_frame_at = max(self._next_frame_at, start + FRAME_COST_FACTOR * cost)
 
 
 def on_screen(widget: QWidget) -> bool:

@@ -1,0 +1,124 @@
+"""The window lowers its frame rate, never the training speed: FrameDrawer driven by its timer's signal on a
+fake wall clock, with panels whose drawing costs fake CPU time (the pacer's clock). No real time is measured."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from PySide6.QtWidgets import QWidget
+
+from explorer.window.drawing import (FRAME_PERIOD_S, FRAME_POLL_MS, SLOWEST_FRAME_S, THREAD_SHARE, WINDOW_SHARE,
+                                     FramePacer, FrameDrawer, window_budget)
+
+
+class Clock:
+    """A clock that moves only when told."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class CostlyPanel(QWidget):
+    """Each record it draws costs `cost` seconds of the (fake) CPU clock."""
+
+    def __init__(self, cpu: Clock):
+        super().__init__()
+        self.cpu, self.cost, self.frames = cpu, 0.0, 0
+
+    def show_record(self, record, history):
+        self.cpu.now += self.cost
+        self.frames += 1
+
+
+@pytest.fixture
+def scene(qtbot):
+    """(drawer, panel, wall clock, worker): a drawer on one shown panel, playing, on 2 cores, its timer stopped
+    (the test sends its ticks)."""
+    wall, cpu = Clock(), Clock()
+    panel = CostlyPanel(cpu)
+    qtbot.addWidget(panel)
+    panel.show()
+    qtbot.waitExposed(panel)
+    run = SimpleNamespace(frame_record=lambda: object(), history=None, scrubbed=None, latest=None)
+    worker = SimpleNamespace(playing=True, isolated=True)
+    worker.is_playing = lambda: worker.playing
+    readout = SimpleNamespace(show_record=lambda record, rate: None)
+
+    def panel_failed(_panel, error):
+        raise error
+
+    drawer = FrameDrawer([panel], run, worker, SimpleNamespace(refresh=lambda: None), readout,
+                         SimpleNamespace(hide=lambda: None), SimpleNamespace(rate=lambda: 0.0), panel_failed,
+                         panel, pacer=FramePacer(cpu), clock=wall)
+    drawer.frame_timer.stop()
+    drawer.cores = 2
+    return drawer, panel, wall
+
+
+def play_for(drawer: FrameDrawer, wall: Clock, seconds: float):
+    """`seconds` of the frame timer's ticks, with a new record before each."""
+    for _ in range(round(seconds * 1000 / FRAME_POLL_MS)):
+        wall.now += FRAME_POLL_MS / 1000
+        drawer.dirty = True
+        drawer.frame_timer.timeout.emit()
+
+
+def test_costly_frames_lower_the_frame_rate_to_the_budget_and_cheap_ones_bring_it_back(scene):
+    drawer, panel, wall = scene
+    panel.cost = 0.002                      # cheap: full rate
+    play_for(drawer, wall, 2.0)
+    assert drawer.pacer.period == FRAME_PERIOD_S
+    assert panel.frames / 2.0 > 0.9 / FRAME_PERIOD_S
+
+    panel.cost = 0.040                      # 40 ms of CPU a frame: more than 0.6 of a core at 30 fps
+    play_for(drawer, wall, 2.0)             # the running cost settles
+    panel.frames = 0
+    play_for(drawer, wall, 5.0)
+    budget = WINDOW_SHARE * (2 - 1)
+    assert drawer.pacer.period == pytest.approx(0.040 / budget, rel=0.05)
+    assert panel.frames * panel.cost / 5.0 <= budget * 1.05     # the window's share of a core, within budget
+    assert panel.frames / 5.0 < 0.6 / FRAME_PERIOD_S              # well under 30 fps
+
+    panel.cost = 0.002
+    play_for(drawer, wall, 2.0)
+    assert drawer.pacer.period == FRAME_PERIOD_S
+
+
+def test_paused_the_window_draws_at_full_rate_whatever_a_frame_costs(scene):
+    drawer, panel, wall = scene
+    drawer.worker.playing = False
+    panel.cost = 0.040
+    play_for(drawer, wall, 2.0)
+    assert drawer.pacer.period == FRAME_PERIOD_S
+    assert panel.frames / 2.0 > 0.9 / FRAME_PERIOD_S
+
+
+def test_an_engine_in_the_window_s_thread_gets_two_thirds_of_the_interpreter(scene):
+    drawer, panel, wall = scene
+    drawer.worker.isolated = False
+    panel.cost = 0.020
+    play_for(drawer, wall, 3.0)
+    assert drawer.pacer.period == pytest.approx(0.020 / THREAD_SHARE, rel=0.05)
+
+
+def test_the_frame_period_never_stretches_past_the_slowest():
+    cpu = Clock()
+    pacer = FramePacer(cpu)
+    for _ in range(20):
+        cpu.now += 1.0                      # a second of CPU a frame
+        pacer.frame(WINDOW_SHARE)
+    assert pacer.period == SLOWEST_FRAME_S
+
+
+@pytest.mark.parametrize("playing, isolated, cores, budget", [
+    (False, True, 2, None),                 # nothing trains: no limit
+    (True, True, 2, WINDOW_SHARE),          # the engine has one core, the window WINDOW_SHARE of the other
+    (True, True, 4, 3 * WINDOW_SHARE),
+    (True, True, 1, THREAD_SHARE),          # one core for both
+    (True, False, 8, THREAD_SHARE),         # one interpreter for both
+])
+def test_window_budget(playing, isolated, cores, budget):
+    assert window_budget(playing, isolated, cores) == budget
