@@ -1,4 +1,5 @@
-"""The main window, driven like a user would: toolbar, keys, settings fields; checked on what the panels hold.
+"""The main window, driven like a user would: opening, toolbar and keys, scenarios, closing, the entry point;
+checked on what the panels hold.
 
 Waiting is done with qtbot.waitUntil on window state. (qtbot.waitSignal on a worker signal would run its
 callback in the worker thread.)
@@ -12,41 +13,14 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 from PySide6.QtCore import Qt
 
 from core.presets import DEFAULT_PRESET, load_preset, preset_names
 from explorer.window.main_window import MainWindow
-from window_probes import in_engine   # tests/explorer is on sys.path
+from window_helpers import SMALL, WAIT_MS, curve_y, status_text, wait_paused   # tests/explorer is on sys.path
+from window_probes import in_engine
 
 ROOT = Path(__file__).resolve().parents[2]
-SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
-WAIT_MS = 30_000
-
-
-
-
-
-
-
-
-
-
-def curve_y(window: MainWindow) -> np.ndarray:
-    """What the gradient-through-time panel draws for layer 1."""
-    _, y = window.panel("GradientTimePanel").row_curves[0].getOriginalDataset()
-    return np.asarray(y, dtype=float)
-
-
-def status_text(window: MainWindow) -> str:
-    r = window.readout
-    return " | ".join(label.text() for label in (r.state, r.step, r.rate, r.loss, r.grad, r.rho, r.sigma))
-
-
-def wait_paused(qtbot, window: MainWindow):
-    qtbot.waitUntil(lambda: not window.is_playing() and window.readout.state.text().endswith("paused")
-                    and window.shown_record is not None and window.shown_record.step == window.worker.last_step,
-                    timeout=WAIT_MS)
 
 
 # -- opening ------------------------------------------------------------------------------------------------
@@ -144,87 +118,6 @@ def test_speed_control_caps_steps_per_second(qtbot, window):
     assert window.latest.step - start_step <= 5 * elapsed + 2
 
 
-# -- settings ---------------------------------------------------------------------------------------------------
-def test_live_setting_clip_applies_at_the_next_step(qtbot, window):
-    clip = window.settings_panel.field("clip")
-    assert clip.live and clip.none_box.isChecked()
-    qtbot.mouseClick(clip.none_box, Qt.MouseButton.LeftButton)       # switch "none" off
-    clip.widget.clear()
-    qtbot.keyClicks(clip.widget, "0.5")
-    qtbot.keyClick(clip.widget, Qt.Key.Key_Return)
-    assert window.settings_panel.config.clip == 0.5
-    window.step_action.trigger()
-    qtbot.waitUntil(lambda: window.shown_record.step == 2, timeout=WAIT_MS)
-    record = window.shown_record
-    assert record.clip == 0.5
-    assert record.grad_norm_clipped <= 0.5 + 1e-9
-    assert record.grad_norm_clipped == pytest.approx(min(0.5, record.grad_norm))
-    assert "θ = 0.5" in status_text(window)
-    assert "(modified)" in window.banner.title.text()
-
-
-def test_rebuild_setting_waits_for_apply_then_builds_an_lstm(qtbot, window):
-    panel = window.settings_panel
-    model = panel.field("model")
-    assert not model.live
-    model.widget.setCurrentText("lstm")
-    model.widget.activated.emit(model.widget.currentIndex())
-    assert model.label.property("pending") is True
-    assert panel.apply_button.isEnabled() and "1 change" in panel.apply_button.text()
-    window.step_action.trigger()                                     # still the old model
-    qtbot.waitUntil(lambda: window.shown_record.step == 2, timeout=WAIT_MS)
-    assert window.shown_record.dc_norms is None
-    qtbot.mouseClick(panel.apply_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: window.shown_record.dc_norms is not None, timeout=WAIT_MS)
-    assert window.shown_record.step == 1
-    assert panel.config.model == "lstm" and not panel.apply_button.isEnabled()
-    window.step_action.trigger()
-    qtbot.waitUntil(lambda: window.shown_record.step == 2, timeout=WAIT_MS)
-    assert window.shown_record.dc_norms.shape == window.shown_record.dh_norms.shape
-
-
-def test_invalid_value_is_refused_with_the_engines_message_beside_the_field(qtbot, window):
-    panel = window.settings_panel
-    lr = panel.field("lr")
-    before = panel.config
-    lr.widget.selectAll()
-    qtbot.keyClicks(lr.widget, "-3")
-    qtbot.keyClick(lr.widget, Qt.Key.Key_Return)
-    assert lr.error_label.isVisible() or lr.error_label.text()
-    assert lr.error_label.text().startswith("lr must be")
-    assert lr.widget.property("invalid") is True
-    assert panel.config == before
-    window.step_action.trigger()
-    qtbot.waitUntil(lambda: window.shown_record.step == 2, timeout=WAIT_MS)
-    assert window.shown_record.lr == before.lr
-    lr.widget.selectAll()                                               # fixing it clears the message
-    qtbot.keyClicks(lr.widget, "0.01")
-    qtbot.keyClick(lr.widget, Qt.Key.Key_Return)
-    assert lr.error_label.text() == "" and panel.config.lr == 0.01
-
-
-def test_a_combination_the_engine_refuses_names_the_key_and_resolves_when_fixed(qtbot, window):
-    panel = window.settings_panel
-    panel.enter("activation", "relu")
-    panel.enter("model", "gru")                      # GRU has no activation setting
-    assert "activation" in panel.field("model").error and panel.pending.model == "rnn"
-    panel.enter("activation", "tanh")                # fixing the other key makes the refused one valid
-    assert panel.field("model").error == "" and panel.pending.model == "gru"
-
-
-def test_a_config_the_trainer_refuses_at_build_keeps_the_running_model(qtbot, window):
-    panel = window.settings_panel
-    panel.enter("task", "sine")
-    panel.enter("seq_len", "100")
-    qtbot.mouseClick(panel.apply_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: bool(panel.field("seq_len").error), timeout=WAIT_MS)
-    assert "seq_len" in panel.field("seq_len").error
-    assert "seq_len" in window.message_bar.text()
-    assert panel.config.task == "adding"
-    window.step_action.trigger()
-    qtbot.waitUntil(lambda: window.shown_record.step == 2, timeout=WAIT_MS)
-
-
 # -- scenarios -----------------------------------------------------------------------------------------------------
 def test_choosing_a_scenario_rebuilds_with_its_config_and_shows_its_explanation(qtbot, window):
     name = "gru_adding" if "gru_adding" in preset_names() else next(n for n in preset_names() if n != DEFAULT_PRESET)
@@ -238,7 +131,6 @@ def test_choosing_a_scenario_rebuilds_with_its_config_and_shows_its_explanation(
     assert window.banner.title.text() == preset.title
     assert window.banner.text.text() == preset.explanation
     assert not window.is_playing()
-
 
 
 def test_a_scenario_chosen_while_the_first_model_is_still_building_becomes_the_windows(qtbot, settings):
@@ -257,6 +149,7 @@ def test_a_scenario_chosen_while_the_first_model_is_still_building_becomes_the_w
     assert combo.currentData() == name
     window.close()
 
+
 # -- close ------------------------------------------------------------------------------------------------------
 def test_closing_while_training_stops_the_thread(qtbot, window):
     window.play()
@@ -264,6 +157,25 @@ def test_closing_while_training_stops_the_thread(qtbot, window):
     assert window.connection.thread.isRunning()
     window.close()                        # how fast: benchmarks/bench_close.py
     assert window.connection.thread.isFinished()
+
+
+def test_closing_mid_run_stops_the_engine_without_an_error(qtbot, open_window, log_file):
+    window = open_window(SMALL.replace(hidden_size=64, seq_len=100))
+    window.play()
+    qtbot.waitUntil(lambda: window.latest.step >= 5, timeout=WAIT_MS)
+    window.close()                        # how fast: benchmarks/bench_close.py
+    assert window.connection.thread.isFinished()
+    assert window.errors.count == 0
+    assert "Error" not in log_file.read_text()
+
+
+def test_closing_while_recording_an_animation_cancels_it(qtbot, window, tmp_path):
+    path = tmp_path / "a.gif"
+    window.record_animation(path, steps=10_000, frames=20)
+    qtbot.waitUntil(lambda: window.latest.step >= 3, timeout=WAIT_MS)
+    window.close()
+    assert window.connection.thread.isFinished()
+    assert window.recording is None and not path.exists()
 
 
 # -- entry point --------------------------------------------------------------------------------------------------

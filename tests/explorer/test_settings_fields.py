@@ -1,12 +1,22 @@
-"""Settings show the value in force: a key switched off reads "none", switching it on asks for a value and
-applies nothing until one is entered, and a new scenario resets every field to its own values."""
+"""Settings: the fields show the value in force (a key switched off reads "none", switching it on asks for a value
+and applies nothing until one is entered, a new scenario resets every field to its own values); a live setting
+applies at the next step, a rebuild setting waits for Apply; bad input (a text file, an absurd number, any text
+at all) is refused at the field with a message that names the key, and the running model stays."""
+import math
+import operator
+from pathlib import Path
+
 import pytest
+from hypothesis import given, settings as hyp_settings, strategies as st
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QComboBox
+from PySide6.QtWidgets import QCheckBox, QComboBox, QFileDialog
 
 from core.config import SPECS
 from core.presets import load_preset
+from core.tasks.text import MAX_TEXT_BYTES
 from explorer.window.settings import SettingsPanel, format_value
+from window_helpers import SMALL, status_text, step_once   # tests/explorer is on sys.path
+from window_probes import in_engine
 
 WAIT_MS = 60_000
 
@@ -88,3 +98,187 @@ def test_the_window_shows_each_scenarios_own_values(qtbot, window):
         qtbot.waitUntil(lambda name=name: window.preset.name == name
                         and window.settings_panel.config == window.preset.config, timeout=WAIT_MS)
         assert_fields_show(window.settings_panel, load_preset(name).config)
+
+
+# -- in the window: live and rebuild settings, refusals ------------------------------------------------------
+def test_live_setting_clip_applies_at_the_next_step(qtbot, window):
+    clip = window.settings_panel.field("clip")
+    assert clip.live and clip.none_box.isChecked()
+    qtbot.mouseClick(clip.none_box, Qt.MouseButton.LeftButton)       # switch "none" off
+    clip.widget.clear()
+    qtbot.keyClicks(clip.widget, "0.5")
+    qtbot.keyClick(clip.widget, Qt.Key.Key_Return)
+    assert window.settings_panel.config.clip == 0.5
+    window.step_action.trigger()
+    qtbot.waitUntil(lambda: window.shown_record.step == 2, timeout=WAIT_MS)
+    record = window.shown_record
+    assert record.clip == 0.5
+    assert record.grad_norm_clipped <= 0.5 + 1e-9
+    assert record.grad_norm_clipped == pytest.approx(min(0.5, record.grad_norm))
+    assert "θ = 0.5" in status_text(window)
+    assert "(modified)" in window.banner.title.text()
+
+
+def test_rebuild_setting_waits_for_apply_then_builds_an_lstm(qtbot, window):
+    panel = window.settings_panel
+    model = panel.field("model")
+    assert not model.live
+    model.widget.setCurrentText("lstm")
+    model.widget.activated.emit(model.widget.currentIndex())
+    assert model.label.property("pending") is True
+    assert panel.apply_button.isEnabled() and "1 change" in panel.apply_button.text()
+    window.step_action.trigger()                                     # still the old model
+    qtbot.waitUntil(lambda: window.shown_record.step == 2, timeout=WAIT_MS)
+    assert window.shown_record.dc_norms is None
+    qtbot.mouseClick(panel.apply_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.shown_record.dc_norms is not None, timeout=WAIT_MS)
+    assert window.shown_record.step == 1
+    assert panel.config.model == "lstm" and not panel.apply_button.isEnabled()
+    window.step_action.trigger()
+    qtbot.waitUntil(lambda: window.shown_record.step == 2, timeout=WAIT_MS)
+    assert window.shown_record.dc_norms.shape == window.shown_record.dh_norms.shape
+
+
+def test_invalid_value_is_refused_with_the_engines_message_beside_the_field(qtbot, window):
+    panel = window.settings_panel
+    lr = panel.field("lr")
+    before = panel.config
+    lr.widget.selectAll()
+    qtbot.keyClicks(lr.widget, "-3")
+    qtbot.keyClick(lr.widget, Qt.Key.Key_Return)
+    assert lr.error_label.isVisible() or lr.error_label.text()
+    assert lr.error_label.text().startswith("lr must be")
+    assert lr.widget.property("invalid") is True
+    assert panel.config == before
+    window.step_action.trigger()
+    qtbot.waitUntil(lambda: window.shown_record.step == 2, timeout=WAIT_MS)
+    assert window.shown_record.lr == before.lr
+    lr.widget.selectAll()                                               # fixing it clears the message
+    qtbot.keyClicks(lr.widget, "0.01")
+    qtbot.keyClick(lr.widget, Qt.Key.Key_Return)
+    assert lr.error_label.text() == "" and panel.config.lr == 0.01
+
+
+def test_a_combination_the_engine_refuses_names_the_key_and_resolves_when_fixed(qtbot, window):
+    panel = window.settings_panel
+    panel.enter("activation", "relu")
+    panel.enter("model", "gru")                      # GRU has no activation setting
+    assert "activation" in panel.field("model").error and panel.pending.model == "rnn"
+    panel.enter("activation", "tanh")                # fixing the other key makes the refused one valid
+    assert panel.field("model").error == "" and panel.pending.model == "gru"
+
+
+def test_a_config_the_trainer_refuses_at_build_keeps_the_running_model(qtbot, window):
+    panel = window.settings_panel
+    panel.enter("task", "sine")
+    panel.enter("seq_len", "100")
+    qtbot.mouseClick(panel.apply_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: bool(panel.field("seq_len").error), timeout=WAIT_MS)
+    assert "seq_len" in panel.field("seq_len").error
+    assert "seq_len" in window.message_bar.text()
+    assert panel.config.task == "adding"
+    window.step_action.trigger()
+    qtbot.waitUntil(lambda: window.shown_record.step == 2, timeout=WAIT_MS)
+
+
+# -- bad input: a text file, absurd numbers, any text at all ----------------------------------------------------
+def _make_text(tmp_path: Path, kind: str) -> Path:
+    path = tmp_path / f"{kind}.txt"
+    if kind == "missing":
+        return path
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "latin1":
+        path.write_bytes("café au lait ".encode("latin-1") * 200)
+    elif kind == "binary":
+        path.write_bytes(bytes(range(256)) * 40)
+    elif kind == "too_big":
+        with open(path, "wb") as f:
+            f.truncate(MAX_TEXT_BYTES + 1)       # sparse: the size is refused before anything is read
+    elif kind == "too_short":
+        path.write_text("a tiny text", encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("kind, expected", [
+    ("missing", "no such file"), ("folder", "is a directory"), ("empty", "is empty"),
+    ("latin1", "is not UTF-8"), ("binary", "looks binary"), ("too_big", "limit"), ("too_short", "at least"),
+])
+def test_a_bad_text_file_chosen_with_the_browse_button_is_refused_at_the_field(qtbot, window, tmp_path,
+                                                                              monkeypatch, kind, expected):
+    panel = window.settings_panel
+    config, pending = panel.config, panel.pending
+    path = _make_text(tmp_path, kind)
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *a, **k: (str(path), "")))
+    field = panel.field("text")
+    qtbot.mouseClick(field.browse, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: bool(field.error), timeout=WAIT_MS)
+    assert field.error.startswith("text = ") and expected in field.error   # the engine's message, key named
+    assert field.widget.text() == str(path)                                # what was chosen stays visible
+    assert panel.pending == pending and panel.config == config             # the previous valid config stays
+    assert not panel.apply_button.isEnabled()
+    step_once(qtbot, window)                                               # the model keeps running
+
+
+def test_a_good_text_file_is_accepted_and_waits_for_apply(qtbot, window, tmp_path, monkeypatch):
+    path = tmp_path / "good.txt"
+    path.write_text("the quick brown fox jumps over the lazy dog. " * 400, encoding="utf-8")
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *a, **k: (str(path), "")))
+    field = window.settings_panel.field("text")
+    qtbot.mouseClick(field.browse, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.settings_panel.pending.text == str(path), timeout=WAIT_MS)
+    in_engine(qtbot, window, operator.attrgetter("steps_done"))           # so the check before it has answered
+    assert field.error == "" and window.settings_panel.pending.text == str(path)
+
+
+@pytest.mark.parametrize("key, text", [
+    ("lr", "-3"), ("lr", "1e400"), ("lr", "nan"), ("lr", "inf"), ("lr", "ten"), ("hidden_size", "-5"),
+    ("hidden_size", "99999999999999999999"), ("hidden_size", "2.5"), ("seq_len", "0"), ("clip", "-1"),
+    ("batch_size", "1e9"), ("truncation_prob", "1.5"), ("seed", "abc"),
+])
+def test_an_absurd_number_typed_into_a_field_is_refused_with_the_key_named(qtbot, window, key, text):
+    panel = window.settings_panel
+    config, pending = panel.config, panel.pending
+    field = panel.field(key)
+    if field.none_box is not None and field.none_box.isChecked():
+        qtbot.mouseClick(field.none_box, Qt.MouseButton.LeftButton)   # switch "none" off to type a number
+        config, pending = panel.config, panel.pending
+    field.widget.selectAll()
+    qtbot.keyClicks(field.widget, text)
+    qtbot.keyClick(field.widget, Qt.Key.Key_Return)
+    assert field.error.startswith(f"{key} must be"), field.error
+    assert panel.config == config and panel.pending == pending
+
+
+NUMERIC = sorted(k for k, spec in SPECS.items() if spec.kind in (int, float))
+TYPED = st.one_of(
+    st.text(max_size=30),
+    st.from_regex(r"\s*[-+]?(\d{0,25}(\.\d*)?|\.\d+)([eE][-+]?\d{1,4})?\s*", fullmatch=True),
+    st.sampled_from(["nan", "NaN", "inf", "-inf", "Infinity", "1e308", "1e-320", "0x10", "1_000", "none", ""]),
+)
+
+
+def test_any_text_typed_into_a_numeric_field_is_accepted_in_range_or_refused_by_name(qtbot):
+    panel = SettingsPanel(SMALL)       # one panel for every example: a refusal must not spoil the next one
+    qtbot.addWidget(panel)
+    panel.show()
+
+    @hyp_settings(max_examples=400, deadline=None)
+    @given(key=st.sampled_from(NUMERIC), text=TYPED)
+    def typed(key, text):
+        applied, pending = panel.config, panel.pending
+        panel.enter(key, text)                     # never raises
+        field, spec = panel.field(key), SPECS[key]
+        value = getattr(panel.pending, key)
+        if field.error:
+            assert key in field.error, field.error
+            assert panel.config == applied and panel.pending == pending
+        elif value is None:
+            assert spec.optional
+        else:
+            assert isinstance(value, spec.kind) and not isinstance(value, bool)
+            assert spec.low <= value <= spec.high and math.isfinite(value)
+
+    typed()

@@ -43,6 +43,12 @@ def curve_y(window: MainWindow) -> np.ndarray:
     return np.asarray(y, dtype=float)
 
 
+def status_text(window: MainWindow) -> str:
+    """The status bar's readout, field by field."""
+    r = window.readout
+    return " | ".join(label.text() for label in (r.state, r.step, r.rate, r.loss, r.grad, r.rho, r.sigma))
+
+
 def bar_button(window: MainWindow, starts: str) -> QPushButton:
     """The message bar's button whose text starts with `starts`."""
     buttons = [b for b in window.message_bar.findChildren(QPushButton) if b.text().startswith(starts)]
