@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.config import Config  # noqa: E402
+from core.config import Config  # noqa: E402 - after the repository root is put on sys.path above (run as a script)
 
 
 def rss_mib(pid: int | str = "self") -> float:
