@@ -7,8 +7,9 @@
                                      call loads it. Without a C++ compiler nothing is started: one note in the log.
     status()                         one line for `gradflow doctor` and the log: off, in use, built, building,
                                      failed (with the build log's path), no compiler, not built yet
-    state(), kernel_calls()          the same in one word, and how often kernel() was asked (cheap: the engine
-                                     reports them to the app's status bar when they change)
+    state(), kernel_calls()          the same in one word, and how often kernel() was asked (cheap): the engine
+                                     reports them when they change, the window's status bar shows them
+                                     (explorer.engine.loop, explorer.window.status)
     python -m core.native build      (or ``gradflow build-native``) compiles it now, in the foreground
     GRADFLOW_NATIVE=0                turns it off: the Python loops run, nothing is built
 
