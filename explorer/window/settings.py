@@ -391,8 +391,8 @@ class SettingsPanel(QWidget):
                 self._pending = self._pending.replace(**self._for_pending({key: value}))
                 self.live_changed.emit({key: value})
         else:
-            for other in MODEL_KEYS:      # a new model: the keys it does not use went back to their defaults
-                if getattr(candidate, other) != getattr(self._pending, other):
+            for other in MODEL_KEYS:      # the keys the (new) model does not use are at their defaults: show them
+                if not Config.applies(other, candidate.model):
                     self.fields[other].set_value(getattr(candidate, other))
                     self.fields[other].set_error(None)
             if key in self.CHECKED_KEYS and value != getattr(self._pending, key):
