@@ -184,12 +184,6 @@ class Config:
         if self.lru_r_min > self.lru_r_max:
             raise ConfigError(f"lru_r_min = {self.lru_r_min:g} must not exceed lru_r_max = {self.lru_r_max:g}")
 
-    def with_model(self, model: str) -> "Config":
-        """This config for another `model`: the keys that do not apply to it (MODEL_KEYS) back at their defaults."""
-        default = Config.__dataclass_fields__
-        return self.replace(model=model, **{key: default[key].default for key in MODEL_KEYS
-                                            if not Config.applies(key, model)})
-
     @staticmethod
     def applies(key: str, model: str) -> bool:
         """Whether `key` means anything for `model` (MODEL_KEYS; every other key applies to every model)."""

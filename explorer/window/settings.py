@@ -8,8 +8,9 @@ config is kept. The panel never talks to the worker: it emits `live_changed`,
 `rebuild_requested` and `check_requested`, and the main window passes them on.
 
 A key that applies to some models only (`core.config.MODEL_KEYS`: lru_* for lru, forget_bias for lstm,
-activation and recurrent_constraint for rnn ...) has its field shown for the pending model only; choosing
-another model puts the keys it does not use back at their defaults.
+activation and recurrent_constraint for rnn ...) has its field shown for the pending model only. Another
+model is refused at the model field, naming the key, while such a key holds a value it cannot use (the
+field stays shown until it is set back).
 
 Some values can only be judged by the engine (a text file: missing, a folder,
 empty, not UTF-8, binary, too big, too short for seq_len × batch_size). The panel
@@ -26,7 +27,7 @@ from PySide6.QtCore import QEvent, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QGridLayout, QGroupBox, QHBoxLayout, QLabel,
                                QLineEdit, QPushButton, QScrollArea, QSizePolicy, QToolButton, QVBoxLayout, QWidget)
 
-from core.config import LIVE_KEYS, MODEL_KEYS, SPECS, Config, ConfigError
+from core.config import LIVE_KEYS, SPECS, Config, ConfigError
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Model", ("model", "activation", "hidden_size", "num_layers", "bidirectional", "init",
@@ -378,7 +379,7 @@ class SettingsPanel(QWidget):
             return False
         base = self._applied if f.live else self._pending
         try:
-            candidate = base.with_model(f.text()) if key == "model" else base.with_text(**{key: f.text()})
+            candidate = base.with_text(**{key: f.text()})
         except ConfigError as e:
             f.set_error(str(e))
             self._scroll.ensureWidgetVisible(f.error_label)
@@ -391,10 +392,6 @@ class SettingsPanel(QWidget):
                 self._pending = self._pending.replace(**self._for_pending({key: value}))
                 self.live_changed.emit({key: value})
         else:
-            for other in MODEL_KEYS:      # the keys the (new) model does not use are at their defaults: show them
-                if not Config.applies(other, candidate.model):
-                    self.fields[other].set_value(getattr(candidate, other))
-                    self.fields[other].set_error(None)
             if key in self.CHECKED_KEYS and value != getattr(self._pending, key):
                 self._previous.setdefault(key, getattr(self._pending, key))
                 self.check_requested.emit(key, candidate)

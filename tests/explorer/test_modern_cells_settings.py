@@ -63,16 +63,16 @@ def test_each_model_specific_key_shows_only_for_its_models_and_follows_the_model
     assert all(_shown(panel, ("model", "hidden_size", "num_layers", "lr", "seq_len")))
     assert not panel.field("spectral_radius").none_box.isVisibleTo(panel)      # the row's extra box hides too
 
-    panel.enter("model", "rnn")              # the scenario's ring (0.5 .. 0.9) means nothing for an RNN: reset
+    panel.enter("model", "rnn")              # the scenario's ring (0.5 .. 0.9) means nothing for an RNN: refused
+    assert "lru_r_min" in panel.field("model").error and panel.pending.model == "lru"
+    assert _shown(panel, LRU_ONLY) == [True] * 3                                 # shown, to be set back
+    panel.enter("lru_r_min", "0.9")
+    panel.enter("lru_r_max", "0.999")                                            # now the RNN is accepted
     assert panel.pending.model == "rnn" and not panel.field("model").error
-    assert (panel.pending.lru_r_min, panel.pending.lru_r_max) == (0.9, 0.999)
-    assert panel.field("lru_r_min").widget.text() == "0.9"
     assert _shown(panel, RNN_ONLY + DENSE_ONLY + ("bidirectional",)) == [True] * 6
     assert not any(_shown(panel, LRU_ONLY + LSTM_ONLY))
 
-    panel.enter("recurrent_constraint", "orthogonal")
     panel.enter("model", "lstm")
-    assert panel.pending.recurrent_constraint == "none"                         # an RNN-only key: back to default
     assert _shown(panel, LSTM_ONLY + DENSE_ONLY) == [True] * 4
     assert not any(_shown(panel, RNN_ONLY + LRU_ONLY))
 
