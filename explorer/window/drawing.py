@@ -18,7 +18,7 @@ from explorer.window.timeline import TimelineBar
 
 FRAME_PERIOD_S = 0.031      # a frame at most every 31 ms (~32 fps: the target is >= 30) ...
 FRAME_POLL_MS = 6           # ... looked for every 6 ms, so a frame comes at most that late
-SLOWEST_FRAME_S = 0.25      # while training, the pacer stretches the period up to this (4 fps), never further
+SLOWEST_FRAME_S = 0.2       # while training, the pacer stretches the period up to this (5 fps), never further
 WINDOW_SHARE = 0.6          # engine in its own process: the window's main thread uses at most this share of the
                             # cores the engine leaves (2 cores: 0.6 of one; at ~0.7 training fell under 0.9×)
 THREAD_SHARE = 1 / 3        # engine in a thread (GRADFLOW_ENGINE=thread) or one core: a third of the time
@@ -32,39 +32,52 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def window_budget(playing: bool, isolated: bool, cores: int) -> float | None:
+def machine_load() -> float:
+    """Runnable tasks on the machine, averaged over the last minute (0 where the OS does not say)."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+
+
+def window_budget(playing: bool, isolated: bool, cores: int, others: float = 0.0) -> float | None:
     """The share of a core the window's main thread may use (None: no limit, nothing trains). The engine needs
-    one core: the window gets WINDOW_SHARE of the others; sharing the engine's interpreter or only core,
-    THREAD_SHARE."""
+    one core and `others` (other programs' load) take theirs: the window gets WINDOW_SHARE of what is left
+    (0 when nothing is). Sharing the engine's interpreter or only core: THREAD_SHARE."""
     if not playing:
         return None
     if not isolated or cores < 2:
         return THREAD_SHARE
-    return WINDOW_SHARE * (cores - 1)
+    return WINDOW_SHARE * max(cores - 1 - others, 0.0)
 
 
 class FramePacer:
     """The frame period, stretched so that the window's main thread stays within its CPU budget.
 
-    At each frame, `frame(budget)` reads `cpu_clock` (the main thread's CPU seconds): what it spent since the
-    last frame (drawing, Qt's painting, taking records) is that frame's cost, smoothed over frames. The period
-    is then cost / budget (a frame costing 30 ms of CPU, with 0.6 of a core, comes every 50 ms), within
-    FRAME_PERIOD_S .. SLOWEST_FRAME_S; as frames get cheaper it comes back to FRAME_PERIOD_S."""
+    At each frame, `frame(playing, isolated)` reads `cpu_clock` (the main thread's CPU seconds): what it spent
+    since the last frame (drawing, Qt's painting, taking records) is that frame's cost, smoothed over frames.
+    The budget is window_budget, with the machine's `load` less this window's and its engine's own as the other
+    programs' share. The period is cost / budget (a frame costing 30 ms of CPU, with 0.6 of a core, comes every
+    50 ms), within FRAME_PERIOD_S .. SLOWEST_FRAME_S; as frames get cheaper or the machine quieter it comes
+    back to FRAME_PERIOD_S."""
 
-    def __init__(self, cpu_clock: Callable[[], float] = time.thread_time):
-        self.cpu_clock = cpu_clock
+    def __init__(self, cpu_clock: Callable[[], float] = time.thread_time, load: Callable[[], float] = machine_load,
+                 cores: int | None = None):
+        self.cpu_clock, self.load, self.cores = cpu_clock, load, cores or usable_cores()
         self.period = FRAME_PERIOD_S
         self.cost: float | None = None          # smoothed CPU seconds per frame
         self._cpu_at_last_frame: float | None = None
 
-    def frame(self, budget: float | None) -> float:
+    def frame(self, playing: bool, isolated: bool) -> float:
         """A frame starts now: update and return the period until the next one."""
         cpu = self.cpu_clock()
         if self._cpu_at_last_frame is not None:
             spent = cpu - self._cpu_at_last_frame
             self.cost = spent if self.cost is None else self.cost + COST_SMOOTHING * (spent - self.cost)
         self._cpu_at_last_frame = cpu
-        stretched = FRAME_PERIOD_S if budget is None or self.cost is None else self.cost / budget
+        if not playing or self.cost is None:
+            self.period = FRAME_PERIOD_S
+            return self.period
+        others = max(self.load() - 1 - self.cost / self.period, 0.0)   # less the engine and this window
+        budget = window_budget(playing, isolated, self.cores, others)
+        stretched = self.cost / budget if budget else SLOWEST_FRAME_S
         self.period = min(max(FRAME_PERIOD_S, stretched), SLOWEST_FRAME_S)
         return self.period
 
@@ -81,7 +94,7 @@ class FrameDrawer(QObject):
         super().__init__(parent)
         self.panels, self.run, self.worker, self.timeline = panels, run, worker, timeline
         self.readout, self.overlay, self.rate, self.panel_failed = readout, overlay, rate, panel_failed
-        self.pacer, self.clock, self.cores = pacer or FramePacer(), clock, usable_cores()
+        self.pacer, self.clock = pacer or FramePacer(), clock
         self.shown_record: Record | None = None
         self.dirty = False
         self._next_frame_at = 0.0
@@ -110,7 +123,7 @@ class FrameDrawer(QObject):
         now = self.clock()
         if now < self._next_frame_at:
             return
-        period = self.pacer.frame(window_budget(self.worker.is_playing(), self.worker.isolated, self.cores))
+        period = self.pacer.frame(self.worker.is_playing(), self.worker.isolated)
         # keep the cadence (a poll's lateness is not carried over); after a slow frame, wait half a period
         self._next_frame_at = max(self._next_frame_at + period, now + period / 2)
         self.timeline.refresh()

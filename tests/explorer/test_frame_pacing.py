@@ -1,5 +1,6 @@
 """The window lowers its frame rate, never the training speed: FrameDrawer driven by its timer's signal on a
-fake wall clock, with panels whose drawing costs fake CPU time (the pacer's clock). No real time is measured."""
+fake wall clock, with panels whose drawing costs fake CPU time (the pacer's clock), on a fake machine load.
+No real time is measured."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -12,7 +13,7 @@ from explorer.window.drawing import (FRAME_PERIOD_S, FRAME_POLL_MS, SLOWEST_FRAM
 
 
 class Clock:
-    """A clock that moves only when told."""
+    """A clock (or a load) that moves only when told."""
 
     def __init__(self):
         self.now = 0.0
@@ -35,9 +36,9 @@ class CostlyPanel(QWidget):
 
 @pytest.fixture
 def scene(qtbot):
-    """(drawer, panel, wall clock, worker): a drawer on one shown panel, playing, on 2 cores, its timer stopped
-    (the test sends its ticks)."""
-    wall, cpu = Clock(), Clock()
+    """(drawer, panel, wall clock, load): a drawer on one shown panel, playing, on 2 cores and a machine with no
+    other load, its timer stopped (the test sends its ticks)."""
+    wall, cpu, load = Clock(), Clock(), Clock()
     panel = CostlyPanel(cpu)
     qtbot.addWidget(panel)
     panel.show()
@@ -52,10 +53,9 @@ def scene(qtbot):
 
     drawer = FrameDrawer([panel], run, worker, SimpleNamespace(refresh=lambda: None), readout,
                          SimpleNamespace(hide=lambda: None), SimpleNamespace(rate=lambda: 0.0), panel_failed,
-                         panel, pacer=FramePacer(cpu), clock=wall)
+                         panel, pacer=FramePacer(cpu, load, cores=2), clock=wall)
     drawer.frame_timer.stop()
-    drawer.cores = 2
-    return drawer, panel, wall
+    return drawer, panel, wall, load
 
 
 def play_for(drawer: FrameDrawer, wall: Clock, seconds: float):
@@ -67,7 +67,7 @@ def play_for(drawer: FrameDrawer, wall: Clock, seconds: float):
 
 
 def test_costly_frames_lower_the_frame_rate_to_the_budget_and_cheap_ones_bring_it_back(scene):
-    drawer, panel, wall = scene
+    drawer, panel, wall, _ = scene
     panel.cost = 0.002                      # cheap: full rate
     play_for(drawer, wall, 2.0)
     assert drawer.pacer.period == FRAME_PERIOD_S
@@ -88,7 +88,7 @@ def test_costly_frames_lower_the_frame_rate_to_the_budget_and_cheap_ones_bring_i
 
 
 def test_paused_the_window_draws_at_full_rate_whatever_a_frame_costs(scene):
-    drawer, panel, wall = scene
+    drawer, panel, wall, _ = scene
     drawer.worker.playing = False
     panel.cost = 0.040
     play_for(drawer, wall, 2.0)
@@ -97,28 +97,46 @@ def test_paused_the_window_draws_at_full_rate_whatever_a_frame_costs(scene):
 
 
 def test_an_engine_in_the_window_s_thread_gets_two_thirds_of_the_interpreter(scene):
-    drawer, panel, wall = scene
+    drawer, panel, wall, _ = scene
     drawer.worker.isolated = False
     panel.cost = 0.020
     play_for(drawer, wall, 3.0)
     assert drawer.pacer.period == pytest.approx(0.020 / THREAD_SHARE, rel=0.05)
 
 
+def test_other_programs_load_lowers_the_frame_rate_until_it_goes(scene):
+    drawer, panel, wall, load = scene
+    panel.cost = 0.010                      # 10 ms a frame: 0.3 of a core at full rate, within 0.6
+    play_for(drawer, wall, 2.0)
+    assert drawer.pacer.period == FRAME_PERIOD_S
+    load.now = 1 + 0.3 + 0.75               # the engine, this window and 0.75 of a core for others
+    play_for(drawer, wall, 3.0)             # 0.25 of a core left: the window gets 0.15
+    assert drawer.pacer.period > 1.5 * FRAME_PERIOD_S
+    load.now = 4.0                          # no core left
+    play_for(drawer, wall, 1.0)
+    assert drawer.pacer.period == SLOWEST_FRAME_S
+    load.now = 0.0
+    play_for(drawer, wall, 2.0)
+    assert drawer.pacer.period == FRAME_PERIOD_S
+
+
 def test_the_frame_period_never_stretches_past_the_slowest():
     cpu = Clock()
-    pacer = FramePacer(cpu)
+    pacer = FramePacer(cpu, load=lambda: 0.0, cores=2)
     for _ in range(20):
         cpu.now += 1.0                      # a second of CPU a frame
-        pacer.frame(WINDOW_SHARE)
+        pacer.frame(playing=True, isolated=True)
     assert pacer.period == SLOWEST_FRAME_S
 
 
-@pytest.mark.parametrize("playing, isolated, cores, budget", [
-    (False, True, 2, None),                 # nothing trains: no limit
-    (True, True, 2, WINDOW_SHARE),          # the engine has one core, the window WINDOW_SHARE of the other
-    (True, True, 4, 3 * WINDOW_SHARE),
-    (True, True, 1, THREAD_SHARE),          # one core for both
-    (True, False, 8, THREAD_SHARE),         # one interpreter for both
+@pytest.mark.parametrize("playing, isolated, cores, others, budget", [
+    (False, True, 2, 0.0, None),            # nothing trains: no limit
+    (True, True, 2, 0.0, WINDOW_SHARE),     # the engine has one core, the window WINDOW_SHARE of the other
+    (True, True, 4, 0.0, 3 * WINDOW_SHARE),
+    (True, True, 4, 1.0, 2 * WINDOW_SHARE),  # other programs take a core
+    (True, True, 2, 1.5, 0.0),              # ... or more than is left
+    (True, True, 1, 0.0, THREAD_SHARE),     # one core for both
+    (True, False, 8, 0.0, THREAD_SHARE),    # one interpreter for both
 ])
-def test_window_budget(playing, isolated, cores, budget):
-    assert window_budget(playing, isolated, cores) == budget
+def test_window_budget(playing, isolated, cores, others, budget):
+    assert window_budget(playing, isolated, cores, others) == pytest.approx(budget)
