@@ -48,7 +48,7 @@ def test_an_exception_in_a_slot_is_logged_shown_once_and_the_app_keeps_stepping(
     qtbot.waitUntil(lambda: window.errors.count >= 2, timeout=WAIT_MS)
     assert window.errors.dialog is dialog
     window.errors.close_dialog()
-    qtbot.waitUntil(lambda: window.errors.dialog is None, timeout=5000)
+    qtbot.waitUntil(lambda: window.errors.dialog is None, timeout=WAIT_MS)
 
     monkeypatch.setattr(window.readout, "show_record", original)
     step = window.latest.step
@@ -65,7 +65,7 @@ def test_an_exception_in_a_timer_callback_goes_through_the_hook(qtbot, window, l
         raise ValueError("from a timer")
 
     QTimer.singleShot(0, bad)
-    qtbot.waitUntil(lambda: window.errors.dialog is not None, timeout=5000)
+    qtbot.waitUntil(lambda: window.errors.dialog is not None, timeout=WAIT_MS)
     assert "ValueError: from a timer" in window.errors.dialog.text()
     window.errors.close_dialog()
     assert "ValueError: from a timer" in log_file.read_text()

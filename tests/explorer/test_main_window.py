@@ -56,7 +56,7 @@ def test_default_scenario_is_opened_when_no_config_is_given(open_window):
 # -- step, play, pause ---------------------------------------------------------------------------------------
 def test_step_key_computes_one_step_and_every_panel_gets_that_exact_record(qtbot, window):
     window.activateWindow()
-    qtbot.waitUntil(window.isActiveWindow, timeout=5000)
+    qtbot.waitUntil(window.isActiveWindow, timeout=WAIT_MS)
     qtbot.keyClick(window, Qt.Key.Key_Right)
     qtbot.waitUntil(lambda: window.shown_record.step == 2, timeout=WAIT_MS)
     record = window.shown_record
@@ -91,12 +91,12 @@ def test_a_hidden_panel_is_not_drawn_and_catches_up_when_shown_again(qtbot, wind
     qtbot.waitUntil(lambda: window.shown_record.step == 2, timeout=WAIT_MS)
     assert np.allclose(curve_y(window), window.history.records[0].dh_norms[0])   # still step 1
     dock.toggleViewAction().trigger()
-    qtbot.waitUntil(lambda: np.allclose(curve_y(window), window.shown_record.dh_norms[0]), timeout=5000)
+    qtbot.waitUntil(lambda: np.allclose(curve_y(window), window.shown_record.dh_norms[0]), timeout=WAIT_MS)
 
 
 def test_space_toggles_play_and_reset_starts_again_at_step_one(qtbot, window):
     window.activateWindow()
-    qtbot.waitUntil(window.isActiveWindow, timeout=5000)
+    qtbot.waitUntil(window.isActiveWindow, timeout=WAIT_MS)
     qtbot.keyClick(window, Qt.Key.Key_Space)
     qtbot.waitUntil(lambda: window.shown_record.step >= 3, timeout=WAIT_MS)
     qtbot.keyClick(window, Qt.Key.Key_Space)

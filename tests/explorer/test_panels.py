@@ -20,6 +20,7 @@ from explorer.panels import (DEEPER_PANELS, PANELS, ContributionsPanel, Gradient
 from explorer.panels.lstm_highway import NOT_LSTM
 from explorer.theme import THEMES, presentation
 from panel_helpers import JACOBIAN_CONFIGS, LARGE, Run, feed, gaps, jacobian_run, make   # tests/explorer is on sys.path
+from window_helpers import WAIT_MS
 
 SMALL = dict(hidden_size=16, batch_size=8)
 CONFIGS = {
@@ -410,7 +411,7 @@ def test_throttled_training_panel_still_draws_the_last_record_of_a_paused_run(qt
     s = r.history.scalars()
     qtbot.waitUntil(lambda: panel.loss_curve.xData is not None
                     and len(panel.loss_curve.xData) == len(s["step"])
-                    and f"(step {r.last.step})" in panel.legend.getLabel(panel.loss_curve).text, timeout=3000)
+                    and f"(step {r.last.step})" in panel.legend.getLabel(panel.loss_curve).text, timeout=WAIT_MS)
 
 
 # -- contributions through time ----------------------------------------------------------------------
@@ -532,6 +533,6 @@ def test_a_connected_jacobians_panel_wants_them_only_while_on_screen(qtbot):
     connect_panels([panel, *others], worker)
     assert not worker.wants_jacobians                      # not shown yet
     panel.show()
-    qtbot.waitUntil(lambda: worker.wants_jacobians, timeout=2000)
+    qtbot.waitUntil(lambda: worker.wants_jacobians, timeout=WAIT_MS)
     panel.hide()
-    qtbot.waitUntil(lambda: not worker.wants_jacobians, timeout=2000)
+    qtbot.waitUntil(lambda: not worker.wants_jacobians, timeout=WAIT_MS)

@@ -52,12 +52,12 @@ def test_task_panel_shows_the_scrubbed_steps_preview_or_says_it_has_none(qtbot):
 
 
 def test_status_bar_reads_the_scrubbed_step_and_the_newest_again_when_live(window, qtbot):
-    qtbot.waitUntil(lambda: len(window.timeline.records()) >= 1, timeout=30_000)
+    qtbot.waitUntil(lambda: len(window.timeline.records()) >= 1, timeout=WAIT_MS)
     for _ in range(3):
         before = window.run.latest.step
         window.step_action.trigger()
         qtbot.waitUntil(lambda: window.run.latest.step > before and len(window.timeline.records()) >= 2,
-                        timeout=30_000)
+                        timeout=WAIT_MS)
     window.timeline.scrub_to(0)                                   # as a drag to the left end does
     scrubbed = window.timeline.record
     window.draw_frame()
@@ -132,9 +132,9 @@ def test_the_panels_follow_the_timeline_and_exports_show_the_step_picked(qtbot, 
     step_to(qtbot, window, 4)
     qtbot.waitUntil(lambda: len(window.timeline.records()) == 4, timeout=WAIT_MS)
     window.timeline.scrub_to(1)                                      # back to step 2
-    qtbot.waitUntil(lambda: window.shown_record.step == 2, timeout=5000)
+    qtbot.waitUntil(lambda: window.shown_record.step == 2, timeout=WAIT_MS)
     assert np.allclose(curve_y(window), window.shown_record.dh_norms[0])
     assert window.export_run_data(tmp_path / "run.csv")              # run data: the whole run all the same
     assert len((tmp_path / "run.csv").read_text().strip().splitlines()) == 1 + 4
     window.timeline.go_live()
-    qtbot.waitUntil(lambda: window.shown_record.step == 4, timeout=5000)
+    qtbot.waitUntil(lambda: window.shown_record.step == 4, timeout=WAIT_MS)

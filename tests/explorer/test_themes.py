@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from explorer.theme import THEMES, Theme, get_theme
-from window_helpers import LECTURE_SIZE   # tests/explorer is on sys.path
+from window_helpers import LECTURE_SIZE, WAIT_MS   # tests/explorer is on sys.path
 
 
 def test_themes_are_frozen_with_a_larger_presentation_variant():
@@ -48,9 +48,9 @@ def test_presentation_mode_enlarges_captions_plots_and_controls(qtbot, window):
     small = caption.font().pointSizeF()
     app_small = window.font().pointSizeF()
     window.presentation_action.trigger()
-    qtbot.waitUntil(lambda: caption.font().pointSizeF() > small, timeout=5000)
+    qtbot.waitUntil(lambda: caption.font().pointSizeF() > small, timeout=WAIT_MS)
     assert caption.font().pointSizeF() >= 1.3 * small
     assert window.font().pointSizeF() >= 1.3 * app_small               # menus, fields, status bar
     assert all(p.theme.presentation for p in window.panels)            # plots: axes and lines scale
     window.presentation_action.trigger()
-    qtbot.waitUntil(lambda: caption.font().pointSizeF() == small, timeout=5000)
+    qtbot.waitUntil(lambda: caption.font().pointSizeF() == small, timeout=WAIT_MS)

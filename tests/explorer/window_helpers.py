@@ -62,7 +62,7 @@ def wait_problem(qtbot, window: MainWindow) -> str:
     box = window.last_message_box
     text = f"{box.text()} {box.informativeText()}"
     box.done(0)
-    qtbot.waitUntil(lambda: window.last_message_box is None, timeout=5000)
+    qtbot.waitUntil(lambda: window.last_message_box is None, timeout=WAIT_MS)
     return text
 
 
