@@ -15,8 +15,7 @@ from core.records import History
 from explorer.engine.worker import EngineConnection
 from explorer.panels import SpectrumPanel
 from panel_helpers import LARGE, Run, feed, jacobian_run, make   # tests/explorer is on sys.path
-
-WAIT_MS = 30_000
+from window_probes import WAIT_MS
 
 
 @pytest.fixture(autouse=True)

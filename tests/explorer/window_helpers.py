@@ -12,10 +12,10 @@ from PySide6.QtWidgets import QPushButton
 
 from core.presets import DEFAULT_PRESET, load_preset
 from explorer.window.main_window import MainWindow
+from window_probes import WAIT_MS   # tests/explorer is on sys.path
 
 SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
 STABLE = SMALL.replace(activation="identity", spectral_radius=1.0, optimizer="sgd", lr=0.01)
-WAIT_MS = 30_000
 LECTURE_SIZE = (1400, 900)   # a lecture hall's projector
 
 
