@@ -43,18 +43,19 @@ LEGEND_ROOM = 1.3                         # a narrow panel shows its legend (und
 READOUT_SIDE = 0.36                       # share of a wide panel's width for the readout and legend column
 EDIT_HINT = "Drag an eigenvalue to move it (a complex pair moves together); it applies at the next step."
 # per record.model: what the markers are and what the caption says (other cells: "eigenvalues λ", `caption`)
-MARKER_NAMES = {"lru": "λ<sub>j</sub> (its eigenvalues)", "mingru": "1 − z<sub>t</sub>, every t (sample 0)",
-                "minlstm": "f′<sub>t</sub>, every t (sample 0)"}
+MARKER_NAMES = {"lru": "λ<sub>j</sub> (its eigenvalues)", "mingru": "1 − z<sub>t</sub> over t (sample 0)",
+                "minlstm": "f′<sub>t</sub> over t (sample 0)"}
 CAPTIONS = {
     "lru": "The LRU's recurrence is diag(λ): the points are its eigenvalues λ_j themselves, learned directly. "
            "Backpropagation multiplies ∂L/∂h_t by them once per step, so it decays like |λ|^(T−t): the shaded ring "
            "(lru_r_min ≤ |λ| ≤ lru_r_max) is where they started, just inside the unit circle — slow decay, no blow-up.",
     "mingru": "minGRU has no W_hh: its step Jacobian is diag(1 − z_t), set by the input x_t. The points are the "
-              "entries 1 − z_t at every time step (sample 0, on the real axis), each a factor on the gradient per "
-              "step: near 1 it reaches far back, near 0 it stops.",
+              "entries 1 − z_t over the time steps (sample 0, on the real axis; a long sequence: every k-th step), "
+              "each a factor on the gradient per step: near 1 it reaches far back, near 0 it stops.",
     "minlstm": "minLSTM has no W_hh: its step Jacobian is diag(f′_t), the normalised forget gate f_t / (f_t + i_t), "
-               "set by the input x_t. The points are f′_t at every time step (sample 0, on the real axis), each a "
-               "factor on the gradient per step: near 1 it reaches far back, near 0 it stops.",
+               "set by the input x_t. The points are f′_t over the time steps (sample 0, on the real axis; a long "
+               "sequence: every k-th step), each a factor on the gradient per step: near 1 it reaches far back, "
+               "near 0 it stops.",
 }
 
 

@@ -65,7 +65,7 @@ def test_min_cells_show_their_step_jacobians_diagonal_over_time_and_say_so(qtbot
     x, y = panel.scatter.data["x"], panel.scatter.data["y"]
     assert len(x) == SMALL["seq_len"] * SMALL["hidden_size"]          # every t, every unit (sample 0)
     assert np.all(y == 0) and np.all((0 < x) & (x < 1))               # real factors in (0, 1)
-    assert entry in panel.caption_label.text() and "every time step" in panel.caption_label.text()
+    assert entry in panel.caption_label.text() and "over the time steps" in panel.caption_label.text()
     assert any(shown in label for label in legend_labels(panel))
     assert panel.readout_text.startswith(records[0].recurrent_block)
     assert len(radii(panel.ring_outer)) == 0
