@@ -2,17 +2,20 @@
 
 An `Arrangement` is rows of tab groups (each group: panel class names, tabbed, the first in front) with the
 settings dock on the left or not. For a dock area of a given size the window takes the first arrangement of
-its mode whose docks' minimum sizes fit (`choose`): every panel asks for the room its plots need (a plot's
-data area is never below explorer.panels.base.PLOT_MIN), so when there is no room for all panels fewer are
-shown, in tabs, and none is squashed.
+its mode whose docks' minimum sizes and whole tab titles fit (`choose`): every panel asks for the room its
+plots need (a plot's data area is never below explorer.panels.base.PLOT_MIN), so when there is no room for
+all panels fewer are shown, in tabs, and none is squashed; a group of tabs is at least as wide as its
+titles, never cut to "Sp…" (where no arrangement has room for them, the titles scroll).
 
-Normal mode, from the most panels on screen to the fewest:
-    WIDE      settings | gradient-through-time, spectrum / training, history, hidden state, task
-    NARROW    settings | gradient-through-time, spectrum / two groups of tabs
-    GRID      settings | gradient-through-time, spectrum and the taller panels / history, hidden state
-    COLUMNS   settings | two full-height columns of tabs
-    SINGLE    settings | one group of tabs
-    BARE      one group of tabs (settings: F2 shows them over the panels)
+Normal mode, from the most panels on screen to the fewest (the three views "through time" share a group):
+    WIDE            settings | gradient-through-time, spectrum / training, history, hidden state, task
+    THREE BY TWO    settings | gradient-through-time, spectrum, training / history, hidden state, task
+    NARROW          settings | gradient-through-time, spectrum / two groups of tabs
+    GRID            settings | gradient-through-time, spectrum and the taller panels / history, hidden state
+    COLUMNS         settings | two full-height columns of tabs
+    SIX IN COLUMNS  settings | two columns of the six everyday panels (the deeper views closed)
+    SINGLE          settings | one group of tabs
+    BARE            one group of tabs (settings: F2 shows them over the panels)
 Presentation mode: gradient-through-time and one companion panel, side by side, stacked or tabbed;
 settings hidden; the other panels closed (number keys or the toolbar pick the companion).
 """
@@ -41,15 +44,16 @@ class Arrangement:
 
 
 NORMAL = (
-    Arrangement("wide", (((GT,), (SPECTRUM, JACOBIANS)),
-                         ((TRAINING,), (HISTORY, CONTRIBUTIONS), (HIDDEN, HIGHWAY), (TASK,)))),
-    Arrangement("three by two", (((GT,), (SPECTRUM,), (TRAINING, CONTRIBUTIONS, HIGHWAY, JACOBIANS)),
+    Arrangement("wide", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM,)),
+                         ((TRAINING,), (HISTORY,), (HIDDEN, HIGHWAY), (TASK,)))),
+    Arrangement("three by two", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM,), (TRAINING, HIGHWAY)),
                                  ((HISTORY,), (HIDDEN,), (TASK,)))),
-    Arrangement("narrow", (((GT,), (SPECTRUM, JACOBIANS)),
-                           ((HISTORY, TRAINING, CONTRIBUTIONS), (HIDDEN, TASK, HIGHWAY)))),
-    Arrangement("grid", (((GT,), (SPECTRUM, TRAINING, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS)),
+    Arrangement("narrow", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM,)),
+                           ((HISTORY, TRAINING), (HIDDEN, TASK, HIGHWAY)))),
+    Arrangement("grid", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, TRAINING, TASK, HIGHWAY)),
                          ((HISTORY,), (HIDDEN,)))),
     Arrangement("columns", (((GT, HISTORY, HIDDEN, TASK), (SPECTRUM, TRAINING, CONTRIBUTIONS, HIGHWAY, JACOBIANS)),)),
+    Arrangement("six in columns", (((GT, HISTORY, HIDDEN, TASK), (SPECTRUM, TRAINING)),)),
     Arrangement("single", (((GT, SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS),),)),
     Arrangement("bare", (((GT, SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS),),),
                 settings=False),
@@ -78,15 +82,27 @@ def _groups(arrangement: Arrangement, docks: dict[str, QDockWidget]) -> list[lis
     return rows
 
 
-def minimum_size(arrangement: Arrangement, settings_dock: QDockWidget, docks: dict[str, QDockWidget],
-                 tab_bar: int) -> QSize:
-    """The smallest dock area in which `arrangement` shows every plot at its minimum size."""
-    def group_min(group: list[QDockWidget]) -> QSize:
-        w = max(d.minimumSizeHint().width() for d in group)
-        h = max(d.minimumSizeHint().height() for d in group) + (tab_bar if len(group) > 1 else 0)
-        return QSize(w, h)
+def _group_minimum(group: list[QDockWidget], tab_bar: int, tab_widths: dict[str, int] | None) -> QSize:
+    """The smallest size of a group of docks: the largest dock's minimum, and with more than one dock a tab
+    bar above them, as wide as their whole titles when `tab_widths` (panel name -> px) is given."""
+    w = max(d.minimumSizeHint().width() for d in group)
+    h = max(d.minimumSizeHint().height() for d in group)
+    if len(group) > 1:
+        h += tab_bar
+        if tab_widths is not None:
+            w = max(w, sum(tab_widths.get(_name(d), 0) for d in group) + SEPARATOR)   # the bar is a little narrower
+    return QSize(w, h)
 
-    rows = [[group_min(g) for g in row] for row in _groups(arrangement, docks)]
+
+def _name(dock: QDockWidget) -> str:
+    return dock.objectName().removeprefix("dock_")
+
+
+def minimum_size(arrangement: Arrangement, settings_dock: QDockWidget, docks: dict[str, QDockWidget],
+                 tab_bar: int, tab_widths: dict[str, int] | None = None) -> QSize:
+    """The smallest dock area in which `arrangement` shows every plot at its minimum size (and every tab
+    title whole, with `tab_widths`)."""
+    rows = [[_group_minimum(g, tab_bar, tab_widths) for g in row] for row in _groups(arrangement, docks)]
     width = max((sum(s.width() for s in row) + SEPARATOR * (len(row) - 1) for row in rows), default=0)
     height = sum(max(s.height() for s in row) for row in rows) + SEPARATOR * max(len(rows) - 1, 0)
     if arrangement.settings:
@@ -96,19 +112,22 @@ def minimum_size(arrangement: Arrangement, settings_dock: QDockWidget, docks: di
 
 
 def choose(candidates: tuple[Arrangement, ...], settings_dock: QDockWidget, docks: dict[str, QDockWidget],
-           room: QSize, tab_bar: int) -> Arrangement:
-    """The first candidate whose minimum size fits in `room`; the last (fewest panels) if none does."""
-    for arrangement in candidates:
-        need = minimum_size(arrangement, settings_dock, docks, tab_bar)
-        if need.width() <= room.width() and need.height() <= room.height():
-            return arrangement
+           room: QSize, tab_bar: int, tab_widths: dict[str, int]) -> Arrangement:
+    """The first candidate whose minimum size with whole tab titles fits in `room`; else the first that fits
+    with its titles scrolling; the last (fewest panels) if none does."""
+    for widths in (tab_widths, None):
+        for arrangement in candidates:
+            need = minimum_size(arrangement, settings_dock, docks, tab_bar, widths)
+            if need.width() <= room.width() and need.height() <= room.height():
+                return arrangement
     return candidates[-1]
 
 
 def arrange(host: QMainWindow, arrangement: Arrangement, settings_dock: QDockWidget,
-            docks: dict[str, QDockWidget], room: QSize, settings_width: int) -> None:
-    """Lay the docks out in `host` as `arrangement` for a dock area of size `room`. Docks it does not name are
-    closed (View menu brings them back); panels it does not know join its last group."""
+            docks: dict[str, QDockWidget], room: QSize, settings_width: int, tab_widths: dict[str, int]) -> None:
+    """Lay the docks out in `host` as `arrangement` for a dock area of size `room`, each group of tabs as wide
+    as its titles (`tab_widths`) where there is room. Docks it does not name are closed (View menu brings
+    them back); panels it does not know join its last group."""
     for dock in (settings_dock, *docks.values()):
         host.removeDockWidget(dock)
     named = dict(docks)
@@ -116,7 +135,7 @@ def arrange(host: QMainWindow, arrangement: Arrangement, settings_dock: QDockWid
     for row in rows:
         for group in row:
             for dock in group:
-                named.pop(dock.objectName().removeprefix("dock_"), None)
+                named.pop(_name(dock), None)
     known = {n for a in NORMAL for n in a.names()}
     strangers = [d for n, d in named.items() if n not in known]
     if strangers and rows:
@@ -155,11 +174,12 @@ def arrange(host: QMainWindow, arrangement: Arrangement, settings_dock: QDockWid
     for dock in closed:
         host.addDockWidget(right, dock)
         dock.close()
-    _size_docks(host, arrangement, settings_dock, firsts, room, settings_width)
+    minimums = [[_group_minimum(group, 0, tab_widths).width() for group in row] for row in rows]
+    _size_docks(host, arrangement, settings_dock, firsts, minimums, room, settings_width)
 
 
 def _size_docks(host: QMainWindow, arrangement: Arrangement, settings_dock: QDockWidget,
-                firsts: list[list[QDockWidget]], room: QSize, settings_width: int):
+                firsts: list[list[QDockWidget]], minimums: list[list[int]], room: QSize, settings_width: int):
     w, h = room.width(), room.height()
     rest = w
     if arrangement.settings:
@@ -170,9 +190,21 @@ def _size_docks(host: QMainWindow, arrangement: Arrangement, settings_dock: QDoc
         share = 0.55 if len(firsts[0]) > 1 else 0.5
         host.resizeDocks([firsts[0][0], firsts[1][0]], [int(share * h), int((1 - share) * h)],
                          Qt.Orientation.Vertical)
-    for row in firsts:
-        if len(row) == 2:
-            first = 0.6 if arrangement.settings else 0.55
-            host.resizeDocks(row, [int(rest * first), int(rest * (1 - first))], Qt.Orientation.Horizontal)
-        elif len(row) > 2:
-            host.resizeDocks(row, [rest // len(row)] * len(row), Qt.Orientation.Horizontal)
+    for row, row_minimums in zip(firsts, minimums):
+        if len(row) > 1:
+            first = (0.6 if arrangement.settings else 0.55) if len(row) == 2 else 1 / len(row)
+            shares = [first] + [(1 - first) / (len(row) - 1)] * (len(row) - 1)
+            host.resizeDocks(row, _widths(rest - SEPARATOR * (len(row) - 1), shares, row_minimums),
+                             Qt.Orientation.Horizontal)
+
+
+def _widths(total: int, shares: list[float], minimums: list[int]) -> list[int]:
+    """`total` px split by `shares`, each part at least its minimum where the total allows (the room is taken
+    from the parts with most to spare)."""
+    widths = [max(minimum, int(share * total)) for share, minimum in zip(shares, minimums)]
+    excess = sum(widths) - total
+    for i in sorted(range(len(widths)), key=lambda i: minimums[i] - widths[i]):
+        take = max(0, min(excess, widths[i] - minimums[i]))
+        widths[i] -= take
+        excess -= take
+    return widths

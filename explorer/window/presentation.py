@@ -13,7 +13,7 @@ from functools import partial
 
 from PySide6.QtCore import QByteArray, QEvent, QObject, QRect, QSettings, QSize, Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QComboBox, QDockWidget, QLabel, QMainWindow, QMenu, QWidget
+from PySide6.QtWidgets import QComboBox, QDockWidget, QLabel, QMainWindow, QMenu, QTabBar, QWidget
 
 from explorer.window import layout
 from explorer.window.layout import Arrangement
@@ -46,6 +46,7 @@ class WindowLayout(QObject):
         self._timer.setInterval(RELAYOUT_DELAY_MS)
         self._timer.timeout.connect(self.relayout)
         window.installEventFilter(self)
+        self.host.installEventFilter(self)   # the tab bars Qt makes for tabbed docks (see eventFilter)
         self._view_actions: dict[QAction, QDockWidget] = {}
         for dock in window.panel_docks.values():   # a panel shown from the View menu comes to the front of its tabs
             action = dock.toggleViewAction()
@@ -214,6 +215,10 @@ class WindowLayout(QObject):
 
     # -- laying out ------------------------------------------------------------------------------------
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.host and event.type() == QEvent.Type.ChildPolished \
+                and isinstance(event.child(), QTabBar):   # Qt makes them eliding titles to "Sp…": whole titles
+            event.child().setElideMode(Qt.TextElideMode.ElideNone)
+            event.child().setUsesScrollButtons(True)
         if watched is self.window:
             kind = event.type()
             if kind == QEvent.Type.Show and not self._shown_once:
@@ -250,13 +255,24 @@ class WindowLayout(QObject):
     def _tab_bar(self) -> int:
         return int(layout.TAB_BAR * self.window.fontMetrics().height())
 
+    def _tab_widths(self) -> dict[str, int]:
+        """Each panel's tab width with its whole title, as the dock area's tab bars draw it now (type, style)."""
+        probe = QTabBar(self.host)
+        probe.setElideMode(Qt.TextElideMode.ElideNone)
+        probe.ensurePolished()
+        widths = {name: probe.tabSizeHint(probe.addTab(dock.windowTitle())).width()
+                  for name, dock in self.window.panel_docks.items()}
+        probe.deleteLater()
+        return widths
+
     def arrange_default(self) -> Arrangement:
         """The arrangement of the current mode with the most panels that fits (explorer.window.layout)."""
         w = self.window
         room = self.room()
-        chosen = layout.choose(self.candidates(), w.settings_dock, w.panel_docks, room, self._tab_bar())
+        tab_widths = self._tab_widths()
+        chosen = layout.choose(self.candidates(), w.settings_dock, w.panel_docks, room, self._tab_bar(), tab_widths)
         layout.arrange(self.host, chosen, w.settings_dock, w.panel_docks, room,
-                       w.settings_panel.minimumSizeHint().width())
+                       w.settings_panel.minimumSizeHint().width(), tab_widths)
         self.current, self._room = chosen, QSize(room)
         overlay = getattr(w, "overlay", None)
         if overlay is not None and not overlay.isHidden():
@@ -265,10 +281,15 @@ class WindowLayout(QObject):
         return chosen
 
     def _fits(self) -> bool:
-        """The dock layout on screen needs no more room than there is."""
+        """The dock layout on screen needs no more room than there is, and its tab bars show whole titles
+        (a layout saved in a larger window may have groups of tabs too narrow for them)."""
         self.host.layout().invalidate()
         need, room = self.host.minimumSizeHint(), self.room()
-        return need.width() <= room.width() and need.height() <= room.height()
+        if need.width() > room.width() or need.height() > room.height():
+            return False
+        self.host.layout().activate()
+        return all(bar.width() >= sum(bar.tabSizeHint(i).width() for i in range(bar.count()))
+                   for bar in self.host.findChildren(QTabBar) if bar.isVisibleTo(self.host))
 
     @Slot()
     def relayout(self):
@@ -282,7 +303,7 @@ class WindowLayout(QObject):
                 self.arrange_default()
             return
         best = layout.choose(self.candidates(), self.window.settings_dock, self.window.panel_docks, room,
-                             self._tab_bar())
+                             self._tab_bar(), self._tab_widths())
         changed = (abs(room.width() - self._room.width()) > RESIZE_RELAYOUT * max(self._room.width(), 1)
                    or abs(room.height() - self._room.height()) > RESIZE_RELAYOUT * max(self._room.height(), 1))
         if best != self.current or changed or not self._fits():

@@ -1,7 +1,8 @@
 """The real main window on the projector sizes a lecture hall has: 1280×720, 1366×768, 1920×1080 and 3840×2160
 at 2× scaling, in normal and in presentation mode, with a fresh and with a stale saved layout (one saved on a
 far larger screen). Every plot on screen keeps a data area (its ViewBox) of at least 220×130 px, the window
-fits its screen, and Play, Step, Reset and the scenario picker stay on the toolbar.
+fits its screen, Play, Step, Reset and the scenario picker stay on the toolbar, and every tab title of the
+docks is whole (not cut to "Sp…", not scrolled out of its bar).
 
 The offscreen platform's screen size is fixed when the application starts, so each screen size runs in a
 process of its own (this file is its program: `python test_layout_sizes.py measure|save ...`), with
@@ -62,6 +63,11 @@ def test_every_plot_keeps_its_data_area_and_the_window_fits_the_screen(screen, s
         if r["mode"] == "presentation":
             assert "GradientTimePanel" in {name for name, _, _ in r["plots"]}, where + "gradient not shown"
             assert not r["settings_docked"], where + "settings take room from the plots"
+        if r["mode"] == "normal":   # (presentation: two panels, side by side where there is room)
+            assert r["tabs"], where + "no tabbed docks: nothing to check the titles of"
+        for text, width, advance, inside, scrolling in r["tabs"]:
+            assert width >= advance and inside and not scrolling, where + f"tab {text!r}: {width} px for a " \
+                f"{advance} px title, inside its bar: {inside}, scroll buttons shown: {scrolling}"
 
 
 def test_a_resized_window_is_laid_out_again(tmp_path):
@@ -112,7 +118,7 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
     import time
 
     from PySide6.QtCore import QSettings
-    from PySide6.QtWidgets import QApplication
+    from PySide6.QtWidgets import QApplication, QTabBar, QToolButton
 
     from core.presets import DEFAULT_PRESET, load_preset
     from explorer.window.main_window import MainWindow
@@ -154,9 +160,15 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
                    (window.play_action, window.step_action, window.reset_action)}
         toolbar = {"Play" if k in ("Play", "Pause") else k: v for k, v in toolbar.items()}
         toolbar["scenario"] = window.scenario_combo.isVisible()
+        tabs = []   # (title, tab width, title width, tab inside its bar, the bar's scroll buttons shown)
+        for bar in window.dock_host.findChildren(QTabBar):
+            if bar.isVisible():
+                scrolling = any(button.isVisible() for button in bar.findChildren(QToolButton))
+                tabs += [(bar.tabText(i), bar.tabRect(i).width(), bar.fontMetrics().horizontalAdvance(bar.tabText(i)),
+                          bar.rect().contains(bar.tabRect(i)), scrolling) for i in range(bar.count())]
         screen = window.screen().availableGeometry()
         frame = window.frameGeometry()
-        return {"plots": plots, "toolbar": toolbar,
+        return {"plots": plots, "toolbar": toolbar, "tabs": tabs,
                 "screen": [screen.x(), screen.y(), screen.width(), screen.height()],
                 "frame": [frame.x(), frame.y(), frame.width(), frame.height()],
                 "settings_docked": window.settings_dock.isVisible() and not window.settings_dock.isFloating()}
