@@ -1,7 +1,7 @@
 """Is the dashboard smooth, and does it slow training? Measured side by side in one run.
 
     python benchmarks/bench_gui.py [--seconds 8] [--rounds 3] [--startups 5] [--size 1600x1000]
-                                   [--presentation] [--json PATH]
+                                   [--presentation] [--full-rate] [--json PATH]
 
 - frames: while the main window plays the default scenario offscreen (on a screen of --size, default
   1600x1000, in normal or presentation mode; Qt's own event loop),
@@ -10,7 +10,9 @@
   and the window process (all its threads: the record relay too) used;
 - throughput: training steps/s with the window open and playing (the engine in its own process, as
   the app runs it) vs the same engine loop headless (explorer.engine.loop: same config, same detail
-  policy), interleaved round by round;
+  policy), interleaved round by round; --full-rate holds the window's frame pacer at its fastest
+  (explorer.window.drawing.FramePacer: while training it lowers the frame rate to keep the window within
+  its share of the CPU), to see what drawing at full rate would cost training;
 - start-up: seconds from process start to the window shown, and to the first record drawn
   (median of several fresh processes).
 Prints a table of medians and ratios and writes JSON.
@@ -69,12 +71,13 @@ def headless_rate(config, seconds: float) -> float:
     return (len(steps) - 2) / (steps[-1] - steps[1])   # steps 1 (the build's) aside
 
 
-def window_round(app, config, seconds: float, size: tuple[int, int], presentation: bool) -> dict:
+def window_round(app, config, seconds: float, size: tuple[int, int], presentation: bool, full_rate: bool) -> dict:
     """The main window playing for `seconds` in Qt's own event loop: steps/s, each frame's update time (the
     panels taking the new record, ms), the intervals between frames (update + paint + waiting, ms), frames/s
     and the share of a core the window's main thread used."""
     from PySide6.QtCore import QSettings, QTimer
 
+    from explorer.window.drawing import FRAME_PERIOD_S
     from explorer.window.main_window import MainWindow
 
     store = QSettings(str(ROOT / "benchmarks/results/.bench.ini"), QSettings.IniFormat)
@@ -97,6 +100,8 @@ def window_round(app, config, seconds: float, size: tuple[int, int], presentatio
         updates.append((time.perf_counter() - t) * 1e3)
 
     window.drawer.draw = timed_repaint
+    if full_rate:
+        window.drawer.pacer.frame = lambda playing, isolated: FRAME_PERIOD_S
     first = window.latest.step
     window.play()
     QTimer.singleShot(int(seconds * 1000), app.quit)
@@ -137,6 +142,7 @@ def main() -> int:
     parser.add_argument("--startups", type=int, default=5)
     parser.add_argument("--size", default="1600x1000", help="the offscreen screen and window size, WxH")
     parser.add_argument("--presentation", action="store_true", help="in presentation mode (F5)")
+    parser.add_argument("--full-rate", action="store_true", help="frames at the full rate: no pacing")
     parser.add_argument("--json", default=str(ROOT / "benchmarks/results/gui.json"))
     args = parser.parse_args()
     try:
@@ -158,7 +164,7 @@ def main() -> int:
     load_at_start = os.getloadavg()[0]   # the machine may be shared: its load, at the start and at the end
     for r in range(args.rounds):  # interleaved: the machine's load hits both alike
         headless.append(headless_rate(config, args.seconds))
-        run = window_round(app, config, args.seconds, size, args.presentation)
+        run = window_round(app, config, args.seconds, size, args.presentation, args.full_rate)
         windowed.append(run["steps_per_s"])
         updates += run["updates"]
         intervals += run["intervals"]
@@ -175,6 +181,7 @@ def main() -> int:
         "config": DEFAULT_PRESET,
         "size": args.size,
         "presentation": args.presentation,
+        "full_rate": args.full_rate,
         "load_average_1min_start": load_at_start,
         "load_average_1min": os.getloadavg()[0],
         "headless_steps_per_s": statistics.median(headless),
@@ -191,7 +198,8 @@ def main() -> int:
         "startup_first_record_s": statistics.median(d for _, d in starts),
     }
     print()
-    print(f"{args.size}, {'presentation' if args.presentation else 'normal'} mode; "
+    print(f"{args.size}, {'presentation' if args.presentation else 'normal'} mode"
+          f"{', frames at the full rate (no pacing)' if args.full_rate else ''}; "
           f"load average (1 min) {load_at_start:.2f} at the start, {result['load_average_1min']:.2f} at the end, "
           f"on {os.cpu_count()} cores")
     print(f"{'measure':<46} {'median':>10}  target")

@@ -20,7 +20,8 @@ FRAME_PERIOD_S = 0.031      # a frame at most every 31 ms (~32 fps: the target i
 FRAME_POLL_MS = 6           # ... looked for every 6 ms, so a frame comes at most that late
 SLOWEST_FRAME_S = 0.2       # while training, the pacer stretches the period up to this (5 fps), never further
 WINDOW_SHARE = 0.6          # engine in its own process: the window's main thread uses at most this share of the
-                            # cores the engine leaves (2 cores: 0.6 of one; at ~0.7 training fell under 0.9×)
+                            # cores the engine leaves (2 cores, bench_gui: a window at 0.63 of a core kept training
+                            # at 0.93× headless, one at 0.72 let it fall to 0.80×)
 THREAD_SHARE = 1 / 3        # engine in a thread (GRADFLOW_ENGINE=thread) or one core: a third of the time
 COST_SMOOTHING = 0.25       # weight of the newest frame in the pacer's running CPU cost per frame
 
