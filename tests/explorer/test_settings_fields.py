@@ -15,10 +15,8 @@ from core.config import SPECS
 from core.presets import load_preset
 from core.tasks.text import MAX_TEXT_BYTES
 from explorer.window.settings import SettingsPanel, format_value
-from window_helpers import SMALL, status_text, step_once   # tests/explorer is on sys.path
+from window_helpers import SMALL, WAIT_MS, status_text, step_once   # tests/explorer is on sys.path
 from window_probes import in_engine
-
-WAIT_MS = 60_000
 
 
 def shown(field) -> str:
