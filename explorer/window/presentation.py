@@ -23,6 +23,8 @@ LAYOUT_VERSION = 3          # bump when the set of docks or the arrangements cha
 RELAYOUT_DELAY_MS = 120     # a resize is laid out once it has settled this long
 RESIZE_RELAYOUT = 0.1       # the same arrangement is re-sized when the room changed by more than this share
 FIRST_LAUNCH = (1280, 800, 0.9)   # width, height, or this share of a larger screen
+SCENARIO_CHARS = 34         # the scenario picker's width: "Vanishing gradients in a tanh RNN" whole; longer titles
+                            # are cut (the banner under it shows them whole) and the picker stays on the bar
 
 
 class WindowLayout(QObject):
@@ -89,7 +91,7 @@ class WindowLayout(QObject):
         bar = w.toolbar
         self._companion_widgets = [bar.addWidget(self.companion_label), bar.addWidget(self.companion_combo)]
         w.scenario_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        w.scenario_combo.setMinimumContentsLength(16)   # long scenario titles elide: the picker stays on the bar
+        w.scenario_combo.setMinimumContentsLength(SCENARIO_CHARS)
         self._show_mode_controls()
 
     def add_view_actions(self, menu: QMenu) -> None:
