@@ -38,12 +38,10 @@ def machine_load() -> float:
     return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
 
 
-def window_budget(playing: bool, isolated: bool, cores: int, others: float = 0.0) -> float | None:
-    """The share of a core the window's main thread may use (None: no limit, nothing trains). The engine needs
-    one core and `others` (other programs' load) take theirs: the window gets WINDOW_SHARE of what is left
-    (0 when nothing is). Sharing the engine's interpreter or only core: THREAD_SHARE."""
-    if not playing:
-        return None
+def window_budget(isolated: bool, cores: int, others: float = 0.0) -> float:
+    """The share of a core the window's main thread may use while training runs. The engine needs one core and
+    `others` (other programs' load) take theirs: the window gets WINDOW_SHARE of what is left (0 when nothing
+    is). Sharing the engine's interpreter or only core: THREAD_SHARE."""
     if not isolated or cores < 2:
         return THREAD_SHARE
     return WINDOW_SHARE * max(cores - 1 - others, 0.0)
@@ -54,8 +52,8 @@ class FramePacer:
 
     At each frame, `frame(playing, isolated)` reads `cpu_clock` (the main thread's CPU seconds): what it spent
     since the last frame (drawing, Qt's painting, taking records) is that frame's cost, smoothed over frames.
-    The budget is window_budget, with the machine's `load` less this window's and its engine's own as the other
-    programs' share. The period is cost / budget (a frame costing 30 ms of CPU, with 0.6 of a core, comes every
+    While training plays, the budget is window_budget, with the machine's `load` less this window's and its
+    engine's own as the other programs' share; paused, frames are not paced. The period is cost / budget (a frame costing 30 ms of CPU, with 0.6 of a core, comes every
     50 ms), within FRAME_PERIOD_S .. SLOWEST_FRAME_S; as frames get cheaper or the machine quieter it comes
     back to FRAME_PERIOD_S."""
 
@@ -77,7 +75,7 @@ class FramePacer:
             self.period = FRAME_PERIOD_S
             return self.period
         others = max(self.load() - 1 - self.cost / self.period, 0.0)   # less the engine and this window
-        budget = window_budget(playing, isolated, self.cores, others)
+        budget = window_budget(isolated, self.cores, others)
         stretched = self.cost / budget if budget else SLOWEST_FRAME_S
         self.period = min(max(FRAME_PERIOD_S, stretched), SLOWEST_FRAME_S)
         return self.period

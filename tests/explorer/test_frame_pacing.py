@@ -129,14 +129,13 @@ def test_the_frame_period_never_stretches_past_the_slowest():
     assert pacer.period == SLOWEST_FRAME_S
 
 
-@pytest.mark.parametrize("playing, isolated, cores, others, budget", [
-    (False, True, 2, 0.0, None),            # nothing trains: no limit
-    (True, True, 2, 0.0, WINDOW_SHARE),     # the engine has one core, the window WINDOW_SHARE of the other
-    (True, True, 4, 0.0, 3 * WINDOW_SHARE),
-    (True, True, 4, 1.0, 2 * WINDOW_SHARE),  # other programs take a core
-    (True, True, 2, 1.5, 0.0),              # ... or more than is left
-    (True, True, 1, 0.0, THREAD_SHARE),     # one core for both
-    (True, False, 8, 0.0, THREAD_SHARE),    # one interpreter for both
+@pytest.mark.parametrize("isolated, cores, others, budget", [
+    (True, 2, 0.0, WINDOW_SHARE),           # the engine has one core, the window WINDOW_SHARE of the other
+    (True, 4, 0.0, 3 * WINDOW_SHARE),
+    (True, 4, 1.0, 2 * WINDOW_SHARE),       # other programs take a core
+    (True, 2, 1.5, 0.0),                    # ... or more than is left
+    (True, 1, 0.0, THREAD_SHARE),           # one core for both
+    (False, 8, 0.0, THREAD_SHARE),          # one interpreter for both
 ])
-def test_window_budget(playing, isolated, cores, others, budget):
-    assert window_budget(playing, isolated, cores, others) == pytest.approx(budget)
+def test_window_budget_while_training(isolated, cores, others, budget):
+    assert window_budget(isolated, cores, others) == pytest.approx(budget)
