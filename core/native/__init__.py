@@ -7,9 +7,8 @@
                                      call loads it. Without a C++ compiler nothing is started: one note in the log.
     status()                         one line for `gradflow doctor` and the log: off, in use, built, building,
                                      failed (with the build log's path), no compiler, not built yet
-    state(), kernel_calls()          the same in one word, and how often kernel() was asked (cheap): the engine
-                                     reports them when they change, the window's status bar shows them
-                                     (explorer.engine.loop, explorer.window.status)
+    state()                          the same in one word (cheap): the engine reports it when it changes, the
+                                     window's status bar shows it (explorer.engine.loop, explorer.window.status)
     python -m core.native build      (or ``gradflow build-native``) compiles it now, in the foreground
     GRADFLOW_NATIVE=0                turns it off: the Python loops run, nothing is built
 
@@ -51,7 +50,6 @@ ENV = "GRADFLOW_NATIVE"
 _module = None
 _build = "none"   # "none" | "building" | "built" | "failed" | "no compiler" | "broken" (a build that did not load)
 _lock = threading.Lock()
-_calls = 0        # kernel() calls: one per LSTM row the engine runs
 
 
 def _name() -> str:
@@ -85,8 +83,7 @@ def enabled() -> bool:
 
 def kernel():
     """The compiled module if enabled and built, else None (a build is then started, see module doc)."""
-    global _module, _build, _calls
-    _calls += 1
+    global _module, _build
     if not enabled():
         return None
     if _module is None:
@@ -145,11 +142,6 @@ def _wait_for_build():
         _build = "built" if done.returncode == 0 else "failed"
     if _build == "failed":
         log.warning("building the compiled LSTM loops failed (see %s); the Python loops run", path)
-
-
-def kernel_calls() -> int:
-    """How often kernel() was asked in this process: it grows while LSTM runs step."""
-    return _calls
 
 
 def state() -> str:

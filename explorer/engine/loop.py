@@ -122,7 +122,7 @@ class EngineLoop:
         self.engine: Engine | None = None   # Trainer or Comparison; None until the first build succeeds
         self._last_complete = True          # the last step was detailed and previewed (or there was none)
         self._native: tuple[str, bool] | None = None   # the compiled LSTM loops' state last reported, LSTM run?
-        self._kernel_calls = 0
+        self._lstm = False                  # the newest step had an LSTM run
 
     def run(self):
         flags = self.flags
@@ -174,7 +174,7 @@ class EngineLoop:
         self.flush()
 
     def _wait_for_command(self, timeout: float):
-        self._report_native(stepped=False)   # a background build may finish while nothing steps
+        self._report_native()   # a background build may finish while nothing steps
         self.flush()
         try:
             self._handle(self.commands.get(timeout=timeout))
@@ -241,15 +241,14 @@ class EngineLoop:
         self.emit("rebuilt", spec)
         self._step(detail=True, preview=True, jacobians=self._jacobians_wanted())  # so no panel is ever empty
 
-    def _report_native(self, stepped: bool):
+    def _report_native(self, result=None):
         """native_status(state, lstm, text) when the compiled LSTM loops' state (core.native.state) or the kind
-        of run changed: `lstm` when the last step ran LSTM rows (it asked core.native.kernel); text for a
-        tooltip (core.native.status: the build log's path on failure)."""
+        of run changed: `lstm` when the newest step `result` (a Record, or one per run) has an LSTM run; text
+        for a tooltip (core.native.status: the build log's path on failure)."""
         from core import native   # imports torch: the engine's side only
-        calls = native.kernel_calls()
-        lstm = calls != self._kernel_calls if stepped else bool(self._native and self._native[1])
-        self._kernel_calls = calls
-        now = (native.state(), lstm)
+        if result is not None:
+            self._lstm = any(record.model == "lstm" for record in (result if isinstance(result, list) else [result]))
+        now = (native.state(), self._lstm)
         if now != self._native:
             self._native = now
             self.emit("native_status", *now, native.status() if now[0] else "")
@@ -269,7 +268,7 @@ class EngineLoop:
         self.flags.last_step.value = self.engine.steps_done
         self._last_complete = detail and preview
         self.emit("record_ready", result)
-        self._report_native(stepped=True)
+        self._report_native(result)
         if self.engine.halted:
             self.flags.playing.clear()
             self.emit("diverged", result)

@@ -169,6 +169,7 @@ class MainWindow(QMainWindow):
         w.update_failed.connect(self._on_update_failed)
         w.diverged.connect(self._on_diverged)
         w.failed.connect(self._on_failed)
+        w.native_status.connect(self.readout.show_native)   # the compiled LSTM loops: compiling, compiled, Python
 
     # -- persistence -----------------------------------------------------------------------------------
     def _restore_settings(self):

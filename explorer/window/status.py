@@ -109,7 +109,7 @@ class StatusReadout(QWidget):
     def show_native(self, state: str, lstm: bool, detail: str):
         """TrainingWorker.native_status: which loops run LSTM steps; shown for LSTM runs and while compiling."""
         self._native_wanted = state in NATIVE_LABELS and (lstm or state == "building")
-        self.native.setText(NATIVE_LABELS.get(state, ""))
+        self.native.setText(NATIVE_LABELS[state] if self._native_wanted else "")
         self.native.setToolTip(f"compiled LSTM loops: {detail}" if detail else "")
         self._fit()
 

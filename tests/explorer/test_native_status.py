@@ -125,3 +125,17 @@ def test_without_the_compiled_loops_an_lstm_run_says_python(qtbot, monkeypatch):
         assert readout.native.text() == "LSTM loops: Python (GRADFLOW_NATIVE=0)"
     finally:
         assert connection.shutdown(SHUTDOWN_MS)
+
+
+def test_the_main_window_shows_the_loops_of_an_lstm_run_and_nothing_for_an_rnn(open_window, qtbot):
+    """The window wires the engine's report to its status bar: an LSTM run names its loops (the Python ones:
+    the suite runs with GRADFLOW_NATIVE=0), an RNN run names none. The text, not the label's visibility: the
+    bar leaves it out first where it is narrow, as on the tests' 800 px screen."""
+    lstm = open_window(config=LSTM, name="lstm")
+    lstm.step_action.trigger()   # a training step asks for the loops
+    qtbot.waitUntil(lambda: lstm.readout.native.text() != "", timeout=WAIT_MS)
+    assert lstm.readout.native.text() == NATIVE_LABELS["off"]
+    rnn = open_window(config=RNN, name="rnn")
+    rnn.step_action.trigger()
+    qtbot.waitUntil(lambda: rnn.latest.step >= 1 and rnn.shown_record.step >= 1, timeout=WAIT_MS)
+    assert rnn.readout.native.text() == ""
