@@ -46,7 +46,7 @@ def test_lstm_keeps_a_million_times_more_far_gradient_than_the_rnn_on_every_seed
 @pytest.mark.parametrize("seed", SEEDS)
 def test_far_steps_contribute_a_tiny_share_in_a_vanishing_rnn_on_every_seed(seed):
     """ρ = 0.9: the 3 nearest steps outweigh the 15 farthest at least fivefold on every seed (measured here:
-    17x, 9.0x, 14x and 6.9x on seeds 0-3; the tenfold of test_deeper_views holds on seed 0)."""
+    17x, 9.0x, 14x and 6.9x on seeds 0-3; the tenfold of tests/explorer/test_panels.py holds on seed 0)."""
     T = 30
     trainer = Trainer(Config(model="rnn", init="orthogonal", spectral_radius=0.9, seq_len=T, hidden_size=16,
                              seed=seed))

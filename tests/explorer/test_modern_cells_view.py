@@ -5,14 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytest.importorskip("pytestqt")
-
-from core.config import Config  # noqa: E402
-from core.records import History  # noqa: E402
-from core.trainer import Trainer  # noqa: E402
-from explorer.panels import LstmHighwayPanel, SpectrumPanel  # noqa: E402
-from explorer.panels.lstm_highway import NOT_LSTM  # noqa: E402
-from panel_helpers import make  # noqa: E402 - tests/explorer is on sys.path
+from core.config import Config
+from core.records import History
+from core.trainer import Trainer
+from explorer.panels import LstmHighwayPanel, SpectrumPanel
+from explorer.panels.lstm_highway import NOT_LSTM
+from panel_helpers import make   # tests/explorer is on sys.path
 
 SMALL = {"hidden_size": 8, "seq_len": 10, "batch_size": 4}
 

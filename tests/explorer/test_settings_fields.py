@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings as hyp_settings, strategies as st
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QComboBox, QFileDialog
+from PySide6.QtWidgets import QCheckBox, QComboBox, QFileDialog, QLineEdit
 
 from core.config import SPECS
 from core.presets import load_preset
@@ -38,13 +38,23 @@ def assert_fields_show(panel, config):
             assert field.widget.isEnabled() == (value is not None), key
 
 
-@pytest.fixture
-def panel(qtbot):
-    panel = SettingsPanel(load_preset("clipping").config)
+def shown_panel(qtbot, preset: str) -> SettingsPanel:
+    panel = SettingsPanel(load_preset(preset).config)
     qtbot.addWidget(panel)
     panel.show()
     qtbot.waitExposed(panel)
     return panel
+
+
+@pytest.fixture
+def panel(qtbot):
+    return shown_panel(qtbot, "clipping")
+
+
+@pytest.fixture
+def lru_panel(qtbot):
+    """On a scenario of the recurrences of issue 14 (the LRU)."""
+    return shown_panel(qtbot, "compare_lru_radius")
 
 
 def test_a_scenario_switch_resets_every_field_to_the_new_scenarios_values(panel):
@@ -280,3 +290,71 @@ def test_any_text_typed_into_a_numeric_field_is_accepted_in_range_or_refused_by_
             assert spec.low <= value <= spec.high and math.isfinite(value)
 
     typed()
+
+
+# -- the recurrences of issue 14 (minGRU, minLSTM, LRU, orthogonal W_hh): offered from the config's specs, bad
+# combinations refused at the field naming the key, each model-specific key shown only for the models using it
+def _choices(field) -> list[str]:
+    assert isinstance(field.widget, QComboBox)
+    return [field.widget.itemText(i) for i in range(field.widget.count())]
+
+
+def test_the_new_cells_and_keys_have_fields_showing_the_scenarios_values(lru_panel):
+    assert {"mingru", "minlstm", "lru"} <= set(_choices(lru_panel.field("model")))
+    assert _choices(lru_panel.field("recurrent_constraint")) == ["none", "orthogonal"]
+    assert lru_panel.field("model").widget.currentText() == "lru"
+    for key, shown in (("lru_r_min", "0.5"), ("lru_r_max", "0.9"), ("lru_max_phase", "6.283")):
+        assert isinstance(lru_panel.field(key).widget, QLineEdit)
+        assert lru_panel.field(key).widget.text() == shown, key
+
+
+def test_a_ring_turned_inside_out_is_refused_at_its_field_and_a_valid_one_is_pending(lru_panel):
+    rebuilds = []
+    lru_panel.rebuild_requested.connect(rebuilds.append)
+    lru_panel.enter("lru_r_min", "0.95")                       # above lru_r_max = 0.9
+    assert "lru_r_min" in lru_panel.field("lru_r_min").error and lru_panel.pending.lru_r_min == 0.5
+    lru_panel.enter("lru_r_max", "0.99")                       # now the earlier value fits: accepted too
+    assert lru_panel.pending.lru_r_max == 0.99 and lru_panel.pending.lru_r_min == 0.95
+    assert not lru_panel.field("lru_r_min").error and rebuilds == []   # a rebuild key waits for Apply
+
+
+def test_orthogonal_w_hh_is_refused_for_a_cell_without_one(lru_panel):
+    assert not lru_panel.field("recurrent_constraint").widget.isVisibleTo(lru_panel)   # hidden for the LRU ...
+    lru_panel.enter("recurrent_constraint", "orthogonal")      # ... and refused if set all the same (model = lru)
+    assert "recurrent_constraint" in lru_panel.field("recurrent_constraint").error
+    assert lru_panel.pending.recurrent_constraint == "none"
+
+
+RNN_ONLY, LSTM_ONLY = ("activation", "recurrent_constraint"), ("forget_bias",)
+LRU_ONLY = ("lru_r_min", "lru_r_max", "lru_max_phase")
+DENSE_ONLY = ("init", "spectral_radius", "hold_spectral_radius")
+
+
+def _shown(panel, keys) -> list[bool]:
+    return [panel.field(k).label.isVisibleTo(panel) and panel.field(k).widget.isVisibleTo(panel) for k in keys]
+
+
+def test_each_model_specific_key_shows_only_for_its_models_and_follows_the_model_field(lru_panel):
+    assert _shown(lru_panel, LRU_ONLY) == [True] * 3                                 # model = lru
+    assert not any(_shown(lru_panel, RNN_ONLY + LSTM_ONLY + DENSE_ONLY + ("bidirectional",)))
+    assert all(_shown(lru_panel, ("model", "hidden_size", "num_layers", "lr", "seq_len")))
+    assert not lru_panel.field("spectral_radius").none_box.isVisibleTo(lru_panel)      # the row's extra box hides too
+
+    lru_panel.enter("model", "rnn")              # the scenario's ring (0.5 .. 0.9) means nothing for an RNN: refused
+    assert "lru_r_min" in lru_panel.field("model").error and lru_panel.pending.model == "lru"
+    assert _shown(lru_panel, LRU_ONLY) == [True] * 3                                 # shown, to be set back
+    lru_panel.enter("lru_r_min", "0.9")
+    lru_panel.enter("lru_r_max", "0.999")                                            # now the RNN is accepted
+    assert lru_panel.pending.model == "rnn" and not lru_panel.field("model").error
+    assert _shown(lru_panel, RNN_ONLY + DENSE_ONLY + ("bidirectional",)) == [True] * 6
+    assert not any(_shown(lru_panel, LRU_ONLY + LSTM_ONLY))
+
+    lru_panel.enter("model", "lstm")
+    assert _shown(lru_panel, LSTM_ONLY + DENSE_ONLY) == [True] * 4
+    assert not any(_shown(lru_panel, RNN_ONLY + LRU_ONLY))
+
+    lru_panel.enter("model", "minlstm")
+    assert not any(_shown(lru_panel, RNN_ONLY + LSTM_ONLY + LRU_ONLY + DENSE_ONLY))
+    assert _shown(lru_panel, ("bidirectional",)) == [True]
+    lru_panel.set_config(load_preset("compare_lru_radius").config)                  # a scenario: shown for its model
+    assert _shown(lru_panel, LRU_ONLY) == [True] * 3 and not any(_shown(lru_panel, RNN_ONLY))
