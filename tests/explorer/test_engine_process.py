@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QFileDialog
 
 from explorer.engine.worker import ENGINE_ENV
 from processes import linux_only, wait_for_engine_process, wait_gone, wait_until_catches   # tests/explorer: sys.path
-from test_worker import WAIT_MS
+from window_probes import WAIT_MS
 from window_helpers import STABLE, bar_button, step_once
 from window_probes import in_engine, state_arrays
 

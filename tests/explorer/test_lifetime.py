@@ -14,7 +14,8 @@ import time
 from explorer.engine import lifetime, worker as worker_module
 from explorer.engine.worker import ENGINE_ENV
 from processes import descendants, linux_only, wait_for_engine_process, wait_gone   # tests/explorer is on sys.path
-from test_worker import WAIT_MS, start
+from test_worker import start
+from window_probes import WAIT_MS
 
 GONE_S = 30   # a deadline for the mechanism on a loaded machine (measured: 1-2 s, benchmarks/bench_close.py)
 

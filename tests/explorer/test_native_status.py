@@ -12,7 +12,7 @@ from core.presets import DEFAULT_PRESET, load_preset
 from explorer.engine import worker as worker_module
 from explorer.engine.worker import EngineConnection
 from explorer.window.status import NATIVE_LABELS, StatusReadout
-from test_worker import SHUTDOWN_MS, WAIT_MS   # tests/explorer is on sys.path
+from window_probes import SHUTDOWN_MS, WAIT_MS   # tests/explorer is on sys.path
 
 RNN = load_preset(DEFAULT_PRESET).config.replace(model="rnn", seq_len=12, hidden_size=8)
 LSTM = RNN.replace(model="lstm")

@@ -20,10 +20,10 @@ from explorer.compare.window import open_comparison
 from explorer.engine.worker import ENGINE_ENV
 from explorer.panels.jacobians import JacobiansPanel
 from explorer.window.main_window import MainWindow
+from window_probes import WAIT_MS   # tests/explorer is on sys.path
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 5
-WAIT_MS = 120_000
 RTOL = 1e-6   # float32 precision; a different first step differs by percents (exploding: 0.82 vs 0.92)
 
 HEADLESS = """

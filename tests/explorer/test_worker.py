@@ -15,12 +15,9 @@ import pytest
 from PySide6.QtCore import QCoreApplication, QObject, QThread, Slot
 
 from core.config import Config
-from core.presets import DEFAULT_PRESET, load_preset
 from explorer.engine.worker import EngineConnection
-
-SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
-WAIT_MS = 120_000   # a deadline, not a speed: the first build imports torch, and a busy 2-core machine is slow
-SHUTDOWN_MS = 30_000   # a deadline for the mechanism, not a speed claim (benchmarks/bench_close.py times it)
+from window_helpers import SMALL   # tests/explorer is on sys.path
+from window_probes import SHUTDOWN_MS, WAIT_MS
 
 
 class Recorder(QObject):

@@ -6,7 +6,8 @@ import operator
 
 import numpy as np
 
-WAIT_MS = 120_000   # a deadline, not a speed: a busy 2-core machine is slow (the window tests' one deadline)
+WAIT_MS = 120_000      # a deadline, not a speed: the first engine imports torch, a busy 2-core machine is slow
+SHUTDOWN_MS = 30_000   # a deadline for the mechanism, not a speed claim (benchmarks/bench_close.py times it)
 
 
 def in_engine(qtbot, window, fn):
