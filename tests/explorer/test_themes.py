@@ -1,12 +1,15 @@
 """Themes: light and dark, each with a larger presentation variant, frozen; switching restyles every panel and
-persists with the layout; presentation mode enlarges captions, plots and controls."""
+persists with the layout; presentation mode enlarges captions, plots and controls. Every colour of the window
+chrome comes from explorer.theme: the one style sheet template is filled in completely for every theme."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
-from explorer.theme import THEMES, Theme, get_theme
+from explorer.theme import THEMES, Chrome, Theme, get_theme
+from explorer.window.style import STYLE_TEMPLATE, palette_for, stylesheet
 from window_helpers import LECTURE_SIZE, WAIT_MS   # tests/explorer is on sys.path
 
 
@@ -54,3 +57,27 @@ def test_presentation_mode_enlarges_captions_plots_and_controls(qtbot, window):
     assert all(p.theme.presentation for p in window.panels)            # plots: axes and lines scale
     window.presentation_action.trigger()
     qtbot.waitUntil(lambda: caption.font().pointSizeF() == small, timeout=WAIT_MS)
+
+
+@pytest.mark.parametrize("name", sorted(THEMES))
+@pytest.mark.parametrize("presentation", [False, True])
+def test_the_style_sheet_is_filled_in_completely(name, presentation):
+    sheet = stylesheet(get_theme(name, presentation))
+    assert sheet and "$" not in sheet
+    assert THEMES[name].chrome.bar in sheet
+
+
+def test_the_template_holds_no_colour_of_its_own_and_uses_every_chrome_colour():
+    template = STYLE_TEMPLATE.read_text(encoding="utf-8")
+    assert set(re.findall(r"#[0-9a-fA-F]{6}\b", template)) <= {"#ffffff"}   # white text on the accent
+    palette_only = {"control", "base", "button", "disabled", "highlight"}   # Qt palette and panel controls
+    for field in dataclasses.fields(Chrome):
+        if field.name not in palette_only:
+            assert f"${field.name}" in template, field.name
+
+
+def test_dark_and_light_windows_differ_in_their_chrome_and_palette():
+    dark, light = THEMES["dark"], THEMES["light"]
+    assert stylesheet(dark) != stylesheet(light)
+    window = palette_for(dark).color(palette_for(dark).ColorRole.Window).name()
+    assert window == dark.chrome.window != palette_for(light).color(palette_for(light).ColorRole.Window).name()
