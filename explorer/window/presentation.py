@@ -42,6 +42,7 @@ class WindowLayout(QObject):
         self.captions = True
         self._banner = {False: False, True: True}   # mode -> explanation folded to its title
         self._shown_once = False
+        self._need = QSize()                       # the docks' minimum size when last asked (_on_docks_asking)
         self._screen = None
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
@@ -217,10 +218,13 @@ class WindowLayout(QObject):
 
     # -- laying out ------------------------------------------------------------------------------------
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if watched is self.host and event.type() == QEvent.Type.ChildPolished \
-                and isinstance(event.child(), QTabBar):   # Qt makes them eliding titles to "Sp…": whole titles
-            event.child().setElideMode(Qt.TextElideMode.ElideNone)
-            event.child().setUsesScrollButtons(True)
+        if watched is self.host:
+            kind = event.type()
+            if kind == QEvent.Type.ChildPolished and isinstance(event.child(), QTabBar):
+                event.child().setElideMode(Qt.TextElideMode.ElideNone)   # Qt's cut titles to "Sp…"
+                event.child().setUsesScrollButtons(True)
+            elif kind == QEvent.Type.LayoutRequest and self._shown_once:
+                self._on_docks_asking()
         if watched is self.window:
             kind = event.type()
             if kind == QEvent.Type.Show and not self._shown_once:
@@ -232,6 +236,19 @@ class WindowLayout(QObject):
             elif kind == QEvent.Type.Resize and self._shown_once:
                 self._timer.start()
         return False
+
+    def _on_docks_asking(self):
+        """The docks' minimum size grew (a panel re-measured its plots and legends once it showed a record):
+        when the default arrangement on screen no longer fits and another one does, it is laid out again once
+        it has settled (never squashed below the minimums). Only on growth, so no back and forth; a layout
+        the user made or restored is left as it is."""
+        need, last = self.host.minimumSizeHint(), self._need
+        self._need = need
+        if self.current is None or (need.width() <= last.width() and need.height() <= last.height()):
+            return
+        room = self.room()
+        if (need.width() > room.width() or need.height() > room.height()) and self._best(room) != self.current:
+            self._timer.start()
 
     @Slot()
     def _on_first_show(self):
@@ -267,14 +284,18 @@ class WindowLayout(QObject):
         probe.deleteLater()
         return widths
 
+    def _best(self, room: QSize) -> Arrangement:
+        """The arrangement of the current mode for a dock area of size `room` (layout.choose)."""
+        w = self.window
+        return layout.choose(self.candidates(), w.settings_dock, w.panel_docks, room, self._tab_bar(), self._tab_widths())
+
     def arrange_default(self) -> Arrangement:
         """The arrangement of the current mode with the most panels that fits (explorer.window.layout)."""
         w = self.window
         room = self.room()
-        tab_widths = self._tab_widths()
-        chosen = layout.choose(self.candidates(), w.settings_dock, w.panel_docks, room, self._tab_bar(), tab_widths)
+        chosen = self._best(room)
         layout.arrange(self.host, chosen, w.settings_dock, w.panel_docks, room,
-                       w.settings_panel.minimumSizeHint().width(), tab_widths)
+                       w.settings_panel.minimumSizeHint().width(), self._tab_widths())
         self.current, self._room = chosen, QSize(room)
         overlay = getattr(w, "overlay", None)
         if overlay is not None and not overlay.isHidden():
@@ -283,12 +304,14 @@ class WindowLayout(QObject):
         return chosen
 
     def _fits(self) -> bool:
-        """The dock layout on screen needs no more room than there is, and its tab bars show whole titles
-        (a layout saved in a larger window may have groups of tabs too narrow for them)."""
+        """The dock layout on screen needs no more room than there is."""
         self.host.layout().invalidate()
         need, room = self.host.minimumSizeHint(), self.room()
-        if need.width() > room.width() or need.height() > room.height():
-            return False
+        return need.width() <= room.width() and need.height() <= room.height()
+
+    def _titles_whole(self) -> bool:
+        """The dock layout on screen shows its tab titles whole (one saved in a larger window may have groups
+        of tabs too narrow for them)."""
         self.host.layout().activate()
         return all(bar.width() >= sum(bar.tabSizeHint(i).width() for i in range(bar.count()))
                    for bar in self.host.findChildren(QTabBar) if bar.isVisibleTo(self.host))
@@ -301,11 +324,10 @@ class WindowLayout(QObject):
             return
         room = self.room()
         if self.current is None:
-            if not self._fits():
+            if not (self._fits() and self._titles_whole()):
                 self.arrange_default()
             return
-        best = layout.choose(self.candidates(), self.window.settings_dock, self.window.panel_docks, room,
-                             self._tab_bar(), self._tab_widths())
+        best = self._best(room)
         changed = (abs(room.width() - self._room.width()) > RESIZE_RELAYOUT * max(self._room.width(), 1)
                    or abs(room.height() - self._room.height()) > RESIZE_RELAYOUT * max(self._room.height(), 1))
         if best != self.current or changed or not self._fits():
@@ -316,7 +338,7 @@ class WindowLayout(QObject):
         state = self._saved.get(self.presentation)
         if state is None or not self.host.restoreState(state, LAYOUT_VERSION):
             return False
-        if not self._fits():
+        if not (self._fits() and self._titles_whole()):
             return False
         self.current, self._room = None, QSize(self.room())
         return True

@@ -1,7 +1,7 @@
 """The real main window on the projector sizes a lecture hall has: 1280×720, 1366×768, 1920×1080 and 3840×2160
 at 2× scaling, in normal and in presentation mode, with a fresh and with a stale saved layout (one saved on a
-far larger screen). Every plot on screen keeps a data area (its ViewBox) of at least 220×130 px, the window
-fits its screen, Play, Step, Reset and the scenario picker stay on the toolbar, and every tab title of the
+far larger screen). Every plot on screen keeps a data area (its ViewBox) of at least 220×130 px, the docks' minimum
+size (as the panels measure it once they show a record) fits in the dock area, the window fits its screen, Play, Step, Reset and the scenario picker stay on the toolbar, and every tab title of the
 docks is whole (not cut to "Sp…", not scrolled out of its bar).
 
 The offscreen platform's screen size is fixed when the application starts, so each screen size runs in a
@@ -55,6 +55,8 @@ def test_every_plot_keeps_its_data_area_and_the_window_fits_the_screen(screen, s
         assert r["plots"], where + "no plot on screen"
         for name, w, h in r["plots"]:
             assert w >= MIN_PLOT[0] and h >= MIN_PLOT[1], where + f"{name} data area {w}×{h}"
+        need, room = r["docks_need"], r["dock_area"]
+        assert need[0] <= room[0] and need[1] <= room[1], where + f"docks need {need} in a dock area of {room}"
         sx, sy, sw, sh = r["screen"]
         fx, fy, fw, fh = r["frame"]
         assert fw <= sw and fh <= sh, where + f"window {fw}×{fh} on a {sw}×{sh} screen"
@@ -169,6 +171,7 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
         screen = window.screen().availableGeometry()
         frame = window.frameGeometry()
         return {"plots": plots, "toolbar": toolbar, "tabs": tabs,
+                "docks_need": window.dock_host.minimumSizeHint().toTuple(), "dock_area": window.layouts.room().toTuple(),
                 "screen": [screen.x(), screen.y(), screen.width(), screen.height()],
                 "frame": [frame.x(), frame.y(), frame.width(), frame.height()],
                 "settings_docked": window.settings_dock.isVisible() and not window.settings_dock.isFloating()}
