@@ -8,14 +8,14 @@ all panels fewer are shown, in tabs, and none is squashed; a group of tabs is at
 titles, never cut to "Sp…" (where no arrangement has room for them, the titles scroll).
 
 Normal mode, from the most panels on screen to the fewest (the three views "through time" share a group):
-    WIDE            settings | gradient-through-time, spectrum / training, history, hidden state, task
-    THREE BY TWO    settings | gradient-through-time, spectrum, training / history, hidden state, task
-    NARROW          settings | gradient-through-time, spectrum / two groups of tabs
-    GRID            settings | gradient-through-time, spectrum and the taller panels / history, hidden state
-    COLUMNS         settings | two full-height columns of tabs
-    SIX IN COLUMNS  settings | two columns of the six everyday panels (the deeper views closed)
-    SINGLE          settings | one group of tabs
-    BARE            one group of tabs (settings: F2 shows them over the panels)
+    WIDE              settings | gradient-through-time, spectrum / training, history, hidden state, task
+    THREE BY TWO      settings | gradient-through-time, spectrum, training / history, hidden state, task
+    NARROW            settings | gradient-through-time, spectrum / two groups of tabs
+    GRID              settings | gradient-through-time, spectrum and the taller panels / history, hidden state
+    COLUMNS           settings | two full-height columns of tabs
+    SEVEN IN COLUMNS  settings | the same without contributions and Jacobians through time (View menu)
+    SINGLE            settings | one group of tabs
+    BARE              one group of tabs (settings: F2 shows them over the panels)
 Presentation mode: gradient-through-time and one companion panel, side by side, stacked or tabbed;
 settings hidden; the other panels closed (number keys or the toolbar pick the companion).
 """
@@ -53,7 +53,7 @@ NORMAL = (
     Arrangement("grid", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, TRAINING, TASK, HIGHWAY)),
                          ((HISTORY,), (HIDDEN,)))),
     Arrangement("columns", (((GT, HISTORY, HIDDEN, TASK), (SPECTRUM, TRAINING, CONTRIBUTIONS, HIGHWAY, JACOBIANS)),)),
-    Arrangement("six in columns", (((GT, HISTORY, HIDDEN, TASK), (SPECTRUM, TRAINING)),)),
+    Arrangement("seven in columns", (((GT, HISTORY, HIDDEN, TASK), (SPECTRUM, TRAINING, HIGHWAY)),)),
     Arrangement("single", (((GT, SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS),),)),
     Arrangement("bare", (((GT, SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS),),),
                 settings=False),
