@@ -19,7 +19,7 @@ from explorer.window import layout
 from explorer.window.layout import Arrangement
 
 LAYOUT_KEYS = {False: "docks", True: "docks_presentation"}   # QSettings keys of each mode's dock layout
-LAYOUT_VERSION = 3          # bump when the set of docks or the arrangements change: old layouts are ignored
+LAYOUT_VERSION = 4          # bump when the set of docks or the arrangements change: old layouts are ignored
 RELAYOUT_DELAY_MS = 120     # a resize is laid out once it has settled this long
 RESIZE_RELAYOUT = 0.1       # the same arrangement is re-sized when the room changed by more than this share
 FIRST_LAUNCH = (1280, 800, 0.9)   # width, height, or this share of a larger screen
