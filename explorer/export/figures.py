@@ -31,7 +31,7 @@ IMAGE_SUFFIXES = (".png", ".svg")
 ANIMATION_SUFFIXES = (".gif", ".mp4")
 SCALES = (1, 2, 4)
 ANIMATION_FPS = 10          # GIF/MP4 of training, in the app and headless
-MAX_CELL_PX = 64            # an SVG heatmap's cell is at most this many pixels of its image a side
+SVG_HEATMAP_PIXELS = 4_000_000   # at most this many pixels in an SVG's heatmap image (a zoomed-in plot's cells)
 
 
 class ExportError(RuntimeError):
@@ -176,8 +176,10 @@ def _heatmap(layers: list, view) -> QGraphicsItem | None:
         return None
     cells = base.qimage.size()
     shown = view.mapFromScene(base.mapRectToScene(base.boundingRect())).boundingRect()
-    kx = max(1, min(MAX_CELL_PX, math.ceil(shown.width() / cells.width())))
-    ky = max(1, min(MAX_CELL_PX, math.ceil(shown.height() / cells.height())))
+    kx = max(1, math.ceil(shown.width() / cells.width()))
+    ky = max(1, math.ceil(shown.height() / cells.height()))
+    while kx * ky * cells.width() * cells.height() > SVG_HEATMAP_PIXELS and kx * ky > 1:
+        kx, ky = max(1, kx // 2), max(1, ky // 2)
     composite = QImage(cells, QImage.Format.Format_ARGB32_Premultiplied)
     composite.fill(Qt.GlobalColor.transparent)
     painter = QPainter(composite)

@@ -197,6 +197,23 @@ def test_a_panel_svg_shows_the_chosen_quantity_as_text(every_panel, tmp_path):
     assert not [label for label in panel.findChildren(QLabel) if label.isVisible() and "\u25be" in label.text()]
 
 
+def test_a_zoomed_in_heatmap_is_a_bounded_image_in_the_svg(every_panel, tmp_path):
+    """Cells are drawn as many pixels as they cover on screen, but a plot zoomed far into its heatmap does not
+    make an SVG of hundreds of megapixels."""
+    from explorer.export.figures import SVG_HEATMAP_PIXELS
+
+    panel = next(p for p in every_panel.panels if type(p).__name__ == "HiddenStatePanel")
+    box = panel.plot.vb
+    x_range, y_range = box.viewRange()
+    box.setRange(xRange=(1.0, 1.01), yRange=(1.0, 1.01), padding=0)   # one cell 100 × the plot's size
+    try:
+        save_figure(panel, tmp_path / "z.svg")
+    finally:
+        box.setRange(xRange=x_range, yRange=y_range, padding=0)
+    (image,) = ET.parse(tmp_path / "z.svg").getroot().iter(SVG + "image")
+    assert 0 < float(image.get("width")) * float(image.get("height")) <= SVG_HEATMAP_PIXELS
+
+
 def test_the_svg_comparison_tells_two_panels_apart(every_panel, tmp_path):
     """The comparison above can fail: an SVG of another panel does not pass for this one's PNG."""
     spectrum = next(p for p in every_panel.panels if type(p).__name__ == "SpectrumPanel")
