@@ -202,7 +202,8 @@ class MainWindow(QMainWindow):
         app = QApplication.instance()
         font = QFont(app.font())
         font.setPointSizeF(theme.font_pt)   # the base size of every widget without a font of its own
-        app.setFont(font)
+        app.setFont(font)                   # new windows and dialogs; it reaches widgets that exist ...
+        self.setFont(font)                  # ... only once the event loop runs: this window's, now
         app.setPalette(palette_for(theme))   # on the app: a window palette does not reach styled children
         self.setStyleSheet(stylesheet(theme))
         for panel in self.panels:

@@ -7,6 +7,7 @@ import dataclasses
 import re
 
 import pytest
+from PySide6.QtWidgets import QLabel
 
 from explorer.theme import THEMES, Chrome, Theme, get_theme
 from explorer.window.style import STYLE_TEMPLATE, palette_for, stylesheet
@@ -42,6 +43,18 @@ def test_theme_switch_restyles_every_panel_and_persists_with_the_layout(open_win
     assert again.theme.name == "light" and again.theme.presentation
     assert all(p.theme.name == "light" for p in again.panels)
     assert again.panel_docks[type(again.panels[-1]).__name__].isHidden()
+
+
+def test_a_window_opens_with_its_saved_modes_type_size_everywhere(open_window, settings):
+    """A window that opens in presentation mode (saved so) has its large type in every widget from the start,
+    the settings and the banner included: the app's font reaches existing widgets only once Qt's event loop
+    runs (app.exec), so the window sets its own."""
+    settings.setValue("presentation", "true")
+    window = open_window()
+    size = get_theme("dark", presentation_mode=True).font_pt
+    banner_text = window.banner.findChild(QLabel, "bannerText")
+    assert window.font().pointSizeF() == size
+    assert window.settings_panel.font().pointSizeF() == size and banner_text.font().pointSizeF() == size
 
 
 @pytest.mark.window_size(*LECTURE_SIZE)
