@@ -230,10 +230,10 @@ class Panel(QWidget):
             self._footer_added = True
             self.body.addWidget(self.key_label)
             self.body.addWidget(self.alert_label)
-        if label.text() != text:
+        if label.text() != text or label.isHidden() == bool(text):
             label.setText(text)
-            label.fit(int(CAPTION_SHARE * self.height()))
-        label.setVisible(bool(text))
+            label.setVisible(bool(text))
+            self._fit_texts()
 
     # -- building blocks, registered for theming -------------------------------------------
     def add_graphics(self, stretch: int = 1, into: QBoxLayout | None = None) -> pg.GraphicsLayoutWidget:
@@ -370,11 +370,18 @@ class Panel(QWidget):
                 view.setMinimumSize(size)
             if layout.geometry().width() > view.width() or layout.geometry().height() > view.height():
                 layout.setGeometry(view.range)   # laid out while it needed more: back to the view's size
+        self._fit_texts()
 
     def _fit_texts(self) -> None:
-        """Captions and footer lines wrap while they take little of the panel's height, else yield: one line."""
-        room = int(CAPTION_SHARE * self.height())
-        for label in self.yielding_labels:
+        """Captions and footer lines wrap while each takes at most CAPTION_SHARE of the panel's height and
+        all of them fit in what the plots' minimum sizes leave; else they yield to the plots: one line each."""
+        labels = [label for label in self.yielding_labels if not label.isHidden()]
+        if not labels:
+            return
+        one_line = sum(label.minimumSizeHint().height() for label in labels)   # what the layout's minimum counts
+        spare = self.height() - self.layout().minimumSize().height() + one_line
+        room = min(int(CAPTION_SHARE * self.height()), spare // len(labels))
+        for label in labels:
             label.fit(room)
 
     def fit_legends(self) -> None:

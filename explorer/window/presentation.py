@@ -25,6 +25,8 @@ RESIZE_RELAYOUT = 0.1       # the same arrangement is re-sized when the room cha
 FIRST_LAUNCH = (1280, 800, 0.9)   # width, height, or this share of a larger screen
 SCENARIO_CHARS = 34         # the scenario picker's width: "Vanishing gradients in a tanh RNN" whole; longer titles
                             # are cut (the banner under it shows them whole) and the picker stays on the bar
+PRESENTATION_SCENARIO_CHARS = 22   # in large type: room for the companion picker beside it at 1280 px
+COMPANION_CHARS = 16        # "1 Spectrum of W_hh" whole (a proportional font); longer panel names are cut (number keys pick them too)
 
 
 class WindowLayout(QObject):
@@ -91,8 +93,9 @@ class WindowLayout(QObject):
         self.companion_combo.activated.connect(self._on_companion_chosen)
         bar = w.toolbar
         self._companion_widgets = [bar.addWidget(self.companion_label), bar.addWidget(self.companion_combo)]
-        w.scenario_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        w.scenario_combo.setMinimumContentsLength(SCENARIO_CHARS)
+        for combo in (w.scenario_combo, self.companion_combo):
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.companion_combo.setMinimumContentsLength(COMPANION_CHARS)
         self._show_mode_controls()
 
     def add_view_actions(self, menu: QMenu) -> None:
@@ -111,6 +114,7 @@ class WindowLayout(QObject):
         on = self.presentation
         for action in self._companion_widgets:
             action.setVisible(on)
+        self.window.scenario_combo.setMinimumContentsLength(PRESENTATION_SCENARIO_CHARS if on else SCENARIO_CHARS)
         bar = self.window.toolbar
         for action in bar.actions():   # large type: the speed limit gives its room to the scenario picker
             widget = bar.widgetForAction(action)

@@ -61,7 +61,8 @@ def test_every_plot_keeps_its_data_area_and_the_window_fits_the_screen(screen, s
         fx, fy, fw, fh = r["frame"]
         assert fw <= sw and fh <= sh, where + f"window {fw}×{fh} on a {sw}×{sh} screen"
         assert sx <= fx and fx + fw <= sx + sw and sy <= fy and fy + fh <= sy + sh, where + "window off screen"
-        assert r["toolbar"] == {"Play": True, "Step": True, "Reset": True, "scenario": True}, where + str(r)
+        controls = {"Play", "Step", "Reset", "scenario"} | ({"beside it"} if r["mode"] == "presentation" else set())
+        assert r["toolbar"] == dict.fromkeys(controls, True), where + str(r)
         if r["mode"] == "presentation":
             assert "GradientTimePanel" in {name for name, _, _ in r["plots"]}, where + "gradient not shown"
             assert not r["settings_docked"], where + "settings take room from the plots"
@@ -162,6 +163,8 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
                    (window.play_action, window.step_action, window.reset_action)}
         toolbar = {"Play" if k in ("Play", "Pause") else k: v for k, v in toolbar.items()}
         toolbar["scenario"] = window.scenario_combo.isVisible()
+        if window.theme.presentation:   # the companion's picker too (number keys pick it as well)
+            toolbar["beside it"] = window.layouts.companion_combo.isVisible()
         tabs = []   # (title, tab width, title width, tab inside its bar, the bar's scroll buttons shown)
         for bar in window.dock_host.findChildren(QTabBar):
             if bar.isVisible():

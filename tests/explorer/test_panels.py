@@ -536,3 +536,27 @@ def test_a_connected_jacobians_panel_wants_them_only_while_on_screen(qtbot):
     qtbot.waitUntil(lambda: worker.wants_jacobians, timeout=WAIT_MS)
     panel.hide()
     qtbot.waitUntil(lambda: not worker.wants_jacobians, timeout=WAIT_MS)
+
+
+def test_captions_and_footers_yield_to_the_plots_when_the_panel_is_short(qtbot):
+    """Presentation type in a short panel (a dock squeezed by its neighbours): the caption gives up its wrapped
+    lines (one elided line, the full text as a tooltip) before the plot gives up its minimum; nothing overlaps."""
+    from PySide6.QtWidgets import QWidget
+
+    run = Run(Config(model="rnn", hidden_size=16, seq_len=12), steps=[{}, {}])
+    dock = QWidget()                                       # places the panel as a dock area does: no clamping
+    qtbot.addWidget(dock)
+    dock.resize(570, 900)
+    panel = SpectrumPanel(dock)
+    panel.setGeometry(0, 0, 570, 900)
+    panel.apply_theme(presentation(THEMES["dark"]))
+    dock.show()
+    feed(panel, run)
+    assert panel.caption_label.wordWrap()                  # tall: the caption wraps in full
+    panel.setGeometry(0, 0, 570, 410)                      # less than the plot's minimum and the wrapped caption
+    qtbot.waitUntil(lambda: not panel.caption_label.wordWrap())
+    assert panel.caption_label.toolTip()                   # the full text, one hover away
+    shown = sorted((w.geometry() for w in panel.findChildren(QWidget) if w.parent() is panel and w.isVisible()),
+                   key=lambda rect: rect.top())
+    assert all(upper.bottom() < lower.top() for upper, lower in zip(shown, shown[1:]) if upper.left() < lower.right()
+               and lower.left() < upper.right()), [r.getRect() for r in shown]
