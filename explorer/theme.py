@@ -25,6 +25,7 @@ PRESENTATION_SCALE = 1.6
 # Okabe-Ito (https://jfly.uni-koeln.de/color/)
 ORANGE, SKY_BLUE, GREEN, YELLOW = "#E69F00", "#56B4E9", "#009E73", "#F0E442"
 BLUE, VERMILLION, PURPLE = "#0072B2", "#D55E00", "#CC79A7"
+LIVE_MARK_COLOR = "#3fb950"   # the settings' mark of a key that applies at the next step (reads on both themes)
 
 
 @dataclass(frozen=True)

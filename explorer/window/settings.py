@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QGridLayout, Q
                                QLineEdit, QPushButton, QScrollArea, QSizePolicy, QToolButton, QVBoxLayout, QWidget)
 
 from core.config import LIVE_KEYS, SPECS, Config, ConfigError
+from explorer.theme import LIVE_MARK_COLOR
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Model", ("model", "activation", "hidden_size", "num_layers", "bidirectional", "init",
@@ -70,7 +71,7 @@ class Field:
         self.key, self.spec = key, SPECS[key]
         self.live = key in LIVE_KEYS
         spec = self.spec
-        self.label = QLabel(f"{key} <span style='color:#3fb950'>{LIVE_MARK}</span>" if self.live else key)
+        self.label = QLabel(f"{key} <span style='color:{LIVE_MARK_COLOR}'>{LIVE_MARK}</span>" if self.live else key)
         self.label.setObjectName("fieldLabel")
         self.label.setTextFormat(Qt.TextFormat.RichText)
         self.none_box: QCheckBox | None = None
@@ -213,7 +214,7 @@ class SettingsPanel(QWidget):
         self._previous: dict[str, Any] = {}   # key -> valid value before an edit still being checked
         self.fields: dict[str, Field] = {}
 
-        legend = QLabel(f"<span style='color:#3fb950'>{LIVE_MARK}</span> live: applies at the next step.<br>"
+        legend = QLabel(f"<span style='color:{LIVE_MARK_COLOR}'>{LIVE_MARK}</span> live: applies at the next step.<br>"
                         "Other keys need <b>Apply &amp; rebuild</b> (a new model). Hover a name for help.")
         legend.setObjectName("settingsLegend")
         legend.setWordWrap(True)
