@@ -433,7 +433,7 @@ class Dashboard(QWidget):
         self.title = QLabel(title)
         self.title.setObjectName("dashboardTitle")
         layout.addWidget(self.title)
-        grid = QGridLayout()
+        self.grid = grid = QGridLayout()
         columns = 3 if len(self.panels) > 2 else len(self.panels)
         for i, panel in enumerate(self.panels):
             box = QVBoxLayout()
@@ -447,6 +447,16 @@ class Dashboard(QWidget):
     def show_record(self, record, history):
         for panel in self.panels:
             panel.show_record(record, history)
+
+    def grow_to_fit(self):
+        """Taller until every panel has its minimum height (the grid shares its height by the panels' sizes, which
+        can leave one below its minimum: its plot then runs off the figure's edge)."""
+        for _ in range(3):
+            QApplication.processEvents()
+            short = max(panel.minimumSizeHint().height() - panel.height() for panel in self.panels)
+            if short <= 0:
+                return
+            self.resize(self.width(), self.height() + short * self.grid.rowCount())   # shared among the rows
 
     def apply_theme(self, theme):
         self.setStyleSheet(f"QWidget {{ background: {theme.background}; color: {theme.foreground}; }}"
@@ -469,7 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--scale", type=int, default=1, choices=SCALES, help="PNG resolution factor")
     parser.add_argument("--theme", default="light", choices=("light", "dark"))
     parser.add_argument("--presentation", action="store_true", help="large fonts and lines")
-    parser.add_argument("--size", default="1600x1000", help="widget size in pixels, WxH (default 1600x1000)")
+    parser.add_argument("--size", default="1600x1100", help="widget size in pixels, WxH (default 1600x1100)")
     parser.add_argument("--frames", type=int, default=40, help="animation frames (gif/mp4)")
     return parser
 
@@ -560,7 +570,7 @@ def export_main(argv: list[str] | None = None) -> int:
         app.processEvents()
         if animated:
             animation.add(view)
-    app.processEvents()   # the panels' minimum sizes are known once they show a record
+    view.grow_to_fit()    # the panels' minimum sizes are known once they show a record
     if (view.width(), view.height()) != (width, height):
         print(f"gradflow export: these panels need at least {view.width()}x{view.height()} pixels; "
               f"rendering at that size instead of {width}x{height}", file=sys.stderr)

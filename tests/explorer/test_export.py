@@ -252,10 +252,10 @@ def test_gradflow_export_runs_without_a_display(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     out = tmp_path / "fig.png"
     result = subprocess.run([sys.executable, "-m", "explorer", "export", "--preset", "linear_rnn", "--steps", "3",
-                             "--set", "seq_len=20", "--out", str(out), "--scale", "2", "--size", "1600x1000"],
+                             "--set", "seq_len=20", "--out", str(out), "--scale", "2", "--size", "1600x1100"],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
-    assert Image.open(out).size == (3200, 2000)
+    assert Image.open(out).size == (3200, 2200)   # as asked: six panels fit in 1600x1100
 
 
 def test_gradflow_export_never_squashes_a_plot_below_its_minimum(tmp_path):
@@ -315,3 +315,14 @@ def test_the_headless_dashboard_fills_every_panel_for_a_diverged_run(qtbot):
     assert task.stack.currentWidget() is not task.placeholder
     texts = " ".join(label.text() for label in view.findChildren(QLabel))
     assert "window" not in texts.lower()
+
+
+def test_a_headless_dashboard_grows_until_every_panel_has_its_minimum_height(qtbot):
+    """At 1600x1000 the grid shared the height so that the Training panel got less than its minimum and its
+    legend ran off the figure's bottom edge; the exported figure grows instead (and says so)."""
+    view, _ = _light_dashboard(Config(), size=(1600, 1000), steps=5)
+    qtbot.addWidget(view)
+    view.grow_to_fit()
+    assert all(panel.height() >= panel.minimumSizeHint().height() for panel in view.panels), \
+        [(type(p).__name__, p.height(), p.minimumSizeHint().height()) for p in view.panels]
+    assert view.width() == 1600
