@@ -9,7 +9,8 @@
   next frame), frames per second, the update part alone, and the share of a core the window's main thread
   and the window process (all its threads: the record relay too) used;
 - throughput: training steps/s with the window open and playing (the engine in its own process, as
-  the app runs it) vs the same engine loop headless (explorer.engine.loop: same config, same detail
+  the app runs it; timed between the records the window receives, so the start of Play and the records
+  still on their way at the end do not count) vs the same engine loop headless (explorer.engine.loop: same config, same detail
   policy), interleaved round by round; --full-rate holds the window's frame pacer at its fastest
   (explorer.window.drawing.FramePacer: while training it lowers the frame rate to keep the window within
   its share of the CPU), to see what drawing at full rate would cost training;
@@ -102,7 +103,8 @@ def window_round(app, config, seconds: float, size: tuple[int, int], presentatio
     window.drawer.draw = timed_repaint
     if full_rate:
         window.drawer.pacer.frame = lambda playing, isolated: FRAME_PERIOD_S
-    first = window.latest.step
+    arrivals: list[tuple[float, int]] = []   # (when, step) of each record the window receives while playing
+    window.worker.record_ready.connect(lambda record: arrivals.append((time.perf_counter(), record.step)))
     window.play()
     QTimer.singleShot(int(seconds * 1000), app.quit)
     start, cpu, process_cpu = time.perf_counter(), time.thread_time(), time.process_time()
@@ -110,12 +112,12 @@ def window_round(app, config, seconds: float, size: tuple[int, int], presentatio
     elapsed = time.perf_counter() - start
     cpu = (time.thread_time() - cpu) / elapsed
     process_cpu = (time.process_time() - process_cpu) / elapsed
-    steps = window.latest.step - first
     window.pause()
     window.close()
     app.processEvents()
     intervals = [(b - a) * 1e3 for a, b in zip(starts, starts[1:])]
-    return {"steps_per_s": steps / elapsed, "updates": updates, "intervals": intervals,
+    (t0, step0), (t1, step1) = arrivals[1], arrivals[-1]   # as headless_rate: between records, the first aside
+    return {"steps_per_s": (step1 - step0) / (t1 - t0), "updates": updates, "intervals": intervals,
             "fps": len(starts) / elapsed, "main_thread_cpu": cpu, "process_cpu": process_cpu}
 
 

@@ -162,6 +162,17 @@ class History:
         while len(self.records) > 1 and self.nbytes > self.max_bytes:
             self._record_bytes -= self.records.popleft().nbytes()
 
+    def earlier(self, record: Record, count: int, field: str = "dh_norms") -> list[Record]:
+        """Up to `count` kept records before `record` whose `field` array has its shape, oldest first. Scanned
+        from the newest end: a trail costs `count` records per frame, not the whole ring."""
+        shape, found = getattr(record, field).shape, []
+        for old in reversed(self.records):
+            if old.step < record.step and getattr(old, field).shape == shape:
+                found.append(old)
+                if len(found) == count:
+                    break
+        return found[::-1]
+
     @property
     def nbytes(self) -> int:
         return self._record_bytes + self._scalars.nbytes + self._profiles.nbytes + self._zero_causes.nbytes

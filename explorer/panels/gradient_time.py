@@ -62,7 +62,7 @@ class GradientTimePanel(Panel):
         self._ensure_rows(R)
 
         both = dh if dc is None else np.concatenate([dh, dc])
-        earlier = self._earlier(record, history)
+        earlier = history.earlier(record, TRAIL)
         self._fit_y(both, [np.asarray(old.dh_norms[0], dtype=float) for old in earlier])
         ts = np.arange(1, T + 1, dtype=float)
         for r in range(len(self.row_curves)):
@@ -110,12 +110,6 @@ class GradientTimePanel(Panel):
         self.ceiling = 10.0 ** (min(math.ceil(hi) + 1, plotting.LOG_CLAMP) if has_inf else self.y_range.hi)
         self.plot.setYRange(self.y_range.lo, self.y_range.hi, padding=0)
 
-    @staticmethod
-    def _earlier(record: Record, history: History) -> list[Record]:
-        """Up to TRAIL records before `record` with the same shape (list() snapshots the deque)."""
-        return [r for r in list(history.records)
-                if r.step < record.step and r.dh_norms.shape == record.dh_norms.shape][-TRAIL:]
-
     def _draw_trail(self, earlier: list[Record], ts: np.ndarray):
         for curve in self.trail_curves:
             curve.setVisible(False)
@@ -135,8 +129,7 @@ class GradientTimePanel(Panel):
                 line.setData([], [])
                 continue
             anchor = ok[-1]
-            log_y = math.log10(row0[anchor]) + (ts[anchor] - ts) * math.log10(base)
-            line.setData(ts, 10.0 ** np.clip(log_y, -plotting.LOG_CLAMP, plotting.LOG_CLAMP))
+            line.setData(*straight_log_line(ts[0], ts[-1], ts[anchor], math.log10(row0[anchor]), math.log10(base)))
 
     # -- rows, legend, theme ------------------------------------------------------------------
     def _ensure_rows(self, R: int):
@@ -191,7 +184,8 @@ class GradientTimePanel(Panel):
             self._style_row(r, theme)
         base = theme.color(0)
         for i, curve in enumerate(self.trail_curves):
-            curve.setPen(plotting.pen(base, theme.pen_width * 0.75, alpha=0.07 + 0.33 * (i + 1) / TRAIL))
+            faded = plotting.blend(base, theme.background, 0.07 + 0.33 * (i + 1) / TRAIL)   # newest on top
+            curve.setPen(plotting.pen(faded, theme.pen_width * 0.75))
         self.rho_line.setPen(plotting.pen(theme.foreground, theme.pen_width * 0.75, plotting.DASH))
         self.sigma_line.setPen(plotting.pen(theme.muted, theme.pen_width * 0.75, plotting.DOT))
         self.linear_line.setPen(plotting.pen(theme.alert, theme.pen_width * 0.75, plotting.DASH_DOT))
@@ -209,3 +203,16 @@ class GradientTimePanel(Panel):
             item.scatter.setBrush(item.opts["symbolBrush"])
             item.scatter.setPen(item.opts["symbolPen"])
             item.scatter.setSymbol(item.opts["symbol"])
+
+
+def straight_log_line(t0: float, t1: float, t_anchor: float, log_anchor: float, log_base: float):
+    """(t, y) of log10 y = log_anchor + (t_anchor − t)·log_base over t0..t1, clipped to ±LOG_CLAMP: its two ends and
+    where it meets the clamp. A straight line on the log axis drawn from 2-4 points, not T (each point of a wide
+    curve costs drawing time)."""
+    ts = [t0, t1]
+    if log_base:
+        crossings = (t_anchor - (clamp - log_anchor) / log_base for clamp in (-plotting.LOG_CLAMP, plotting.LOG_CLAMP))
+        ts += [t for t in crossings if t0 < t < t1]
+    ts = np.sort(np.asarray(ts, dtype=float))
+    log_y = np.clip(log_anchor + (t_anchor - ts) * log_base, -plotting.LOG_CLAMP, plotting.LOG_CLAMP)
+    return ts, 10.0 ** log_y

@@ -33,7 +33,7 @@ from explorer.panels.base import Panel, YieldingLabel
 from explorer.theme import Theme
 
 TRAIL = 20                 # earlier records whose eigenvalues are drawn faintly
-CIRCLE = np.exp(1j * np.linspace(0, 2 * np.pi, 361))
+CIRCLE = np.exp(1j * np.linspace(0, 2 * np.pi, 129))   # 128 chords: 0.1 px from the arc at a 330 px radius
 EDIT_TAG = "spectrum.edit_eigenvalue"     # worker.call tags this panel sends and answers to
 UNDO_TAG = "spectrum.undo_matrix_edit"
 REAL_TOL = 1e-9                           # |Im λ| ≤ this × max(1, |λ|): a real eigenvalue
@@ -326,8 +326,7 @@ class SpectrumPanel(Panel):
         if self.pending is not None and record.step > self.pending.step and self.drag is None:
             self.pending = None                   # this record's spectrum already shows the edit
             self._draw_edit(None)
-        earlier = [r for r in list(history.records)
-                   if r.step < record.step and r.eigenvalues.shape == record.eigenvalues.shape][-TRAIL:]
+        earlier = history.earlier(record, TRAIL, "eigenvalues")
         trail = np.concatenate([np.asarray(r.eigenvalues[0]).astype(complex) for r in earlier]) if earlier \
             else np.zeros(0, complex)
         trail = trail[np.isfinite(trail)]

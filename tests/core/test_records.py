@@ -81,3 +81,22 @@ def test_a_records_count_is_within_ten_percent_of_its_memory(records):
         tracemalloc.stop()
         measured = sum(s.size_diff for s in after.compare_to(before, "filename")) / len(copies)
         assert record.nbytes() == pytest.approx(measured, rel=0.10)
+
+
+def test_earlier_gives_the_newest_records_before_a_step_with_its_shape_without_scanning_the_ring(records):
+    plain, _ = records
+    history = History(max_bytes=2**30)
+    wider = dataclasses.replace(plain, dh_norms=np.zeros((1, plain.seq_len + 1)))
+    for step in range(1, 31):                       # the ring alone (the profiles keep one shape a run)
+        history.records.append(dataclasses.replace(wider if step % 3 == 0 else plain, step=step))
+    at_25 = history.records[24]
+    assert [r.step for r in history.earlier(at_25, 4)] == [19, 20, 22, 23]        # oldest first, step 21 is wider
+    assert [r.step for r in history.earlier(history.records[-1], 3, "dh_norms")] == [21, 24, 27]   # only wider
+    assert history.earlier(history.records[0], 4) == []
+
+    class Untouchable:                  # a frame's trail must not read the old end of the ring
+        @property
+        def step(self):
+            raise AssertionError("earlier() scanned past the records it needed")
+    history.records.appendleft(Untouchable())
+    assert len(history.earlier(history.records[-1], 2)) == 2

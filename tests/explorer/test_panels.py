@@ -9,7 +9,9 @@ import functools
 import math
 
 import numpy as np
+import pyqtgraph as pg
 import pytest
+from PySide6.QtGui import QColor, QImage
 
 from core.config import Config
 from core.records import History
@@ -17,6 +19,8 @@ from explorer.engine.worker import TrainingWorker
 from explorer.panels import (DEEPER_PANELS, PANELS, ContributionsPanel, GradientHistoryPanel, GradientTimePanel,
                              HiddenStatePanel, JacobiansPanel, LstmHighwayPanel, Panel, SpectrumPanel,
                              TaskViewPanel, TrainingPanel, connect_panels)
+from explorer.panels import plotting
+from explorer.panels.gradient_time import straight_log_line
 from explorer.panels.lstm_highway import NOT_LSTM
 from explorer.theme import THEMES, presentation
 from panel_helpers import JACOBIAN_CONFIGS, LARGE, Run, feed, gaps, jacobian_run, make   # tests/explorer is on sys.path
@@ -125,6 +129,72 @@ def test_gradient_time_trail_shows_earlier_records(qtbot):
     visible = [c for c in panel.trail_curves if c.isVisible()]
     assert len(visible) == STEPS - 1
     np.testing.assert_allclose(visible[-1].yData, gaps(r.records[-2].dh_norms[0]), equal_nan=True)
+
+
+def test_gradient_time_trail_is_drawn_in_opaque_fades_newest_on_top(qtbot):
+    panel = make(qtbot, GradientTimePanel)
+    theme = panel.theme
+    base, background = QColor(theme.color(0)), QColor(theme.background)
+    pens = [curve.opts["pen"] for curve in panel.trail_curves]                     # oldest first
+    assert all(pen.color().alphaF() == 1.0 for pen in pens)                       # opaque: drawn as segments
+    distance = [abs(pen.color().red() - base.red()) + abs(pen.color().green() - base.green())
+                + abs(pen.color().blue() - base.blue()) for pen in pens]
+    assert distance == sorted(distance, reverse=True) and distance[0] > distance[-1]   # fading towards the old
+    assert all(curve.zValue() < 0 for curve in panel.trail_curves)
+    assert plotting.blend("#ff0000", "#000000", 0.25) == "#400000"
+    assert plotting.blend("#336699", background.name(), 1.0) == "#336699"
+
+
+def test_theory_lines_are_straight_on_the_log_axis_from_their_ends_and_clamp_crossings():
+    ts = np.arange(1.0, 101.0)
+    for anchor_log, log_base in ((-2.0, math.log10(0.9)), (0.5, math.log10(1e5)), (250.0, -math.log10(1e4)),
+                                 (1.0, 0.0)):
+        t, y = straight_log_line(1.0, 100.0, 100.0, anchor_log, log_base)
+        assert 2 <= len(t) <= 4 and t[0] == 1.0 and t[-1] == 100.0
+        expected = np.clip(anchor_log + (100.0 - ts) * log_base, -plotting.LOG_CLAMP, plotting.LOG_CLAMP)
+        np.testing.assert_allclose(np.interp(ts, t, np.log10(y)), expected, atol=1e-9)
+
+
+def test_opaque_wide_curves_draw_as_segments_on_screen_and_look_as_one_path(qtbot):
+    curve = pg.PlotCurveItem()
+    fast = curve._shouldUseDrawLineSegments
+    assert fast(plotting.pen("#0072b2", 3.0))
+    assert not fast(plotting.pen("#0072b2", 1.0))                 # Qt's cosmetic hairlines are fast already
+    assert not fast(plotting.pen("#0072b2", 3.0, plotting.DASH))  # a dash pattern would restart at each segment
+    assert not fast(plotting.pen("#0072b2", 3.0, alpha=0.5))      # a translucent joint would be painted twice
+    curve.setExportMode(True, {"antialias": True})
+    assert not fast(plotting.pen("#0072b2", 3.0))                 # a figure keeps one path per curve
+
+    def ink(mode: str) -> np.ndarray:
+        widget = pg.PlotWidget()
+        qtbot.addWidget(widget)
+        widget.resize(500, 300)
+        x = np.linspace(0, 9, 60)
+        item = widget.plot(x, np.sin(x) + 0.3 * np.sin(5 * x), pen=plotting.pen("#e69f00", 3.0))
+        item.curve.setSegmentedLineMode(mode)
+        widget.show()
+        qtbot.waitExposed(widget)
+        image = widget.grab().toImage().convertToFormat(QImage.Format.Format_RGB32)
+        pixels = np.frombuffer(image.constBits(), np.uint8).reshape(image.height(), image.bytesPerLine() // 4, 4)
+        return (pixels[..., 2].astype(int) - pixels[..., 0]) > 120                    # orange: red well over blue
+
+    segments, path = ink("auto"), ink("off")
+    assert path.sum() > 1000
+    assert (segments & path).sum() / (segments | path).sum() > 0.9
+
+
+def test_a_readout_set_again_to_the_same_text_is_not_laid_out_again(qtbot):
+    label = plotting.WrappedLabel("")
+    laid_out = []
+    html = label.item.setHtml
+    label.item.setHtml = lambda text: (laid_out.append(text), html(text))
+    label.setText("ρ = 0.930", color="#ffffff", size="12pt")
+    label.setText("ρ = 0.930", color="#ffffff", size="12pt")
+    label.setText("ρ = 0.930")
+    assert len(laid_out) == 1
+    label.setText("ρ = 0.931")
+    label.setText("ρ = 0.931", size="16pt")                      # the style changed: laid out anew
+    assert len(laid_out) == 3 and "16pt" in label.item.toHtml()
 
 
 # -- gradient history ---------------------------------------------------------------------------------
