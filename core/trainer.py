@@ -6,8 +6,11 @@
 from __future__ import annotations
 
 import copy
+import ctypes
+import functools
 import math
 import os
+import sys
 import time
 from typing import Any
 
@@ -35,9 +38,31 @@ def engine_threads() -> int:
     return max(1, min(4, (os.cpu_count() or 2) // 2))
 
 
+MALLOC_SETTINGS = ((-3, 32 << 20),   # M_MMAP_THRESHOLD: blocks under 32 MiB come from the heap ...
+                   (-1, 64 << 20),   # M_TRIM_THRESHOLD: ... up to 64 MiB of freed heap is kept ...
+                   (-2, 16 << 20))   # M_TOP_PAD: ... and it grows 16 MiB at a time (glibc's malloc.h)
+
+
+@functools.cache
+def steady_allocator() -> bool:
+    """Sets glibc's malloc for training, once per process (MALLOC_SETTINGS). By default each step's activations
+    (~1 MB tensors) are mapped, page-faulted in and unmapped anew until glibc's own thresholds have adapted: a
+    fresh process trained the default scenario ~10% slower over its first seconds (125-127 against 134-141
+    steps/s, side by side), and the app's engine process is always fresh. Memory use is unchanged but for up to
+    64 MiB of freed heap kept for the next step. True where set (Linux with glibc)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    return all(mallopt(param, value) == 1 for param, value in MALLOC_SETTINGS)
+
+
 class Trainer:
     def __init__(self, config: Config):
         self.config = config
+        steady_allocator()
         torch.set_num_threads(engine_threads())
         torch.manual_seed(config.seed)
         self.device = torch.device(config.device)

@@ -11,7 +11,6 @@ from explorer.panels import plotting
 from explorer.panels.base import Panel
 from explorer.theme import Theme
 
-TRAIL = 8            # earlier records drawn as a fading trail (row 0)
 
 
 class GradientTimePanel(Panel):
@@ -25,7 +24,7 @@ class GradientTimePanel(Panel):
         self.plot = self.add_plot(plotting.new_plot(self.view.ci, 0, 0, "time step t", "", log_y=True, int_x=True))
         self.legend = self.add_legend(plotting.new_legend(), self.view.ci, below=(1, 0, 1), beside=(0, 1, 1))
 
-        self.trail_curves = [self.plot.plot() for _ in range(TRAIL)]     # oldest first
+        self.trail_curves = [self.plot.plot() for _ in range(plotting.TRAIL)]     # oldest first
         for curve in self.trail_curves:
             curve.setZValue(-10)
         self.row_curves: list[pg.PlotDataItem] = []    # ‖∂L/∂h_t‖ per row
@@ -62,7 +61,7 @@ class GradientTimePanel(Panel):
         self._ensure_rows(R)
 
         both = dh if dc is None else np.concatenate([dh, dc])
-        earlier = history.earlier(record, TRAIL)
+        earlier = history.earlier(record, plotting.TRAIL)
         self._fit_y(both, [np.asarray(old.dh_norms[0], dtype=float) for old in earlier])
         ts = np.arange(1, T + 1, dtype=float)
         for r in range(len(self.row_curves)):
@@ -77,8 +76,8 @@ class GradientTimePanel(Panel):
 
         zero_t = ts[(both == 0).any(axis=0)] if both.size else ts[:0]
         inf_t = ts[np.isinf(both).any(axis=0)] if both.size else ts[:0]
-        self.zero_markers.setData(zero_t, np.full(len(zero_t), self.floor))
-        self.inf_markers.setData(inf_t, np.full(len(inf_t), self.ceiling))
+        plotting.set_points(self.zero_markers, zero_t, np.full(len(zero_t), self.floor))
+        plotting.set_points(self.inf_markers, inf_t, np.full(len(inf_t), self.ceiling))
         self._draw_trail(earlier, ts)
         self._draw_theory(record, dh[0], ts)
         self._update_legend(record, R, dc is not None, len(zero_t) > 0, len(inf_t) > 0)
@@ -113,7 +112,7 @@ class GradientTimePanel(Panel):
     def _draw_trail(self, earlier: list[Record], ts: np.ndarray):
         for curve in self.trail_curves:
             curve.setVisible(False)
-        for curve, old in zip(self.trail_curves[TRAIL - len(earlier):], earlier):
+        for curve, old in zip(self.trail_curves[plotting.TRAIL - len(earlier):], earlier):
             curve.setData(ts, plotting.log_drawable(old.dh_norms[0], self.ceiling))
             curve.setVisible(True)
 
@@ -121,8 +120,8 @@ class GradientTimePanel(Panel):
         """g_T · ρ^(T−t) and g_T · σ_max^(T−t), anchored at the last step with a positive finite norm; and the
         engine's exact linear prediction ‖(W_hhᵀ)^(T−t) ∂L/∂h_T‖ for the current W_hh, where the record has it."""
         linear = record.linear_prediction
-        self.linear_line.setData(*(([], []) if linear is None else
-                                   (ts, plotting.log_drawable(np.asarray(linear, dtype=float), self.ceiling))))
+        plotting.set_points(self.linear_line, *(([], []) if linear is None else
+                                                (ts, plotting.log_drawable(np.asarray(linear, dtype=float), self.ceiling))))
         ok = np.flatnonzero(np.isfinite(row0) & (row0 > 0))
         for line, base in ((self.rho_line, record.spectral_radius), (self.sigma_line, record.sigma_max)):
             if not len(ok) or not (math.isfinite(base) and base > 0):
@@ -156,7 +155,7 @@ class GradientTimePanel(Panel):
                 if has_cell:
                     self.legend.addItem(self.cell_curves[r], f"‖∂L/∂c<sub>t</sub>‖{suffix} (cell)")
             if self.trail_curves[-1].isVisible():
-                self.legend.addItem(self.trail_curves[-1], f"previous {TRAIL} steps")
+                self.legend.addItem(self.trail_curves[-1], f"previous {plotting.TRAIL} steps")
             self.legend.addItem(self.rho_line, "ρ")
             self.legend.addItem(self.sigma_line, "σ")
             if has_linear:
@@ -184,7 +183,7 @@ class GradientTimePanel(Panel):
             self._style_row(r, theme)
         base = theme.color(0)
         for i, curve in enumerate(self.trail_curves):
-            faded = plotting.blend(base, theme.background, 0.07 + 0.33 * (i + 1) / TRAIL)   # newest on top
+            faded = plotting.blend(base, theme.background, 0.07 + 0.33 * (i + 1) / plotting.TRAIL)   # newest: most
             curve.setPen(plotting.pen(faded, theme.pen_width * 0.75))
         self.rho_line.setPen(plotting.pen(theme.foreground, theme.pen_width * 0.75, plotting.DASH))
         self.sigma_line.setPen(plotting.pen(theme.muted, theme.pen_width * 0.75, plotting.DOT))

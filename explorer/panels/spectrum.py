@@ -32,7 +32,6 @@ from explorer.panels import plotting
 from explorer.panels.base import Panel, YieldingLabel
 from explorer.theme import Theme
 
-TRAIL = 20                 # earlier records whose eigenvalues are drawn faintly
 CIRCLE = np.exp(1j * np.linspace(0, 2 * np.pi, 129))   # 128 chords: 0.1 px from the arc at a 330 px radius
 EDIT_TAG = "spectrum.edit_eigenvalue"     # worker.call tags this panel sends and answers to
 UNDO_TAG = "spectrum.undo_matrix_edit"
@@ -326,7 +325,7 @@ class SpectrumPanel(Panel):
         if self.pending is not None and record.step > self.pending.step and self.drag is None:
             self.pending = None                   # this record's spectrum already shows the edit
             self._draw_edit(None)
-        earlier = history.earlier(record, TRAIL, "eigenvalues")
+        earlier = history.earlier(record, plotting.TRAIL, "eigenvalues")
         trail = np.concatenate([np.asarray(r.eigenvalues[0]).astype(complex) for r in earlier]) if earlier \
             else np.zeros(0, complex)
         trail = trail[np.isfinite(trail)]
@@ -338,13 +337,6 @@ class SpectrumPanel(Panel):
                 circle.setData(radius * CIRCLE.real, radius * CIRCLE.imag)
             else:
                 circle.setData([], [])
-        ring = record.eigenvalue_ring or ()
-        for circle, radius in zip((self.ring_inner, self.ring_outer), (*ring, None, None)):
-            if radius is None:
-                circle.setData([], [])
-            else:
-                circle.setData(radius * CIRCLE.real, radius * CIRCLE.imag)
-        self.ring_fill.setVisible(bool(ring))     # emptied curves leave the fill's last path behind
         radii = [1.0] + [r for r in (rho, sigma) if math.isfinite(r)]
         reach = 1.12 * max(radii)
         self.extent.update(-reach, reach)
@@ -355,13 +347,17 @@ class SpectrumPanel(Panel):
         self._update_alert()
 
     def _describe_cell(self, model: str, ring):
-        """Legend and caption for this kind of cell (what the markers are; the LRU's ring when it has one)."""
+        """Legend, caption and ring for this kind of cell (what the markers are; the LRU's ring when it has one)."""
         key = (model, None if ring is None else tuple(ring))
         if key == self._cell:
             return
         self._cell = key
+        for circle, radius in zip((self.ring_inner, self.ring_outer), (*(ring or ()), None, None)):
+            circle.setData(*(([], []) if radius is None else (radius * CIRCLE.real, radius * CIRCLE.imag)))
+        self.ring_fill.setVisible(ring is not None)   # emptied curves leave the fill's last path behind
         self.legend.clear()
-        entries = [(self.scatter, MARKER_NAMES.get(model, "eigenvalues λ")), (self.trail, f"last {TRAIL} steps"),
+        entries = [(self.scatter, MARKER_NAMES.get(model, "eigenvalues λ")),
+                   (self.trail, f"previous {plotting.TRAIL} steps"),
                    (self.unit_circle, "|λ| = 1"), (self.rho_circle, "|λ| = ρ"),
                    (self.sigma_circle, "|λ| = σ<sub>max</sub>")]
         if ring is not None:

@@ -19,13 +19,19 @@ from explorer.window.timeline import TimelineBar
 FRAME_PERIOD_S = 0.031      # a frame at most every 31 ms (~32 fps: the target is >= 30) ...
 FRAME_POLL_MS = 6           # ... looked for every 6 ms, so a frame comes at most that late
 SLOWEST_FRAME_S = 0.2       # while training, the pacer stretches the period up to this (5 fps), never further
-WINDOW_SHARE = 0.6          # engine in its own process: the window's main thread uses at most this share of the
-                            # cores the engine leaves (2 cores, bench_gui: a window at 0.63 of a core kept training
-                            # at 0.93× headless, one at 0.72 let it fall to 0.80×)
+WINDOW_SHARE = 0.75         # engine in its own process: the window's process uses at most this share of the
+                            # cores the engine leaves (2 cores, bench_gui at 1920x1080 presentation, frames at the
+                            # full rate: the window at 0.69 of a core, training at 0.95× headless)
 THREAD_SHARE = 1 / 3        # engine in a thread (GRADFLOW_ENGINE=thread) or one core: a third of the time
 COST_SMOOTHING = 0.25       # weight of the newest frame in the pacer's running CPU cost per frame
 
 PanelError = Callable[[Any, Exception], None]   # (panel, exception), called inside the `except`
+
+
+def window_cpu(isolated: bool) -> float:
+    """CPU seconds the window has used: all its process's threads (the record relay too) when the engine has a
+    process of its own, else its main thread's (the process's would count the engine's)."""
+    return time.process_time() if isolated else time.thread_time()
 
 
 def usable_cores() -> int:
@@ -39,7 +45,7 @@ def machine_load() -> float:
 
 
 def window_budget(isolated: bool, cores: int, others: float = 0.0) -> float:
-    """The share of a core the window's main thread may use while training runs. The engine needs one core and
+    """The share of a core the window may use while training runs (window_cpu). The engine needs one core and
     `others` (other programs' load) take theirs: the window gets WINDOW_SHARE of what is left (0 when nothing
     is). Sharing the engine's interpreter or only core: THREAD_SHARE."""
     if not isolated or cores < 2:
@@ -48,16 +54,16 @@ def window_budget(isolated: bool, cores: int, others: float = 0.0) -> float:
 
 
 class FramePacer:
-    """The frame period, stretched so that the window's main thread stays within its CPU budget.
+    """The frame period, stretched so that the window stays within its CPU budget.
 
-    At each frame, `frame(playing, isolated)` reads `cpu_clock` (the main thread's CPU seconds): what it spent
+    At each frame, `frame(playing, isolated)` reads `cpu_clock(isolated)` (window_cpu): what the window spent
     since the last frame (drawing, Qt's painting, taking records) is that frame's cost, smoothed over frames.
     While training plays, the budget is window_budget, with the machine's `load` less this window's and its
     engine's own as the other programs' share; paused, frames are not paced. The period is cost / budget (a frame costing 30 ms of CPU, with 0.6 of a core, comes every
     50 ms), within FRAME_PERIOD_S .. SLOWEST_FRAME_S; as frames get cheaper or the machine quieter it comes
     back to FRAME_PERIOD_S."""
 
-    def __init__(self, cpu_clock: Callable[[], float] = time.thread_time, load: Callable[[], float] = machine_load,
+    def __init__(self, cpu_clock: Callable[[bool], float] = window_cpu, load: Callable[[], float] = machine_load,
                  cores: int | None = None):
         self.cpu_clock, self.load, self.cores = cpu_clock, load, cores or usable_cores()
         self.period = FRAME_PERIOD_S
@@ -66,7 +72,7 @@ class FramePacer:
 
     def frame(self, playing: bool, isolated: bool) -> float:
         """A frame starts now: update and return the period until the next one."""
-        cpu = self.cpu_clock()
+        cpu = self.cpu_clock(isolated)
         if self._cpu_at_last_frame is not None:
             spent = cpu - self._cpu_at_last_frame
             self.cost = spent if self.cost is None else self.cost + COST_SMOOTHING * (spent - self.cost)

@@ -6,7 +6,12 @@ and (b) the unrolled reference engine (h_t.retain_grad() on every step): hidden
 and cell states, gates, ∂L/∂h_t, ∂L/∂c_t, every parameter gradient, the
 gradients of the input and of the initial state — for multi-layer and
 bidirectional nets, fixed and randomized truncation, and carried state.
+Also: a fresh training process is fast from its first step (core.trainer.steady_allocator).
 """
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -305,3 +310,36 @@ def test_every_record_carries_the_spectrum_of_the_weights_that_made_its_gradient
         assert record.spectral_radius == pytest.approx(np.abs(np.linalg.eigvals(w)).max(), rel=1e-12)
         assert record.sigma_max == pytest.approx(np.linalg.svd(w, compute_uv=False)[0], rel=1e-12)
         assert record.eigenvalues.shape == record.singular_values.shape == (1, 10)
+
+
+ALLOCATION_PROBE = """
+import ctypes, sys
+sys.path.insert(0, {root!r})
+from core.trainer import steady_allocator
+
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = MallInfo2
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+
+def mapped_for(size):   # does a block of `size` bytes get a mapping of its own?
+    before = libc.mallinfo2().hblks
+    block = libc.malloc(size)
+    mapped = libc.mallinfo2().hblks > before
+    libc.free(block)
+    return mapped
+
+print(mapped_for(4 << 20), steady_allocator(), mapped_for(4 << 20))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc settings")
+def test_a_training_process_takes_a_steps_tensors_from_the_heap_not_fresh_mappings():
+    out = subprocess.run([sys.executable, "-c", ALLOCATION_PROBE.format(root=str(Path(__file__).parents[2]))],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True", "False"]   # a fresh process maps 4 MB blocks; once set, it does not

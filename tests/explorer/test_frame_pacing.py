@@ -18,7 +18,7 @@ class Clock:
     def __init__(self):
         self.now = 0.0
 
-    def __call__(self) -> float:
+    def __call__(self, *_isolated) -> float:
         return self.now
 
 
@@ -73,7 +73,7 @@ def test_costly_frames_lower_the_frame_rate_to_the_budget_and_cheap_ones_bring_i
     assert drawer.pacer.period == FRAME_PERIOD_S
     assert panel.frames / 2.0 > 0.9 / FRAME_PERIOD_S
 
-    panel.cost = 0.040                      # 40 ms of CPU a frame: more than 0.6 of a core at 30 fps
+    panel.cost = 0.040                      # 40 ms of CPU a frame: more than a core at 30 fps
     play_for(drawer, wall, 2.0)             # the running cost settles
     panel.frames = 0
     play_for(drawer, wall, 5.0)
@@ -106,11 +106,11 @@ def test_an_engine_in_the_window_s_thread_gets_two_thirds_of_the_interpreter(sce
 
 def test_other_programs_load_lowers_the_frame_rate_until_it_goes(scene):
     drawer, panel, wall, load = scene
-    panel.cost = 0.010                      # 10 ms a frame: 0.3 of a core at full rate, within 0.6
+    panel.cost = 0.010                      # 10 ms a frame: 0.3 of a core at full rate, within WINDOW_SHARE
     play_for(drawer, wall, 2.0)
     assert drawer.pacer.period == FRAME_PERIOD_S
     load.now = 1 + 0.3 + 0.75               # the engine, this window and 0.75 of a core for others
-    play_for(drawer, wall, 3.0)             # 0.25 of a core left: the window gets 0.15
+    play_for(drawer, wall, 3.0)             # 0.25 of a core left: the window gets WINDOW_SHARE of it
     assert drawer.pacer.period > 1.5 * FRAME_PERIOD_S
     load.now = 4.0                          # no core left
     play_for(drawer, wall, 1.0)
