@@ -10,8 +10,9 @@
   and the window process (all its threads: the record relay too) used;
 - throughput: training steps/s with the window open and playing (the engine in its own process, as
   the app runs it; timed between the records the window receives, so the start of Play and the records
-  still on their way at the end do not count) vs the same engine loop headless (explorer.engine.loop: same config, same detail
-  policy), interleaved round by round; --full-rate holds the window's frame pacer at its fastest
+  still on their way at the end do not count) vs the same engine loop headless (explorer.engine.loop:
+  same config, same detail policy), interleaved round by round: one window plays a round, then pauses
+  while the headless loop runs its round; --full-rate holds the window's frame pacer at its fastest
   (explorer.window.drawing.FramePacer: while training it lowers the frame rate to keep the window within
   its share of the CPU), to see what drawing at full rate would cost training;
 - start-up: seconds from process start to the window shown, and to the first record drawn
@@ -72,11 +73,10 @@ def headless_rate(config, seconds: float) -> float:
     return (len(steps) - 2) / (steps[-1] - steps[1])   # steps 1 (the build's) aside
 
 
-def window_round(app, config, seconds: float, size: tuple[int, int], presentation: bool, full_rate: bool) -> dict:
-    """The main window playing for `seconds` in Qt's own event loop: steps/s, each frame's update time (the
-    panels taking the new record, ms), the intervals between frames (update + paint + waiting, ms), frames/s
-    and the share of a core the window's main thread used."""
-    from PySide6.QtCore import QSettings, QTimer
+def open_window(app, config, size: tuple[int, int], presentation: bool, full_rate: bool):
+    """The main window of `size`, in normal or presentation mode, shown with its first record drawn; its frames are
+    timed (`window.frame_starts`, `window.frame_updates`: when each began and the ms the panels took)."""
+    from PySide6.QtCore import QSettings
 
     from explorer.window.drawing import FRAME_PERIOD_S
     from explorer.window.main_window import MainWindow
@@ -90,34 +90,48 @@ def window_round(app, config, seconds: float, size: tuple[int, int], presentatio
     while window.shown_record is None:
         app.processEvents()
         time.sleep(0.002)
-    updates: list[float] = []
-    starts: list[float] = []
+    window.frame_starts, window.frame_updates = [], []
     repaint = window.drawer.draw
 
     def timed_repaint():  # measure each frame the window draws
         t = time.perf_counter()
         repaint()
-        starts.append(t)
-        updates.append((time.perf_counter() - t) * 1e3)
+        window.frame_starts.append(t)
+        window.frame_updates.append((time.perf_counter() - t) * 1e3)
 
     window.drawer.draw = timed_repaint
     if full_rate:
         window.drawer.pacer.frame = lambda playing, isolated: FRAME_PERIOD_S
+    return window
+
+
+def window_round(window, seconds: float) -> dict:
+    """The window plays for `seconds` in a Qt event loop, then pauses: steps/s, each frame's update time (the
+    panels taking the new record, ms), the intervals between frames (update + paint + waiting, ms), frames/s and
+    the share of a core the window's main thread and its whole process used."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
     arrivals: list[tuple[float, int]] = []   # (when, step) of each record the window receives while playing
-    window.worker.record_ready.connect(lambda record: arrivals.append((time.perf_counter(), record.step)))
+
+    def arrived(record):
+        arrivals.append((time.perf_counter(), record.step))
+
+    window.worker.record_ready.connect(arrived)
+    del window.frame_starts[:], window.frame_updates[:]
     window.play()
-    QTimer.singleShot(int(seconds * 1000), app.quit)
+    loop = QEventLoop()   # its quit() ends only this loop (the application's would close every window)
+    QTimer.singleShot(int(seconds * 1000), loop.quit)
     start, cpu, process_cpu = time.perf_counter(), time.thread_time(), time.process_time()
-    app.exec()
+    loop.exec()
     elapsed = time.perf_counter() - start
     cpu = (time.thread_time() - cpu) / elapsed
     process_cpu = (time.process_time() - process_cpu) / elapsed
     window.pause()
-    window.close()
-    app.processEvents()
-    intervals = [(b - a) * 1e3 for a, b in zip(starts, starts[1:])]
+    window.worker.record_ready.disconnect(arrived)
+    starts = list(window.frame_starts)
     (t0, step0), (t1, step1) = arrivals[1], arrivals[-1]   # as headless_rate: between records, the first aside
-    return {"steps_per_s": (step1 - step0) / (t1 - t0), "updates": updates, "intervals": intervals,
+    return {"steps_per_s": (step1 - step0) / (t1 - t0), "updates": list(window.frame_updates),
+            "intervals": [(b - a) * 1e3 for a, b in zip(starts, starts[1:])],
             "fps": len(starts) / elapsed, "main_thread_cpu": cpu, "process_cpu": process_cpu}
 
 
@@ -164,9 +178,10 @@ def main() -> int:
     config = load_preset(DEFAULT_PRESET).config
     headless, windowed, updates, intervals, fps, cpu, process_cpu = [], [], [], [], [], [], []
     load_at_start = os.getloadavg()[0]   # the machine may be shared: its load, at the start and at the end
-    for r in range(args.rounds):  # interleaved: the machine's load hits both alike
+    window = open_window(app, config, size, args.presentation, args.full_rate)   # one window, as a lecture has
+    for r in range(args.rounds):  # interleaved (the window paused while headless runs): the machine's load hits both
         headless.append(headless_rate(config, args.seconds))
-        run = window_round(app, config, args.seconds, size, args.presentation, args.full_rate)
+        run = window_round(window, args.seconds)
         windowed.append(run["steps_per_s"])
         updates += run["updates"]
         intervals += run["intervals"]
@@ -177,6 +192,8 @@ def main() -> int:
               f"{fps[-1]:.1f} frames/s, median frame interval {statistics.median(run['intervals']):.1f} ms, "
               f"window main thread {100 * cpu[-1]:.0f}% of a core (all its threads {100 * process_cpu[-1]:.0f}%)",
               flush=True)
+    window.close()
+    app.processEvents()
     starts = startup_times(args.startups)
 
     result = {

@@ -24,6 +24,7 @@ WINDOW_SHARE = 0.75         # engine in its own process: the window's process us
                             # full rate: the window at 0.69 of a core, training at 0.95× headless)
 THREAD_SHARE = 1 / 3        # engine in a thread (GRADFLOW_ENGINE=thread) or one core: a third of the time
 COST_SMOOTHING = 0.25       # weight of the newest frame in the pacer's running CPU cost per frame
+STALE_GAP_S = 2 * SLOWEST_FRAME_S   # frames further apart: the window was away (blocked), not drawing
 
 PanelError = Callable[[Any, Exception], None]   # (panel, exception), called inside the `except`
 
@@ -58,25 +59,27 @@ class FramePacer:
 
     At each frame, `frame(playing, isolated)` reads `cpu_clock(isolated)` (window_cpu): what the window spent
     since the last frame (drawing, Qt's painting, taking records) is that frame's cost, smoothed over frames.
-    While training plays, the budget is window_budget, with the machine's `load` less this window's and its
-    engine's own as the other programs' share; paused, frames are not paced. The period is cost / budget (a frame costing 30 ms of CPU, with 0.6 of a core, comes every
+    Time the window spent away from its frames (no frame for over STALE_GAP_S of `clock`: its event loop was
+    blocked, e.g. by an export) is no frame's cost. While training plays, the budget is window_budget, with the
+    machine's `load` less this window's and its engine's own as the other programs' share; paused, frames are
+    not paced. The period is cost / budget (a frame costing 30 ms of CPU, with 0.6 of a core, comes every
     50 ms), within FRAME_PERIOD_S .. SLOWEST_FRAME_S; as frames get cheaper or the machine quieter it comes
     back to FRAME_PERIOD_S."""
 
     def __init__(self, cpu_clock: Callable[[bool], float] = window_cpu, load: Callable[[], float] = machine_load,
-                 cores: int | None = None):
-        self.cpu_clock, self.load, self.cores = cpu_clock, load, cores or usable_cores()
+                 cores: int | None = None, clock: Callable[[], float] = time.perf_counter):
+        self.cpu_clock, self.load, self.cores, self.clock = cpu_clock, load, cores or usable_cores(), clock
         self.period = FRAME_PERIOD_S
         self.cost: float | None = None          # smoothed CPU seconds per frame
-        self._cpu_at_last_frame: float | None = None
+        self._last_frame: tuple[float, float] | None = None   # (clock, cpu_clock) at the last frame
 
     def frame(self, playing: bool, isolated: bool) -> float:
         """A frame starts now: update and return the period until the next one."""
-        cpu = self.cpu_clock(isolated)
-        if self._cpu_at_last_frame is not None:
-            spent = cpu - self._cpu_at_last_frame
+        now, cpu = self.clock(), self.cpu_clock(isolated)
+        if self._last_frame is not None and now - self._last_frame[0] <= STALE_GAP_S:
+            spent = cpu - self._last_frame[1]
             self.cost = spent if self.cost is None else self.cost + COST_SMOOTHING * (spent - self.cost)
-        self._cpu_at_last_frame = cpu
+        self._last_frame = (now, cpu)
         if not playing or self.cost is None:
             self.period = FRAME_PERIOD_S
             return self.period
@@ -99,7 +102,7 @@ class FrameDrawer(QObject):
         super().__init__(parent)
         self.panels, self.run, self.worker, self.timeline = panels, run, worker, timeline
         self.readout, self.overlay, self.rate, self.panel_failed = readout, overlay, rate, panel_failed
-        self.pacer, self.clock = pacer or FramePacer(), clock
+        self.pacer, self.clock = pacer or FramePacer(clock=clock), clock
         self.shown_record: Record | None = None
         self.dirty = False
         self._next_frame_at = 0.0

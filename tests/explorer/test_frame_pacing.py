@@ -53,7 +53,7 @@ def scene(qtbot):
 
     drawer = FrameDrawer([panel], run, worker, SimpleNamespace(refresh=lambda: None), readout,
                          SimpleNamespace(hide=lambda: None), SimpleNamespace(rate=lambda: 0.0), panel_failed,
-                         panel, pacer=FramePacer(cpu, load, cores=2), clock=wall)
+                         panel, pacer=FramePacer(cpu, load, cores=2, clock=wall), clock=wall)
     drawer.frame_timer.stop()
     return drawer, panel, wall, load
 
@@ -85,6 +85,17 @@ def test_costly_frames_lower_the_frame_rate_to_the_budget_and_cheap_ones_bring_i
     panel.cost = 0.002
     play_for(drawer, wall, 2.0)
     assert drawer.pacer.period == FRAME_PERIOD_S
+
+
+def test_seconds_the_window_spent_away_from_its_frames_do_not_slow_the_frames_after(scene):
+    drawer, panel, wall, _ = scene
+    panel.cost = 0.002
+    play_for(drawer, wall, 1.0)
+    panel.cpu.now += 5.0                    # the event loop blocked for 5 s (an export): no frame polled
+    wall.now += 5.0
+    play_for(drawer, wall, 0.2)
+    assert drawer.pacer.period == FRAME_PERIOD_S
+    assert drawer.pacer.cost < 0.01
 
 
 def test_paused_the_window_draws_at_full_rate_whatever_a_frame_costs(scene):
