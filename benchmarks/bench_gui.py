@@ -9,10 +9,10 @@
   next frame), frames per second, the update part alone, and the share of a core the window's main thread
   and the window process (all its threads: the record relay too) used;
 - throughput: training steps/s with the window open and playing (the engine in its own process, as
-  the app runs it; timed between the records the window receives, so the start of Play and the records
-  still on their way at the end do not count) vs the same engine loop headless (explorer.engine.loop:
-  same config, same detail policy), interleaved round by round: one window plays a round, then pauses
-  while the headless loop runs its round; --full-rate holds the window's frame pacer at its fastest
+  the app runs it) vs the same engine with no window (its process and record relay, explorer.engine.worker),
+  each timed between the records it delivers (the start of Play and records still on their way do not
+  count); both train on through the rounds, taking turns, the other paused (a run's steps slow as it
+  trains: like steps are compared); --full-rate holds the window's frame pacer at its fastest
   (explorer.window.drawing.FramePacer: while training it lowers the frame rate to keep the window within
   its share of the CPU), to see what drawing at full rate would cost training;
 - start-up: seconds from process start to the window shown, and to the first record drawn
@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import queue
 import statistics
 import subprocess
 import sys
@@ -55,22 +54,58 @@ print(shown, drawn); window.close(); app.processEvents()
 """
 
 
-def headless_rate(config, seconds: float) -> float:
-    """Steps/s of the app's own engine loop (explorer.engine.loop: same detail and preview policy) with no
-    window: run in this process, stopped after `seconds` of playing."""
-    from explorer.engine.loop import EngineLoop, Flags
+def record_arrivals():
+    """A GUI-thread object whose slot `take` keeps (when, step) of each record a worker delivers."""
+    from PySide6.QtCore import QObject, Slot
 
-    flags, steps = Flags(), []
+    class Arrivals(QObject):
+        def __init__(self):
+            super().__init__()
+            self.times: list[tuple[float, int]] = []
 
-    def emit(name, *args):
-        if name == "record_ready":
-            steps.append(time.perf_counter())
-            if steps[-1] - steps[0] >= seconds:
-                flags.stop.set()
+        @Slot(object)
+        def take(self, record):
+            self.times.append((time.perf_counter(), record.step))
 
-    flags.playing.set()
-    EngineLoop(config, flags, queue.Queue(), emit).run()
-    return (len(steps) - 2) / (steps[-1] - steps[1])   # steps 1 (the build's) aside
+    return Arrivals()
+
+
+def timed_play(play, pause, worker, seconds: float) -> dict:
+    """`play()`, `seconds` in a Qt event loop, `pause()`: the steps/s of the records `worker` delivered (timed
+    between them, the first aside: neither the start of Play nor records still on their way count) and the share
+    of a core this process's main thread and all its threads used."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    arrivals = record_arrivals()
+    worker.record_ready.connect(arrivals.take)
+    play()
+    loop = QEventLoop()   # its quit() ends only this loop (the application's would close every window)
+    QTimer.singleShot(int(seconds * 1000), loop.quit)
+    start, cpu, process_cpu = time.perf_counter(), time.thread_time(), time.process_time()
+    loop.exec()
+    elapsed = time.perf_counter() - start
+    pause()
+    worker.record_ready.disconnect(arrivals.take)
+    (t0, step0), (t1, step1) = arrivals.times[1], arrivals.times[-1]
+    return {"steps_per_s": (step1 - step0) / (t1 - t0), "elapsed": elapsed,
+            "main_thread_cpu": (time.thread_time() - cpu) / elapsed,
+            "process_cpu": (time.process_time() - process_cpu) / elapsed}
+
+
+def headless_engine(app, config):
+    """The app's engine (its own process, its records relayed to this thread) with no window, its first
+    record in."""
+    from explorer.engine.worker import EngineConnection
+
+    connection = EngineConnection(config)
+    arrivals = record_arrivals()
+    connection.worker.record_ready.connect(arrivals.take)
+    connection.start()
+    while not arrivals.times:
+        app.processEvents()
+        time.sleep(0.002)
+    connection.worker.record_ready.disconnect(arrivals.take)
+    return connection
 
 
 def open_window(app, config, size: tuple[int, int], presentation: bool, full_rate: bool):
@@ -106,33 +141,13 @@ def open_window(app, config, size: tuple[int, int], presentation: bool, full_rat
 
 
 def window_round(window, seconds: float) -> dict:
-    """The window plays for `seconds` in a Qt event loop, then pauses: steps/s, each frame's update time (the
-    panels taking the new record, ms), the intervals between frames (update + paint + waiting, ms), frames/s and
-    the share of a core the window's main thread and its whole process used."""
-    from PySide6.QtCore import QEventLoop, QTimer
-
-    arrivals: list[tuple[float, int]] = []   # (when, step) of each record the window receives while playing
-
-    def arrived(record):
-        arrivals.append((time.perf_counter(), record.step))
-
-    window.worker.record_ready.connect(arrived)
+    """The window plays for `seconds`, then pauses (timed_play), with each frame's update time (the panels taking
+    the new record, ms), the intervals between frames (update + paint + waiting, ms) and frames/s."""
     del window.frame_starts[:], window.frame_updates[:]
-    window.play()
-    loop = QEventLoop()   # its quit() ends only this loop (the application's would close every window)
-    QTimer.singleShot(int(seconds * 1000), loop.quit)
-    start, cpu, process_cpu = time.perf_counter(), time.thread_time(), time.process_time()
-    loop.exec()
-    elapsed = time.perf_counter() - start
-    cpu = (time.thread_time() - cpu) / elapsed
-    process_cpu = (time.process_time() - process_cpu) / elapsed
-    window.pause()
-    window.worker.record_ready.disconnect(arrived)
+    run = timed_play(window.play, window.pause, window.worker, seconds)
     starts = list(window.frame_starts)
-    (t0, step0), (t1, step1) = arrivals[1], arrivals[-1]   # as headless_rate: between records, the first aside
-    return {"steps_per_s": (step1 - step0) / (t1 - t0), "updates": list(window.frame_updates),
-            "intervals": [(b - a) * 1e3 for a, b in zip(starts, starts[1:])],
-            "fps": len(starts) / elapsed, "main_thread_cpu": cpu, "process_cpu": process_cpu}
+    return {**run, "updates": list(window.frame_updates), "fps": len(starts) / run["elapsed"],
+            "intervals": [(b - a) * 1e3 for a, b in zip(starts, starts[1:])]}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -178,9 +193,13 @@ def main() -> int:
     config = load_preset(DEFAULT_PRESET).config
     headless, windowed, updates, intervals, fps, cpu, process_cpu = [], [], [], [], [], [], []
     load_at_start = os.getloadavg()[0]   # the machine may be shared: its load, at the start and at the end
-    window = open_window(app, config, size, args.presentation, args.full_rate)   # one window, as a lecture has
-    for r in range(args.rounds):  # interleaved (the window paused while headless runs): the machine's load hits both
-        headless.append(headless_rate(config, args.seconds))
+    # one window and one windowless engine, each trained on through the rounds (a run slows as it trains: compare
+    # like steps), taking turns (the other paused): the machine's load hits both alike
+    engine = headless_engine(app, config)
+    window = open_window(app, config, size, args.presentation, args.full_rate)
+    for r in range(args.rounds):
+        worker = engine.worker
+        headless.append(timed_play(worker.play, worker.pause, worker, args.seconds)["steps_per_s"])
         run = window_round(window, args.seconds)
         windowed.append(run["steps_per_s"])
         updates += run["updates"]
@@ -193,6 +212,7 @@ def main() -> int:
               f"window main thread {100 * cpu[-1]:.0f}% of a core (all its threads {100 * process_cpu[-1]:.0f}%)",
               flush=True)
     window.close()
+    engine.shutdown()
     app.processEvents()
     starts = startup_times(args.startups)
 
