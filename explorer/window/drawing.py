@@ -4,6 +4,7 @@ screen (a panel behind a tab or closed catches up when it is shown). While train
 the frame rate when drawing costs more than the window's share of the CPU: the window slows, never training."""
 from __future__ import annotations
 
+import math
 import os
 import time
 from typing import Any, Callable, Sequence
@@ -25,6 +26,7 @@ WINDOW_SHARE = 0.75         # engine in its own process: the window's process us
 THREAD_SHARE = 1 / 3        # engine in a thread (GRADFLOW_ENGINE=thread) or one core: a third of the time
 COST_SMOOTHING = 0.25       # weight of the newest frame in the pacer's running CPU cost per frame
 STALE_GAP_S = 2 * SLOWEST_FRAME_S   # frames further apart: the window was away (blocked), not drawing
+LOAD_SMOOTHING_S = 2.0      # the machine's runnable tasks, averaged over about this long (MachineLoad)
 
 PanelError = Callable[[Any, Exception], None]   # (panel, exception), called inside the `except`
 
@@ -40,9 +42,44 @@ def usable_cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def machine_load() -> float:
-    """Runnable tasks on the machine, averaged over the last minute (0 where the OS does not say)."""
+def runnable_tasks() -> float | None:
+    """Tasks ready to run on the machine now, the caller among them (Linux's /proc/stat); None where not told."""
+    try:
+        with open("/proc/stat") as stat:
+            for line in stat:
+                if line.startswith("procs_running"):
+                    return float(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def load_average() -> float:
+    """Runnable tasks on the machine averaged over the last minute (0 where the OS does not say)."""
     return os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+
+
+class MachineLoad:
+    """What other programs ask of the CPU while training plays, in cores: the machine's runnable tasks less the
+    engine and this window. Where `runnable` (runnable_tasks) answers, it is read at each frame, when the
+    window's main thread is one of them, and averaged over LOAD_SMOOTHING_S of `clock`: a program that starts
+    or stops is followed within seconds. Elsewhere, the 1-minute `average` less the window's own share."""
+
+    def __init__(self, runnable: Callable[[], float | None] = runnable_tasks,
+                 average: Callable[[], float] = load_average, clock: Callable[[], float] = time.perf_counter):
+        self.runnable, self.average, self.clock = runnable, average, clock
+        self._mean: float | None = None     # runnable tasks besides the window's main thread, smoothed
+        self._read_at = 0.0
+
+    def others(self, window_share: float) -> float:
+        """Cores other programs want, given the share of a core the window uses (cost per frame / period)."""
+        sample, now = self.runnable(), self.clock()
+        if sample is None:
+            return max(self.average() - 1 - window_share, 0.0)
+        weight = 1.0 if self._mean is None else 1 - math.exp(-(now - self._read_at) / LOAD_SMOOTHING_S)
+        self._mean = sample - 1 if self._mean is None else self._mean + weight * (sample - 1 - self._mean)
+        self._read_at = now
+        return max(self._mean - 1, 0.0)     # less the engine
 
 
 def window_budget(isolated: bool, cores: int, others: float = 0.0) -> float:
@@ -60,15 +97,15 @@ class FramePacer:
     At each frame, `frame(playing, isolated)` reads `cpu_clock(isolated)` (window_cpu): what the window spent
     since the last frame (drawing, Qt's painting, taking records) is that frame's cost, smoothed over frames.
     Time the window spent away from its frames (no frame for over STALE_GAP_S of `clock`: its event loop was
-    blocked, e.g. by an export) is no frame's cost. While training plays, the budget is window_budget, with the
-    machine's `load` less this window's and its engine's own as the other programs' share; paused, frames are
-    not paced. The period is cost / budget (a frame costing 30 ms of CPU, with 0.6 of a core, comes every
+    blocked, e.g. by an export) is no frame's cost. While training plays, the budget is window_budget, with
+    `load` (MachineLoad) telling the other programs' share; paused, frames are not paced. The period is cost / budget (a frame costing 30 ms of CPU, with 0.6 of a core, comes every
     50 ms), within FRAME_PERIOD_S .. SLOWEST_FRAME_S; as frames get cheaper or the machine quieter it comes
     back to FRAME_PERIOD_S."""
 
-    def __init__(self, cpu_clock: Callable[[bool], float] = window_cpu, load: Callable[[], float] = machine_load,
+    def __init__(self, cpu_clock: Callable[[bool], float] = window_cpu, load: MachineLoad | None = None,
                  cores: int | None = None, clock: Callable[[], float] = time.perf_counter):
-        self.cpu_clock, self.load, self.cores, self.clock = cpu_clock, load, cores or usable_cores(), clock
+        self.cpu_clock, self.cores, self.clock = cpu_clock, cores or usable_cores(), clock
+        self.load = load or MachineLoad(clock=clock)
         self.period = FRAME_PERIOD_S
         self.cost: float | None = None          # smoothed CPU seconds per frame
         self._last_frame: tuple[float, float] | None = None   # (clock, cpu_clock) at the last frame
@@ -83,8 +120,7 @@ class FramePacer:
         if not playing or self.cost is None:
             self.period = FRAME_PERIOD_S
             return self.period
-        others = max(self.load() - 1 - self.cost / self.period, 0.0)   # less the engine and this window
-        budget = window_budget(isolated, self.cores, others)
+        budget = window_budget(isolated, self.cores, self.load.others(self.cost / self.period))
         stretched = self.cost / budget if budget else SLOWEST_FRAME_S
         self.period = min(max(FRAME_PERIOD_S, stretched), SLOWEST_FRAME_S)
         return self.period

@@ -1,15 +1,16 @@
 """The window lowers its frame rate, never the training speed: FrameDrawer driven by its timer's signal on a
-fake wall clock, with panels whose drawing costs fake CPU time (the pacer's clock), on a fake machine load.
-No real time is measured."""
+fake wall clock, with panels whose drawing costs fake CPU time (the pacer's clock), on a machine with a fake
+count of runnable tasks. No real time is measured."""
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import pytest
 from PySide6.QtWidgets import QWidget
 
-from explorer.window.drawing import (FRAME_PERIOD_S, FRAME_POLL_MS, SLOWEST_FRAME_S, THREAD_SHARE, WINDOW_SHARE,
-                                     FramePacer, FrameDrawer, window_budget)
+from explorer.window.drawing import (FRAME_PERIOD_S, FRAME_POLL_MS, LOAD_SMOOTHING_S, SLOWEST_FRAME_S, THREAD_SHARE,
+                                     WINDOW_SHARE, FramePacer, FrameDrawer, MachineLoad, window_budget)
 
 
 class Clock:
@@ -36,9 +37,11 @@ class CostlyPanel(QWidget):
 
 @pytest.fixture
 def scene(qtbot):
-    """(drawer, panel, wall clock, load): a drawer on one shown panel, playing, on 2 cores and a machine with no
-    other load, its timer stopped (the test sends its ticks)."""
-    wall, cpu, load = Clock(), Clock(), Clock()
+    """(drawer, panel, wall clock, runnable tasks): a drawer on one shown panel, playing, on 2 cores and a machine
+    with no other load (the window's main thread and the engine are its runnable tasks), its timer stopped (the
+    test sends its ticks)."""
+    wall, cpu, runnable = Clock(), Clock(), Clock()
+    runnable.now = 2.0
     panel = CostlyPanel(cpu)
     qtbot.addWidget(panel)
     panel.show()
@@ -53,9 +56,10 @@ def scene(qtbot):
 
     drawer = FrameDrawer([panel], run, worker, SimpleNamespace(refresh=lambda: None), readout,
                          SimpleNamespace(hide=lambda: None), SimpleNamespace(rate=lambda: 0.0), panel_failed,
-                         panel, pacer=FramePacer(cpu, load, cores=2, clock=wall), clock=wall)
+                         panel, pacer=FramePacer(cpu, MachineLoad(runnable, clock=wall), cores=2, clock=wall),
+                         clock=wall)
     drawer.frame_timer.stop()
-    return drawer, panel, wall, load
+    return drawer, panel, wall, runnable
 
 
 def play_for(drawer: FrameDrawer, wall: Clock, seconds: float):
@@ -116,24 +120,38 @@ def test_an_engine_in_the_window_s_thread_gets_two_thirds_of_the_interpreter(sce
 
 
 def test_other_programs_load_lowers_the_frame_rate_until_it_goes(scene):
-    drawer, panel, wall, load = scene
+    drawer, panel, wall, runnable = scene
     panel.cost = 0.010                      # 10 ms a frame: 0.3 of a core at full rate, within WINDOW_SHARE
     play_for(drawer, wall, 2.0)
     assert drawer.pacer.period == FRAME_PERIOD_S
-    load.now = 1 + 0.3 + 0.75               # the engine, this window and 0.75 of a core for others
-    play_for(drawer, wall, 3.0)             # 0.25 of a core left: the window gets WINDOW_SHARE of it
+    runnable.now = 2 + 0.8                  # the window, the engine and 0.8 of a core for others
+    play_for(drawer, wall, 4 * LOAD_SMOOTHING_S)   # 0.2 of a core left: the window gets WINDOW_SHARE of it
     assert drawer.pacer.period > 1.5 * FRAME_PERIOD_S
-    load.now = 4.0                          # no core left
+    runnable.now = 4.0                      # no core left
     play_for(drawer, wall, 1.0)
     assert drawer.pacer.period == SLOWEST_FRAME_S
-    load.now = 0.0
-    play_for(drawer, wall, 2.0)
+    runnable.now = 2.0
+    play_for(drawer, wall, 4 * LOAD_SMOOTHING_S)
     assert drawer.pacer.period == FRAME_PERIOD_S
+
+
+def test_the_machine_load_follows_runnable_tasks_within_seconds_or_else_the_load_average():
+    wall, runnable = Clock(), Clock()
+    runnable.now = 2.0                      # the window's main thread and the engine
+    load = MachineLoad(runnable, average=lambda: 9.0, clock=wall)
+    assert load.others(0.5) == 0.0
+    runnable.now = 3.0                      # a program starts
+    for _ in range(round(LOAD_SMOOTHING_S / 0.03)):
+        wall.now += 0.03
+        others = load.others(0.5)
+    assert others == pytest.approx(1 - math.exp(-1), rel=0.02)   # two thirds of the way in LOAD_SMOOTHING_S
+    fallback = MachineLoad(lambda: None, average=lambda: 2.5, clock=wall)
+    assert fallback.others(0.5) == pytest.approx(1.0)            # less the engine and the window's own share
 
 
 def test_the_frame_period_never_stretches_past_the_slowest():
     cpu = Clock()
-    pacer = FramePacer(cpu, load=lambda: 0.0, cores=2)
+    pacer = FramePacer(cpu, load=MachineLoad(lambda: 2.0), cores=2)
     for _ in range(20):
         cpu.now += 1.0                      # a second of CPU a frame
         pacer.frame(playing=True, isolated=True)
