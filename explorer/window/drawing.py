@@ -26,7 +26,9 @@ WINDOW_SHARE = 0.75         # engine in its own process: the window's process us
 THREAD_SHARE = 1 / 3        # engine in a thread (GRADFLOW_ENGINE=thread) or one core: a third of the time
 COST_SMOOTHING = 0.25       # weight of the newest frame in the pacer's running CPU cost per frame
 STALE_GAP_S = 2 * SLOWEST_FRAME_S   # frames further apart: the window was away (blocked), not drawing
-LOAD_SMOOTHING_S = 2.0      # the machine's runnable tasks, averaged over about this long (MachineLoad)
+LOAD_SMOOTHING_S = 2.0      # the machine's runnable tasks, averaged over about this long (MachineLoad) ...
+OWN_HELPERS = 0.25          # ... of which the app's own record sender and relay threads, runnable part of the time
+                            # (0.09-0.20 on average at 30 fps, bench_gui at 1920x1080 presentation, nothing else on)
 
 PanelError = Callable[[Any, Exception], None]   # (panel, exception), called inside the `except`
 
@@ -61,7 +63,7 @@ def load_average() -> float:
 
 class MachineLoad:
     """What other programs ask of the CPU while training plays, in cores: the machine's runnable tasks less the
-    engine and this window. Where `runnable` (runnable_tasks) answers, it is read at each frame, when the
+    engine, this window and the app's helper threads (OWN_HELPERS). Where `runnable` (runnable_tasks) answers, it is read at each frame, when the
     window's main thread is one of them, and averaged over LOAD_SMOOTHING_S of `clock`: a program that starts
     or stops is followed within seconds. Elsewhere, the 1-minute `average` less the window's own share."""
 
@@ -79,7 +81,7 @@ class MachineLoad:
         weight = 1.0 if self._mean is None else 1 - math.exp(-(now - self._read_at) / LOAD_SMOOTHING_S)
         self._mean = sample - 1 if self._mean is None else self._mean + weight * (sample - 1 - self._mean)
         self._read_at = now
-        return max(self._mean - 1, 0.0)     # less the engine
+        return max(self._mean - 1 - OWN_HELPERS, 0.0)     # less the engine and the app's helper threads
 
 
 def window_budget(isolated: bool, cores: int, others: float = 0.0) -> float:

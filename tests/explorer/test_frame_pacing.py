@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 from PySide6.QtWidgets import QWidget
 
-from explorer.window.drawing import (FRAME_PERIOD_S, FRAME_POLL_MS, LOAD_SMOOTHING_S, SLOWEST_FRAME_S, THREAD_SHARE,
-                                     WINDOW_SHARE, FramePacer, FrameDrawer, MachineLoad, window_budget)
+from explorer.window.drawing import (FRAME_PERIOD_S, FRAME_POLL_MS, LOAD_SMOOTHING_S, OWN_HELPERS, SLOWEST_FRAME_S,
+                                     THREAD_SHARE, WINDOW_SHARE, FramePacer, FrameDrawer, MachineLoad, window_budget)
 
 
 class Clock:
@@ -124,7 +124,7 @@ def test_other_programs_load_lowers_the_frame_rate_until_it_goes(scene):
     panel.cost = 0.010                      # 10 ms a frame: 0.3 of a core at full rate, within WINDOW_SHARE
     play_for(drawer, wall, 2.0)
     assert drawer.pacer.period == FRAME_PERIOD_S
-    runnable.now = 2 + 0.8                  # the window, the engine and 0.8 of a core for others
+    runnable.now = 2 + OWN_HELPERS + 0.8    # the window, the engine, the app's helpers and 0.8 of a core for others
     play_for(drawer, wall, 4 * LOAD_SMOOTHING_S)   # 0.2 of a core left: the window gets WINDOW_SHARE of it
     assert drawer.pacer.period > 1.5 * FRAME_PERIOD_S
     runnable.now = 4.0                      # no core left
@@ -137,14 +137,19 @@ def test_other_programs_load_lowers_the_frame_rate_until_it_goes(scene):
 
 def test_the_machine_load_follows_runnable_tasks_within_seconds_or_else_the_load_average():
     wall, runnable = Clock(), Clock()
-    runnable.now = 2.0                      # the window's main thread and the engine
     load = MachineLoad(runnable, average=lambda: 9.0, clock=wall)
-    assert load.others(0.5) == 0.0
-    runnable.now = 3.0                      # a program starts
-    for _ in range(round(LOAD_SMOOTHING_S / 0.03)):
-        wall.now += 0.03
-        others = load.others(0.5)
-    assert others == pytest.approx(1 - math.exp(-1), rel=0.02)   # two thirds of the way in LOAD_SMOOTHING_S
+
+    def frames_for(seconds: float) -> float:            # the load read at every frame (30 fps) for `seconds`
+        for _ in range(round(seconds / 0.03)):
+            wall.now += 0.03
+            others = load.others(0.5)
+        return others
+
+    runnable.now = 2.0 + OWN_HELPERS        # the window's main thread, the engine and the app's own helpers ...
+    assert frames_for(10 * LOAD_SMOOTHING_S) == 0.0      # ... are no other program
+    runnable.now = 3.0 + OWN_HELPERS        # a program starts
+    assert frames_for(LOAD_SMOOTHING_S) == pytest.approx(1 - math.exp(-1), rel=0.02)   # two thirds of the way
+    assert frames_for(10 * LOAD_SMOOTHING_S) == pytest.approx(1.0, rel=0.01)
     fallback = MachineLoad(lambda: None, average=lambda: 2.5, clock=wall)
     assert fallback.others(0.5) == pytest.approx(1.0)            # less the engine and the window's own share
 
