@@ -322,6 +322,8 @@ class MallInfo2(ctypes.Structure):
                 ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
 
 libc = ctypes.CDLL(None)
+if not hasattr(libc, "mallinfo2"):   # glibc before 2.33, or another libc
+    sys.exit(3)
 libc.mallinfo2.restype = MallInfo2
 libc.malloc.restype = ctypes.c_void_p
 libc.free.argtypes = [ctypes.c_void_p]
@@ -341,5 +343,7 @@ print(mapped_for(4 << 20), steady_allocator(), mapped_for(4 << 20))
 def test_a_training_process_takes_a_steps_tensors_from_the_heap_not_fresh_mappings():
     out = subprocess.run([sys.executable, "-c", ALLOCATION_PROBE.format(root=str(Path(__file__).parents[2]))],
                          capture_output=True, text=True, timeout=60)
+    if out.returncode == 3:
+        pytest.skip("no mallinfo2 in this C library")
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", "True", "False"]   # a fresh process maps 4 MB blocks; once set, it does not
