@@ -61,7 +61,8 @@ def save_png(widget: QWidget, path: str | Path, scale: float = 1.0):
 def vector_painting(widget: QWidget):
     """While a figure is drawn for SVG: every pyqtgraph item under `widget` paints vectors, never pixmaps.
     Scatter symbols are drawn as paths (on screen they are copied from a pixmap atlas: in an SVG each marker
-    would be an image of the whole sheet), no item paints from its pixmap cache (the axes cache theirs on
+    would be an image of the whole sheet), a curve is one path (on screen a wide one is drawn as segments: see
+    explorer.panels.plotting), no item paints from its pixmap cache (the axes cache theirs on
     screen), and a colour bar is a linear gradient. Heatmaps (ImageItem) stay images: they are pixels; the
     images of one plot (a heatmap and its overlay) become one, at the resolution they have on screen."""
     import pyqtgraph as pg
@@ -91,6 +92,9 @@ def vector_painting(widget: QWidget):
                     else:
                         item.setExportMode(True, {"antialias": True, "resolutionScale": 1.0})
                         exporting.append(item)
+                elif isinstance(item, pg.PlotCurveItem) and item.isVisible():   # one path a curve, not segments
+                    item.setExportMode(True, {"antialias": True})
+                    exporting.append(item)
                 elif isinstance(item, pg.ColorBarItem) and item.colorMap() is not None and item.bar.isVisible():
                     bar = item.bar
                     size = bar.pixmap().size()

@@ -143,6 +143,8 @@ class GradientTimePanel(Panel):
         self.cell_curves[r].setPen(plotting.pen(c, theme.pen_width, plotting.DASH))
 
     def _update_legend(self, record: Record, R: int, has_cell: bool, has_zero: bool, has_inf: bool):
+        rho_text = f"ρ<sup>T−t</sup> (ρ = {record.spectral_radius:.3f})"
+        sigma_text = f"σ<sub>max</sub><sup>T−t</sup> (σ<sub>max</sub> = {record.sigma_max:.3f})"
         labels = tuple(record.row_labels[:R])
         has_linear = record.linear_prediction is not None
         key = (labels, has_cell, has_zero, has_inf, bool(self.trail_curves[-1].isVisible()), has_linear)
@@ -156,8 +158,8 @@ class GradientTimePanel(Panel):
                     self.legend.addItem(self.cell_curves[r], f"‖∂L/∂c<sub>t</sub>‖{suffix} (cell)")
             if self.trail_curves[-1].isVisible():
                 self.legend.addItem(self.trail_curves[-1], f"previous {plotting.TRAIL} steps")
-            self.legend.addItem(self.rho_line, "ρ")
-            self.legend.addItem(self.sigma_line, "σ")
+            self.legend.addItem(self.rho_line, rho_text)        # with their numbers: the columns fit them
+            self.legend.addItem(self.sigma_line, sigma_text)
             if has_linear:
                 self.legend.addItem(self.linear_line, "exact linear ‖(W<sub>hh</sub><sup>T</sup>)<sup>T−t</sup> "
                                                       "∂L/∂h<sub>T</sub>‖")
@@ -169,8 +171,6 @@ class GradientTimePanel(Panel):
             self.fit_legends()
         rho = self.legend.getLabel(self.rho_line)
         sigma = self.legend.getLabel(self.sigma_line)
-        rho_text = f"ρ<sup>T−t</sup> (ρ = {record.spectral_radius:.3f})"
-        sigma_text = f"σ<sub>max</sub><sup>T−t</sup> (σ<sub>max</sub> = {record.sigma_max:.3f})"
         if rho is not None and rho.text != rho_text:
             rho.setText(rho_text)
         if sigma is not None and sigma.text != sigma_text:

@@ -28,8 +28,8 @@ def _segments_for_opaque_lines(curve: pg.PlotCurveItem, line: QPen) -> bool:
     for antialiased curves too. Qt's raster engine strokes a wide antialiased path by filling its outline over the
     path's whole height: ~1.2 ms for a 100-point curve across a 1700 px plot, against ~0.2 ms for its segments,
     whose square caps close each joint. Only for solid, opaque pens wider than a pixel with square caps (a dash
-    pattern would restart at each segment; a translucent joint would be painted twice), and only on screen: an
-    exported figure keeps one path per curve."""
+    pattern would restart at each segment; a translucent joint would be painted twice), and not while exporting
+    (explorer.export.figures.vector_painting): an SVG keeps one path per curve."""
     return (curve._exportOpts is False and line.widthF() > 1.0 and line.style() == Qt.PenStyle.SolidLine
             and line.isSolid() and line.color().alphaF() == 1.0 and line.capStyle() == Qt.PenCapStyle.SquareCap)
 

@@ -12,6 +12,7 @@ import numpy as np
 import pyqtgraph as pg
 import pytest
 from PySide6.QtGui import QColor, QImage
+from PySide6.QtWidgets import QApplication
 
 from core.config import Config
 from core.records import History
@@ -144,6 +145,19 @@ def test_gradient_time_trail_is_drawn_in_opaque_fades_newest_on_top(qtbot):
     assert plotting.blend("#ff0000", "#000000", 0.25) == "#400000"
     assert plotting.blend("#336699", background.name(), 1.0) == "#336699"
 
+
+@pytest.mark.parametrize("width", [560, 700, 900])
+@pytest.mark.parametrize("projected", [False, True])
+def test_gradient_time_legend_columns_fit_the_panel_with_the_rho_and_sigma_numbers(qtbot, width, projected):
+    panel = make(qtbot, GradientTimePanel, (width, 520))
+    panel.apply_theme(presentation(THEMES["dark"], projected))
+    panel.show()
+    qtbot.waitExposed(panel)
+    feed(panel, run("rnn"))                      # the curve, the trail, and ρ and σ with their numbers
+    for _ in range(5):                           # the layouts settle
+        QApplication.processEvents()
+    right = max(label.mapRectToScene(label.boundingRect()).right() for _, label in panel.legend.items)
+    assert right <= panel.view.width() - 4, f"the legend runs to x = {right:.0f} in a {panel.view.width()} px view"
 
 def test_theory_lines_are_straight_on_the_log_axis_from_their_ends_and_clamp_crossings():
     ts = np.arange(1.0, 101.0)
