@@ -120,8 +120,8 @@ class GradientTimePanel(Panel):
         """g_T · ρ^(T−t) and g_T · σ_max^(T−t), anchored at the last step with a positive finite norm; and the
         engine's exact linear prediction ‖(W_hhᵀ)^(T−t) ∂L/∂h_T‖ for the current W_hh, where the record has it."""
         linear = record.linear_prediction
-        plotting.set_points(self.linear_line, *(([], []) if linear is None else
-                                                (ts, plotting.log_drawable(np.asarray(linear, dtype=float), self.ceiling))))
+        drawn = ([], []) if linear is None else (ts, plotting.log_drawable(np.asarray(linear, float), self.ceiling))
+        plotting.set_points(self.linear_line, *drawn)
         ok = np.flatnonzero(np.isfinite(row0) & (row0 > 0))
         for line, base in ((self.rho_line, record.spectral_radius), (self.sigma_line, record.sigma_max)):
             if not len(ok) or not (math.isfinite(base) and base > 0):

@@ -21,8 +21,8 @@ FRAME_PERIOD_S = 0.031      # a frame at most every 31 ms (~32 fps: the target i
 FRAME_POLL_MS = 6           # ... looked for every 6 ms, so a frame comes at most that late
 SLOWEST_FRAME_S = 0.2       # while training, the pacer stretches the period up to this (5 fps), never further
 WINDOW_SHARE = 0.75         # engine in its own process: the window's process uses at most this share of the
-                            # cores the engine leaves (2 cores, bench_gui at 1920x1080 presentation, frames at the
-                            # full rate: the window at 0.69 of a core, training at 0.95× headless)
+                            # cores the engine leaves (2 cores, bench_gui at 1920x1080 presentation: the window at
+                            # 0.59 of a core drew 31.5 fps with training at 0.98× the windowless engine)
 THREAD_SHARE = 1 / 3        # engine in a thread (GRADFLOW_ENGINE=thread) or one core: a third of the time
 COST_SMOOTHING = 0.25       # weight of the newest frame in the pacer's running CPU cost per frame
 STALE_GAP_S = 2 * SLOWEST_FRAME_S   # frames further apart: the window was away (blocked), not drawing
@@ -63,9 +63,10 @@ def load_average() -> float:
 
 class MachineLoad:
     """What other programs ask of the CPU while training plays, in cores: the machine's runnable tasks less the
-    engine, this window and the app's helper threads (OWN_HELPERS). Where `runnable` (runnable_tasks) answers, it is read at each frame, when the
-    window's main thread is one of them, and averaged over LOAD_SMOOTHING_S of `clock`: a program that starts
-    or stops is followed within seconds. Elsewhere, the 1-minute `average` less the window's own share."""
+    engine, this window and the app's helper threads (OWN_HELPERS). Where `runnable` (runnable_tasks) answers,
+    it is read at each frame, when the window's main thread is one of them, and averaged over LOAD_SMOOTHING_S
+    of `clock`: a program that starts or stops is followed within seconds. Elsewhere, the 1-minute `average`
+    less the engine and the window's own share."""
 
     def __init__(self, runnable: Callable[[], float | None] = runnable_tasks,
                  average: Callable[[], float] = load_average, clock: Callable[[], float] = time.perf_counter):
@@ -100,9 +101,10 @@ class FramePacer:
     since the last frame (drawing, Qt's painting, taking records) is that frame's cost, smoothed over frames.
     Time the window spent away from its frames (no frame for over STALE_GAP_S of `clock`: its event loop was
     blocked, e.g. by an export) is no frame's cost. While training plays, the budget is window_budget, with
-    `load` (MachineLoad) telling the other programs' share; paused, frames are not paced. The period is cost / budget (a frame costing 30 ms of CPU, with 0.6 of a core, comes every
-    50 ms), within FRAME_PERIOD_S .. SLOWEST_FRAME_S; as frames get cheaper or the machine quieter it comes
-    back to FRAME_PERIOD_S."""
+    `load` (MachineLoad) telling the other programs' share; paused, frames are not paced. The period is
+    cost / budget (a frame costing 30 ms of CPU, with 0.6 of a core, comes every 50 ms), within
+    FRAME_PERIOD_S .. SLOWEST_FRAME_S; as frames get cheaper or the machine quieter it comes back to
+    FRAME_PERIOD_S."""
 
     def __init__(self, cpu_clock: Callable[[bool], float] = window_cpu, load: MachineLoad | None = None,
                  cores: int | None = None, clock: Callable[[], float] = time.perf_counter):

@@ -319,7 +319,8 @@ from core.trainer import steady_allocator
 
 class MallInfo2(ctypes.Structure):
     _fields_ = [(name, ctypes.c_size_t) for name in
-                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks", "keepcost")]
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
 
 libc = ctypes.CDLL(None)
 if not hasattr(libc, "mallinfo2"):   # glibc before 2.33, or another libc
