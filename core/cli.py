@@ -77,7 +77,8 @@ def run(argv: list[str] | None = None) -> int:
     try:
         runs = runs_from_args(args)
         from core.compare import Comparison  # torch import after the cheap checks
-        from core.trainer import Trainer
+        from core.trainer import Trainer, steady_allocator
+        steady_allocator()
         engine = Trainer(runs[0][1]) if len(runs) == 1 else Comparison(runs)   # as the app's engine builds them
     except ConfigError as e:
         print(f"gradflow: {e}", file=sys.stderr)

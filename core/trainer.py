@@ -45,11 +45,12 @@ MALLOC_SETTINGS = ((-3, 32 << 20),   # M_MMAP_THRESHOLD: blocks under 32 MiB com
 
 @functools.cache
 def steady_allocator() -> bool:
-    """Sets glibc's malloc for training, once per process (MALLOC_SETTINGS). By default each step's activations
-    (~1 MB tensors) are mapped, page-faulted in and unmapped anew until glibc's own thresholds have adapted: a
-    fresh process trained the default scenario ~10% slower over its first seconds (125-127 against 134-141
-    steps/s, side by side), and the app's engine process is always fresh. Memory use is unchanged but for up to
-    64 MiB of freed heap kept for the next step. True where set (Linux with glibc)."""
+    """Sets glibc's malloc for training, once per process (MALLOC_SETTINGS); for processes that only train (the
+    app's engine process, `gradflow run`): a process with a GUI keeps glibc's defaults. By default each step's
+    activations (~1 MB tensors) are mapped, page-faulted in and unmapped anew until glibc's own thresholds have
+    adapted: a fresh process trained the default scenario ~10% slower over its first seconds (125-127 against
+    134-141 steps/s, side by side), and the app's engine process is always fresh. Memory use is unchanged but
+    for up to 64 MiB of freed heap kept for the next step. True where set (Linux with glibc)."""
     if not sys.platform.startswith("linux"):
         return False
     try:
@@ -62,7 +63,6 @@ def steady_allocator() -> bool:
 class Trainer:
     def __init__(self, config: Config):
         self.config = config
-        steady_allocator()
         torch.set_num_threads(engine_threads())
         torch.manual_seed(config.seed)
         self.device = torch.device(config.device)

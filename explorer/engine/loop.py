@@ -313,6 +313,8 @@ class BatchingEmitter:
 
 def serve(spec: RunSpec, flags: Flags, commands: PickledQueue, events: PickledQueue):
     """The engine process's main function: run the loop, its events batched onto `events`."""
+    from core.trainer import steady_allocator   # imports torch: the engine's side only
+    steady_allocator()
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl+C in the terminal is the GUI's to handle
     signal.signal(signal.SIGTERM, _exit_on_terminate)
     emit = BatchingEmitter(events)
