@@ -12,7 +12,6 @@ from explorer.panels.base import Panel
 from explorer.theme import Theme
 
 
-
 class GradientTimePanel(Panel):
     title = "Gradient through time"
     caption = ("How much of the loss's gradient reaches each time step. Straight line on this log axis = "
@@ -183,7 +182,7 @@ class GradientTimePanel(Panel):
             self._style_row(r, theme)
         base = theme.color(0)
         for i, curve in enumerate(self.trail_curves):
-            faded = plotting.blend(base, theme.background, 0.07 + 0.33 * (i + 1) / plotting.TRAIL)   # newest: most
+            faded = plotting.blend(base, theme.background, 0.07 + 0.33 * (i + 1) / plotting.TRAIL)   # oldest faintest
             curve.setPen(plotting.pen(faded, theme.pen_width * 0.75))
         self.rho_line.setPen(plotting.pen(theme.foreground, theme.pen_width * 0.75, plotting.DASH))
         self.sigma_line.setPen(plotting.pen(theme.muted, theme.pen_width * 0.75, plotting.DOT))
