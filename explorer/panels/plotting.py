@@ -462,8 +462,12 @@ def finite_extent(values: np.ndarray, positive: bool = False) -> tuple[float, fl
 
 
 def count_nonfinite(values: np.ndarray) -> tuple[int, int]:
-    """(number of ±inf, number of NaN) in values."""
-    v = np.asarray(values, dtype=float)
+    """(number of ±inf, number of NaN) in values (in their own float type: no float64 copy of a long history)."""
+    v = np.asarray(values)
+    if v.dtype.kind != "f":
+        v = v.astype(float)
+    if np.isfinite(v).all():   # the usual case, in one pass
+        return 0, 0
     return int(np.isinf(v).sum()), int(np.isnan(v).sum())
 
 

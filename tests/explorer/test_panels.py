@@ -227,6 +227,22 @@ def test_gradient_history_image_is_log10_profiles_of_row_0(qtbot):
     assert "log" in panel.colorbar.getAxis("left").labelText
 
 
+def test_gradient_history_bins_long_runs_before_the_log_as_if_after():
+    from explorer.panels import gradient_history
+    rng = np.random.default_rng(0)
+    norms = rng.lognormal(-5, 3, size=(5 * gradient_history.MAX_COLUMNS + 3, 7)).astype(np.float32)   # (N, T)
+    norms[rng.random(norms.shape) < 0.05] = 0.0
+    norms[rng.random(norms.shape) < 0.01] = np.nan
+    norms[rng.random(norms.shape) < 0.01] = np.inf
+    steps = np.arange(1, len(norms) + 1)
+    binned, kept = gradient_history._bin_columns(norms, steps)
+    group = math.ceil(len(norms) / gradient_history.MAX_COLUMNS)
+    with np.errstate(invalid="ignore"):
+        expected = np.fmax.reduceat(plotting.safe_log10(norms), np.arange(0, len(norms), group), axis=0)
+    assert binned.shape[0] <= gradient_history.MAX_COLUMNS and np.array_equal(kept, steps[::group])
+    np.testing.assert_array_equal(plotting.safe_log10(binned), expected)
+
+
 def test_gradient_history_x_axis_follows_strided_steps(qtbot):
     base = run("rnn").last
     per_profile = base.dh_norms.astype(np.float32).nbytes
