@@ -1,17 +1,25 @@
-"""Every scenario's claims hold when it runs headless; a bad claim is refused naming the preset and the key.
+"""Every scenario's claims hold when it runs headless, on every CPU kernel path torch may pick; a bad claim is
+refused naming the preset and the key.
 
-Each run of a preset (each member of a comparison) is trained once, as far as its last claim needs, and all
-its claims are checked on that one run (core.claims.check_run). The runs are independent, so the selected
-presets' runs are spread over worker processes (as many as the engine's thread count leaves cores for),
-longest first; each test then waits for its own preset's runs. With one worker they run in this process.
-With the pool, `--durations` charges the waiting to the first tests; GRADFLOW_CLAIMS_WORKERS=1 runs every
-preset in its own test's time (per-preset durations).
+Training for hundreds of steps amplifies the rounding of whichever kernels torch dispatches to (AVX-512,
+AVX2 or the portable ones), so a claim tuned on one machine can fail on another. Each preset is therefore
+checked on the machine's own path and, in worker processes started with ATEN_CPU_CAPABILITY set, on AVX2
+(where the CPU has it) and on the portable `default` path.
+
+Each run of a preset (each member of a comparison) is trained once per path, as far as its last claim needs,
+and all its claims are checked on that one run (core.claims.check_run). The runs are independent, so they are
+spread over worker processes (as many as the engine's thread count leaves cores for), longest first; each test
+then waits for its own runs. With one worker the machine's path runs in this process. With the pool,
+`--durations` charges the waiting to the first tests; GRADFLOW_CLAIMS_WORKERS=1 runs the machine's path of
+every preset in its own test's time.
 """
 import os
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 
 import pytest
+import torch
+from kernel_paths import use_kernels   # tests/core is on sys.path
 
 from core.claims import KINDS, check_claims, check_run, claim_runs, run_cost
 from core.config import ConfigError
@@ -21,6 +29,9 @@ from core.trainer import engine_threads
 PRESETS = preset_names()
 HEADLESS = "test_every_claim_of_every_preset_holds_headless"
 WORKERS = int(os.environ.get("GRADFLOW_CLAIMS_WORKERS", 0)) or max(1, min(4, (os.cpu_count() or 1) // engine_threads()))
+MACHINE = "machine"   # the kernels torch picks here by itself
+KERNEL_PATHS = (MACHINE,) + (("avx2",) if torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512") else ()) \
+    + ("default",)
 
 
 def _preset_file(tmp_path, claims: str, config: str = "seq_len = 20\nhidden_size = 8"):
@@ -36,35 +47,38 @@ def test_every_preset_states_claims(name):
 
 @pytest.fixture(scope="module")
 def preset_runs(request):
-    """name -> [future of check_run(name, run) for each run with claims]: every selected preset's runs,
-    submitted at once to a pool of WORKERS processes, the costliest first (None: no pool, one worker)."""
-    if WORKERS == 1:
-        yield None
-        return
-    names = {item.callspec.params["name"] for item in request.session.items
-             if getattr(item, "originalname", None) == HEADLESS}
-    jobs = sorted(((run_cost(preset, run), name, run) for name in names
+    """(name, kernel path) -> [future of check_run(name, run) for each run with claims]: every selected test's
+    runs, submitted at once to one pool per kernel path, the costliest first (absent: run in this process)."""
+    selected = {(item.callspec.params["name"], item.callspec.params["kernels"]) for item in request.session.items
+                if getattr(item, "originalname", None) == HEADLESS}
+    in_pools = sorted((key for key in selected if WORKERS > 1 or key[1] != MACHINE), key=lambda key: key[1])
+    paths = sorted({kernels for _, kernels in in_pools})
+    pools = {kernels: ProcessPoolExecutor(
+        max_workers=max(1, WORKERS // len(paths)), mp_context=get_context("spawn"),
+        initializer=use_kernels, initargs=(None if kernels == MACHINE else kernels,)) for kernels in paths}
+    jobs = sorted(((run_cost(preset, run), name, kernels, run) for name, kernels in in_pools
                    for preset in [load_preset(name)] for run in claim_runs(preset)),
                   key=lambda job: -job[0])
-    pool = ProcessPoolExecutor(max_workers=min(WORKERS, len(jobs) or 1), mp_context=get_context("spawn"))
-    futures: dict[str, list] = {}
-    for _, name, run in jobs:
-        futures.setdefault(name, []).append(pool.submit(check_run, name, run))
+    futures: dict[tuple[str, str], list] = {}
+    for _, name, kernels, run in jobs:
+        futures.setdefault((name, kernels), []).append(pools[kernels].submit(check_run, name, run))
     yield futures
-    pool.shutdown(cancel_futures=True)
+    for pool in pools.values():
+        pool.shutdown(cancel_futures=True)
 
 
+@pytest.mark.parametrize("kernels", KERNEL_PATHS)
 @pytest.mark.parametrize("name", PRESETS)
-def test_every_claim_of_every_preset_holds_headless(name, preset_runs):
+def test_every_claim_of_every_preset_holds_headless(name, kernels, preset_runs):
     preset = load_preset(name)
-    if preset_runs is None:
+    if (name, kernels) not in preset_runs:
         outcomes = check_claims(preset)
     else:
-        checked = dict(pair for future in preset_runs[name] for pair in future.result())
+        checked = dict(pair for future in preset_runs[name, kernels] for pair in future.result())
         outcomes = [checked[i] for i in range(len(preset.claims))]
     assert len(outcomes) == len(preset.claims)
     failed = [f"{o.claim.text!r}: measured {o.measured}" for o in outcomes if not o.holds]
-    assert not failed, f"{name}: " + "; ".join(failed)
+    assert not failed, f"{name} ({kernels} kernels): " + "; ".join(failed)
 
 
 def test_a_claim_the_run_contradicts_fails_and_says_what_was_measured(tmp_path):
@@ -135,3 +149,15 @@ def test_a_bad_claim_is_refused_naming_the_preset_and_the_key(tmp_path, claim, n
 def test_every_kind_is_documented_in_the_vocabulary():
     import core.claims
     assert [kind for kind in KINDS if f"``{kind}``" not in core.claims.__doc__] == []
+
+
+def _capability() -> str:
+    import torch
+    return torch.backends.cpu.get_cpu_capability()
+
+
+@pytest.mark.parametrize("kernels", KERNEL_PATHS[1:])
+def test_the_claims_workers_run_on_the_kernel_path_they_were_given(kernels):
+    with ProcessPoolExecutor(1, mp_context=get_context("spawn"), initializer=use_kernels,
+                             initargs=(kernels,)) as pool:
+        assert pool.submit(_capability).result() == kernels.upper()
