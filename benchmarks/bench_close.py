@@ -2,7 +2,7 @@
 
     python benchmarks/bench_close.py [--repeats 5]
 
-- close while training: the real app (`python -m explorer`, the engine in its own process) gets SIGTERM
+- close while training: the real app (`python -m gradflow`, the engine in its own process) gets SIGTERM
   once its engine process trains; seconds until the app process has exited (its close handler stops the
   engine and saves settings, as the window's close button does);
 - Ctrl+C of `gradflow run`: seconds from SIGINT to exit (status 130, its JSON written);
@@ -31,7 +31,7 @@ from processes import descendants, wait_for_engine_process, wait_gone  # noqa: E
 def _app(home: str) -> subprocess.Popen:
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": home, "XDG_CONFIG_HOME": home,
            "XDG_DATA_HOME": home, "GRADFLOW_ENGINE": "process"}
-    return subprocess.Popen([sys.executable, "-m", "explorer"], env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+    return subprocess.Popen([sys.executable, "-m", "gradflow"], env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
 
 
@@ -70,7 +70,7 @@ def gone_after_sigkill() -> float:
 
 def ctrl_c_of_gradflow_run() -> float:
     with tempfile.TemporaryDirectory() as folder:
-        run = subprocess.Popen([sys.executable, "-m", "explorer", "run", "--steps", "1000000", "--json",
+        run = subprocess.Popen([sys.executable, "-m", "gradflow", "run", "--steps", "1000000", "--json",
                                 str(Path(folder) / "run.json")], cwd=ROOT, stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True)
         seen = ""

@@ -34,14 +34,14 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from explorer.offscreen import offscreen_platform  # noqa: E402 - after the path is set
+from gradflow.explorer.offscreen import offscreen_platform  # noqa: E402 - after the path is set
 
 STARTUP_PROBE = """
 import time; t0 = time.perf_counter()
 import os, sys; sys.path.insert(0, {root!r}); os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QApplication
-from explorer.window.main_window import MainWindow
+from gradflow.explorer.window.main_window import MainWindow
 app = QApplication([])
 QSettings.setDefaultFormat(QSettings.IniFormat)
 window = MainWindow(settings=QSettings({ini!r}, QSettings.IniFormat))
@@ -95,7 +95,7 @@ def timed_play(play, pause, worker, seconds: float) -> dict:
 def headless_engine(app, config):
     """The app's engine (its own process, its records relayed to this thread) with no window, its first
     record in."""
-    from explorer.engine.worker import EngineConnection
+    from gradflow.explorer.engine.worker import EngineConnection
 
     connection = EngineConnection(config)
     arrivals = record_arrivals()
@@ -113,8 +113,8 @@ def open_window(app, config, size: tuple[int, int], presentation: bool, full_rat
     timed (`window.frame_starts`, `window.frame_updates`: when each began and the ms the panels took)."""
     from PySide6.QtCore import QSettings
 
-    from explorer.window.drawing import FRAME_PERIOD_S
-    from explorer.window.main_window import MainWindow
+    from gradflow.explorer.window.drawing import FRAME_PERIOD_S
+    from gradflow.explorer.window.main_window import MainWindow
 
     store = QSettings(str(ROOT / "benchmarks/results/.bench.ini"), QSettings.IniFormat)
     store.clear()   # the layout of this size and mode, not one saved by an earlier run
@@ -187,7 +187,7 @@ def main() -> int:
 
     from PySide6.QtWidgets import QApplication
 
-    from core.presets import DEFAULT_PRESET, load_preset
+    from gradflow.core.presets import DEFAULT_PRESET, load_preset
 
     app = QApplication.instance() or QApplication([])
     config = load_preset(DEFAULT_PRESET).config

@@ -48,11 +48,11 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
-from core import native  # noqa: E402
-from core.cells import recurrent_spectrum  # noqa: E402
-from core.config import DIAGONAL_MODELS, Config  # noqa: E402
-from core.models import Trace  # noqa: E402
-from core.trainer import OPTIMIZERS, Trainer  # noqa: E402
+from gradflow.core import native  # noqa: E402
+from gradflow.core.cells import recurrent_spectrum  # noqa: E402
+from gradflow.core.config import DIAGONAL_MODELS, Config  # noqa: E402
+from gradflow.core.models import Trace  # noqa: E402
+from gradflow.core.trainer import OPTIMIZERS, Trainer  # noqa: E402
 
 TARGETS = {"rnn": 1.1, "gru": 1.3, "lstm": 1.3,          # issue 6: instrumented / plain, every step
            "mingru": 1.3, "minlstm": 1.3, "lru": 1.3}    # issue 14

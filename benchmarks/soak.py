@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core.config import Config  # noqa: E402 - after the repository root is put on sys.path above (run as a script)
+from gradflow.core.config import Config  # noqa: E402 - after the repository root is put on sys.path above (run as a script)
 
 
 def rss_mib(pid: int | str = "self") -> float:
@@ -30,7 +30,7 @@ def rss_mib(pid: int | str = "self") -> float:
 
 
 def soak_headless(config: Config, steps: int, checkpoints: int):
-    from core.trainer import Trainer
+    from gradflow.core.trainer import Trainer
 
     trainer = Trainer(config)
     rows, every, start = [], max(1, steps // checkpoints), time.perf_counter()
@@ -60,7 +60,7 @@ def soak_window(config: Config, steps: int, checkpoints: int):
     from PySide6.QtCore import QSettings, Qt, QTimer
     from PySide6.QtWidgets import QApplication
 
-    from explorer.window.main_window import MainWindow
+    from gradflow.explorer.window.main_window import MainWindow
 
     app = QApplication.instance() or QApplication([])
     window = MainWindow(config=config, settings=QSettings(str(Path(__file__).parent / "results/.soak.ini"),
@@ -105,7 +105,7 @@ def main() -> int:
                         help="config overrides (default: a small RNN, h=16, T=20, so 100k steps take minutes)")
     parser.add_argument("--json", default="benchmarks/results/soak.json")
     args = parser.parse_args()
-    from core.config import parse_assignment
+    from gradflow.core.config import parse_assignment
 
     config = Config(hidden_size=16, seq_len=20).replace(**dict(parse_assignment(a) for a in args.set))
     print(f"soak: {'window' if args.window else 'headless'}, {args.steps} steps, config {config.diff()}")

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch.func import jacrev, vmap
 
-from core.models import carry_scales
+from gradflow.core.models import carry_scales
 
 ACTIVATION_DERIVATIVE = {  # φ'(a) written in terms of h = φ(a)
     "tanh": lambda h: 1 - h * h,

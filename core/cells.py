@@ -16,10 +16,10 @@ import torch
 from torch import nn
 from torch.nn.utils.parametrizations import orthogonal
 
-from core import analysis, diagonal
-from core.config import DIAGONAL_MODELS, Config
-from core.models import RECURRENT_BLOCK, RecurrentNet, RowTrace, Trace
-from core.spectrum import spectrum
+from gradflow.core import analysis, diagonal
+from gradflow.core.config import DIAGONAL_MODELS, Config
+from gradflow.core.models import RECURRENT_BLOCK, RecurrentNet, RowTrace, Trace
+from gradflow.core.spectrum import spectrum
 
 ORTHOGONAL_BLOCK = "W_hh (held orthogonal: torch's orthogonal parametrization)"
 

@@ -61,8 +61,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from core.config import Config, ConfigError
-from core.records import ZERO_CAUSES
+from gradflow.core.config import Config, ConfigError
+from gradflow.core.records import ZERO_CAUSES
 
 ZERO_CAUSE_NAMES = ZERO_CAUSES[1:]   # code 0 is "not zero"
 SCALAR_NAMES = ("loss", "perplexity", "grad_norm", "grad_norm_clipped", "spectral_radius", "sigma_max")
@@ -257,9 +257,9 @@ def check_run(preset, run: str | None, step_hook: Callable[[Any], None] | None =
     """Train one run of `preset` (`run`: a member's label, None: the single run) once, as far as its last
     claim needs, and check all its claims on that one run: [(index in preset.claims, Outcome), ...].
     `preset` may be a Preset or a preset name (so that a worker process can be handed the name)."""
-    from core.trainer import Trainer   # torch import only when checking
+    from gradflow.core.trainer import Trainer   # torch import only when checking
     if isinstance(preset, str):
-        from core.presets import load_preset
+        from gradflow.core.presets import load_preset
         preset = load_preset(preset)
     runs = dict(preset.runs) if preset.runs else {None: preset.config}
     first = next(iter(runs))

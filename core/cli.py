@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from core.compare import check_runs
-from core.config import Config, ConfigError, parse_assignment
-from core.files import atomic_write
-from core.presets import load_preset, preset_names
+from gradflow.core.compare import check_runs
+from gradflow.core.config import Config, ConfigError, parse_assignment
+from gradflow.core.files import atomic_write
+from gradflow.core.presets import load_preset, preset_names
 
 EXIT_BAD_INPUT, EXIT_INTERRUPTED = 2, 130
 
@@ -76,8 +76,8 @@ def run(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     try:
         runs = runs_from_args(args)
-        from core.compare import Comparison  # torch import after the cheap checks
-        from core.trainer import Trainer, steady_allocator
+        from gradflow.core.compare import Comparison  # torch import after the cheap checks
+        from gradflow.core.trainer import Trainer, steady_allocator
         steady_allocator()
         engine = Trainer(runs[0][1]) if len(runs) == 1 else Comparison(runs)   # as the app's engine builds them
     except ConfigError as e:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.config import Config, ConfigError
-from core.records import Record
+from gradflow.core.config import Config, ConfigError
+from gradflow.core.records import Record
 
 MIN_RUNS, MAX_RUNS = 2, 4
 # Keys that decide the data stream: they must agree so every run sees the same batches.
@@ -27,7 +27,7 @@ def check_runs(runs: list[tuple[str, Config]]):
 
 class Comparison:
     def __init__(self, runs: list[tuple[str, Config]]):
-        from core.trainer import Trainer
+        from gradflow.core.trainer import Trainer
 
         check_runs(runs)
         self.labels = [label for label, _ in runs]

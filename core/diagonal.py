@@ -39,9 +39,9 @@ import torch.nn.functional as F
 from torch import nn
 from torch.autograd.function import once_differentiable
 
-from core.analysis import JacobianProfile
-from core.config import Config
-from core.models import KeepGradAt, RowTrace, Trace, carry_scales
+from gradflow.core.analysis import JacobianProfile
+from gradflow.core.config import Config
+from gradflow.core.models import KeepGradAt, RowTrace, Trace, carry_scales
 
 GATES = {"mingru": ("update", "candidate"), "minlstm": ("forget", "input", "candidate")}  # chunks of W
 RECURRENT_BLOCK = {

@@ -35,7 +35,7 @@ The LSTM row keeps its per-step work small: per step one matmul and six
 elementwise ops forward, one matmul and three backward; the backward's gate
 factors are batched over chunks of steps that stay in cache; buffers and their
 per-step views live in reused workspaces (tests/core/test_fused_lstm.py). Once built
-(in the background on first use, or ``python -m core.native build``), a compiled kernel runs
+(in the background on first use, or ``python -m gradflow.core.native build``), a compiled kernel runs
 both time loops instead: same buffers, formulas and roundings; the engine never waits
 for a compiler, and ``GRADFLOW_NATIVE=0`` turns it off (tests/core/test_native_lstm.py).
 
@@ -61,8 +61,8 @@ import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 
-from core import native
-from core.config import Config
+from gradflow.core import native
+from gradflow.core.config import Config
 
 GATES = {  # chunk order of weight_ih / weight_hh, as in torch
     "rnn": ("hidden",),

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from core.claims import Claim, parse_claim
-from core.compare import check_runs
-from core.config import Config, ConfigError, read_toml
+from gradflow.core.claims import Claim, parse_claim
+from gradflow.core.compare import check_runs
+from gradflow.core.config import Config, ConfigError, read_toml
 
 DEFAULT_PRESET = "vanishing"
 # The order a lecture builds up in, grouped: the scenario picker and `gradflow --help` list presets so, the
@@ -39,7 +39,7 @@ class Preset:
 
 
 def preset_dir() -> Path:
-    return Path(str(resources.files("resources") / "presets"))
+    return Path(str(resources.files("gradflow.resources") / "presets"))
 
 
 def preset_groups() -> list[tuple[str, list[str]]]:

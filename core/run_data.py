@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from core.files import atomic_write
-from core.records import History, Record
+from gradflow.core.files import atomic_write
+from gradflow.core.records import History, Record
 
 
 def run_arrays(history: History, last: Record | None = None) -> dict[str, np.ndarray]:

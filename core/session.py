@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from core.config import Config, ConfigError
-from core.files import atomic_write
-from core.records import History, Record
+from gradflow.core.config import Config, ConfigError
+from gradflow.core.files import atomic_write
+from gradflow.core.records import History, Record
 
 FORMAT = "gradient-flow-explorer-session"
 VERSION = 1
@@ -59,7 +59,7 @@ def save_session(trainer, path: str | Path, view: dict[str, Any] | None = None):
 
 def load_session(path: str | Path):
     """(trainer, view) from a session file. Raises SessionError, naming the problem, and changes nothing."""
-    from core.trainer import Trainer  # heavy import only when needed
+    from gradflow.core.trainer import Trainer  # heavy import only when needed
 
     path = Path(path)
     arrays, manifest = _read(path)

@@ -18,13 +18,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from core import cells
-from core.config import LIVE_KEYS, Config, ConfigError
-from core.analysis import linear_prediction, zero_causes
-from core.models import Trace, detach_state
-from core.records import History, Record
-from core.spectrum import edit_eigenvalue, nearest_eigenvalue
-from core.tasks import make_task
+from gradflow.core import cells
+from gradflow.core.config import LIVE_KEYS, Config, ConfigError
+from gradflow.core.analysis import linear_prediction, zero_causes
+from gradflow.core.models import Trace, detach_state
+from gradflow.core.records import History, Record
+from gradflow.core.spectrum import edit_eigenvalue, nearest_eigenvalue
+from gradflow.core.tasks import make_task
 
 OPTIMIZERS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop}
 

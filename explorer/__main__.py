@@ -1,4 +1,4 @@
-"""``gradflow`` / ``python -m explorer``: the desktop app, or a subcommand.
+"""``gradflow`` / ``python -m gradflow``: the desktop app, or a subcommand.
 
     gradflow                      open the app on the default scenario
     gradflow --preset NAME        open the app on another scenario
@@ -16,18 +16,18 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = argv[0] if argv else None
     if command == "run":
-        from core.cli import run  # headless: no Qt import on this path
+        from gradflow.core.cli import run  # headless: no Qt import on this path
         return run(argv[1:])
     if command == "export":
-        from explorer.export.figures import export_main
+        from gradflow.explorer.export.figures import export_main
         return export_main(argv[1:])
     if command == "doctor":
-        from explorer.doctor import main as doctor
+        from gradflow.explorer.doctor import main as doctor
         return doctor(argv[1:])
     if command == "build-native":
-        from core.native import main as build_native
+        from gradflow.core.native import main as build_native
         return build_native(["build", *argv[1:]])
-    from explorer.app import main as open_app
+    from gradflow.explorer.app import main as open_app
     return open_app(argv)
 
 

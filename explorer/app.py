@@ -5,9 +5,9 @@ import argparse
 import os
 import sys
 
-from core.config import ConfigError
-from core.presets import DEFAULT_PRESET, load_preset, preset_names
-from explorer import system
+from gradflow.core.config import ConfigError
+from gradflow.core.presets import DEFAULT_PRESET, load_preset, preset_names
+from gradflow.explorer import system
 
 EXIT_BAD_INPUT = 2
 
@@ -50,8 +50,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from PySide6.QtWidgets import QApplication  # Qt only from here on
 
-    from explorer import errors
-    from explorer.window.main_window import APPLICATION, ORGANIZATION
+    from gradflow.explorer import errors
+    from gradflow.explorer.window.main_window import APPLICATION, ORGANIZATION
 
     app = QApplication.instance() or QApplication([sys.argv[0], *qt_args])
     app.setOrganizationName(ORGANIZATION)
@@ -74,7 +74,7 @@ def open_windows(preset: str | None):
     """Show the main window on `preset` (a name or path; None: the default scenario) and return it. A comparison
     preset (compare_*) opens as the scenario picker opens it: in the comparison window, over the main window
     on the default scenario."""
-    from explorer.window.main_window import MainWindow
+    from gradflow.explorer.window.main_window import MainWindow
 
     chosen = load_preset(preset) if preset is not None else None
     comparison = chosen is not None and bool(chosen.runs)

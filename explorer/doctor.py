@@ -20,10 +20,10 @@ def report() -> list[tuple[str, str]]:
     from PySide6 import QtCore
     from PySide6.QtCore import QCoreApplication, QSettings
 
-    from core import native
-    from core.trainer import engine_threads
-    from explorer import errors, system
-    from explorer.window.main_window import APPLICATION, ORGANIZATION
+    from gradflow.core import native
+    from gradflow.core.trainer import engine_threads
+    from gradflow.explorer import errors, system
+    from gradflow.explorer.window.main_window import APPLICATION, ORGANIZATION
 
     QCoreApplication.setOrganizationName(ORGANIZATION)   # where the app's settings and log live
     QCoreApplication.setApplicationName(APPLICATION)

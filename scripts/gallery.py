@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from explorer.offscreen import offscreen_platform
+from gradflow.explorer.offscreen import offscreen_platform
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = ((1280, 720), (1920, 1080))
@@ -37,7 +37,7 @@ def child(out: Path, steps: int, preset: str | None, tmp: Path) -> None:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from explorer.window.main_window import MainWindow
+    from gradflow.explorer.window.main_window import MainWindow
 
     app = QApplication([])
 

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from explorer.offscreen import offscreen_platform
+from gradflow.explorer.offscreen import offscreen_platform
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDTH, HEIGHT = 1920, 1080
@@ -30,9 +30,9 @@ def child(out: Path, seconds: float, names: list[str], tmp: Path) -> None:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
-    from core.presets import load_preset
-    from explorer.compare import window as compare_window
-    from explorer.window.main_window import MainWindow
+    from gradflow.core.presets import load_preset
+    from gradflow.explorer.compare import window as compare_window
+    from gradflow.explorer.window.main_window import MainWindow
 
     app = QApplication([])
 
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     if args.only is None:
         sys.path.insert(0, str(ROOT))
-        from core.presets import preset_names
+        from gradflow.core.presets import preset_names
         args.only = preset_names()
     if args.child:
         child(args.out, args.seconds, args.only, args.tmp)

@@ -9,7 +9,7 @@
                                      failed (with the build log's path), no compiler, not built yet
     state()                          the same in one word (cheap): the engine reports it when it changes, the
                                      window's status bar shows it (explorer.engine.loop, explorer.window.status)
-    python -m core.native build      (or ``gradflow build-native``) compiles it now, in the foreground
+    python -m gradflow.core.native build      (or ``gradflow build-native``) compiles it now, in the foreground
     GRADFLOW_NATIVE=0                turns it off: the Python loops run, nothing is built
 
 The build goes into torch's extension directory (TORCH_EXTENSIONS_DIR, default ~/.cache/torch_extensions).
@@ -136,7 +136,7 @@ def _wait_for_build():
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as out:
         # its own session: a Ctrl+C meant for the app must not kill it halfway (torch's build lock would stay)
-        done = subprocess.run([sys.executable, "-m", "core.native", "build", "--background"], stdout=out,
+        done = subprocess.run([sys.executable, "-m", "gradflow.core.native", "build", "--background"], stdout=out,
                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
     with _lock:
         _build = "built" if done.returncode == 0 else "failed"
@@ -231,7 +231,7 @@ def _build_running() -> bool:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv not in ([], ["build"], ["build", "--background"]):
-        print("usage: python -m core.native [build]   compile the LSTM kernel now", file=sys.stderr)
+        print("usage: python -m gradflow.core.native [build]   compile the LSTM kernel now", file=sys.stderr)
         return 2
     if "--background" in argv and hasattr(os, "nice"):
         os.nice(10)   # the compiler must not take the CPU from the training that asked for it

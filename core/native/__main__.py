@@ -1,5 +1,5 @@
 import sys
 
-from core.native import main
+from gradflow.core.native import main
 
 sys.exit(main())

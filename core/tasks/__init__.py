@@ -1,12 +1,12 @@
 """The tasks a network can learn; ``make_task(config)`` builds the one ``config.task`` names."""
 from __future__ import annotations
 
-from core.config import Config
-from core.tasks.adding import AddingTask
-from core.tasks.base import Batch, RunFn, Task
-from core.tasks.copy import CopyTask
-from core.tasks.sine import SineTask
-from core.tasks.text import TextTask
+from gradflow.core.config import Config
+from gradflow.core.tasks.adding import AddingTask
+from gradflow.core.tasks.base import Batch, RunFn, Task
+from gradflow.core.tasks.copy import CopyTask
+from gradflow.core.tasks.sine import SineTask
+from gradflow.core.tasks.text import TextTask
 
 TASKS: dict[str, type[Task]] = {"adding": AddingTask, "copy": CopyTask, "sine": SineTask, "text": TextTask}
 

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from core.config import Config
-from core.tasks.base import Batch, RunFn, Task
+from gradflow.core.config import Config
+from gradflow.core.tasks.base import Batch, RunFn, Task
 
 PREVIEW_SEQUENCES = 64   # size of the fixed held-out batch the preview scores
 

@@ -17,8 +17,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from core.config import Config
-from core.tasks.base import Batch, RunFn, Task
+from gradflow.core.config import Config
+from gradflow.core.tasks.base import Batch, RunFn, Task
 
 BLANK, DELIMITER = 0, 9
 NUM_SYMBOLS = 8           # ids 1..8

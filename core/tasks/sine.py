@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from core.config import Config, ConfigError
-from core.models import map_state
-from core.tasks.base import Batch, RunFn, Task
-from core.tasks.sequence_sampling import WindowStream, min_corpus_length
+from gradflow.core.config import Config, ConfigError
+from gradflow.core.models import map_state
+from gradflow.core.tasks.base import Batch, RunFn, Task
+from gradflow.core.tasks.sequence_sampling import WindowStream, min_corpus_length
 
 NUM_POINTS = 1000
 N_TRAIN = 600             # only x_1..x_600 are trained on

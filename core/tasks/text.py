@@ -25,9 +25,9 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from core.config import Config, ConfigError
-from core.tasks.base import Batch, RunFn, Task
-from core.tasks.sequence_sampling import WindowStream, min_corpus_length
+from gradflow.core.config import Config, ConfigError
+from gradflow.core.tasks.base import Batch, RunFn, Task
+from gradflow.core.tasks.sequence_sampling import WindowStream, min_corpus_length
 
 MAX_TEXT_BYTES = 50 * 1024 * 1024
 PREFIX = "the time traveller "             # d2l's prompt
@@ -67,7 +67,7 @@ def read_text(source: str) -> str:
     """The text named by config.text ('builtin' or a path), decoded; bad input raises ConfigError."""
     where = f"text = {source!r}"
     if source == "builtin":
-        data = resources.files("resources").joinpath("texts/builtin.txt").read_bytes()
+        data = resources.files("gradflow.resources").joinpath("texts/builtin.txt").read_bytes()
     else:
         path = Path(source).expanduser()
         if not path.exists():

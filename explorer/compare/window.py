@@ -22,20 +22,20 @@ from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Slot
 from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QFormLayout, QHBoxLayout,
                                QLabel, QLineEdit, QMainWindow, QRadioButton, QSplitter, QVBoxLayout, QWidget)
 
-from core.compare import MAX_RUNS, MIN_RUNS, check_runs
-from core.config import Config, ConfigError
-from core.presets import Preset, load_preset, preset_names
-from core.records import History, Record
-from explorer.panels import plotting
-from explorer.window.dialogs import ok_cancel
-from explorer.panels.base import Panel, themed_palette
-from explorer.panels.hidden_state import HiddenStatePanel
-from explorer.panels.spectrum import SpectrumPanel
-from explorer.window.run_controls import RunControls, run_toolbar
-from explorer.window.run_state import RunState, frame_step
-from explorer.theme import DEFAULT_THEME, Theme
-from explorer.window.style import compare_stylesheet
-from explorer.engine.worker import EngineConnection
+from gradflow.core.compare import MAX_RUNS, MIN_RUNS, check_runs
+from gradflow.core.config import Config, ConfigError
+from gradflow.core.presets import Preset, load_preset, preset_names
+from gradflow.core.records import History, Record
+from gradflow.explorer.panels import plotting
+from gradflow.explorer.window.dialogs import ok_cancel
+from gradflow.explorer.panels.base import Panel, themed_palette
+from gradflow.explorer.panels.hidden_state import HiddenStatePanel
+from gradflow.explorer.panels.spectrum import SpectrumPanel
+from gradflow.explorer.window.run_controls import RunControls, run_toolbar
+from gradflow.explorer.window.run_state import RunState, frame_step
+from gradflow.explorer.theme import DEFAULT_THEME, Theme
+from gradflow.explorer.window.style import compare_stylesheet
+from gradflow.explorer.engine.worker import EngineConnection
 
 FRAME_MS = 33                  # repaint at most ~30 times a second
 HISTORY_MB_PER_RUN = 16        # each run's GUI-side History cap (the main window's default is larger)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from core.config import Config, ConfigError
-from core.records import History
+from gradflow.core.config import Config, ConfigError
+from gradflow.core.records import History
 
 
 def checkpoint(trainer) -> dict | None:
@@ -50,7 +50,7 @@ def save_session(path: str, view: dict, trainer) -> int:
     same)."""
     if trainer is None:
         raise RuntimeError("there is no model to save: the first build failed")
-    from core.session import save_session as save
+    from gradflow.core.session import save_session as save
     view = dict(view)
     records = trainer.history.records
     if records:   # the newest record, and the newest with hidden states / a task preview if it lacks them
@@ -72,7 +72,7 @@ def save_session(path: str, view: dict, trainer) -> int:
 def read_session(path: str, _trainer) -> dict:
     """Check that `path` is a session this version can open (core.session.load_session); its config and
     view. The running trainer is not touched."""
-    from core.session import load_session
+    from gradflow.core.session import load_session
     loaded, view = load_session(path)
     return {"config": loaded.config, "view": view}
 
@@ -81,7 +81,7 @@ def adopt_session(path: str, trainer) -> dict:
     """Move the session at `path` into the trainer the engine just built for its config; the records the
     panels showed (saved in the view) go back into its history, so a save right away keeps them.
     Returns the window's copy of the history and those records, oldest first."""
-    from core.session import as_record, load_session
+    from gradflow.core.session import as_record, load_session
     loaded, view = load_session(path)
     if trainer is None or trainer.config != loaded.config:
         raise RuntimeError("the model for the session's settings was not built")
@@ -100,7 +100,7 @@ def adopt_session(path: str, trainer) -> dict:
 
 def check_config(config: Config, _trainer) -> None:
     """Raise the engine's ConfigError if config.text cannot be used (read with the text task's rules)."""
-    from core.tasks.text import TextTask, read_text
+    from gradflow.core.tasks.text import TextTask, read_text
     if config.task != "text":
         try:
             config = config.replace(task="text", loss_at="auto", bidirectional=False)

@@ -29,8 +29,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from core.config import Config, ConfigError
-from core.protocol import Engine
+from gradflow.core.config import Config, ConfigError
+from gradflow.core.protocol import Engine
 
 DETAIL_INTERVAL_S = 0.030   # hidden states / gates when >= 30 ms since the last detailed step (≈ every frame)
 PREVIEW_INTERVAL_S = 0.5    # the task view at most twice a second while playing
@@ -46,9 +46,9 @@ Emit = Callable[..., None]                        # emit(signal_name, *args)
 def build_engine(spec: RunSpec) -> Engine:
     """A `Trainer` for a Config, a `Comparison` for [(label, Config), ...] (imports torch)."""
     if isinstance(spec, Config):
-        from core.trainer import Trainer
+        from gradflow.core.trainer import Trainer
         return Trainer(spec)
-    from core.compare import Comparison
+    from gradflow.core.compare import Comparison
     return Comparison([(str(label), config) for label, config in spec])
 
 
@@ -245,7 +245,7 @@ class EngineLoop:
         """native_status(state, lstm, text) when the compiled LSTM loops' state (core.native.state) or the kind
         of run changed: `lstm` when the newest step `result` (a Record, or one per run) has an LSTM run; text
         for a tooltip (core.native.status: the build log's path on failure)."""
-        from core import native   # imports torch: the engine's side only
+        from gradflow.core import native   # imports torch: the engine's side only
         if result is not None:
             self._lstm = any(record.model == "lstm" for record in (result if isinstance(result, list) else [result]))
         now = (native.state(), self._lstm)
@@ -313,7 +313,7 @@ class BatchingEmitter:
 
 def serve(spec: RunSpec, flags: Flags, commands: PickledQueue, events: PickledQueue):
     """The engine process's main function: run the loop, its events batched onto `events`."""
-    from core.trainer import steady_allocator   # imports torch: the engine's side only
+    from gradflow.core.trainer import steady_allocator   # imports torch: the engine's side only
     steady_allocator()
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl+C in the terminal is the GUI's to handle
     signal.signal(signal.SIGTERM, _exit_on_terminate)

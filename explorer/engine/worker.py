@@ -31,8 +31,8 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
-from explorer.engine.lifetime import ParentLink, run_tied
-from explorer.engine.loop import IDLE_POLL_S, Command, EngineLoop, Flags, PickledQueue, RunSpec, serve
+from gradflow.explorer.engine.lifetime import ParentLink, run_tied
+from gradflow.explorer.engine.loop import IDLE_POLL_S, Command, EngineLoop, Flags, PickledQueue, RunSpec, serve
 
 ENGINE_ENV = "GRADFLOW_ENGINE"   # "process" (default) or "thread"
 STOP_GRACE_S = 0.3               # after stop, how long a busy engine process may take to finish its step
@@ -50,7 +50,7 @@ def engine_process_context():
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["explorer.engine.loop", "core.trainer", "core.compare"])
+    context.set_forkserver_preload(["gradflow.explorer.engine.loop", "gradflow.core.trainer", "gradflow.core.compare"])
     return context
 
 

@@ -24,7 +24,7 @@ from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import (QApplication, QComboBox, QGraphicsItem, QGraphicsOpacityEffect, QGridLayout, QLabel,
                                QVBoxLayout, QWidget)
 
-from core.files import atomic_write
+from gradflow.core.files import atomic_write
 
 DASHBOARD_PANELS = ("gradient_time", "gradient_history", "hidden_state", "spectrum", "training", "task_view")
 IMAGE_SUFFIXES = (".png", ".svg")
@@ -428,7 +428,7 @@ class Dashboard(QWidget):
 
     def __init__(self, title: str, panel_names: list[str] | None = None):
         super().__init__()
-        from explorer.panels import PANELS
+        from gradflow.explorer.panels import PANELS
 
         wanted = DASHBOARD_PANELS if panel_names is None else panel_names
         chosen = [cls for cls in PANELS if panel_name(cls) in wanted]
@@ -471,7 +471,7 @@ class Dashboard(QWidget):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from core.cli import add_config_arguments
+    from gradflow.core.cli import add_config_arguments
 
     parser = argparse.ArgumentParser(prog="gradflow export",
                                      description="Train headless and render the dashboard (or one panel) to a file.")
@@ -489,8 +489,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def export_main(argv: list[str] | None = None) -> int:
-    from core.cli import EXIT_BAD_INPUT, Progress, config_from_args
-    from core.config import ConfigError
+    from gradflow.core.cli import EXIT_BAD_INPUT, Progress, config_from_args
+    from gradflow.core.config import ConfigError
 
     args = build_parser().parse_args(argv)
     out = Path(args.out)
@@ -508,7 +508,7 @@ def export_main(argv: list[str] | None = None) -> int:
             raise ValueError
     except ValueError:
         problems.append(f"--size must be WxH with each side 200..8000 pixels, got {args.size!r}")
-    from explorer.panels import PANELS
+    from gradflow.explorer.panels import PANELS
     names = [panel_name(cls) for cls in PANELS]
     if args.panel and args.panel not in names:
         problems.append(f"--panel must be one of {', '.join(names)}, got {args.panel!r}")
@@ -517,7 +517,7 @@ def export_main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     try:
         config = config_from_args(args)
-        from core.trainer import Trainer
+        from gradflow.core.trainer import Trainer
         trainer = Trainer(config)
     except ConfigError as e:
         print(f"gradflow export: {e}", file=sys.stderr)
@@ -526,9 +526,9 @@ def export_main(argv: list[str] | None = None) -> int:
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     app = QApplication.instance() or QApplication(["gradflow-export"])
-    from explorer.theme import get_theme
+    from gradflow.explorer.theme import get_theme
 
-    from core.presets import load_preset
+    from gradflow.core.presets import load_preset
 
     title = load_preset(args.preset).title if args.preset else "Custom run"
     view = Dashboard(title, [args.panel] if args.panel else None)

@@ -11,16 +11,16 @@
 The first six are the everyday dashboard; the last three are deeper views (contributions through time,
 the LSTM highway, Jacobians through time) that the main window tabs behind the others.
 """
-from explorer.panels.base import Panel
-from explorer.panels.contributions import ContributionsPanel
-from explorer.panels.gradient_history import GradientHistoryPanel
-from explorer.panels.gradient_time import GradientTimePanel
-from explorer.panels.hidden_state import HiddenStatePanel
-from explorer.panels.jacobians import JacobiansPanel
-from explorer.panels.lstm_highway import LstmHighwayPanel
-from explorer.panels.spectrum import SpectrumPanel
-from explorer.panels.task_view import TaskViewPanel
-from explorer.panels.training import TrainingPanel
+from gradflow.explorer.panels.base import Panel
+from gradflow.explorer.panels.contributions import ContributionsPanel
+from gradflow.explorer.panels.gradient_history import GradientHistoryPanel
+from gradflow.explorer.panels.gradient_time import GradientTimePanel
+from gradflow.explorer.panels.hidden_state import HiddenStatePanel
+from gradflow.explorer.panels.jacobians import JacobiansPanel
+from gradflow.explorer.panels.lstm_highway import LstmHighwayPanel
+from gradflow.explorer.panels.spectrum import SpectrumPanel
+from gradflow.explorer.panels.task_view import TaskViewPanel
+from gradflow.explorer.panels.training import TrainingPanel
 
 PANELS: list[type[Panel]] = [GradientTimePanel, GradientHistoryPanel, HiddenStatePanel, SpectrumPanel,
                              TrainingPanel, TaskViewPanel, ContributionsPanel, LstmHighwayPanel, JacobiansPanel]

@@ -10,9 +10,9 @@ from PySide6 import QtGui
 from PySide6.QtGui import QPalette, QTextDocument
 from PySide6.QtWidgets import QBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
-from core.records import History, Record
-from explorer.panels import plotting
-from explorer.theme import DEFAULT_THEME, Theme
+from gradflow.core.records import History, Record
+from gradflow.explorer.panels import plotting
+from gradflow.explorer.theme import DEFAULT_THEME, Theme
 
 
 SIDE_RATIO = 1.2   # legends go beside the plots when the room left for them is wider than this × the height

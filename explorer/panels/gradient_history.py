@@ -8,10 +8,10 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 
-from core.records import ZERO_CAUSES, History, Record
-from explorer.panels import plotting
-from explorer.panels.base import Panel
-from explorer.theme import GREEN, PURPLE, SKY_BLUE, Theme
+from gradflow.core.records import ZERO_CAUSES, History, Record
+from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels.base import Panel
+from gradflow.explorer.theme import GREEN, PURPLE, SKY_BLUE, Theme
 
 MAX_COLUMNS = 2000        # wider histories are binned (max per bin, so a single flare survives)
 MAX_DECADES = 16          # the colour scale spans at most this many decades; lower values saturate

@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pyqtgraph as pg
 
-from core.records import History, Record
-from explorer.panels import plotting
-from explorer.panels.base import Panel
-from explorer.theme import Theme
+from gradflow.core.records import History, Record
+from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels.base import Panel
+from gradflow.explorer.theme import Theme
 
 
 class GradientTimePanel(Panel):

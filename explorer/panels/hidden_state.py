@@ -8,10 +8,10 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel
 
-from core.records import History, Record
-from explorer.panels import plotting
-from explorer.panels.base import Panel
-from explorer.theme import Theme
+from gradflow.core.records import History, Record
+from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels.base import Panel
+from gradflow.explorer.theme import Theme
 
 # what the quantity combo offers: key -> (combo text, colour-bar label)
 GATE_SYMBOLS = {

@@ -9,10 +9,10 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer, Slot
 from PySide6.QtWidgets import QLabel
 
-from core.records import History, Record
-from explorer.panels import plotting
-from explorer.panels.base import Panel
-from explorer.theme import Theme
+from gradflow.core.records import History, Record
+from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels.base import Panel
+from gradflow.explorer.theme import Theme
 
 SCAN = 400          # records searched back in the history for the newest one with Jacobians
 POLL_MS = 250       # how often a connected panel tells the worker whether it is on screen

@@ -8,10 +8,10 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
-from core.records import History, Record
-from explorer.panels import plotting
-from explorer.panels.base import Panel
-from explorer.theme import Theme
+from gradflow.core.records import History, Record
+from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels.base import Panel
+from gradflow.explorer.theme import Theme
 
 NOT_LSTM = "LSTM only — switch model to lstm"
 # per record.model: why this cell has no c_t to show here, and where its gradient's path back is shown instead

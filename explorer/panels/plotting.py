@@ -14,7 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QGuiApplication, QPen, QPixmapCache
 from PySide6.QtWidgets import QGraphicsItem, QSizePolicy
 
-from explorer.theme import Theme
+from gradflow.explorer.theme import Theme
 
 LOG_CLAMP = 300.0    # |log10| beyond this is drawn at the clamp (float64 spans about ±308)
 AXIS_CACHE_SCREENS = 3   # Qt's pixmap cache holds this many screenfuls (it is 10 MB by default): room for the

@@ -26,11 +26,11 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import QHBoxLayout, QPushButton
 
-from core.records import History, Record
-from core.spectrum import record_verdict
-from explorer.panels import plotting
-from explorer.panels.base import Panel, YieldingLabel
-from explorer.theme import Theme
+from gradflow.core.records import History, Record
+from gradflow.core.spectrum import record_verdict
+from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels.base import Panel, YieldingLabel
+from gradflow.explorer.theme import Theme
 
 CIRCLE = np.exp(1j * np.linspace(0, 2 * np.pi, 129))   # 128 chords: 0.1 px from the arc at a 330 px radius
 EDIT_TAG = "spectrum.edit_eigenvalue"     # worker.call tags this panel sends and answers to

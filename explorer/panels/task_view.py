@@ -11,10 +11,10 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget
 
-from core.records import History, Record
-from explorer.panels import plotting
-from explorer.panels.base import Panel
-from explorer.theme import BLUE, GREEN, ORANGE, PURPLE, SKY_BLUE, VERMILLION, YELLOW, Theme
+from gradflow.core.records import History, Record
+from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels.base import Panel
+from gradflow.explorer.theme import BLUE, GREEN, ORANGE, PURPLE, SKY_BLUE, VERMILLION, YELLOW, Theme
 
 K_STEPS = (1, 4, 16, 64)              # the sine preview's k-step predictions (d2l 8.1)
 COPY_LENGTH = 10

@@ -7,10 +7,10 @@ import time
 import numpy as np
 import pyqtgraph as pg
 
-from core.records import History, Record
-from explorer.panels import plotting
-from explorer.panels.base import Panel
-from explorer.theme import Theme
+from gradflow.core.records import History, Record
+from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels.base import Panel
+from gradflow.explorer.theme import Theme
 
 MAX_MARKERS = 2000        # clipped-step markers drawn at most (evenly thinned beyond)
 SLOW_EVERY_S = 0.25       # with more than SLOW_ABOVE steps, redraw at most this often

@@ -15,10 +15,10 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence
 from PySide6.QtWidgets import QComboBox, QDockWidget, QLabel, QMenuBar, QMessageBox, QStyle, QToolBar, QWidget
 
-from core.presets import Preset
-from explorer.theme import THEMES
-from explorer.window.dialogs import PNG_SCALES
-from explorer.window.run_controls import RunControls, run_action, run_toolbar, scenario_picker
+from gradflow.core.presets import Preset
+from gradflow.explorer.theme import THEMES
+from gradflow.explorer.window.dialogs import PNG_SCALES
+from gradflow.explorer.window.run_controls import RunControls, run_action, run_toolbar, scenario_picker
 
 SPEEDS: tuple[tuple[str, float | None], ...] = (
     ("1 step/s", 1.0), ("5 steps/s", 5.0), ("20 steps/s", 20.0), ("unlimited", None))

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable, Iterator
 
-from core.config import Config
-from core.records import Record
-from explorer import errors
-from explorer.engine import calls as engine_calls
-from explorer.window.run_state import RunState
+from gradflow.core.config import Config
+from gradflow.core.records import Record
+from gradflow.explorer import errors
+from gradflow.explorer.engine import calls as engine_calls
+from gradflow.explorer.window.run_state import RunState
 
 CallInWorker = Callable[[str, Callable[[Any], Any], Callable[[Any, str], None]], str]   # MainWindow.call_in_worker
 

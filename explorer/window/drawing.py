@@ -12,10 +12,10 @@ from typing import Any, Callable, Sequence
 from PySide6.QtCore import QObject, Qt, QTimer, Slot
 from PySide6.QtWidgets import QWidget
 
-from core.records import History, Record
-from explorer.window.run_state import RunState
-from explorer.window.status import StatusReadout, StepRate
-from explorer.window.timeline import TimelineBar
+from gradflow.core.records import History, Record
+from gradflow.explorer.window.run_state import RunState
+from gradflow.explorer.window.status import StatusReadout, StepRate
+from gradflow.explorer.window.timeline import TimelineBar
 
 FRAME_PERIOD_S = 0.031      # a frame at most every 31 ms (~32 fps: the target is >= 30) ...
 FRAME_POLL_MS = 6           # ... looked for every 6 ms, so a frame comes at most that late

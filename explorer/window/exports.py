@@ -11,13 +11,13 @@ from PySide6.QtCore import QByteArray, QPoint, QRect, QSettings, QSize
 from PySide6.QtGui import QGuiApplication, QImage, QPainter, QRegion
 from PySide6.QtWidgets import QApplication, QDialog, QDockWidget, QMainWindow, QStatusBar, QWidget
 
-from core.presets import Preset
-from core.records import History, Record
-from explorer import errors
-from explorer.window.dialogs import AnimationDialog, PanelExportDialog
-from explorer.window.drawing import on_screen
-from explorer.window.file_dialogs import ask_save_path, folder_problem
-from explorer.window.widgets import DockTitleBar
+from gradflow.core.presets import Preset
+from gradflow.core.records import History, Record
+from gradflow.explorer import errors
+from gradflow.explorer.window.dialogs import AnimationDialog, PanelExportDialog
+from gradflow.explorer.window.drawing import on_screen
+from gradflow.explorer.window.file_dialogs import ask_save_path, folder_problem
+from gradflow.explorer.window.widgets import DockTitleBar
 
 
 class ExportsHost(Protocol):
@@ -59,7 +59,7 @@ class WindowExports:
 
     def write(self, what: str, path: Path, write: Callable[[], None]) -> bool:
         """Run `write`; a failure becomes a dialog naming the file and the reason. True if written."""
-        from explorer.export.figures import ExportError
+        from gradflow.explorer.export.figures import ExportError
         problem = folder_problem(path)
         try:
             if problem:
@@ -119,7 +119,7 @@ class WindowExports:
 
     def panel(self, name: str, path: str | Path, scale: float = 2.0) -> bool:
         """One panel (class name) as PNG at `scale` × or as SVG, by the file's suffix."""
-        from explorer.export import figures as export
+        from gradflow.explorer.export import figures as export
         path = Path(path)
         if path.suffix.lower() not in (".png", ".svg"):
             self.window.show_problem("Panel not exported", f"cannot export {path.name}: use .png or .svg")
@@ -131,7 +131,7 @@ class WindowExports:
 
     def run_data(self, path: str | Path) -> bool:
         """The run so far (the window's history) as CSV (one row per step) or NPZ (every array)."""
-        from core.run_data import save_csv, save_npz
+        from gradflow.core.run_data import save_csv, save_npz
         path = Path(path)
         suffix = path.suffix.lower()
         if suffix not in (".csv", ".npz"):
@@ -195,8 +195,8 @@ class WindowExports:
 def _write_png(image: QImage, path: Path):
     from PySide6.QtCore import QBuffer, QIODevice
 
-    from core.files import atomic_write
-    from explorer.export.figures import ExportError
+    from gradflow.core.files import atomic_write
+    from gradflow.explorer.export.figures import ExportError
     data = QByteArray()
     buffer = QBuffer(data)
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)

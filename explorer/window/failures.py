@@ -11,8 +11,8 @@ from typing import Any
 from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtWidgets import QMessageBox, QWidget
 
-from explorer import errors
-from explorer.window.widgets import MessageBar
+from gradflow.explorer import errors
+from gradflow.explorer.window.widgets import MessageBar
 
 
 class Failures(QObject):

@@ -13,32 +13,32 @@ from PySide6.QtCore import QRect, QSettings, Qt, Slot
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QMessageBox, QTabWidget, QVBoxLayout, QWidget
 
-from core.config import Config
-from core.presets import DEFAULT_PRESET, Preset, load_preset
-from core.records import History, Record
-from explorer import errors
-from explorer.engine import calls as engine_calls
-from explorer.panels import PANELS, connect_panels
-from explorer.window.actions import DEFAULT_SPEED, SPEEDS, build_menus, build_run_actions, build_toolbar, show_theme
-from explorer.window.checkpoints import CHECKPOINT_EVERY, Checkpoints
-from explorer.window.dialogs import Problems
-from explorer.window.drawing import FrameDrawer
-from explorer.window.failures import Failures
-from explorer.window.exports import WindowExports
-from explorer.window.presentation import WindowLayout
-from explorer.export.figures import ANIMATION_FPS
-from explorer.window.recording import AnimationRecorder, Recording
-from explorer.window.recovery import Recovery
-from explorer.window.run_state import RunState
-from explorer.window.scenarios import Scenarios
-from explorer.window.sessions import SessionFiles, apply_view
-from explorer.window.settings import SettingsPanel
-from explorer.window.status import StatusReadout, StepRate
-from explorer.theme import DEFAULT_THEME, THEMES, Theme, presentation
-from explorer.window.style import palette_for, stylesheet
-from explorer.window.timeline import TimelineBar
-from explorer.window.widgets import DockTitleBar, LoadingOverlay, MessageBar, ScenarioBanner
-from explorer.engine.worker import EngineConnection
+from gradflow.core.config import Config
+from gradflow.core.presets import DEFAULT_PRESET, Preset, load_preset
+from gradflow.core.records import History, Record
+from gradflow.explorer import errors
+from gradflow.explorer.engine import calls as engine_calls
+from gradflow.explorer.panels import PANELS, connect_panels
+from gradflow.explorer.window.actions import DEFAULT_SPEED, SPEEDS, build_menus, build_run_actions, build_toolbar, show_theme
+from gradflow.explorer.window.checkpoints import CHECKPOINT_EVERY, Checkpoints
+from gradflow.explorer.window.dialogs import Problems
+from gradflow.explorer.window.drawing import FrameDrawer
+from gradflow.explorer.window.failures import Failures
+from gradflow.explorer.window.exports import WindowExports
+from gradflow.explorer.window.presentation import WindowLayout
+from gradflow.explorer.export.figures import ANIMATION_FPS
+from gradflow.explorer.window.recording import AnimationRecorder, Recording
+from gradflow.explorer.window.recovery import Recovery
+from gradflow.explorer.window.run_state import RunState
+from gradflow.explorer.window.scenarios import Scenarios
+from gradflow.explorer.window.sessions import SessionFiles, apply_view
+from gradflow.explorer.window.settings import SettingsPanel
+from gradflow.explorer.window.status import StatusReadout, StepRate
+from gradflow.explorer.theme import DEFAULT_THEME, THEMES, Theme, presentation
+from gradflow.explorer.window.style import palette_for, stylesheet
+from gradflow.explorer.window.timeline import TimelineBar
+from gradflow.explorer.window.widgets import DockTitleBar, LoadingOverlay, MessageBar, ScenarioBanner
+from gradflow.explorer.engine.worker import EngineConnection
 
 ORGANIZATION, APPLICATION = "GradientFlowExplorer", "Explorer"
 

@@ -15,8 +15,8 @@ from PySide6.QtCore import QByteArray, QEvent, QObject, QRect, QSettings, QSize,
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QComboBox, QDockWidget, QLabel, QMainWindow, QMenu, QTabBar, QWidget
 
-from explorer.window import layout
-from explorer.window.layout import Arrangement
+from gradflow.explorer.window import layout
+from gradflow.explorer.window.layout import Arrangement
 
 LAYOUT_KEYS = {False: "docks", True: "docks_presentation"}   # QSettings keys of each mode's dock layout
 LAYOUT_VERSION = 4          # bump when the set of docks or the arrangements change: old layouts are ignored

@@ -11,10 +11,10 @@ from PySide6.QtCore import QObject, QSize, Qt, Slot
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication, QProgressDialog, QStatusBar, QWidget
 
-from core.records import Record
-from explorer.export.figures import ANIMATION_FPS
-from explorer.window.exports import WindowExports
-from explorer.window.file_dialogs import folder_problem
+from gradflow.core.records import Record
+from gradflow.explorer.export.figures import ANIMATION_FPS
+from gradflow.explorer.window.exports import WindowExports
+from gradflow.explorer.window.file_dialogs import folder_problem
 
 
 class RecordingHost(Protocol):
@@ -58,7 +58,7 @@ class AnimationRecorder(QObject):
               fps: int = ANIMATION_FPS) -> bool:
         """Train `steps` more steps, drawing `frames` frames (the first: now) of the dashboard or of one panel
         (class name), then write a GIF or MP4. A cancellable progress dialog shows while it records."""
-        from explorer.export.figures import Animation
+        from gradflow.explorer.export.figures import Animation
         window = self.window
         path = Path(path)
         problem = ("use .gif or .mp4" if path.suffix.lower() not in (".gif", ".mp4") else folder_problem(path)
@@ -95,7 +95,7 @@ class AnimationRecorder(QObject):
         if rec.target == "dashboard":
             image = self.exports.render_dashboard(1.0)
         else:
-            from explorer.export.figures import render_image
+            from gradflow.explorer.export.figures import render_image
             image = render_image(window.panel(rec.target), 1.0)
         if rec.size is None:
             rec.size = image.size()

@@ -16,17 +16,17 @@ from typing import Any, Callable, Protocol
 from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtWidgets import QWidget
 
-from core.config import LIVE_KEYS, ConfigError
-from core.records import Record
-from explorer import errors
-from explorer.engine import calls as engine_calls
-from explorer.engine.worker import TrainingWorker
-from explorer.window.checkpoints import Checkpoint, Checkpoints
-from explorer.window.dialogs import ContinueDialog
-from explorer.window.run_state import RunState
-from explorer.window.settings import SettingsPanel, format_value
-from explorer.window.status import fmt
-from explorer.window.widgets import MessageBar
+from gradflow.core.config import LIVE_KEYS, ConfigError
+from gradflow.core.records import Record
+from gradflow.explorer import errors
+from gradflow.explorer.engine import calls as engine_calls
+from gradflow.explorer.engine.worker import TrainingWorker
+from gradflow.explorer.window.checkpoints import Checkpoint, Checkpoints
+from gradflow.explorer.window.dialogs import ContinueDialog
+from gradflow.explorer.window.run_state import RunState
+from gradflow.explorer.window.settings import SettingsPanel, format_value
+from gradflow.explorer.window.status import fmt
+from gradflow.explorer.window.widgets import MessageBar
 
 
 class RecoveryHost(Protocol):

@@ -9,8 +9,8 @@ from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QComboBox, QMainWindow, QStyle, QToolBar
 
-from core.config import ConfigError
-from core.presets import Preset, load_preset, preset_groups
+from gradflow.core.config import ConfigError
+from gradflow.core.presets import Preset, load_preset, preset_groups
 
 
 def run_action(window: QMainWindow, icon: QStyle.StandardPixmap, text: str, key: Qt.Key, tip: str,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from core.records import History, Record
+from gradflow.core.records import History, Record
 
 
 class RunState:

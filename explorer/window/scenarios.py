@@ -8,10 +8,10 @@ from typing import Any, Protocol
 
 from PySide6.QtWidgets import QComboBox, QWidget
 
-from core.config import Config, ConfigError
-from core.presets import Preset, load_preset
-from explorer.compare import window as compare_window
-from explorer.window.widgets import MessageBar
+from gradflow.core.config import Config, ConfigError
+from gradflow.core.presets import Preset, load_preset
+from gradflow.explorer.compare import window as compare_window
+from gradflow.explorer.window.widgets import MessageBar
 
 
 class ScenarioHost(Protocol):

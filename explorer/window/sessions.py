@@ -15,20 +15,20 @@ from PySide6.QtCore import QByteArray, QObject, QSettings, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QApplication, QComboBox, QFileDialog, QMainWindow, QStatusBar, QWidget
 
-from core.config import ConfigError
-from core.presets import Preset, load_preset, preset_names
-from core.records import Record
-from core.session import SUFFIX as SESSION_SUFFIX
-from explorer import errors
-from explorer.engine import calls as engine_calls
-from explorer.engine.worker import EngineConnection, TrainingWorker
-from explorer.theme import THEMES, Theme
-from explorer.window.actions import SPEEDS
-from explorer.window.exports import WindowExports
-from explorer.window.file_dialogs import ask_save_path, folder_problem, last_dir, remember_dir
-from explorer.window.status import StatusReadout
-from explorer.window.presentation import LAYOUT_VERSION
-from explorer.window.widgets import MessageBar
+from gradflow.core.config import ConfigError
+from gradflow.core.presets import Preset, load_preset, preset_names
+from gradflow.core.records import Record
+from gradflow.core.session import SUFFIX as SESSION_SUFFIX
+from gradflow.explorer import errors
+from gradflow.explorer.engine import calls as engine_calls
+from gradflow.explorer.engine.worker import EngineConnection, TrainingWorker
+from gradflow.explorer.theme import THEMES, Theme
+from gradflow.explorer.window.actions import SPEEDS
+from gradflow.explorer.window.exports import WindowExports
+from gradflow.explorer.window.file_dialogs import ask_save_path, folder_problem, last_dir, remember_dir
+from gradflow.explorer.window.status import StatusReadout
+from gradflow.explorer.window.presentation import LAYOUT_VERSION
+from gradflow.explorer.window.widgets import MessageBar
 
 VIEW_VERSION = 1            # the layout of the `view` dict a window writes into a session
 

@@ -27,8 +27,8 @@ from PySide6.QtCore import QEvent, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QGridLayout, QGroupBox, QHBoxLayout, QLabel,
                                QLineEdit, QPushButton, QScrollArea, QSizePolicy, QToolButton, QVBoxLayout, QWidget)
 
-from core.config import LIVE_KEYS, SPECS, Config, ConfigError
-from explorer.theme import LIVE_MARK_COLOR
+from gradflow.core.config import LIVE_KEYS, SPECS, Config, ConfigError
+from gradflow.explorer.theme import LIVE_MARK_COLOR
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Model", ("model", "activation", "hidden_size", "num_layers", "bidirectional", "init",

@@ -9,7 +9,7 @@ from collections import deque
 from PySide6.QtCore import Slot
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QWidget
 
-from core.records import Record
+from gradflow.core.records import Record
 
 RATE_WINDOW_S = 2.0
 NATIVE_LABELS = {   # core.native.state() -> the status bar's words

@@ -8,7 +8,7 @@ from string import Template
 
 from PySide6.QtGui import QColor, QPalette
 
-from explorer.theme import Theme
+from gradflow.explorer.theme import Theme
 
 STYLE_TEMPLATE = Path(__file__).resolve().parents[2] / "resources" / "styles" / "app.qss"
 

@@ -27,7 +27,7 @@ from typing import Callable
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSlider, QWidget
 
-from core.records import History, Record
+from gradflow.core.records import History, Record
 
 
 class TimelineBar(QWidget):

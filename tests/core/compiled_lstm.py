@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-import core.native as native
+import gradflow.core.native as native
 
 BUILD_DEADLINE_S = 900   # a compile takes ~1-2 min on a loaded 2-core machine
 

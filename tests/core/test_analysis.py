@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import torch
 
-from core.analysis import jacobians_through_time
-from core.config import Config
-from core.models import RecurrentNet
-from core.spectrum import edit_eigenvalue
+from gradflow.core.analysis import jacobians_through_time
+from gradflow.core.config import Config
+from gradflow.core.models import RecurrentNet
+from gradflow.core.spectrum import edit_eigenvalue
 
 
 def orthogonal(H, seed=0):
@@ -113,8 +113,8 @@ def test_defective_matrix_is_refused_with_a_reason():
 @pytest.mark.parametrize("model", ["rnn", "gru", "lstm"])
 def test_contributions_sum_to_the_recorded_w_hh_gradient(model):
     """Σ_t δ_tᵀ h_{t−1} equals the W_hh-block gradient autograd computed (BPTT's sum over time steps, d2l §9.7.2)."""
-    from core.analysis import row_contributions
-    from core.models import CANDIDATE_CHUNK, Trace
+    from gradflow.core.analysis import row_contributions
+    from gradflow.core.models import CANDIDATE_CHUNK, Trace
 
     H = 6
     net = RecurrentNet(Config(model=model, hidden_size=H, bidirectional=True), 3, 2).double()
@@ -129,7 +129,7 @@ def test_contributions_sum_to_the_recorded_w_hh_gradient(model):
 
 
 def test_record_carries_contributions_shares_and_jacobians():
-    from core.trainer import Trainer
+    from gradflow.core.trainer import Trainer
 
     trainer = Trainer(Config(seq_len=15, hidden_size=8, num_layers=2))
     record = trainer.step(detail=True, jacobians=True)
@@ -140,7 +140,7 @@ def test_record_carries_contributions_shares_and_jacobians():
 
 
 def test_eigenvalue_edit_applies_to_the_trainer_and_undo_restores_it():
-    from core.trainer import Trainer
+    from gradflow.core.trainer import Trainer
 
     trainer = Trainer(Config(hidden_size=8, seq_len=10))
     original = trainer.model.recurrent_matrix(0).detach().clone()
@@ -158,7 +158,7 @@ def test_eigenvalue_edit_applies_to_the_trainer_and_undo_restores_it():
 
 def test_eigenvalue_is_found_by_value_after_the_weights_moved():
     """The drag starts on a record's spectrum; an optimizer step later LAPACK's order may differ."""
-    from core.trainer import Trainer
+    from gradflow.core.trainer import Trainer
 
     trainer = Trainer(Config(hidden_size=16, seq_len=10, lr=0.01))
     shown = trainer.step().eigenvalues[0]  # the spectrum the user sees (before this step's update)
@@ -172,7 +172,7 @@ def test_eigenvalue_is_found_by_value_after_the_weights_moved():
 
 
 def test_restore_goes_back_to_the_checkpointed_weights():
-    from core.trainer import Trainer
+    from gradflow.core.trainer import Trainer
 
     trainer = Trainer(Config(hidden_size=8, seq_len=10))
     snapshot = trainer.checkpoint()

@@ -21,10 +21,10 @@ import pytest
 import torch
 from kernel_paths import use_kernels   # tests/core is on sys.path
 
-from core.claims import KINDS, check_claims, check_run, claim_runs, run_cost
-from core.config import ConfigError
-from core.presets import load_preset, preset_names
-from core.trainer import engine_threads
+from gradflow.core.claims import KINDS, check_claims, check_run, claim_runs, run_cost
+from gradflow.core.config import ConfigError
+from gradflow.core.presets import load_preset, preset_names
+from gradflow.core.trainer import engine_threads
 
 PRESETS = preset_names()
 HEADLESS = "test_every_claim_of_every_preset_holds_headless"
@@ -147,8 +147,8 @@ def test_a_bad_claim_is_refused_naming_the_preset_and_the_key(tmp_path, claim, n
 
 
 def test_every_kind_is_documented_in_the_vocabulary():
-    import core.claims
-    assert [kind for kind in KINDS if f"``{kind}``" not in core.claims.__doc__] == []
+    import gradflow.core.claims
+    assert [kind for kind in KINDS if f"``{kind}``" not in gradflow.core.claims.__doc__] == []
 
 
 def _capability() -> str:

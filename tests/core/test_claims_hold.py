@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from core.compare import Comparison
-from core.config import Config
-from core.presets import DEFAULT_PRESET, load_preset
-from core.trainer import Trainer
+from gradflow.core.compare import Comparison
+from gradflow.core.config import Config
+from gradflow.core.presets import DEFAULT_PRESET, load_preset
+from gradflow.core.trainer import Trainer
 
 SEEDS = [0, 1, 2, 3]
 

@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def gradflow(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "explorer", "run", *args], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "gradflow", "run", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=timeout)
 
 
@@ -61,7 +61,7 @@ def test_ctrl_c_stops_a_million_step_run_with_a_complete_json_and_no_traceback(t
     import signal
 
     out = tmp_path / "partial.json"
-    process = subprocess.Popen([sys.executable, "-m", "explorer", "run", "--set", "seq_len=20", "--steps", "1000000",
+    process = subprocess.Popen([sys.executable, "-m", "gradflow", "run", "--set", "seq_len=20", "--steps", "1000000",
                                 "--json", str(out)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     seen = ""
     while "steps/s" not in seen and process.poll() is None:   # the progress line: it is training

@@ -6,15 +6,15 @@ from pathlib import Path
 
 import numpy as np
 
-from core.presets import load_preset
-from core.trainer import Trainer
+from gradflow.core.presets import load_preset
+from gradflow.core.trainer import Trainer
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = {"seq_len": 12, "hidden_size": 8}
 
 
 def gradflow(*args):
-    return subprocess.run([sys.executable, "-m", "explorer", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "gradflow", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=300, check=False)
 
 

@@ -2,9 +2,9 @@
 import pytest
 import torch
 
-from core.compare import Comparison
-from core.config import Config, ConfigError
-from core.presets import load_preset, preset_names
+from gradflow.core.compare import Comparison
+from gradflow.core.config import Config, ConfigError
+from gradflow.core.presets import load_preset, preset_names
 
 
 def test_runs_in_lockstep_see_identical_batches():
@@ -44,7 +44,7 @@ def test_every_preset_loads_and_runs_a_few_steps():
         if comparison_or_single:
             records = [comparison_or_single.step(detail=False) for _ in range(2)][-1]
         else:
-            from core.trainer import Trainer
+            from gradflow.core.trainer import Trainer
             trainer = Trainer(preset.config)
             records = [trainer.step(detail=False) for _ in range(2)][-1:]
         for record in records:

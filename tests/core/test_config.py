@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from core.config import SPECS, Config, ConfigError, parse_assignment
+from gradflow.core.config import SPECS, Config, ConfigError, parse_assignment
 
 BAD_VALUES = {  # key -> values that must be refused
     "model": ["lstmx", 3, None],

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from core.analysis import linear_prediction
-from core.config import Config, ConfigError
-from core.models import Trace
-from core.records import ZERO_CAUSES
-from core.trainer import Trainer
+from gradflow.core.analysis import linear_prediction
+from gradflow.core.config import Config, ConfigError
+from gradflow.core.models import Trace
+from gradflow.core.records import ZERO_CAUSES
+from gradflow.core.trainer import Trainer
 
 
 def _rho(trainer) -> float:

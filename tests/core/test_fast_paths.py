@@ -17,10 +17,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from core.config import Config
-from core.models import RecurrentNet, Trace
-from core.spectrum import spectrum
-from core.trainer import Trainer
+from gradflow.core.config import Config
+from gradflow.core.models import RecurrentNet, Trace
+from gradflow.core.spectrum import spectrum
+from gradflow.core.trainer import Trainer
 
 CELLS = [("rnn", "tanh"), ("rnn", "relu"), ("rnn", "identity"), ("gru", "tanh"), ("lstm", "tanh")]
 SHAPES = [(1, False), (2, True), (3, False)]  # (num_layers, bidirectional)
@@ -315,7 +315,7 @@ def test_every_record_carries_the_spectrum_of_the_weights_that_made_its_gradient
 ALLOCATION_PROBE = """
 import ctypes, sys
 sys.path.insert(0, {root!r})
-from core.trainer import steady_allocator
+from gradflow.core.trainer import steady_allocator
 
 class MallInfo2(ctypes.Structure):
     _fields_ = [(name, ctypes.c_size_t) for name in

@@ -10,10 +10,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import core.models as models
-from core.config import Config
-from core.models import RecurrentNet, Trace
-from core.trainer import Trainer
+import gradflow.core.models as models
+from gradflow.core.config import Config
+from gradflow.core.models import RecurrentNet, Trace
+from gradflow.core.trainer import Trainer
 from reference_scale import ReferenceScale   # tests/core is on sys.path
 
 T, B, I, H, O = 11, 3, 4, 6, 2

@@ -6,9 +6,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from core.config import Config
-from core.tasks.base import Batch
-from core.trainer import Trainer
+from gradflow.core.config import Config
+from gradflow.core.tasks.base import Batch
+from gradflow.core.trainer import Trainer
 
 
 def fixed_batch(trainer: Trainer, seed: int = 1) -> Batch:

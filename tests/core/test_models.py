@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from core.config import Config
-from core.models import RecurrentNet
+from gradflow.core.config import Config
+from gradflow.core.models import RecurrentNet
 
 
 @pytest.mark.parametrize("model", ["rnn", "gru", "lstm"])

@@ -11,11 +11,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from core.cells import build_model
-from core.config import Config, ConfigError
-from core.diagonal import jacobian_profile, step_contributions
-from core.models import Trace
-from core.trainer import Trainer
+from gradflow.core.cells import build_model
+from gradflow.core.config import Config, ConfigError
+from gradflow.core.diagonal import jacobian_profile, step_contributions
+from gradflow.core.models import Trace
+from gradflow.core.trainer import Trainer
 
 TOL = 1e-10
 

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 import torch
 
-import core.native as native
-from core.models import Trace
-from core.presets import DEFAULT_PRESET, load_preset
-from core.trainer import Trainer
+import gradflow.core.native as native
+from gradflow.core.models import Trace
+from gradflow.core.presets import DEFAULT_PRESET, load_preset
+from gradflow.core.trainer import Trainer
 from test_fused_lstm import CASES, H, T, build, inputs, loss_of, reference, schedule   # tests/core is on sys.path
 
 TOLERANCE = {torch.float64: dict(rtol=1e-12, atol=1e-13), torch.float32: dict(rtol=1e-5, atol=1e-6)}
@@ -168,7 +168,7 @@ def failing_compiler(tmp_path, monkeypatch):
 def test_a_failing_compiler_leaves_the_python_loops_and_one_note(fresh, failing_compiler, monkeypatch, caplog):
     """A stand-in compiler that fails: the first use starts the build and returns at once; training goes on
     with the Python loops; the failure is noted once, with the build log, and not tried again."""
-    with caplog.at_level(logging.INFO, logger="core.native"):
+    with caplog.at_level(logging.INFO, logger="gradflow.core.native"):
         assert native.kernel() is None
         assert native.status().startswith("building in the background")
         found = run(CASES[4], torch.float64, monkeypatch, on=True)   # the Python loops, meanwhile
@@ -186,7 +186,7 @@ def test_a_failing_compiler_leaves_the_python_loops_and_one_note(fresh, failing_
 
 def test_without_a_compiler_nothing_is_started_and_one_note_is_logged(fresh, tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("CXX", str(tmp_path / "no-such-compiler"))
-    with caplog.at_level(logging.INFO, logger="core.native"):
+    with caplog.at_level(logging.INFO, logger="gradflow.core.native"):
         found = run(CASES[4], torch.float64, monkeypatch, on=True)
         run(CASES[4], torch.float64, monkeypatch, on=True)
     assert native.kernel() is None and found["dh row 0"].abs().sum() > 0
@@ -214,7 +214,7 @@ def test_a_build_killed_partway_does_not_stall_the_next_one(fresh, failing_compi
     folder.mkdir(parents=True)
     (folder / "lock").touch()
     env = {**os.environ, "PYTHONPATH": str(Path(native.__file__).parents[2])}
-    done = subprocess.run([sys.executable, "-m", "core.native", "build"], env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "gradflow.core.native", "build"], env=env, capture_output=True, text=True,
                           timeout=600)   # without the fix it would wait on the lock until killed here
     assert done.returncode == 1, done.stdout + done.stderr
     assert "left by a build that was killed partway" in done.stderr
@@ -226,7 +226,7 @@ def test_a_broken_build_falls_back_with_one_warning(fresh, monkeypatch, caplog):
     library = native._library()
     library.parent.mkdir(parents=True)
     library.write_bytes(b"not a shared object")
-    with caplog.at_level(logging.WARNING, logger="core.native"):
+    with caplog.at_level(logging.WARNING, logger="gradflow.core.native"):
         assert native.kernel() is None
         assert native.kernel() is None
     assert len(caplog.records) == 1 and "did not load" in caplog.records[0].message

@@ -7,9 +7,9 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from core.config import Config
-from core.records import History
-from core.trainer import Trainer
+from gradflow.core.config import Config
+from gradflow.core.records import History
+from gradflow.core.trainer import Trainer
 
 
 @pytest.fixture(scope="module")

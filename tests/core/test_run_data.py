@@ -2,9 +2,9 @@ import csv
 
 import numpy as np
 
-from core.config import Config
-from core.run_data import save_csv, save_npz
-from core.trainer import Trainer
+from gradflow.core.config import Config
+from gradflow.core.run_data import save_csv, save_npz
+from gradflow.core.trainer import Trainer
 
 
 def test_npz_and_csv_hold_the_recorded_run(tmp_path):

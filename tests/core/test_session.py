@@ -7,9 +7,9 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.config import Config
-from core.session import SessionError, load_session, save_session
-from core.trainer import Trainer
+from gradflow.core.config import Config
+from gradflow.core.session import SessionError, load_session, save_session
+from gradflow.core.trainer import Trainer
 
 
 @pytest.fixture(scope="module")

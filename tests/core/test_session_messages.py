@@ -9,9 +9,9 @@ import zipfile
 import numpy as np
 import pytest
 
-from core.config import Config
-from core.session import SessionError, load_session, save_session
-from core.trainer import Trainer
+from gradflow.core.config import Config
+from gradflow.core.session import SessionError, load_session, save_session
+from gradflow.core.trainer import Trainer
 
 UNSAFE = ("allow_pickle", "pickle.load", "unsafe", "Traceback")
 

@@ -10,10 +10,10 @@ import zipfile
 
 import numpy as np
 
-from core.config import Config
-from core.records import Record
-from core.session import as_record, load_session, save_session
-from core.trainer import Trainer
+from gradflow.core.config import Config
+from gradflow.core.records import Record
+from gradflow.core.session import as_record, load_session, save_session
+from gradflow.core.trainer import Trainer
 
 SMALL = Config(seq_len=8, hidden_size=6)
 

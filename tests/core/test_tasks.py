@@ -18,10 +18,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from core.config import Config, ConfigError
-from core.tasks import AddingTask, Batch, CopyTask, SineTask, Task, TextTask, make_task
-from core.tasks.sequence_sampling import WindowStream, seq_data_iter_random, seq_data_iter_sequential
-from core.tasks.sine import N_TRAIN, NUM_POINTS, sine_series
+from gradflow.core.config import Config, ConfigError
+from gradflow.core.tasks import AddingTask, Batch, CopyTask, SineTask, Task, TextTask, make_task
+from gradflow.core.tasks.sequence_sampling import WindowStream, seq_data_iter_random, seq_data_iter_sequential
+from gradflow.core.tasks.sine import N_TRAIN, NUM_POINTS, sine_series
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TIME_MACHINE = (REPO_ROOT / ".." / "shared" / "data" / "timemachine.txt").resolve()
@@ -30,7 +30,7 @@ needs_time_machine = pytest.mark.skipif(not TIME_MACHINE.is_file(),
 
 
 def builtin_path() -> Path:
-    return Path(str(resources.files("resources").joinpath("texts/builtin.txt")))
+    return Path(str(resources.files("gradflow.resources").joinpath("texts/builtin.txt")))
 
 
 # --- d2l reference code (d2l.ai, chapter 8.2-8.3, PyTorch edition), verbatim ------------------------------
@@ -613,7 +613,7 @@ def test_sine_preview_onestep_and_kstep(lstm_like):
 @pytest.mark.parametrize("model", ["rnn", "lstm"])
 def test_sine_preview_runs_the_real_trainer_model(model):
     """Rollouts start from the engine's state after every prefix; checked against torch.nn's fused module."""
-    from core.trainer import Trainer
+    from gradflow.core.trainer import Trainer
 
     trainer = Trainer(Config(task="sine", model=model, seq_len=10, batch_size=8, num_layers=2, hidden_size=8))
     view = trainer.preview()

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from core.config import Config
-from core.spectrum import RHO_EDGE, record_verdict, verdict
-from core.trainer import Trainer
+from gradflow.core.config import Config
+from gradflow.core.spectrum import RHO_EDGE, record_verdict, verdict
+from gradflow.core.trainer import Trainer
 
 
 @pytest.mark.parametrize("rho,expected", [

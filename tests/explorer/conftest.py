@@ -3,9 +3,9 @@ import os
 import pytest
 from PySide6.QtCore import QSettings, QStandardPaths
 
-from explorer import errors
-from explorer.engine.worker import ENGINE_ENV
-from explorer.window.main_window import MainWindow
+from gradflow.explorer import errors
+from gradflow.explorer.engine.worker import ENGINE_ENV
+from gradflow.explorer.window.main_window import MainWindow
 from window_helpers import SMALL, WAIT_MS   # tests/explorer is on sys.path
 
 # Windows here run their engine in the worker's thread: a test can then reach into the trainer (and pass

@@ -5,8 +5,8 @@ import functools
 
 import numpy as np
 
-from core.config import Config
-from core.trainer import Trainer
+from gradflow.core.config import Config
+from gradflow.core.trainer import Trainer
 
 LARGE = (700, 480)   # room for the deeper views' plots and for dragging on the spectrum
 JACOBIAN_CONFIGS = {

@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 from PySide6.QtWidgets import QApplication
 
-from core.compare import DATA_KEYS
-from core.config import Config, ConfigError
-from core.presets import DEFAULT_PRESET, load_preset, preset_names
-from explorer import app
-from explorer.compare import window as compare
-from explorer.compare.window import CompareDialog, CompareWindow, open_comparison, open_comparison_dialog, vary_runs
-from explorer.window.main_window import MainWindow
+from gradflow.core.compare import DATA_KEYS
+from gradflow.core.config import Config, ConfigError
+from gradflow.core.presets import DEFAULT_PRESET, load_preset, preset_names
+from gradflow.explorer import app
+from gradflow.explorer.compare import window as compare
+from gradflow.explorer.compare.window import CompareDialog, CompareWindow, open_comparison, open_comparison_dialog, vary_runs
+from gradflow.explorer.window.main_window import MainWindow
 from panel_helpers import gaps   # tests/explorer is on sys.path
 from window_helpers import LECTURE_SIZE, SMALL, WAIT_MS
 

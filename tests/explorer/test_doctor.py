@@ -11,15 +11,15 @@ import pytest
 import torch
 from PySide6 import QtCore
 
-from explorer import system
-from explorer.app import main as open_app
+from gradflow.explorer import system
+from gradflow.explorer.app import main as open_app
 
 
 def test_doctor_prints_versions_platform_compiled_loops_threads_and_paths_without_a_display(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     env.update(HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "config"), XDG_DATA_HOME=str(tmp_path / "data"),
                GRADFLOW_NATIVE="0")
-    done = subprocess.run([sys.executable, "-m", "explorer", "doctor"], env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "gradflow", "doctor"], env=env, capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
     rows = dict(re.split(r"\s{2,}", line, maxsplit=1) for line in done.stdout.splitlines())
@@ -35,7 +35,7 @@ def test_doctor_prints_versions_platform_compiled_loops_threads_and_paths_withou
 
 
 def test_doctor_refuses_arguments():
-    from explorer.doctor import main
+    from gradflow.explorer.doctor import main
     assert main(["--verbose"]) == 2
 
 

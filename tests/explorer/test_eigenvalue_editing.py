@@ -10,10 +10,10 @@ from PySide6.QtCore import QEvent, QObject, QPointF, Qt, Slot
 from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import QApplication
 
-from core.config import Config
-from core.records import History
-from explorer.engine.worker import EngineConnection
-from explorer.panels import SpectrumPanel
+from gradflow.core.config import Config
+from gradflow.core.records import History
+from gradflow.explorer.engine.worker import EngineConnection
+from gradflow.explorer.panels import SpectrumPanel
 from panel_helpers import LARGE, Run, feed, jacobian_run, make   # tests/explorer is on sys.path
 from window_probes import WAIT_MS
 

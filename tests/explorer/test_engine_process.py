@@ -16,7 +16,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
 
-from explorer.engine.worker import ENGINE_ENV
+from gradflow.explorer.engine.worker import ENGINE_ENV
 from processes import linux_only, wait_for_engine_process, wait_gone, wait_until_catches   # tests/explorer: sys.path
 from window_probes import WAIT_MS
 from window_helpers import STABLE, bar_button, step_once
@@ -34,7 +34,7 @@ def test_the_window_process_trains_through_the_engine_process_and_never_imports_
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
         from PySide6.QtCore import QSettings
         from PySide6.QtWidgets import QApplication
-        from explorer.window.main_window import MainWindow
+        from gradflow.explorer.window.main_window import MainWindow
         if __name__ == "__main__":
             app = QApplication([])
             window = MainWindow(settings=QSettings({str(tmp_path / 'x.ini')!r}, QSettings.Format.IniFormat))
@@ -132,7 +132,7 @@ def block(inside, seconds: float, _trainer):
 def test_ctrl_c_or_sigterm_closes_the_app_cleanly(tmp_path, signum):
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path),
            "XDG_DATA_HOME": str(tmp_path), ENGINE_ENV: "process"}
-    app = subprocess.Popen([sys.executable, "-m", "explorer"], env=env, stderr=subprocess.PIPE, text=True)
+    app = subprocess.Popen([sys.executable, "-m", "gradflow"], env=env, stderr=subprocess.PIPE, text=True)
     try:
         engine = wait_for_engine_process(app.pid, timeout=120)          # the window is up, its engine started
         assert engine is not None, "no engine process started"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QTimer
 
-from explorer import errors
+from gradflow.explorer import errors
 from window_helpers import WAIT_MS, bar_button, wait_paused   # tests/explorer is on sys.path
 
 

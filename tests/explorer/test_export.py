@@ -12,11 +12,11 @@ import pytest
 from PIL import Image
 from PySide6.QtWidgets import QLabel
 
-from core.config import Config
-from core.trainer import Trainer
-from explorer.export.figures import Animation, Dashboard, ExportError, save_figure
-from explorer.panels import PANELS
-from explorer.theme import get_theme
+from gradflow.core.config import Config
+from gradflow.core.trainer import Trainer
+from gradflow.explorer.export.figures import Animation, Dashboard, ExportError, save_figure
+from gradflow.explorer.panels import PANELS
+from gradflow.explorer.theme import get_theme
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,9 +71,9 @@ SCENARIOS = {"vanishing": {"seq_len": 20, "hidden_size": 64}, "copy_lstm": {"seq
 @pytest.fixture(scope="module", params=list(SCENARIOS))
 def every_panel(request, qapp):
     """All nine panels of `gradflow export` after 25 steps of a preset (light theme), each at least its minimum."""
-    from core.presets import load_preset
-    from explorer.export.figures import panel_name
-    from explorer.panels import PANELS
+    from gradflow.core.presets import load_preset
+    from gradflow.explorer.export.figures import panel_name
+    from gradflow.explorer.panels import PANELS
 
     config = load_preset(request.param).config.replace(**SCENARIOS[request.param])
     view, _ = _light_dashboard(config, size=(1800, 1300), steps=25, panels=[panel_name(cls) for cls in PANELS])
@@ -200,7 +200,7 @@ def test_a_panel_svg_shows_the_chosen_quantity_as_text(every_panel, tmp_path):
 def test_a_zoomed_in_heatmap_is_a_bounded_image_in_the_svg(every_panel, tmp_path):
     """Cells are drawn as many pixels as they cover on screen, but a plot zoomed far into its heatmap does not
     make an SVG of hundreds of megapixels."""
-    from explorer.export.figures import SVG_HEATMAP_PIXELS
+    from gradflow.explorer.export.figures import SVG_HEATMAP_PIXELS
 
     panel = next(p for p in every_panel.panels if type(p).__name__ == "HiddenStatePanel")
     box = panel.plot.vb
@@ -251,7 +251,7 @@ def test_unwritable_path_gives_a_message_and_leaves_nothing(dashboard, tmp_path)
 def test_gradflow_export_runs_without_a_display(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     out = tmp_path / "fig.png"
-    result = subprocess.run([sys.executable, "-m", "explorer", "export", "--preset", "linear_rnn", "--steps", "3",
+    result = subprocess.run([sys.executable, "-m", "gradflow", "export", "--preset", "linear_rnn", "--steps", "3",
                              "--set", "seq_len=20", "--out", str(out), "--scale", "2", "--size", "1600x1100"],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
@@ -262,7 +262,7 @@ def test_gradflow_export_never_squashes_a_plot_below_its_minimum(tmp_path):
     """Six panels cannot keep their plots readable in 800x500: the figure is rendered larger, and it says so."""
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     out = tmp_path / "small.png"
-    result = subprocess.run([sys.executable, "-m", "explorer", "export", "--preset", "linear_rnn", "--steps", "2",
+    result = subprocess.run([sys.executable, "-m", "gradflow", "export", "--preset", "linear_rnn", "--steps", "2",
                              "--set", "seq_len=20", "--out", str(out), "--size", "800x500"],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
@@ -272,7 +272,7 @@ def test_gradflow_export_never_squashes_a_plot_below_its_minimum(tmp_path):
 
 
 def test_gradflow_export_refuses_bad_arguments_by_name(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "explorer", "export", "--steps", "2", "--out",
+    result = subprocess.run([sys.executable, "-m", "gradflow", "export", "--steps", "2", "--out",
                              str(tmp_path / "x.jpg")], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "--out" in result.stderr
 
@@ -282,7 +282,7 @@ def test_gradflow_export_of_a_diverging_run_stops_there_and_shows_the_last_finit
     there (not at --steps 200), says so, and renders the last finite step with every panel filled."""
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     out = tmp_path / "exploding.png"
-    result = subprocess.run([sys.executable, "-m", "explorer", "export", "--preset", "exploding", "--steps", "200",
+    result = subprocess.run([sys.executable, "-m", "gradflow", "export", "--preset", "exploding", "--steps", "200",
                              "--set", "optimizer=sgd", "--set", "lr=1", "--theme", "light", "--out", str(out),
                              "--size", "1800x1200"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
@@ -294,7 +294,7 @@ def test_gradflow_export_of_a_diverging_run_stops_there_and_shows_the_last_finit
 
 
 def test_the_headless_dashboard_fills_every_panel_for_a_diverged_run(qtbot):
-    from explorer.export.figures import Dashboard as Figure
+    from gradflow.explorer.export.figures import Dashboard as Figure
 
     trainer = Trainer(Config(seq_len=20, hidden_size=16, spectral_radius=2.0, optimizer="sgd", lr=1.0))
     finite = None

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from PySide6.QtWidgets import QWidget
 
-from explorer.window.drawing import (FRAME_PERIOD_S, FRAME_POLL_MS, LOAD_SMOOTHING_S, OWN_HELPERS, SLOWEST_FRAME_S,
+from gradflow.explorer.window.drawing import (FRAME_PERIOD_S, FRAME_POLL_MS, LOAD_SMOOTHING_S, OWN_HELPERS, SLOWEST_FRAME_S,
                                      THREAD_SHARE, WINDOW_SHARE, FramePacer, FrameDrawer, MachineLoad, window_budget)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from explorer.offscreen import offscreen_platform
+from gradflow.explorer.offscreen import offscreen_platform
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = [(1280, 720, 1), (1366, 768, 1), (1920, 1080, 1), (3840, 2160, 2)]   # physical px, scale factor
@@ -123,8 +123,8 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication, QTabBar, QToolButton
 
-    from core.presets import DEFAULT_PRESET, load_preset
-    from explorer.window.main_window import MainWindow
+    from gradflow.core.presets import DEFAULT_PRESET, load_preset
+    from gradflow.explorer.window.main_window import MainWindow
 
     app = QApplication([])
     config = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)

@@ -11,8 +11,8 @@ import sys
 import textwrap
 import time
 
-from explorer.engine import lifetime, worker as worker_module
-from explorer.engine.worker import ENGINE_ENV
+from gradflow.explorer.engine import lifetime, worker as worker_module
+from gradflow.explorer.engine.worker import ENGINE_ENV
 from processes import descendants, linux_only, wait_for_engine_process, wait_gone   # tests/explorer is on sys.path
 from test_worker import start
 from window_probes import WAIT_MS
@@ -47,7 +47,7 @@ def _run_killed(args: list[str], env: dict) -> tuple[list[int], list[int], float
 def test_sigkill_of_the_window_process_leaves_no_process_behind(tmp_path):
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path),
            "XDG_DATA_HOME": str(tmp_path), ENGINE_ENV: "process"}
-    family, left, seconds = _run_killed(["-m", "explorer"], env)
+    family, left, seconds = _run_killed(["-m", "gradflow"], env)
     assert len(family) >= 2, family            # at least the fork server and the engine process
     assert left == [], f"still running {seconds:.1f} s after the window process was killed: {left}"
 
@@ -55,8 +55,8 @@ def test_sigkill_of_the_window_process_leaves_no_process_behind(tmp_path):
 SPAWNED_WINDOW = textwrap.dedent("""
     import multiprocessing
     from PySide6.QtCore import QCoreApplication
-    from core.presets import DEFAULT_PRESET, load_preset
-    from explorer.engine import worker
+    from gradflow.core.presets import DEFAULT_PRESET, load_preset
+    from gradflow.explorer.engine import worker
     worker.engine_process_context = lambda: multiprocessing.get_context("spawn")
     if __name__ == "__main__":
         app = QCoreApplication([])

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtCore import Qt
 
-from core.presets import DEFAULT_PRESET, load_preset, preset_names
-from explorer.window.main_window import MainWindow
+from gradflow.core.presets import DEFAULT_PRESET, load_preset, preset_names
+from gradflow.explorer.window.main_window import MainWindow
 from window_helpers import SMALL, WAIT_MS, curve_y, status_text, wait_paused   # tests/explorer is on sys.path
 from window_probes import in_engine
 
@@ -35,7 +35,7 @@ def test_window_opens_paused_on_the_default_scenario_with_step_one_drawn(window)
 
 
 def test_every_panel_sits_in_its_own_dock_and_the_view_menu_toggles_it(window):
-    from explorer.panels import PANELS
+    from gradflow.explorer.panels import PANELS
     assert [type(p) for p in window.panels] == list(PANELS)
     view_actions = {a.text() for a in window.menuBar().actions()[2].menu().actions()}
     for panel in window.panels:
@@ -180,7 +180,7 @@ def test_closing_while_recording_an_animation_cancels_it(qtbot, window, tmp_path
 
 # -- entry point --------------------------------------------------------------------------------------------------
 def test_gradflow_run_trains_headless_without_importing_qt():
-    code = ("import sys; from explorer.__main__ import main; "
+    code = ("import sys; from gradflow.explorer.__main__ import main; "
             "rc = main(['run', '--steps', '2', '--set', 'seq_len=10', '--set', 'hidden_size=8']); "
             "print('QT' if any(m.startswith(('PySide6', 'pyqtgraph')) for m in sys.modules) else 'NOQT', rc)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -188,6 +188,6 @@ def test_gradflow_run_trains_headless_without_importing_qt():
 
 
 def test_gradflow_refuses_an_unknown_preset_before_opening_a_window(capsys):
-    from explorer.__main__ import main
+    from gradflow.explorer.__main__ import main
     assert main(["--preset", "no_such_scenario"]) == 2
     assert "no_such_scenario" in capsys.readouterr().err

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.config import Config
-from core.records import History
-from core.trainer import Trainer
-from explorer.panels import LstmHighwayPanel, SpectrumPanel
-from explorer.panels.lstm_highway import NOT_LSTM
+from gradflow.core.config import Config
+from gradflow.core.records import History
+from gradflow.core.trainer import Trainer
+from gradflow.explorer.panels import LstmHighwayPanel, SpectrumPanel
+from gradflow.explorer.panels.lstm_highway import NOT_LSTM
 from panel_helpers import make   # tests/explorer is on sys.path
 
 SMALL = {"hidden_size": 8, "seq_len": 10, "batch_size": 4}

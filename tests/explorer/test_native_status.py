@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QObject, Slot
 
-from core.presets import DEFAULT_PRESET, load_preset
-from explorer.engine import worker as worker_module
-from explorer.engine.worker import EngineConnection
-from explorer.window.status import NATIVE_LABELS, StatusReadout
+from gradflow.core.presets import DEFAULT_PRESET, load_preset
+from gradflow.explorer.engine import worker as worker_module
+from gradflow.explorer.engine.worker import EngineConnection
+from gradflow.explorer.window.status import NATIVE_LABELS, StatusReadout
 from window_probes import SHUTDOWN_MS, WAIT_MS   # tests/explorer is on sys.path
 
 RNN = load_preset(DEFAULT_PRESET).config.replace(model="rnn", seq_len=12, hidden_size=8)
@@ -77,7 +77,7 @@ def native_on(tmp_path, monkeypatch):
 def test_the_engine_reports_a_build_as_it_goes_and_only_lstm_runs_show_it(qtbot, native_on, monkeypatch):
     """The engine loop in the worker's thread, with a stand-in build (the test finishes it): building when an
     LSTM step asked for the loops, failed (with the log's path) when the build ends, even while paused."""
-    from core import native
+    from gradflow.core import native
     monkeypatch.setattr(native, "_module", None)
     monkeypatch.setattr(native, "_build", "none")
     monkeypatch.setattr(native, "_start_build", lambda: setattr(native, "_build", "building"))

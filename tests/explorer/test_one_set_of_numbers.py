@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from PySide6.QtWidgets import QDockWidget
 
-from core.presets import load_preset, preset_names
-from explorer.compare.window import open_comparison
-from explorer.engine.worker import ENGINE_ENV
-from explorer.panels.jacobians import JacobiansPanel
-from explorer.window.main_window import MainWindow
+from gradflow.core.presets import load_preset, preset_names
+from gradflow.explorer.compare.window import open_comparison
+from gradflow.explorer.engine.worker import ENGINE_ENV
+from gradflow.explorer.panels.jacobians import JacobiansPanel
+from gradflow.explorer.window.main_window import MainWindow
 from window_probes import WAIT_MS   # tests/explorer is on sys.path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,7 +28,7 @@ RTOL = 1e-6   # float32 precision; a different first step differs by percents (e
 
 HEADLESS = """
 import sys
-from core.cli import main
+from gradflow.core.cli import main
 out, steps, names = sys.argv[1], sys.argv[2], sys.argv[3:]
 for name in names:   # one process for all presets: `gradflow run` once per preset, minus the imports
     if main(["--preset", name, "--steps", steps, "--json", f"{out}/{name}.json"]) != 0:

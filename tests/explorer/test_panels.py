@@ -14,16 +14,16 @@ import pytest
 from PySide6.QtGui import QColor, QImage
 from PySide6.QtWidgets import QApplication
 
-from core.config import Config
-from core.records import History
-from explorer.engine.worker import TrainingWorker
-from explorer.panels import (DEEPER_PANELS, PANELS, ContributionsPanel, GradientHistoryPanel, GradientTimePanel,
+from gradflow.core.config import Config
+from gradflow.core.records import History
+from gradflow.explorer.engine.worker import TrainingWorker
+from gradflow.explorer.panels import (DEEPER_PANELS, PANELS, ContributionsPanel, GradientHistoryPanel, GradientTimePanel,
                              HiddenStatePanel, JacobiansPanel, LstmHighwayPanel, Panel, SpectrumPanel,
                              TaskViewPanel, TrainingPanel, connect_panels)
-from explorer.panels import plotting
-from explorer.panels.gradient_time import straight_log_line
-from explorer.panels.lstm_highway import NOT_LSTM
-from explorer.theme import THEMES, presentation
+from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels.gradient_time import straight_log_line
+from gradflow.explorer.panels.lstm_highway import NOT_LSTM
+from gradflow.explorer.theme import THEMES, presentation
 from panel_helpers import JACOBIAN_CONFIGS, LARGE, Run, feed, gaps, jacobian_run, make   # tests/explorer is on sys.path
 from window_helpers import WAIT_MS
 
@@ -228,7 +228,7 @@ def test_gradient_history_image_is_log10_profiles_of_row_0(qtbot):
 
 
 def test_gradient_history_bins_long_runs_before_the_log_as_if_after():
-    from explorer.panels import gradient_history
+    from gradflow.explorer.panels import gradient_history
     rng = np.random.default_rng(0)
     norms = rng.lognormal(-5, 3, size=(5 * gradient_history.MAX_COLUMNS + 3, 7)).astype(np.float32)   # (N, T)
     norms[rng.random(norms.shape) < 0.05] = 0.0
@@ -502,7 +502,7 @@ def test_a_new_run_drops_the_old_runs_task_preview_and_hidden_state(qtbot):
 
 
 def test_throttled_training_panel_still_draws_the_last_record_of_a_paused_run(qtbot, monkeypatch):
-    import explorer.panels.training as training
+    import gradflow.explorer.panels.training as training
     monkeypatch.setattr(training, "SLOW_ABOVE", 0)          # treat this short run as a long one
     r = run("rnn")
     panel = make(qtbot, TrainingPanel)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from core.config import Config
-from core.records import History
-from core.trainer import Trainer
-from explorer.window.run_state import RunState, frame_step
+from gradflow.core.config import Config
+from gradflow.core.records import History
+from gradflow.core.trainer import Trainer
+from gradflow.explorer.window.run_state import RunState, frame_step
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = Config(seq_len=8, hidden_size=6, history_mb=1)

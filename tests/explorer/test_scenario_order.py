@@ -4,10 +4,10 @@ import shutil
 
 from PySide6.QtCore import Qt
 
-from core import cli
-from core.presets import DEFAULT_PRESET, load_preset, preset_dir, preset_groups, preset_names
-from explorer import app
-from explorer.window.run_controls import scenario_picker
+from gradflow.core import cli
+from gradflow.core.presets import DEFAULT_PRESET, load_preset, preset_dir, preset_groups, preset_names
+from gradflow.explorer import app
+from gradflow.explorer.window.run_controls import scenario_picker
 
 LECTURE = ["vanishing", "exploding", "clipping", "linear_rnn", "orthogonal_init", "irnn", "truncated_fixed",
            "truncated_random", "rnn_adding", "gru_adding", "lstm_forget_bias_0", "lstm_forget_bias_1", "copy_lstm",
@@ -28,7 +28,7 @@ def test_a_new_preset_file_is_listed_at_the_end_of_its_kind(tmp_path, monkeypatc
         shutil.copy(preset_dir() / f"{name}.toml", tmp_path)
     shutil.copy(preset_dir() / "exploding.toml", tmp_path / "aaa_new.toml")
     shutil.copy(preset_dir() / "compare_rho.toml", tmp_path / "compare_aaa.toml")
-    monkeypatch.setattr("core.presets.preset_dir", lambda: tmp_path)
+    monkeypatch.setattr("gradflow.core.presets.preset_dir", lambda: tmp_path)
     assert preset_groups() == [("Vanishing and exploding", ["vanishing"]), ("Time series", ["sine"]),
                                ("More scenarios", ["aaa_new"]), ("Comparisons", ["compare_rho", "compare_aaa"])]
 

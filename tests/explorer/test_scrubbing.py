@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QObject, Slot
 
-from core.config import Config
-from core.records import History
-from core.trainer import Trainer
-from explorer.panels import TaskViewPanel, TrainingPanel
-from explorer.window.status import fmt
-from explorer.window.timeline import TimelineBar
+from gradflow.core.config import Config
+from gradflow.core.records import History
+from gradflow.core.trainer import Trainer
+from gradflow.explorer.panels import TaskViewPanel, TrainingPanel
+from gradflow.explorer.window.status import fmt
+from gradflow.explorer.window.timeline import TimelineBar
 from panel_helpers import jacobian_run   # tests/explorer is on sys.path
 from window_helpers import LECTURE_SIZE, WAIT_MS, curve_y, step_to
 

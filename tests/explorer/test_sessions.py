@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from explorer.window.main_window import MainWindow
+from gradflow.explorer.window.main_window import MainWindow
 from window_helpers import LECTURE_SIZE, WAIT_MS, curve_y, fill_the_disk, step_to, wait_problem
 from window_probes import weights   # tests/explorer is on sys.path
 

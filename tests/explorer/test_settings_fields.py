@@ -11,10 +11,10 @@ from hypothesis import given, settings as hyp_settings, strategies as st
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QFileDialog, QLineEdit
 
-from core.config import SPECS
-from core.presets import load_preset
-from core.tasks.text import MAX_TEXT_BYTES
-from explorer.window.settings import SettingsPanel, format_value
+from gradflow.core.config import SPECS
+from gradflow.core.presets import load_preset
+from gradflow.core.tasks.text import MAX_TEXT_BYTES
+from gradflow.explorer.window.settings import SettingsPanel, format_value
 from window_helpers import SMALL, WAIT_MS, status_text, step_once   # tests/explorer is on sys.path
 from window_probes import in_engine
 

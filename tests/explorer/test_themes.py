@@ -9,8 +9,8 @@ import re
 import pytest
 from PySide6.QtWidgets import QLabel
 
-from explorer.theme import THEMES, Chrome, Theme, get_theme
-from explorer.window.style import STYLE_TEMPLATE, palette_for, stylesheet
+from gradflow.explorer.theme import THEMES, Chrome, Theme, get_theme
+from gradflow.explorer.window.style import STYLE_TEMPLATE, palette_for, stylesheet
 from window_helpers import LECTURE_SIZE, WAIT_MS   # tests/explorer is on sys.path
 
 

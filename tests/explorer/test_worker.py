@@ -14,8 +14,8 @@ from functools import partial
 import pytest
 from PySide6.QtCore import QCoreApplication, QObject, QThread, Slot
 
-from core.config import Config
-from explorer.engine.worker import EngineConnection
+from gradflow.core.config import Config
+from gradflow.explorer.engine.worker import EngineConnection
 from window_helpers import SMALL   # tests/explorer is on sys.path
 from window_probes import SHUTDOWN_MS, WAIT_MS
 
@@ -287,7 +287,7 @@ def test_jacobians_are_computed_only_while_wanted(qtbot, session):
 
 
 def test_jacobians_while_playing_come_at_most_every_half_second(qtbot, session):
-    from explorer.engine.loop import JACOBIAN_INTERVAL_S
+    from gradflow.explorer.engine.loop import JACOBIAN_INTERVAL_S
 
     s, rec = session
     s.worker.set_wanted(jacobians=True)

@@ -10,8 +10,8 @@ import os
 import numpy as np
 from PySide6.QtWidgets import QPushButton
 
-from core.presets import DEFAULT_PRESET, load_preset
-from explorer.window.main_window import MainWindow
+from gradflow.core.presets import DEFAULT_PRESET, load_preset
+from gradflow.explorer.window.main_window import MainWindow
 from window_probes import WAIT_MS   # tests/explorer is on sys.path
 
 SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
