@@ -110,7 +110,9 @@ SPECS: dict[str, _Spec] = {
     "truncation_mode": _Spec(str, ("fixed", "random"),
                              help="at every k-th step, fixed: detach; random: scale the gradient by ξ_t ∈ {0, 1/π}, E[ξ_t] = 1"),
     "truncation_prob": _Spec(float, low=0.01, high=1.0, help="π: probability of keeping the gradient through h_{t-1}"),
-    "seed": _Spec(int, low=0, high=2**31 - 1, help="random seed for weights and data"),
+    "seed": _Spec(int, low=0, high=2**31 - 1, help="random seed for the initial weights (and the data, unless data_seed)"),
+    "data_seed": _Spec(int, low=0, high=2**31 - 1, optional=True,
+                       help="random seed for the data stream alone (none: follow seed)"),
     "device": _Spec(str, ("cpu", "cuda"), help="where the model trains"),
     "history_mb": _Spec(int, low=1, high=16_384, help="byte cap of the recorded history, in MiB"),
 }
@@ -146,6 +148,7 @@ class Config:
     truncation_mode: str = "fixed"
     truncation_prob: float = 0.5
     seed: int = 0
+    data_seed: int | None = None
     device: str = "cpu"
     history_mb: int = 64
 
@@ -190,6 +193,11 @@ class Config:
         return key not in MODEL_KEYS or model in MODEL_KEYS[key][0]
 
     # -- derived -------------------------------------------------------------
+    @property
+    def data_stream_seed(self) -> int:
+        """The seed of the task's data: data_seed, or seed where data_seed is none."""
+        return self.seed if self.data_seed is None else self.data_seed
+
     @property
     def loss_positions(self) -> str:
         """'all' or 'last', with 'auto' resolved for the task."""

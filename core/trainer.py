@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import ctypes
 import functools
@@ -38,6 +39,18 @@ def engine_threads() -> int:
     return max(1, min(4, (os.cpu_count() or 2) // 2))
 
 
+@contextlib.contextmanager
+def engine_threads_used():
+    """torch's thread count set to engine_threads() inside, and put back to the caller's after: a Trainer
+    builds and steps under it, so a notebook or a library user keeps the thread count they had."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(engine_threads())
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 MALLOC_SETTINGS = ((-3, 32 << 20),   # M_MMAP_THRESHOLD: blocks under 32 MiB come from the heap ...
                    (-1, 64 << 20),   # M_TRIM_THRESHOLD: ... up to 64 MiB of freed heap is kept ...
                    (-2, 16 << 20))   # M_TOP_PAD: ... and it grows 16 MiB at a time (glibc's malloc.h)
@@ -62,12 +75,14 @@ def steady_allocator() -> bool:
 
 class Trainer:
     def __init__(self, config: Config):
+        """A fresh model and task for `config`. The initial weights are drawn from torch's global generator
+        seeded with config.seed, inside fork_rng: the caller's global random state is left as it was."""
         self.config = config
-        torch.set_num_threads(engine_threads())
-        torch.manual_seed(config.seed)
         self.device = torch.device(config.device)
         self.task = make_task(config)
-        self.model = cells.build_model(config, self.task.input_size, self.task.output_size).to(self.device)
+        with engine_threads_used(), torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+            torch.manual_seed(config.seed)
+            self.model = cells.build_model(config, self.task.input_size, self.task.output_size).to(self.device)
         self.optimizer = OPTIMIZERS[config.optimizer](self.model.parameters(), lr=config.lr)
         self.history = History(config.history_mb * 2**20)
         self.steps_done = 0
@@ -96,6 +111,10 @@ class Trainer:
     def step(self, detail: bool = True, preview: bool = False, jacobians: bool = False) -> Record:
         """One optimizer step. `detail` adds hidden/cell/gate arrays and contributions through time;
         `preview` adds the task view; `jacobians` adds Jacobians through time (layer 1, sample 0)."""
+        with engine_threads_used():
+            return self._step(detail, preview, jacobians)
+
+    def _step(self, detail: bool, preview: bool, jacobians: bool) -> Record:
         start = time.perf_counter()
         cfg, model = self.config, self.model
         if self._rescale_to is not None:

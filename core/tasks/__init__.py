@@ -12,7 +12,7 @@ TASKS: dict[str, type[Task]] = {"adding": AddingTask, "copy": CopyTask, "sine": 
 
 
 def make_task(config: Config) -> Task:
-    """The task for ``config.task``, seeded from ``config.seed``."""
+    """The task for ``config.task``, seeded from ``config.data_stream_seed``."""
     return TASKS[config.task](config)
 
 

@@ -30,7 +30,7 @@ class AddingTask(Task):
 
     def __init__(self, config: Config):
         self.seq_len, self.batch_size = config.seq_len, config.batch_size
-        self.generator = torch.Generator().manual_seed(config.seed)
+        self.generator = torch.Generator().manual_seed(config.data_stream_seed)
         self.held_out = self._sample(PREVIEW_SEQUENCES)   # drawn first, never trained on
 
     def _sample(self, batch_size: int) -> Batch:

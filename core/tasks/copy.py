@@ -38,7 +38,7 @@ class CopyTask(Task):
         self.baseline = COPY_LENGTH * math.log(NUM_SYMBOLS) / self.seq_len
         self.baseline_label = (f"memoryless: blanks, then a uniform guess over {NUM_SYMBOLS} symbols "
                                f"(10·ln 8 / (T+20) = {self.baseline:.3f} nats)")
-        self.generator = torch.Generator().manual_seed(config.seed)
+        self.generator = torch.Generator().manual_seed(config.data_stream_seed)
         self.held_out = self._sample(PREVIEW_SEQUENCES)   # drawn first, never trained on
 
     def _sample(self, batch_size: int) -> Batch:

@@ -52,13 +52,13 @@ class SineTask(Task):
                 f"{N_TRAIN} training points (seq_len * (batch_size + 1) + 1 = {needed} needed); "
                 f"use seq_len <= {longest} for this batch_size, or a smaller batch_size")
         self.seq_len = config.seq_len
-        self.series = sine_series(config.seed)                                        # (1000,)
+        self.series = sine_series(config.data_stream_seed)                                        # (1000,)
         train = self.series[:N_TRAIN]
         self.baseline = float(torch.mean((train[1:] - train[:-1]) ** 2))
         self.baseline_label = (f"repeat the last value, x̂(t+1) = x(t) (MSE {self.baseline:.3f}; "
                                f"noise floor {NOISE_STD ** 2:.2f})")
         self.windows = WindowStream(train, config.batch_size, config.seq_len, config.sampling,
-                                    random.Random(config.seed))
+                                    random.Random(config.data_stream_seed))
 
     def next_batch(self) -> Batch:
         X, Y, fresh = next(self.windows)                                              # (B, T) each

@@ -139,7 +139,7 @@ class TextTask(Task):
 
         corpus = torch.tensor(self.corpus)
         self.windows = WindowStream(corpus, config.batch_size, config.seq_len, config.sampling,
-                                    random.Random(config.seed))
+                                    random.Random(config.data_stream_seed))
         # preview perplexity: windows of seq_len + 1 tokens spread evenly over the corpus
         starts = torch.linspace(0, len(corpus) - config.seq_len - 1, PREVIEW_WINDOWS).long()      # (n,)
         self.preview_ids = torch.stack([corpus[s: s + config.seq_len + 1] for s in starts], dim=1)  # (T+1, n)

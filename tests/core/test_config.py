@@ -35,6 +35,7 @@ BAD_VALUES = {  # key -> values that must be refused
     "truncation_mode": ["sometimes"],
     "truncation_prob": [0.0, 1.5],
     "seed": [-1, 2**40],
+    "data_seed": [-1, 2**40, 1.5],
     "device": ["tpu"],
     "history_mb": [0],
 }
