@@ -100,10 +100,19 @@ def jacobians_through_time(model, inputs: torch.Tensor, state0=None, activation:
     prev = torch.stack(states[:-1])  # (T, S): s_{t−1} for t = 1..T
     with torch.enable_grad():
         J = vmap(jacrev(step))(prev, x_proj)  # (T, S, S)
-    step_sigma = torch.linalg.matrix_norm(J, ord=2)  # (T,)
+    bound = None
+    if model.kind == "rnn":
+        sigma = torch.linalg.matrix_norm(w_hh, ord=2).item() * ACTIVATION_DERIVATIVE_BOUND[activation]
+        bound = (T - np.arange(1, T + 1)) * math.log10(sigma) if sigma > 0 else None
+    return jacobian_profile_of(J, bound, "(h, c)" if lstm else "h")
 
+
+def jacobian_profile_of(J: torch.Tensor, bound: np.ndarray | None, state: str) -> JacobianProfile:
+    """The profile of step Jacobians J (T, S, S), J[t−1] = ∂s_t/∂s_{t−1} for t = 1..T."""
+    T = J.shape[0]
+    step_sigma = torch.linalg.matrix_norm(J, ord=2)  # (T,)
     log10_product = np.zeros(T)
-    product, log_scale = torch.eye(J.shape[1], dtype=torch.double, device=J.device), 0.0
+    product, log_scale = torch.eye(J.shape[1], dtype=J.dtype, device=J.device), 0.0
     for t in range(T - 1, 0, -1):  # ∂s_T/∂s_t = J_T ⋯ J_{t+1}; index t here is 0-based step t+1
         product = product @ J[t]
         scale = torch.linalg.matrix_norm(product, ord=2).item()
@@ -116,12 +125,7 @@ def jacobians_through_time(model, inputs: torch.Tensor, state0=None, activation:
     full = (product @ J[0]) if T > 0 else product
     full_norm = torch.linalg.matrix_norm(full, ord=2).item()
     lyapunov = (log_scale + math.log10(full_norm)) * math.log(10) / T if full_norm > 0 else -math.inf
-
-    bound = None
-    if model.kind == "rnn":
-        sigma = torch.linalg.matrix_norm(w_hh, ord=2).item() * ACTIVATION_DERIVATIVE_BOUND[activation]
-        bound = (T - np.arange(1, T + 1)) * math.log10(sigma) if sigma > 0 else None
-    return JacobianProfile(step_sigma.cpu().numpy(), log10_product, bound, lyapunov, "(h, c)" if lstm else "h")
+    return JacobianProfile(step_sigma.cpu().numpy(), log10_product, bound, lyapunov, state)
 
 
 # -- why a gradient is exactly zero ------------------------------------------------------------------
@@ -202,23 +206,20 @@ class _LocalHandOver:
     def passes(self, r: int, source: int, u: int, path: str) -> bool:
         """Gradient at (row `source`, step u) -> h_t of row r: by the carry (source == r, u the step after t)
         or into the layer input of row `source` one layer up at step u == t."""
-        model, rows, D, H = self.model, self.trace.rows, self.model.num_directions, self.model.hidden_size
+        rows, D, H = self.trace.rows, self.model.num_directions, self.model.hidden_size
         row = rows[source]
-        if not hasattr(model, "_cell"):   # a diagonal recurrence (core.diagonal): ∂h_u/∂h_{u−1} = diag(a_u)
+        if hasattr(row, "decay"):   # a diagonal recurrence (core.diagonal): ∂h_u/∂h_{u−1} = diag(a_u)
             if path == "input":
                 return True               # between layers: taken as open (not tested for these cells)
             decay = row.decay if row.decay.dim() == 1 else row.decay[u]      # (H,) or (B, H)
             return bool(((row.dh[u] != 0) & (decay != 0)).any())
-        w_ih, w_hh, b_ih, b_hh = (w.detach() for w in model.row_weights(source))
         layer = source // D
         x = self.inputs[u] if layer == 0 else torch.cat([rows[layer * D - D + d].h[u] for d in range(D)], dim=1)
-        h_prev, c_prev = self._state_before(row, u)
+        state = self._state_before(row, u)
         with torch.enable_grad():
             x = x.detach().clone().requires_grad_(path == "input")
-            h_prev = h_prev.clone().requires_grad_(path == "carry")
-            state = (h_prev, c_prev) if row.is_lstm else h_prev
-            new, _ = model._cell(torch.addmm(b_ih, x, w_ih.t()), state, w_hh, b_hh, source)
-            outputs = list(new) if row.is_lstm else [new]
+            h_prev = state[0].clone().requires_grad_(path == "carry")
+            outputs = self._rerun(source, x, (h_prev, *state[1:]))[:2 if row.is_lstm else 1]
             pattern = [self._pattern(row.dh[u])] + ([self._pattern(row.dc[u])] if row.is_lstm else [])
             wrt = h_prev if path == "carry" else x
             (grad,) = torch.autograd.grad(outputs, [wrt], pattern, allow_unused=True)
@@ -229,15 +230,28 @@ class _LocalHandOver:
             grad = grad[:, d * H:(d + 1) * H]
         return bool((grad != 0).any())
 
+    def _rerun(self, source: int, x: torch.Tensor, state: tuple) -> tuple:
+        """Step of row `source` again: x (B, I), state (h, ...) -> the new state (h, ...)."""
+        row = self.trace.rows[source]
+        if hasattr(row, "cell"):   # a user's cell (core.user_cell): its own forward
+            new = row.cell(x, state if len(state) > 1 else state[0])
+            return tuple(new) if isinstance(new, (tuple, list)) else (new,)
+        w_ih, w_hh, b_ih, b_hh = (w.detach() for w in self.model.row_weights(source))
+        new, _ = self.model._cell(torch.addmm(b_ih, x, w_ih.t()), state if row.is_lstm else state[0], w_hh, b_hh,
+                                  source)
+        return new if row.is_lstm else (new,)
+
     @staticmethod
-    def _state_before(row, u: int):
-        """The state entering step u of a traced row: (h, c or None), each (B, H)."""
+    def _state_before(row, u: int) -> tuple:
+        """The state entering step u of a traced row: (h,) or (h, c) (a user's cell: all its elements), each (B, H)."""
+        if hasattr(row, "entering"):
+            return row.entering[u]
         T = row.h.shape[0]
         first = (u == T - 1) if row.reverse else (u == 0)
         if first:
-            return row.h0, row.c0
+            return (row.h0, row.c0) if row.is_lstm else (row.h0,)
         prev = u + 1 if row.reverse else u - 1
-        return row.h[prev], (row.c[prev] if row.is_lstm else None)
+        return (row.h[prev], row.c[prev]) if row.is_lstm else (row.h[prev],)
 
     def _pattern(self, grad: torch.Tensor) -> torch.Tensor:
         weights = torch.rand(grad.shape, generator=self.generator, device=grad.device, dtype=grad.dtype) + 0.5

@@ -8,6 +8,7 @@
   Q is the Cayley map: forward and backward took 4.7 ms at H = 64 against 14 ms for torch's default
   matrix exponential (and 30 ms for Householder) on this project's 2-core machine.
 - ``mingru``/``minlstm``/``lru``: core.diagonal.DiagonalNet, a diagonal recurrence.
+- ``path/to/cell.py:ClassName``: core.user_cell.UserCellNet, a user's cell unrolled under autograd.
 """
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ import torch
 from torch import nn
 from torch.nn.utils.parametrizations import orthogonal
 
-from gradflow.core import analysis, diagonal
-from gradflow.core.config import DIAGONAL_MODELS, Config
+from gradflow.core import analysis, diagonal, user_cell
+from gradflow.core.config import DIAGONAL_MODELS, USER_CELL, Config
 from gradflow.core.models import RECURRENT_BLOCK, RecurrentNet, RowTrace, Trace
 from gradflow.core.spectrum import spectrum
 
@@ -27,6 +28,8 @@ ORTHOGONAL_BLOCK = "W_hh (held orthogonal: torch's orthogonal parametrization)"
 def build_model(config: Config, input_size: int, output_size: int) -> nn.Module:
     if config.model in DIAGONAL_MODELS:
         return diagonal.DiagonalNet(config, input_size, output_size)
+    if config.cell_kind == USER_CELL:
+        return user_cell.UserCellNet(config, input_size, output_size)
     model = RecurrentNet(config, input_size, output_size)
     if config.recurrent_constraint == "orthogonal":
         for name, _ in list(model.rnn.named_parameters()):
@@ -35,8 +38,10 @@ def build_model(config: Config, input_size: int, output_size: int) -> nn.Module:
     return model
 
 
-def recurrent_block(config: Config) -> str:
+def recurrent_block(model: nn.Module, config: Config) -> str:
     """What the record's spectrum describes (the record's ``recurrent_block``)."""
+    if isinstance(model, user_cell.UserCellNet):
+        return model.recurrent_block
     if config.model in DIAGONAL_MODELS:
         return diagonal.RECURRENT_BLOCK[config.model]
     return ORTHOGONAL_BLOCK if config.recurrent_constraint == "orthogonal" else RECURRENT_BLOCK[config.model]
@@ -51,9 +56,14 @@ def eigenvalue_ring(config: Config) -> tuple[float, float] | None:
 @torch.no_grad()
 def recurrent_spectrum(model: nn.Module, trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     """Eigenvalues (R, K) complex and singular values (R, K) of each row's recurrent block, as in this forward."""
-    if isinstance(model, diagonal.DiagonalNet):
+    if isinstance(model, (diagonal.DiagonalNet, user_cell.UserCellNet)):
         return model.spectrum(trace)
     return spectrum(torch.stack([model.recurrent_matrix(r) for r in range(model.num_rows)]))
+
+
+def missing_contributions(model: nn.Module) -> str | None:
+    """Why this model's detail records hold no contributions through time (None: they do)."""
+    return user_cell.NO_CONTRIBUTIONS if isinstance(model, user_cell.UserCellNet) else None
 
 
 def step_contributions(model: nn.Module, row: RowTrace, config: Config) -> np.ndarray:
@@ -67,11 +77,16 @@ def jacobians(model: nn.Module, trace: Trace, inputs: torch.Tensor, state0, acti
     """Jacobians through time of layer 1, sample 0: inputs (T, I) of sample 0; state0 its initial state or None."""
     if isinstance(model, diagonal.DiagonalNet):
         return diagonal.jacobian_profile(trace.rows[0])
+    if isinstance(model, user_cell.UserCellNet):
+        return model.jacobian_profile(trace)
     return analysis.jacobians_through_time(model, inputs, state0, activation)
 
 
 def check_editable(config: Config):
     """ValueError naming why this model's spectrum cannot be edited by hand (it is computed, not stored)."""
+    if config.cell_kind == USER_CELL:
+        raise ValueError(f"model = {config.model!r} is a user's cell: its recurrence is its own code, "
+                         "so its spectrum is shown, not edited")
     if config.model in DIAGONAL_MODELS:
         raise ValueError(f"model = {config.model!r} has no W_hh matrix to edit: its recurrence is diagonal "
                          + ("(move |λ| with lru_r_min, lru_r_max)" if config.model == "lru" else

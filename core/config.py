@@ -31,6 +31,7 @@ TASK_LOSS_AT = {  # which loss positions each task allows; the first is its natu
 AUTOREGRESSIVE_TASKS = ("sine", "text")  # a backward direction would see the future
 DIAGONAL_MODELS = ("mingru", "minlstm", "lru")  # recurrences whose step Jacobian is diagonal (core/diagonal.py)
 DENSE_MODELS = ("rnn", "gru", "lstm")           # a dense W_hh matrix (core/models.py)
+USER_CELL = "path/to/cell.py:ClassName"         # a user's cell in a file (core/user_cell.py), in MODEL_KEYS
 # Keys that apply to some models only: key -> (those models, why). Another model refuses any value but the
 # default, naming the key; the settings dock shows each key's field for those models only.
 MODEL_KEYS: dict[str, tuple[tuple[str, ...], str]] = {
@@ -41,7 +42,7 @@ MODEL_KEYS: dict[str, tuple[tuple[str, ...], str]] = {
     "spectral_radius": (DENSE_MODELS, "it rescales a W_hh matrix; a diagonal recurrence has none "
                                       "(the LRU's |λ|: lru_r_min, lru_r_max)"),
     "hold_spectral_radius": (DENSE_MODELS, "it re-imposes spectral_radius on a W_hh matrix"),
-    "bidirectional": (("rnn", "gru", "lstm", "mingru", "minlstm"),
+    "bidirectional": (("rnn", "gru", "lstm", "mingru", "minlstm", USER_CELL),
                       "the LRU's layers add their input back (a residual), which one direction's width keeps"),
     **{key: (("lru",), "it shapes the LRU's ring initialisation") for key in ("lru_r_min", "lru_r_max",
                                                                              "lru_max_phase")},
@@ -55,11 +56,12 @@ class _Spec:
     low: float | None = None        # inclusive bounds for numbers
     high: float | None = None
     optional: bool = False          # "none" (or Python None) switches the feature off
+    or_form: str = ""               # besides the choices: a value of this form (model: USER_CELL)
     help: str = ""
 
     def describe(self) -> str:
         if self.choices:
-            allowed = " | ".join(self.choices)
+            allowed = " | ".join(self.choices + ((self.or_form,) if self.or_form else ()))
         elif self.kind is bool:
             allowed = "true | false"
         elif self.kind is str:
@@ -70,9 +72,10 @@ class _Spec:
 
 
 SPECS: dict[str, _Spec] = {
-    "model": _Spec(str, ("rnn", "gru", "lstm", "mingru", "minlstm", "lru"),
+    "model": _Spec(str, ("rnn", "gru", "lstm", "mingru", "minlstm", "lru"), or_form=USER_CELL,
                    help="recurrent cell: the textbook rnn/gru/lstm, or a diagonal recurrence (core/diagonal.py): "
-                        "minGRU/minLSTM (gates read x_t only), LRU (complex diagonal, ring init)"),
+                        "minGRU/minLSTM (gates read x_t only), LRU (complex diagonal, ring init); or a user's "
+                        "cell, path/to/cell.py:ClassName (docs/cells.md)"),
     "activation": _Spec(str, ("tanh", "relu", "identity", "modrelu"),
                         help="RNN nonlinearity φ (rnn only); modrelu: sign(a)·relu(|a| + b), b learned per unit "
                              "(Arjovsky et al. 2016)"),
@@ -114,6 +117,9 @@ SPECS: dict[str, _Spec] = {
     "data_seed": _Spec(int, low=0, high=2**31 - 1, optional=True,
                        help="random seed for the data stream alone (none: follow seed)"),
     "device": _Spec(str, ("cpu", "cuda"), help="where the model trains"),
+    "precision": _Spec(str, ("float32", "float64"),
+                       help="dtype of the whole model and its data: float64 moves the underflow floor of "
+                            "∂L/∂h_t from ~1e-45 to ~1e-323 (long sequences), at some cost in speed"),
     "history_mb": _Spec(int, low=1, high=16_384, help="byte cap of the recorded history, in MiB"),
 }
 
@@ -150,6 +156,7 @@ class Config:
     seed: int = 0
     data_seed: int | None = None
     device: str = "cpu"
+    precision: str = "float32"
     history_mb: int = 64
 
     def __post_init__(self):
@@ -161,6 +168,9 @@ class Config:
         if self.hold_spectral_radius and self.spectral_radius is None:
             raise ConfigError("hold_spectral_radius = true needs a spectral_radius to hold; "
                               "set spectral_radius or hold_spectral_radius = false")
+        if self.cell_kind == USER_CELL:
+            from gradflow.core.user_cell import check_file   # the file is parsed, never run, here
+            check_file(self.model)
         self._check_cell_keys()
         if self.bidirectional and self.task in AUTOREGRESSIVE_TASKS:
             raise ConfigError(f"bidirectional = true does not fit task = {self.task!r}: the backward direction "
@@ -178,7 +188,7 @@ class Config:
         default = Config.__dataclass_fields__
         for key, (models, why) in MODEL_KEYS.items():
             value = getattr(self, key)
-            if self.model not in models and value != default[key].default:
+            if self.cell_kind not in models and value != default[key].default:
                 raise ConfigError(f"{key} = {_literal(value)} applies to model = {' | '.join(models)} only (got "
                                   f"model = {self.model!r}): {why}; set it back to {_literal(default[key].default)}")
         if self.recurrent_constraint != "none" and self.spectral_radius is not None:
@@ -190,9 +200,14 @@ class Config:
     @staticmethod
     def applies(key: str, model: str) -> bool:
         """Whether `key` means anything for `model` (MODEL_KEYS; every other key applies to every model)."""
-        return key not in MODEL_KEYS or model in MODEL_KEYS[key][0]
+        return key not in MODEL_KEYS or _cell_kind(model) in MODEL_KEYS[key][0]
 
     # -- derived -------------------------------------------------------------
+    @property
+    def cell_kind(self) -> str:
+        """The model's name, or USER_CELL for a user's cell in a file."""
+        return _cell_kind(self.model)
+
     @property
     def data_stream_seed(self) -> int:
         """The seed of the task's data: data_seed, or seed where data_seed is none."""
@@ -261,6 +276,11 @@ def _literal(value: Any) -> str:
     return "none" if value is None else str(value).lower() if isinstance(value, bool) else repr(value)
 
 
+def _cell_kind(model: str) -> str:
+    path, sep, name = model.rpartition(":")
+    return USER_CELL if sep and path.endswith(".py") and name.isidentifier() else model
+
+
 def _reject_unknown(values: dict[str, Any]):
     unknown = sorted(set(values) - set(SPECS))
     if unknown:
@@ -311,7 +331,8 @@ def _coerce(key: str, value: Any) -> Any:
             raise bad
         return value
     if spec.kind is str:
-        if not isinstance(value, str) or (spec.choices and value not in spec.choices) or not value:
+        if not isinstance(value, str) or not value or (
+                spec.choices and value not in spec.choices and not (spec.or_form and _cell_kind(value) == spec.or_form)):
             raise bad
         return value
     # numbers: reject bools and strings explicitly (bool is an int subclass)

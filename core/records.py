@@ -55,6 +55,7 @@ class Record:
     gates: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (R, T, H) sample 0
     contributions: np.ndarray | None = None  # (R, T) ‖step t's term of ∂L/∂W_hh‖_F; on detail steps
     contribution_share: np.ndarray | None = None  # (R, T) each term's share of Σ_t ‖term_t‖_F
+    contributions_missing: str | None = None  # why a detail step has no contributions (a user's cell), else None
     jacobians: Any = None              # core.analysis.JacobianProfile of layer 1, sample 0; when asked for
     task_preview: dict[str, Any] | None = None
     model: str = ""                    # the config's cell (rnn, gru, lstm, mingru, minlstm, lru); "" in sessions
@@ -128,9 +129,9 @@ class StridedRows:
 class History:
     """The run's record of itself, within a byte cap.
 
-    - the scalars (SCALARS) of the whole run, and its gradient profiles dh_norms (R, T), each in a
-      StridedRows of a quarter of the cap: every step until it is full (the scalars: 200,000 steps at
-      64 MiB), then every other, every fourth ... so the whole run stays covered;
+    - the scalars (SCALARS) of the whole run, and its gradient profiles dh_norms (R, T) (and an LSTM's
+      dc_norms), each in a StridedRows of a quarter of the cap: every step until it is full (the scalars:
+      200,000 steps at 64 MiB), then every other, every fourth ... so the whole run stays covered;
     - why each exact zero of those profiles is zero (Record.zero_cause, int8), in a sixteenth of the cap: the
       same number of rows, so it keeps the same steps;
     - the newest full records (arrays included) in a ring buffer, in what is left.
@@ -140,6 +141,7 @@ class History:
         self.max_bytes = max_bytes
         self._scalars = StridedRows(max_bytes // 4, np.float64)     # rows: (len(SCALARS),)
         self._profiles = StridedRows(max_bytes // 4, np.float32)    # rows: (R, T)
+        self._cell_profiles = StridedRows(max_bytes // 4, np.float32)  # rows: (R, T) dc_norms; LSTM only
         self._zero_causes = StridedRows(max_bytes // 16, np.int8)   # rows: (R, T), codes of ZERO_CAUSES
         self.records: deque[Record] = deque()
         self._record_bytes = 0
@@ -155,6 +157,8 @@ class History:
     def append(self, record: Record):
         self._scalars.add(record.step, list(record.scalars().values()))
         self._profiles.add(record.step, record.dh_norms)
+        if record.dc_norms is not None:
+            self._cell_profiles.add(record.step, record.dc_norms)
         self._zero_causes.add(record.step, np.zeros(record.dh_norms.shape, np.int8)
                               if record.zero_cause is None else record.zero_cause)
         self.records.append(record)
@@ -175,7 +179,8 @@ class History:
 
     @property
     def nbytes(self) -> int:
-        return self._record_bytes + self._scalars.nbytes + self._profiles.nbytes + self._zero_causes.nbytes
+        return self._record_bytes + self._scalars.nbytes + self._profiles.nbytes + self._cell_profiles.nbytes \
+            + self._zero_causes.nbytes
 
     def __len__(self) -> int:
         return self._scalars.count
@@ -190,6 +195,12 @@ class History:
         steps, profiles = self._profiles.kept()
         return steps, profiles if profiles.ndim == 3 else np.zeros((0, 0, 0), dtype=np.float32)
 
+    def cell_profiles(self) -> tuple[np.ndarray, np.ndarray]:
+        """(steps (N,), dc_norms (N, R, T)), copies: an LSTM's ‖∂L/∂c_t‖ at profiles()'s steps; (0,), (0, 0, 0)
+        for a cell without a cell state."""
+        steps, profiles = self._cell_profiles.kept()
+        return steps, profiles if profiles.ndim == 3 else np.zeros((0, 0, 0), dtype=np.float32)
+
     def zero_causes(self) -> tuple[np.ndarray, np.ndarray]:
         """(steps (N,), codes (N, R, T) int8 of ZERO_CAUSES), copies; the steps are profiles()'s."""
         steps, codes = self._zero_causes.kept()
@@ -202,6 +213,7 @@ class History:
         return {"max_bytes": np.int64(self.max_bytes), "profile_stride": np.int64(self.profile_stride),
                 "scalar_stride": np.int64(self.scalar_stride),
                 "profile_steps": steps.astype(np.int64), "profiles": profiles, "zero_causes": self.zero_causes()[1],
+                "cell_profiles": self.cell_profiles()[1],
                 **{f"scalar_{name}": values for name, values in self.scalars().items()}}
 
     @classmethod
@@ -223,7 +235,13 @@ class History:
         causes = np.asarray(state.get("zero_causes", np.zeros(profiles.shape, np.int8)), dtype=np.int8)
         if causes.shape != profiles.shape:
             raise ValueError("history zero causes and profiles differ in shape")
-        for step, profile, cause in zip(steps, profiles, causes):
+        history._cell_profiles.stride = history._profiles.stride
+        cells = np.asarray(state.get("cell_profiles", np.zeros((0, 0, 0))), dtype=np.float32)  # older: none kept
+        if len(cells) not in (0, len(steps)):
+            raise ValueError("history cell-state profiles and their steps differ in length")
+        for i, (step, profile, cause) in enumerate(zip(steps, profiles, causes)):
             history._profiles.add(int(step), profile)
             history._zero_causes.add(int(step), cause)
+            if len(cells):
+                history._cell_profiles.add(int(step), cells[i])
         return history

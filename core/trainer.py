@@ -27,7 +27,9 @@ from gradflow.core.records import History, Record
 from gradflow.core.spectrum import edit_eigenvalue, nearest_eigenvalue
 from gradflow.core.tasks import make_task
 
+THREADS_VARIABLE = "GRADFLOW_THREADS"  # overrides engine_threads()
 OPTIMIZERS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop}
+DTYPES = {"float32": torch.float32, "float64": torch.float64}   # config.precision
 
 
 def engine_threads() -> int:
@@ -35,7 +37,15 @@ def engine_threads() -> int:
     recurrent nets run fastest on one or two, and half the cores leaves one for the GUI.
     The numbers depend on it: LAPACK's QR and eigvals in the initialisation round differently on 1 and
     2 threads (W_hh by ~1e-7), which a chaotic run (ρ = 2) turns into a different loss at step 1; so
-    every Trainer sets it, and one config and seed give one set of numbers on a machine."""
+    every Trainer sets it, and one config and seed give one set of numbers on a machine. GRADFLOW_THREADS
+    (a positive integer) overrides it: a sweep's workers (core.sweep) compute on one thread each, and
+    `GRADFLOW_THREADS=1 gradflow run` gives their numbers bit for bit (measured: 1 and 2 threads differ in the
+    orthogonal initialisation of H = 200 and in a GRU's step by ~1e-7, which training can grow)."""
+    override = os.environ.get(THREADS_VARIABLE, "").strip()
+    if override:
+        if not override.isdigit() or int(override) < 1:
+            raise ConfigError(f"{THREADS_VARIABLE} must be a positive integer, got {override!r}")
+        return int(override)
     return max(1, min(4, (os.cpu_count() or 2) // 2))
 
 
@@ -82,7 +92,8 @@ class Trainer:
         self.task = make_task(config)
         with engine_threads_used(), torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
             torch.manual_seed(config.seed)
-            self.model = cells.build_model(config, self.task.input_size, self.task.output_size).to(self.device)
+            self.model = cells.build_model(config, self.task.input_size, self.task.output_size).to(
+                self.device, DTYPES[config.precision])
         self.optimizer = OPTIMIZERS[config.optimizer](self.model.parameters(), lr=config.lr)
         self.history = History(config.history_mb * 2**20)
         self.steps_done = 0
@@ -121,7 +132,7 @@ class Trainer:
             model.rescale_recurrent(self._rescale_to)
             self._rescale_to = None
         batch = self.task.next_batch()
-        inputs, targets = batch.inputs.to(self.device), batch.targets.to(self.device)  # (T, B, I), (T, B[, O])
+        inputs, targets = self._moved(batch.inputs), self._moved(batch.targets)  # (T, B, I), (T, B[, O])
         state = None if batch.fresh_state or self._carried_state is None else self._carried_state
 
         self.optimizer.zero_grad(set_to_none=True)
@@ -182,7 +193,7 @@ class Trainer:
             dh_norms=dh_norms,
             dc_norms=dc_norms,
             row_labels=trace.row_labels,
-            recurrent_block=cells.recurrent_block(cfg),
+            recurrent_block=cells.recurrent_block(model, cfg),
             eigenvalues=eigenvalues,
             singular_values=singular_values,
             spectral_radius=float(np.abs(eigenvalues[0]).max()),
@@ -203,11 +214,13 @@ class Trainer:
             record.hidden = _sample0([row.h for row in rows])
             record.cell = _sample0([row.c for row in rows]) if trace.is_lstm else None
             record.gates = {name: _sample0([row.gates[name] for row in rows]) for name in rows[0].gates}
-            norms = np.stack([cells.step_contributions(model, row, cfg) for row in rows])  # (R, T)
-            record.contributions = norms
-            total = norms.sum(axis=1, keepdims=True)
-            with np.errstate(invalid="ignore", divide="ignore"):  # a diverged step's norms are inf/nan
-                record.contribution_share = np.divide(norms, total, out=np.zeros_like(norms), where=total > 0)
+            record.contributions_missing = cells.missing_contributions(model)
+            if record.contributions_missing is None:
+                norms = np.stack([cells.step_contributions(model, row, cfg) for row in rows])  # (R, T)
+                record.contributions = norms
+                total = norms.sum(axis=1, keepdims=True)
+                with np.errstate(invalid="ignore", divide="ignore"):  # a diverged step's norms are inf/nan
+                    record.contribution_share = np.divide(norms, total, out=np.zeros_like(norms), where=total > 0)
         record.jacobians = jacobian_profile
         if preview:
             record.task_preview = self.preview()
@@ -269,7 +282,7 @@ class Trainer:
         trace = Trace() if all_states else None
         if all_states and self.model.num_directions > 1:
             raise ValueError("all_states needs a one-directional model: a backward row has no 'state after step t'")
-        outputs, state = self.model(inputs.to(self.device), state, None, trace)
+        outputs, state = self.model(self._moved(inputs), state, None, trace)
         if all_states:
             T, B = inputs.shape[:2]
             per_step = lambda name: torch.stack([getattr(row, name) for row in trace.rows]).reshape(  # noqa: E731
@@ -278,6 +291,11 @@ class Trainer:
         return outputs.cpu(), state
 
     # -- pieces ------------------------------------------------------------------------
+    def _moved(self, tensor: torch.Tensor) -> torch.Tensor:
+        """To the model's device, and a float tensor to its dtype (config.precision; class indices stay integers)."""
+        dtype = self.model.head.weight.dtype
+        return tensor.to(self.device, dtype) if tensor.is_floating_point() else tensor.to(self.device)
+
     def _loss(self, outputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         if self.config.loss_positions == "last":
             outputs, targets = outputs[-1:], targets[-1:]

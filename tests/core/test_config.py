@@ -7,7 +7,7 @@ import pytest
 from gradflow.core.config import SPECS, Config, ConfigError, parse_assignment
 
 BAD_VALUES = {  # key -> values that must be refused
-    "model": ["lstmx", 3, None],
+    "model": ["lstmx", 3, None, "cell.txt:Cell", "cell.py:not a name"],
     "activation": ["sigmoid", True],
     "hidden_size": [0, 1025, 2.5, "64", True],
     "num_layers": [0, 5],
@@ -37,6 +37,7 @@ BAD_VALUES = {  # key -> values that must be refused
     "seed": [-1, 2**40],
     "data_seed": [-1, 2**40, 1.5],
     "device": ["tpu"],
+    "precision": ["float16", "double", 64],
     "history_mb": [0],
 }
 

@@ -1,0 +1,316 @@
+"""A user's own recurrent cell from a Python file: ``model = "path/to/mycell.py:MyCell"``.
+
+The protocol (docs/cells.md):
+
+    class MyCell(torch.nn.Module):
+        def __init__(self, input_size, hidden_size): ...
+        def forward(self, x_t, state):        # x_t (B, I); state (B, H) or a tuple whose first element is h
+            return new_state                   # the same structure, h (B, H), the parameters' dtype
+        def initial_state(self, batch_size):   # optional; default zeros (B, H)
+        def recurrent_matrix(self):            # optional: a dense (H, H) W_hh for the spectrum
+        gates: dict[str, Tensor]               # optional: name -> (B, H), set by forward, for the hidden-state panel
+
+The engine unrolls the cell under autograd, one instance per (layer, direction), stacked as the built-in
+cells are; ∂L/∂h_t (and ∂L/∂c_t for a tuple state's second element) are the retained gradients of every
+step's state. Config checks the file without running it (file, syntax, class); building the network runs it
+and checks the protocol. Every error names the file, and the line where there is one.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import importlib.util
+import inspect
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from torch.func import jacrev
+
+from gradflow.core.analysis import JacobianProfile, jacobian_profile_of
+from gradflow.core.config import Config, ConfigError
+from gradflow.core.models import KeepGradAt, RowTrace, ScaleGrad, Trace, carry_scales, detach_state, map_state
+from gradflow.core.spectrum import spectrum
+
+STEP_JACOBIAN_BLOCK = ("∂s_t/∂s_{t−1} of sample 0 at each row's last step (t = T; backward rows: t = 1), "
+                       "by torch.func: the cell defines no recurrent_matrix()")
+NO_CONTRIBUTIONS = ("contributions through time need the cell's W_hh term δ_tᵀ h_{t−1}; a user's cell (a file) "
+                    "does not say where a W_hh enters its step")
+
+
+class UserCellError(ConfigError):
+    """A user's cell file that cannot be used; the message names the file (and line)."""
+
+
+def split(model: str) -> tuple[Path, str]:
+    path, _, name = model.rpartition(":")
+    return Path(path).expanduser(), name
+
+
+def check_file(model: str):
+    """What Config checks, without running the file: it exists, parses, and defines the class at top level."""
+    path, name = split(model)
+    source = _read(path)
+    try:
+        tree = ast.parse(source, filename=str(path))
+    except SyntaxError as e:
+        raise UserCellError(f"{path}:{e.lineno}: syntax error in the cell file: {e.msg}") from None
+    defined = [node.name for node in tree.body if isinstance(node, ast.ClassDef)]
+    assigned = {target.id for node in tree.body if isinstance(node, ast.Assign)
+                for target in node.targets if isinstance(target, ast.Name)}
+    imported = {alias.asname or alias.name for node in tree.body if isinstance(node, ast.ImportFrom)
+                for alias in node.names}
+    if name not in set(defined) | assigned | imported:
+        raise UserCellError(f"{path}: no class {name!r} at the top level of the cell file; "
+                            f"classes there: {', '.join(defined) or 'none'}")
+
+
+def sha256(model: str) -> str:
+    """The cell file's sha256 (hex): what a session records beside the path."""
+    return hashlib.sha256(_read(split(model)[0]).encode()).hexdigest()
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserCellError(f"cell file not found: {path} (model = 'path/to/cell.py:ClassName'; "
+                            f"a relative path is from {Path.cwd()})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserCellError(f"cannot read cell file {path}: {e}") from None
+
+
+def load_class(model: str) -> type[nn.Module]:
+    """The cell class, from the file as it is now (read again whenever its contents change)."""
+    check_file(model)
+    path, name = split(model)
+    return _load_class(str(path.resolve()), name, sha256(model))
+
+
+@functools.lru_cache(maxsize=16)
+def _load_class(path: str, name: str, digest: str) -> type[nn.Module]:
+    module_name = f"gradflow_user_cell_{digest[:16]}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module   # dataclasses and pickling look the module up by name
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:
+        del sys.modules[module_name]
+        raise UserCellError(f"{_where(e, path)}: running the cell file raised {type(e).__name__}: {e}") from e
+    cls = getattr(module, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+        raise UserCellError(f"{path}: {name} must be a torch.nn.Module subclass, got {cls!r}")
+    return cls
+
+
+def _where(error: BaseException, path: str) -> str:
+    """'file:line' of the innermost frame of `error`'s traceback in the cell file (else just the file)."""
+    lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == path]
+    return f"{path}:{lines[-1]}" if lines else path
+
+
+def _line(obj) -> str:
+    try:
+        return f"{inspect.getsourcefile(obj)}:{inspect.getsourcelines(obj)[1]}"
+    except (OSError, TypeError):
+        return repr(obj)
+
+
+# -- the network: user cells stacked in layers and directions -------------------------------------------------
+@dataclass
+class UserRowTrace(RowTrace):
+    """A RowTrace plus what re-running one of its steps needs: the row's cell, its layer input (T, B, I) and
+    the full state entering each step (sequence order; each a tuple of tensors, detached)."""
+    cell: nn.Module | None = None
+    inputs: torch.Tensor | None = None
+    entering: list[tuple[torch.Tensor, ...]] = field(default_factory=list)
+
+
+class UserCellNet(nn.Module):
+    """A user's cell with the interface core.trainer uses of core.models.RecurrentNet.
+
+    forward(inputs (T, B, I), state or None, keep_grad_at, trace) -> outputs (T, B, O), final state: a tensor
+    (L·D, B, H), or a tuple of the state's elements stacked over rows (as the LSTM's (h, c)).
+    """
+    kind = "user"
+
+    def __init__(self, config: Config, input_size: int, output_size: int):
+        super().__init__()
+        self.model_spec = config.model
+        self.path = str(split(config.model)[0].resolve())
+        cls = load_class(config.model)
+        self.hidden_size = H = config.hidden_size
+        self.num_layers = config.num_layers
+        self.num_directions = D = 2 if config.bidirectional else 1
+        try:
+            self.rows = nn.ModuleList(cls(input_size if layer == 0 else H * D, H)
+                                      for layer in range(self.num_layers) for _ in range(D))
+        except Exception as e:
+            raise UserCellError(f"{_where(e, self.path)}: building {cls.__name__}(input_size, hidden_size) "
+                                f"raised {type(e).__name__}: {e}") from e
+        self.head = nn.Linear(H * D, output_size)
+        self.has_matrix = callable(getattr(self.rows[0], "recurrent_matrix", None))
+        self.recurrent_block = (f"W_hh ({cls.__name__}.recurrent_matrix())" if self.has_matrix
+                                else STEP_JACOBIAN_BLOCK)
+        self._check_protocol(input_size)
+
+    @property
+    def num_rows(self) -> int:
+        return self.num_layers * self.num_directions
+
+    def row_label(self, row: int) -> str:
+        layer, direction = divmod(row, self.num_directions)
+        return f"layer {layer + 1}" + (" (backward)" if direction else "")
+
+    @torch.no_grad()
+    def _check_protocol(self, input_size: int):
+        """One step of a batch of 2 in the parameters' dtype: UserCellError if the cell breaks the protocol."""
+        cell = self.rows[0]
+        state = self._initial_state(cell, 2, self.head.weight)
+        self._step(cell, torch.zeros(2, input_size, dtype=self.head.weight.dtype), state, 0, 0)
+        if self.has_matrix:
+            matrix = cell.recurrent_matrix()
+            if not isinstance(matrix, torch.Tensor) or matrix.shape != (self.hidden_size, self.hidden_size):
+                raise UserCellError(f"{_line(type(cell).recurrent_matrix)}: recurrent_matrix() must return an "
+                                    f"(H, H) = ({self.hidden_size}, {self.hidden_size}) tensor, got "
+                                    f"{_describe(matrix)}")
+
+    def _initial_state(self, cell: nn.Module, batch_size: int, like: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """The state a row starts from, as a tuple of its elements."""
+        if not hasattr(cell, "initial_state"):
+            return (like.new_zeros(batch_size, self.hidden_size),)
+        try:
+            state = cell.initial_state(batch_size)
+        except Exception as e:
+            raise UserCellError(f"{_where(e, self.path)}: initial_state({batch_size}) raised "
+                                f"{type(e).__name__}: {e}") from e
+        return self._checked(state, batch_size, like.dtype, "initial_state", type(cell).initial_state)
+
+    def _checked(self, state, batch_size: int, dtype, what: str, where) -> tuple[torch.Tensor, ...]:
+        """`state` as a tuple of tensors, UserCellError unless its h is (B, H) of `dtype`."""
+        parts = tuple(state) if isinstance(state, (tuple, list)) else (state,)
+        expected = (batch_size, self.hidden_size)
+        if not parts or not all(isinstance(p, torch.Tensor) for p in parts) or parts[0].shape != expected \
+                or any(p.dtype != dtype for p in parts):
+            raise UserCellError(f"{_line(where)}: {what} must return the state: a tensor (B, H) = {expected} of "
+                                f"{dtype}, or a tuple of tensors whose first is h; got {_describe(state)}")
+        return parts
+
+    def _step(self, cell: nn.Module, x: torch.Tensor, state: tuple[torch.Tensor, ...], t: int, row: int):
+        """One step of one row: x (B, I), state (tuple) -> the new state (tuple, h first)."""
+        try:
+            new = cell(x, state if len(state) > 1 else state[0])
+        except Exception as e:
+            raise UserCellError(f"{_where(e, self.path)}: {type(cell).__name__}.forward raised at time step "
+                                f"{t + 1} ({self.row_label(row)}) {type(e).__name__}: {e}") from e
+        parts = self._checked(new, x.shape[0], x.dtype, f"forward (time step {t + 1})", type(cell).forward)
+        if len(parts) != len(state) or any(p.shape != s.shape for p, s in zip(parts, state)):
+            raise UserCellError(f"{_line(type(cell).forward)}: forward must return a state shaped as the one it "
+                                f"was given ({_describe(state)}), got {_describe(new)} at time step {t + 1}")
+        return parts
+
+    def zero_state(self, batch_size: int):
+        like = self.head.weight
+        parts = [self._initial_state(cell, batch_size, like) for cell in self.rows]
+        return _pack([torch.stack(elements) for elements in zip(*parts)])
+
+    def forward(self, inputs, state=None, keep_grad_at: KeepGradAt | None = None, trace: Trace | None = None):
+        T, B, _ = inputs.shape
+        if state is None:
+            state = self.zero_state(B)
+        state = state if isinstance(state, tuple) else (state,)         # elements, each (L·D, B, ...)
+        scales = carry_scales(keep_grad_at, T)
+        layer_input = inputs                                             # (T, B, I), then (T, B, H·D)
+        final = []
+        for layer in range(self.num_layers):
+            outs = []
+            for direction in range(self.num_directions):
+                row = layer * self.num_directions + direction
+                hs, last = self._run_row(row, layer_input, tuple(s[row] for s in state), scales, trace)
+                final.append(last)
+                outs.append(hs)
+            layer_input = outs[0] if len(outs) == 1 else torch.cat(outs, dim=2)
+        return self.head(layer_input), _pack([torch.stack(elements) for elements in zip(*final)])
+
+    def _run_row(self, row: int, inputs, state, scales, trace):
+        """The row unrolled under autograd; with a trace, every step's h (and c) keeps its gradient."""
+        cell, T = self.rows[row], inputs.shape[0]
+        reverse = bool(row % self.num_directions)
+        order = range(T - 1, -1, -1) if reverse else range(T)
+        states: list = [None] * T                  # the state after step t, sequence order
+        entering: list = [None] * T
+        gates: dict[str, list] = {}
+        start = state
+        for k, t in enumerate(order):
+            scale = 1.0 if scales is None else scales[k]
+            if scale == 0.0:
+                state = detach_state(state)
+            elif scale != 1.0:
+                state = map_state(state, lambda s: ScaleGrad.apply(s, scale))
+            entering[t] = detach_state(state)
+            state = self._step(cell, inputs[t], state, t, row)
+            states[t] = state
+            if trace is not None:
+                for part in state[:2]:
+                    if part.requires_grad:
+                        part.retain_grad()
+                for name, value in (getattr(cell, "gates", None) or {}).items():
+                    gates.setdefault(name, [None] * T)[t] = value.detach()
+        hs = torch.stack([s[0] for s in states])                        # (T, B, H)
+        if trace is not None:
+            cs = [s[1] for s in states] if len(start) > 1 and start[1].shape == start[0].shape else None
+            trace.rows.append(UserRowTrace(
+                self.row_label(row), reverse, h0=start[0].detach(), h=hs.detach(),
+                c0=None if cs is None else start[1].detach(), c=None if cs is None else torch.stack(cs).detach(),
+                gates={name: torch.stack(v) for name, v in gates.items() if all(g is not None for g in v)},
+                _pending=([s[0] for s in states], cs), cell=cell, inputs=inputs.detach(), entering=entering))
+        return hs, state
+
+    # -- what the trainer measures -----------------------------------------------------------------
+    @torch.no_grad()
+    def spectrum(self, trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+        """Eigenvalues (R, S) complex and singular values (R, S): of each row's recurrent_matrix(), or else of
+        its step Jacobian ∂s_t/∂s_{t−1} (sample 0) at the row's last processed step."""
+        if self.has_matrix:
+            return spectrum(torch.stack([cell.recurrent_matrix() for cell in self.rows]))
+        return spectrum(torch.stack([self._step_jacobian(row, 0 if row.reverse else row.h.shape[0] - 1)
+                                     for row in trace.rows]))
+
+    def _step_jacobian(self, row: UserRowTrace, t: int) -> torch.Tensor:
+        """(S, S) ∂s_t/∂s_{t−1} of sample 0, s the state's elements flattened (S = H, 2H ...)."""
+        sizes = [p.shape[1:].numel() for p in row.entering[t]]
+        shapes = [p.shape[1:] for p in row.entering[t]]
+        x = row.inputs[t, :1]                                            # (1, I)
+
+        def step(s):  # (S,) -> (S,)
+            parts = tuple(p.reshape(1, *shape) for p, shape in zip(s.split(sizes), shapes))
+            new = row.cell(x, parts if len(parts) > 1 else parts[0])
+            return torch.cat([p.reshape(-1) for p in (new if isinstance(new, (tuple, list)) else (new,))])
+
+        s = torch.cat([p[:1].reshape(-1) for p in row.entering[t]])
+        with torch.enable_grad():
+            return jacrev(step)(s).detach()
+
+    def jacobian_profile(self, trace: Trace) -> JacobianProfile:
+        """Jacobians through time of layer 1 (forward direction), sample 0, from torch.func."""
+        row = trace.rows[0]
+        J = torch.stack([self._step_jacobian(row, t) for t in range(row.h.shape[0])]).double()   # (T, S, S)
+        return jacobian_profile_of(J, None, "h" if len(row.entering[0]) == 1 else "(h, c)")
+
+
+def _pack(elements: list[torch.Tensor]):
+    return elements[0] if len(elements) == 1 else tuple(elements)
+
+
+def _describe(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a tensor {tuple(value.shape)} of {value.dtype}"
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of ({', '.join(_describe(v) for v in value)})"
+    return f"{type(value).__name__}"
