@@ -1,7 +1,9 @@
-"""Headless training: ``gradflow run [--preset NAME] [--config FILE] [--set K=V ...] [--steps N] [--json PATH]``.
+"""Headless training: ``gradflow run [--preset NAME] [--config FILE] [--set K=V ...] [--steps N]
+[--json PATH] [--csv PATH] [--npz PATH] [--quiet]``.
 
 A comparison preset (``compare_*``) trains all its runs in lockstep, as the comparison window does
-(core.compare.Comparison): one summary line and one JSON entry per run.
+(core.compare.Comparison): one summary line per run, the JSON's rows name their run, and --csv/--npz write
+one file per run (the label added to the file name). The files' fields: docs/data.md (core.run_data).
 
 Exit status: 0 done (a divergence included: it is reported, not a crash),
 2 bad input (the message names the problem), 130 interrupted (Ctrl+C).
@@ -9,17 +11,15 @@ Exit status: 0 done (a divergence included: it is reported, not a crash),
 from __future__ import annotations
 
 import argparse
-import json
-import math
+import functools
+import re
 import sys
 import time
+from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from gradflow.core.compare import check_runs
 from gradflow.core.config import Config, ConfigError, parse_assignment
-from gradflow.core.files import atomic_write
 from gradflow.core.presets import load_preset, preset_names
 
 EXIT_BAD_INPUT, EXIT_INTERRUPTED = 2, 130
@@ -64,8 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
                                      "A comparison preset trains all its runs in lockstep.")
     add_config_arguments(parser)
     parser.add_argument("--steps", type=int, default=100, help="optimizer steps (default 100)")
-    parser.add_argument("--json", metavar="PATH", help="write config, history and the last record as JSON "
-                                                       "(a comparison: {\"runs\": [one such entry per run]})")
+    parser.add_argument("--json", metavar="PATH", help="write the history (pandas.read_json(PATH, orient='table')), "
+                                                       "the config, the profiles and the last record as JSON")
+    parser.add_argument("--csv", metavar="PATH", help="write one row per step as CSV (pandas.read_csv)")
+    parser.add_argument("--npz", metavar="PATH", help="write every array as NPZ (numpy.load)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar: the summary line only")
     return parser
 
 
@@ -85,7 +88,7 @@ def run(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
 
     records, diverged, interrupted = None, [None] * len(runs), False
-    progress = Progress(args.steps)
+    progress = Progress(args.steps, quiet=args.quiet)
     try:
         for i in range(args.steps):
             result = engine.step(detail=i == args.steps - 1)  # the history keeps the run; hidden states: last step
@@ -104,16 +107,14 @@ def run(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     for (label, config), record, stop in zip(runs, records, diverged):
         print((f"{label}: " if label else "") + summary_line(config, record, stop, interrupted))
-    if args.json:
-        trainers = engine.trainers if len(runs) > 1 else [engine]
-        entries = [to_json(config, trainer, stop) for (_, config), trainer, stop in zip(runs, trainers, diverged)]
-        data = entries[0] if len(runs) == 1 else {
-            "preset": args.preset, "runs": [{"label": label, **entry} for (label, _), entry in zip(runs, entries)]}
-        try:
-            atomic_write(args.json, json.dumps(data, allow_nan=True))
-        except OSError as e:
-            print(f"gradflow: cannot write {args.json}: {e.strerror}", file=sys.stderr)
-            return EXIT_BAD_INPUT
+    trainers = engine.trainers if len(runs) > 1 else [engine]
+    try:
+        write_run_files(args, [{"label": label, "config": config, "history": trainer.history, "last": record,
+                                "diverged": stop}
+                               for (label, config), trainer, record, stop in zip(runs, trainers, records, diverged)])
+    except OSError as e:
+        print(f"gradflow: cannot write {e.filename}: {e.strerror}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     return EXIT_INTERRUPTED if interrupted else 0
 
 
@@ -132,46 +133,38 @@ def summary_line(config: Config, record, diverged, interrupted) -> str:
     return " | ".join(parts)
 
 
-def to_json(config: Config, trainer, diverged) -> dict[str, Any]:
-    scalars = trainer.history.scalars()
-    history = [{name: _number(scalars[name][i]) for name in scalars} for i in range(len(trainer.history))]
-    last = trainer.history.records[-1]
-    profile_steps, profiles = trainer.history.profiles()   # (N,), (N, R, T): the history heatmap's data
-    return {
-        "config": config.to_dict(),
-        "history": history,
-        "profiles": {"steps": profile_steps.tolist(), "dh_norms": _floats(profiles)},
-        "last": {
-            "row_labels": last.row_labels,
-            "recurrent_block": last.recurrent_block,
-            "dh_norms": _floats(last.dh_norms),
-            "dc_norms": None if last.dc_norms is None else _floats(last.dc_norms),
-            "eigenvalues": [[_number(z.real), _number(z.imag)] for z in last.eigenvalues[0]],
-            "singular_values": _floats(last.singular_values[0]),
-            # layer 1, sample 0: T rows of H; null when the run stopped before its last planned step
-            "hidden": None if last.hidden is None else _floats(last.hidden[0]),
-        },
-        "diverged": diverged,
-    }
+def write_run_files(args: argparse.Namespace, runs: list[dict[str, Any]]):
+    """--json (every run in one file), --csv and --npz (one file per run; a comparison's get its labels).
+    OSError naming the file asked for when one cannot be written."""
+    from gradflow.core.run_data import save_csv, save_json, save_npz
+    writes = [(args.json, lambda path: save_json(path, runs, args.preset))] if args.json else []
+    for option, save in (("csv", lambda path, run: save_csv(path, run["history"])),
+                         ("npz", lambda path, run: save_npz(path, run["history"], run["config"], run["last"]))):
+        if getattr(args, option):
+            writes += [(member_path(getattr(args, option), run["label"]) if len(runs) > 1 else getattr(args, option),
+                        functools.partial(save, run=run)) for run in runs]
+    for path, write in writes:
+        try:
+            write(path)
+        except OSError as e:
+            raise OSError(e.errno, e.strerror, str(path)) from None
 
 
-def _number(x: float) -> float | None:
-    """JSON has no NaN/Inf: write them as null."""
-    x = float(x)
-    return x if math.isfinite(x) else None
-
-
-def _floats(array) -> list:
-    return [_floats(a) for a in array] if np.ndim(array) > 1 else [_number(x) for x in array]
+def member_path(path: str, label: str) -> Path:
+    """run.csv, "orthogonal W_hh" -> run_orthogonal_W_hh.csv."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}_{re.sub(r'[^A-Za-z0-9._-]+', '_', label).strip('_')}{path.suffix}")
 
 
 class Progress:
-    """A one-line progress bar on stderr."""
+    """A one-line progress bar on stderr (none when quiet)."""
 
-    def __init__(self, total: int):
-        self.total, self.start = total, time.perf_counter()
+    def __init__(self, total: int, quiet: bool = False):
+        self.total, self.start, self.quiet = total, time.perf_counter(), quiet
 
     def update(self, record):
+        if self.quiet:
+            return
         done = record.step
         width = 30
         filled = int(width * done / self.total)
@@ -181,7 +174,8 @@ class Progress:
         sys.stderr.flush()
 
     def close(self):
-        sys.stderr.write("\n")
+        if not self.quiet:
+            sys.stderr.write("\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,20 +1,86 @@
-"""The recorded run as files: NPZ (every array) and CSV (one row per step)."""
+"""The recorded run as tables and files anyone can load: JSON, CSV and NPZ (docs/data.md defines every field).
+
+Two tables describe a run:
+
+- the history: one row per kept step, the columns HISTORY_COLUMNS (Record's scalars);
+- the profiles: tidy, one row per (kept step, layer, direction, t), with ‖∂L/∂h_t‖, ‖∂L/∂c_t‖ (LSTM; NaN
+  otherwise) and the cause of an exact zero ("" where the norm is not zero).
+
+``pandas.read_json(path, orient="table")``, ``pandas.read_csv(path)`` and ``numpy.load(path)`` each read
+their file in one call; every file carries SCHEMA_VERSION.
+"""
 from __future__ import annotations
 
-import csv
 import io
+import json
+import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from gradflow.core.config import Config
 from gradflow.core.files import atomic_write
-from gradflow.core.records import History, Record
+from gradflow.core.records import SCALARS, ZERO_CAUSES, History, Record
+
+SCHEMA_VERSION = 1
+HISTORY_COLUMNS = SCALARS
+PROFILE_COLUMNS = ("step", "layer", "direction", "t", "dh_norm", "dc_norm", "zero_cause")
 
 
-def run_arrays(history: History, last: Record | None = None) -> dict[str, np.ndarray]:
-    """Everything worth keeping from a run as named numpy arrays."""
-    arrays = {name: values for name, values in history.scalars().items()}
-    arrays["profile_steps"], arrays["dh_norms"] = history.profiles()  # (N,), (N, R, T)
+# -- tables (column name -> numpy array) ---------------------------------------------------------------------
+def history_columns(history: History) -> dict[str, np.ndarray]:
+    """HISTORY_COLUMNS -> (N,) arrays, one entry per kept step (step as int64)."""
+    columns = history.scalars()
+    columns["step"] = columns["step"].astype(np.int64)
+    return columns
+
+
+def row_names(config: Config) -> list[tuple[int, str]]:
+    """(layer 1.., direction) of each recorded row, in the order of Record.dh_norms' rows."""
+    directions = ("forward", "backward") if config.bidirectional else ("forward",)
+    return [(layer, direction) for layer in range(1, config.num_layers + 1) for direction in directions]
+
+
+def profile_columns(history: History, config: Config) -> dict[str, np.ndarray]:
+    """PROFILE_COLUMNS -> (N·R·T,) arrays: the kept profiles, tidy (step, then row, then t)."""
+    steps, dh = history.profiles()                                  # (N,), (N, R, T)
+    return tidy_profiles(steps, dh, history.cell_profiles()[1], history.zero_causes()[1], config)
+
+
+def tidy_profiles(steps: np.ndarray, dh: np.ndarray, dc: np.ndarray, codes: np.ndarray,
+                  config: Config) -> dict[str, np.ndarray]:
+    """(N,) steps and (N, R, T) cubes of ‖∂L/∂h_t‖, ‖∂L/∂c_t‖ (empty: no cell state) and zero-cause codes ->
+    PROFILE_COLUMNS, one entry per (step, row, t)."""
+    rows = row_names(config)
+    N, R, T = dh.shape if dh.ndim == 3 and len(steps) else (0, len(rows), 0)
+    return {
+        "step": np.repeat(np.asarray(steps, dtype=np.int64), R * T),
+        "layer": np.tile(np.repeat([layer for layer, _ in rows], T), N).astype(np.int64),
+        "direction": np.tile(np.repeat([direction for _, direction in rows], T), N).astype(object),
+        "t": np.tile(np.arange(1, T + 1), N * R).astype(np.int64),
+        "dh_norm": dh.reshape(-1).astype(np.float64),
+        "dc_norm": dc.reshape(-1).astype(np.float64) if dc.shape == dh.shape else np.full(N * R * T, np.nan),
+        "zero_cause": np.asarray(ZERO_CAUSES, dtype=object)[codes.reshape(-1).astype(np.int64)]
+        if codes.shape == dh.shape else np.full(N * R * T, "", dtype=object),
+    }
+
+
+def frame(columns: dict[str, np.ndarray]):
+    """A pandas DataFrame of a table (pandas is imported only here)."""
+    import pandas as pd
+    return pd.DataFrame(columns)
+
+
+# -- files ----------------------------------------------------------------------------------------------------
+def save_npz(path: str | Path, history: History, config: Config, last: Record | None = None):
+    """Every array: the history's columns, the profiles as (N, R, T) cubes (profile_steps, dh_norms, dc_norms,
+    zero_causes as codes of zero_cause_names), and the newest record's spectrum and hidden states."""
+    steps, dh = history.profiles()
+    arrays = {"schema_version": np.int64(SCHEMA_VERSION), "config": np.asarray(json.dumps(config.to_dict())),
+              **history_columns(history), "profile_steps": steps, "dh_norms": dh,
+              "dc_norms": history.cell_profiles()[1], "zero_causes": history.zero_causes()[1],
+              "zero_cause_names": np.asarray(ZERO_CAUSES)}
     if last is not None:
         arrays["last_dh_norms"] = last.dh_norms
         if last.dc_norms is not None:
@@ -23,28 +89,134 @@ def run_arrays(history: History, last: Record | None = None) -> dict[str, np.nda
         arrays["last_singular_values"] = last.singular_values
         if last.hidden is not None:
             arrays["last_hidden"] = last.hidden
-    return arrays
-
-
-def save_npz(path: str | Path, history: History, last: Record | None = None):
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, **run_arrays(history, last))
+    np.savez_compressed(buffer, **arrays)
     atomic_write(path, buffer.getvalue())
 
 
 def save_csv(path: str | Path, history: History):
-    """One row per step kept (every step, until a long run fills the history's cap and it keeps every k-th):
-    the scalars, then ‖∂L/∂h_t‖ of layer 1 for t = 1..T where a profile was kept."""
-    scalars = history.scalars()
-    steps, profiles = history.profiles()
-    profile_at = {int(s): profiles[i, 0] for i, s in enumerate(steps)}
-    T = profiles.shape[2] if len(steps) else 0
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(list(scalars) + [f"dh_norm_t{t}" for t in range(1, T + 1)])
-    for i in range(len(history)):
-        row = [repr(float(scalars[name][i])) for name in scalars]
-        profile = profile_at.get(int(scalars["step"][i]))
-        row += [repr(float(x)) for x in profile] if profile is not None and len(profile) == T else [""] * T
-        writer.writerow(row)
-    atomic_write(path, out.getvalue())
+    """One row per kept step: HISTORY_COLUMNS, then layer 1's ‖∂L/∂h_t‖ (dh_norm_t1..T), ‖∂L/∂c_t‖ (LSTM:
+    dc_norm_t1..T) and zero causes (zero_cause_t1..T) where a profile was kept, then schema_version."""
+    columns = {name: values for name, values in history_columns(history).items()}
+    steps, dh = history.profiles()
+    _, dc = history.cell_profiles()
+    _, codes = history.zero_causes()
+    at = {int(s): i for i, s in enumerate(steps)}
+    kept = np.asarray([at.get(int(s), -1) for s in columns["step"]])            # (N,) profile index or -1
+    T = dh.shape[2] if len(steps) else 0
+    per_t = [("dh_norm", dh, np.nan)] + ([("dc_norm", dc, np.nan)] if dc.shape == dh.shape and len(dc) else []) \
+        + [("zero_cause", np.asarray(ZERO_CAUSES, dtype=object)[codes], "")]
+    for name, cube, missing in per_t:
+        for t in range(T):
+            columns[f"{name}_t{t + 1}"] = [cube[i, 0, t] if i >= 0 else missing for i in kept]
+    columns["schema_version"] = np.full(len(kept), SCHEMA_VERSION)
+    buffer = io.StringIO()
+    frame(columns).to_csv(buffer, index=False, float_format="%.17g")
+    atomic_write(path, buffer.getvalue())
+
+
+def json_document(runs: list[dict[str, Any]], preset: str | None = None) -> dict[str, Any]:
+    """The `--json` file: a pandas "table" document whose rows are the history of every run (with a `run`
+    column naming each comparison member), and under "gradflow" each run's config, profiles (layer 1),
+    newest record and divergence. runs: [{"label", "config", "history", "last", "diverged"}]."""
+    rows, entries = [], []
+    for run in runs:
+        columns = history_columns(run["history"])
+        for i in range(len(columns["step"])):
+            rows.append({"run": run["label"], **{name: _number(columns[name][i]) for name in HISTORY_COLUMNS}})
+        entries.append({"label": run["label"], "config": run["config"].to_dict(), "diverged": run["diverged"],
+                        "profiles": _profiles_json(run["history"]), "last": _last_json(run["last"])})
+    fields = [{"name": "run", "type": "string"}] + [
+        {"name": name, "type": "integer" if name == "step" else "number"} for name in HISTORY_COLUMNS]
+    return {"schema": {"fields": fields, "pandas_version": "1.4.0"}, "data": rows,
+            "gradflow": {"schema_version": SCHEMA_VERSION, "preset": preset, "runs": entries}}
+
+
+def _profiles_json(history: History) -> dict[str, Any]:
+    steps, dh = history.profiles()
+    _, dc = history.cell_profiles()
+    _, codes = history.zero_causes()
+    return {"steps": steps.tolist(), "dh_norms": _floats(dh), "dc_norms": _floats(dc) if len(dc) else None,
+            "zero_causes": [[[ZERO_CAUSES[c] for c in row] for row in step] for step in codes.tolist()]}
+
+
+def _last_json(last: Record) -> dict[str, Any]:
+    return {
+        "step": last.step,
+        "row_labels": last.row_labels,
+        "recurrent_block": last.recurrent_block,
+        "dh_norms": _floats(last.dh_norms),
+        "dc_norms": None if last.dc_norms is None else _floats(last.dc_norms),
+        "eigenvalues": [[_number(z.real), _number(z.imag)] for z in last.eigenvalues[0]],
+        "singular_values": _floats(last.singular_values[0]),
+        # layer 1, sample 0: T rows of H; null when the newest step kept no hidden states
+        "hidden": None if last.hidden is None else _floats(last.hidden[0]),
+    }
+
+
+def save_json(path: str | Path, runs: list[dict[str, Any]], preset: str | None = None):
+    atomic_write(path, json.dumps(json_document(runs, preset), allow_nan=False))
+
+
+def _number(x) -> float | int | None:
+    """JSON has no NaN/Inf: they are written as null."""
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _floats(array) -> list:
+    return [_floats(a) for a in array] if np.ndim(array) > 1 else [_number(float(x)) for x in array]
+
+
+# -- reading back ---------------------------------------------------------------------------------------------
+def read_tables(path: str | Path) -> list[dict[str, Any]]:
+    """A `--json`, `--csv` or `--npz` file (or the window's CSV/NPZ export) back as runs:
+    [{"label", "config" (Config or None: a CSV keeps none), "history" (DataFrame), "profiles" (DataFrame or
+    None)}]. ValueError naming the file when it is none of those or has another schema version."""
+    import pandas as pd
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        document = json.loads(path.read_text(encoding="utf-8"))
+        meta = document.get("gradflow") if isinstance(document, dict) else None
+        if not meta:
+            raise ValueError(f"{path.name} is not a gradflow run file (no 'gradflow' section)")
+        _check_version(path, meta.get("schema_version"))
+        table = pd.read_json(io.StringIO(json.dumps({k: document[k] for k in ("schema", "data")})), orient="table",
+                             precise_float=True)
+        runs = []
+        for entry in meta["runs"]:
+            config, kept = Config.from_dict(entry["config"]), entry["profiles"]
+            history = table[table["run"] == entry["label"]].drop(columns="run").reset_index(drop=True)
+            dh = np.asarray(kept["dh_norms"], dtype=np.float64)                     # null (NaN, inf) -> nan
+            codes = np.vectorize(ZERO_CAUSES.index, otypes=[np.int8])(kept["zero_causes"]) if len(dh) else dh
+            dc = np.asarray(kept["dc_norms"], dtype=np.float64) if kept["dc_norms"] else np.zeros((0, 0, 0))
+            runs.append({"label": entry["label"], "config": config, "history": history,
+                         "profiles": frame(tidy_profiles(np.asarray(kept["steps"]), dh, dc, codes, config))})
+        return runs
+    if suffix == ".csv":
+        table = pd.read_csv(path, keep_default_na=False, na_values=["nan", "NaN", ""])
+        if "schema_version" in table:
+            _check_version(path, int(table["schema_version"].iloc[0]) if len(table) else SCHEMA_VERSION)
+        missing = [name for name in HISTORY_COLUMNS if name not in table]
+        if missing:
+            raise ValueError(f"{path.name} is not a gradflow run file: no column {missing[0]!r}")
+        return [{"label": "", "config": None, "history": table[list(HISTORY_COLUMNS)], "profiles": None}]
+    if suffix == ".npz":
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {name: npz[name] for name in npz.files}
+        _check_version(path, int(arrays["schema_version"]) if "schema_version" in arrays else None)
+        config = Config.from_dict(json.loads(str(arrays["config"])))
+        history = pd.DataFrame({name: arrays[name] for name in HISTORY_COLUMNS})
+        profiles = pd.DataFrame(tidy_profiles(arrays["profile_steps"], arrays["dh_norms"], arrays["dc_norms"],
+                                              arrays["zero_causes"], config))
+        return [{"label": "", "config": config, "history": history, "profiles": profiles}]
+    raise ValueError(f"{path.name}: gradflow reads .gfe sessions and .json, .csv, .npz run files, not {suffix!r}")
+
+
+def _check_version(path: Path, version):
+    if version != SCHEMA_VERSION:
+        raise ValueError(f"{path.name} has data schema version {version}; this gradflow reads version "
+                         f"{SCHEMA_VERSION} (docs/data.md)")

@@ -21,16 +21,18 @@ def test_run_writes_the_specified_json(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "lstm on adding | step 3" in result.stdout
     data = json.loads(out.read_text())
-    assert data["config"]["model"] == "lstm" and data["config"]["seq_len"] == 12
-    assert [h["step"] for h in data["history"]] == [1, 2, 3]
-    assert {"loss", "grad_norm", "grad_norm_clipped", "spectral_radius", "sigma_max", "step_ms"} <= set(data["history"][0])
-    last = data["last"]
+    run = data["gradflow"]["runs"][0]
+    assert data["gradflow"]["schema_version"] == 1
+    assert run["config"]["model"] == "lstm" and run["config"]["seq_len"] == 12
+    assert [h["step"] for h in data["data"]] == [1, 2, 3]
+    assert {"loss", "grad_norm", "grad_norm_clipped", "spectral_radius", "sigma_max", "step_ms"} <= set(data["data"][0])
+    last = run["last"]
     assert len(last["dh_norms"]) == 1 and len(last["dh_norms"][0]) == 12
     assert len(last["dc_norms"][0]) == 12
     assert len(last["eigenvalues"]) == 8 and len(last["eigenvalues"][0]) == 2
     assert len(last["singular_values"]) == 8
     assert len(last["hidden"]) == 12 and len(last["hidden"][0]) == 8
-    assert data["diverged"] is None
+    assert run["diverged"] is None
 
 
 @pytest.mark.parametrize("args,named", [
@@ -52,8 +54,8 @@ def test_divergence_is_reported_and_exits_0(tmp_path):
     result = gradflow("--preset", "exploding", "--set", "lr=10", "--set", "activation=identity",
                       "--steps", "60", "--json", str(out))
     assert result.returncode == 0, result.stderr
-    data = json.loads(out.read_text())
-    assert data["diverged"] is not None and data["diverged"]["step"] <= 60
+    diverged = json.loads(out.read_text())["gradflow"]["runs"][0]["diverged"]
+    assert diverged is not None and diverged["step"] <= 60
     assert "DIVERGED" in result.stdout
 
 
@@ -71,4 +73,4 @@ def test_ctrl_c_stops_a_million_step_run_with_a_complete_json_and_no_traceback(t
     assert process.returncode == 130 and "Traceback" not in stderr + seen
     assert "interrupted" in stdout
     data = json.loads(out.read_text())
-    assert len(data["history"]) >= 1 and data["last"]["hidden"] is None
+    assert len(data["data"]) >= 1 and data["gradflow"]["runs"][0]["last"]["hidden"] is None

@@ -24,20 +24,21 @@ def test_run_of_a_comparison_trains_every_run_as_on_its_own(tmp_path):
     sets = [arg for key, value in SMALL.items() for arg in ("--set", f"{key}={value}")]
     result = gradflow("run", "--preset", preset.name, *sets, "--steps", "3", "--json", str(out))
     assert result.returncode == 0, result.stderr
-    data = json.loads(out.read_text())
+    document = json.loads(out.read_text())
+    data = document["gradflow"]
     assert data["preset"] == preset.name
     assert [run["label"] for run in data["runs"]] == [label for label, _ in preset.runs]
     for (label, config), run in zip(preset.runs, data["runs"]):
+        history = [row for row in document["data"] if row["run"] == label]
         config = config.replace(**SMALL)
         assert run["config"] == config.to_dict()
         assert f"{label}: rnn on adding | step 3" in result.stdout
         alone = Trainer(config)          # the same run trained on its own, in this process
         records = [alone.step() for _ in range(3)]
-        np.testing.assert_allclose([h["loss"] for h in run["history"]], [r.loss for r in records], rtol=1e-6)
-        np.testing.assert_allclose([h["grad_norm"] for h in run["history"]], [r.grad_norm for r in records],
-                                   rtol=1e-6)
+        np.testing.assert_allclose([h["loss"] for h in history], [r.loss for r in records], rtol=1e-6)
+        np.testing.assert_allclose([h["grad_norm"] for h in history], [r.grad_norm for r in records], rtol=1e-6)
         np.testing.assert_allclose(run["last"]["dh_norms"], records[-1].dh_norms, rtol=1e-6)
-    losses = [run["history"][-1]["loss"] for run in data["runs"]]
+    losses = [row["loss"] for row in document["data"] if row["step"] == 3]
     assert len(set(losses)) == len(losses)   # the runs differ (ρ = 0.9, 1.0, 1.1), so this is not one run thrice
 
 

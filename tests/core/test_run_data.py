@@ -1,24 +1,71 @@
-import csv
-
+"""The run's files load in one call each (pandas.read_json / read_csv, numpy.load), carry the schema version, keep
+‖∂L/∂c_t‖ and the zero causes beside ‖∂L/∂h_t‖, and read back (gradflow.core.run_data.read_tables) to the same
+numbers the run recorded."""
 import numpy as np
+import pandas as pd
+import pytest
 
 from gradflow.core.config import Config
-from gradflow.core.run_data import save_csv, save_npz
+from gradflow.core.run_data import SCHEMA_VERSION, read_tables, save_csv, save_json, save_npz
 from gradflow.core.trainer import Trainer
 
 
-def test_npz_and_csv_hold_the_recorded_run(tmp_path):
-    trainer = Trainer(Config(seq_len=12, hidden_size=8, model="lstm"))
+@pytest.fixture(scope="module")
+def lstm_run():
+    config = Config(seq_len=12, hidden_size=8, model="lstm", truncation=4)   # exact zeros: truncation
+    trainer = Trainer(config)
     records = [trainer.step() for _ in range(5)]
-    save_npz(tmp_path / "run.npz", trainer.history, records[-1])
+    return config, trainer, records
+
+
+def test_npz_and_csv_hold_the_recorded_run(tmp_path, lstm_run):
+    config, trainer, records = lstm_run
+    save_npz(tmp_path / "run.npz", trainer.history, config, records[-1])
     with np.load(tmp_path / "run.npz") as npz:
+        assert int(npz["schema_version"]) == SCHEMA_VERSION
         np.testing.assert_array_equal(npz["loss"], [r.loss for r in records])
         np.testing.assert_array_equal(npz["grad_norm"], [r.grad_norm for r in records])
         np.testing.assert_allclose(npz["dh_norms"][:, 0], [r.dh_norms[0] for r in records], rtol=1e-6)
+        np.testing.assert_allclose(npz["dc_norms"][:, 0], [r.dc_norms[0] for r in records], rtol=1e-6)
+        np.testing.assert_array_equal(npz["zero_causes"][:, 0], [r.zero_cause[0] for r in records])
         np.testing.assert_array_equal(npz["last_eigenvalues"], records[-1].eigenvalues)
         np.testing.assert_array_equal(npz["last_dc_norms"], records[-1].dc_norms)
     save_csv(tmp_path / "run.csv", trainer.history)
-    rows = list(csv.DictReader(open(tmp_path / "run.csv")))
-    assert len(rows) == 5
-    assert float(rows[2]["loss"]) == records[2].loss
-    assert float(rows[4]["dh_norm_t12"]) == np.float32(records[4].dh_norms[0, 11])
+    table = pd.read_csv(tmp_path / "run.csv", keep_default_na=False)
+    assert len(table) == 5 and (table["schema_version"] == SCHEMA_VERSION).all()
+    assert table["loss"][2] == records[2].loss
+    assert table["dh_norm_t12"][4] == np.float32(records[4].dh_norms[0, 11])
+    assert table["dc_norm_t12"][4] == np.float32(records[4].dc_norms[0, 11])
+    assert table["zero_cause_t1"][0] == "truncation" and table["zero_cause_t12"][0] == ""
+
+
+def test_json_loads_in_pandas_in_one_call_and_every_file_reads_back(tmp_path, lstm_run):
+    config, trainer, records = lstm_run
+    save_json(tmp_path / "run.json", [{"label": "", "config": config, "history": trainer.history,
+                                       "last": records[-1], "diverged": None}])
+    table = pd.read_json(tmp_path / "run.json", orient="table", precise_float=True)   # as written, to the bit
+    assert list(table["step"]) == [1, 2, 3, 4, 5]
+    np.testing.assert_array_equal(table["loss"], [r.loss for r in records])
+    save_npz(tmp_path / "run.npz", trainer.history, config, records[-1])
+    for name in ("run.json", "run.npz"):
+        (run,) = read_tables(tmp_path / name)
+        assert run["config"] == config
+        np.testing.assert_array_equal(run["history"]["grad_norm"], [r.grad_norm for r in records])
+        profiles = run["profiles"]
+        assert len(profiles) == 5 * 12
+        last = profiles[profiles["step"] == 5].sort_values("t")
+        np.testing.assert_allclose(last["dh_norm"], records[-1].dh_norms[0], rtol=1e-6)
+        np.testing.assert_allclose(last["dc_norm"], records[-1].dc_norms[0], rtol=1e-6)
+        assert set(profiles["zero_cause"]) == {"", "truncation"}
+
+
+@pytest.mark.parametrize("content,named", [
+    ("a,b\n1,2\n", "no column 'step'"),
+    ("step,loss,schema_version\n1,2,99\n", "schema version 99"),
+])
+def test_a_file_that_is_not_a_run_or_of_another_schema_is_refused_naming_it(tmp_path, content, named):
+    path = tmp_path / "other.csv"
+    path.write_text(content)
+    with pytest.raises(ValueError, match=named) as error:
+        read_tables(path)
+    assert "other.csv" in str(error.value)
