@@ -70,11 +70,6 @@ def check_file(model: str):
                             f"classes there: {', '.join(defined) or 'none'}")
 
 
-def sha256(model: str) -> str:
-    """The cell file's sha256 (hex): what a session records beside the path."""
-    return hashlib.sha256(_read(split(model)[0]).encode()).hexdigest()
-
-
 def _read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
@@ -89,7 +84,7 @@ def load_class(model: str) -> type[nn.Module]:
     """The cell class, from the file as it is now (read again whenever its contents change)."""
     check_file(model)
     path, name = split(model)
-    return _load_class(str(path.resolve()), name, sha256(model))
+    return _load_class(str(path.resolve()), name, hashlib.sha256(_read(path).encode()).hexdigest())
 
 
 @functools.lru_cache(maxsize=16)

@@ -204,3 +204,12 @@ def test_a_cell_returning_nan_is_a_divergence(tmp_path):
     record = trainer.step(jacobians=True)
     assert record.diverged == "loss is nan"
     assert all(torch.equal(a, b) for a, b in zip(before, trainer.model.parameters()))
+
+
+def test_the_example_in_docs_cells_md_runs(tmp_path):
+    text = (ROOT / "docs/cells.md").read_text()
+    source = text.split("```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "mycell.py").write_text(source)
+    record = Trainer(Config(model=f"{tmp_path}/mycell.py:MyCell", seq_len=10, num_layers=2)).step()
+    assert np.isfinite(record.dh_norms).all() and set(record.gates) == {"input"}
+    assert record.recurrent_block == "W_hh (MyCell.recurrent_matrix())"
