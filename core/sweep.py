@@ -322,12 +322,25 @@ class Table:
         self._file.close()
 
     def frame(self):
-        """The whole table as a pandas DataFrame (floats read back exactly)."""
+        """The whole table as a pandas DataFrame, sorted by the grid and the seed; numbers read back exactly
+        (Python's float() of the CSV's repr), an empty cell as NaN (diverged_step: <NA>) or "" (text)."""
         import pandas as pd
-        frame = pd.read_csv(self.out, float_precision="round_trip", keep_default_na=False,
-                            na_values={c: [""] for c in self.plan.columns if c not in TEXT_METRICS})
-        frame["diverged_step"] = frame["diverged_step"].astype("Int64")
-        return frame.sort_values([*self.plan.keys, "seed"], ignore_index=True)
+        with self.out.open(newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        columns = {}
+        for name in self.plan.columns:
+            cells = [row[name] for row in rows]
+            if name in self.plan.keys:
+                columns[name] = [parse_value(name, c) for c in cells]
+            elif name in TEXT_METRICS:
+                columns[name] = cells
+            elif name in ("seed", "steps"):
+                columns[name] = [int(c) for c in cells]
+            elif name == "diverged_step":
+                columns[name] = pd.array([int(c) if c else None for c in cells], dtype="Int64")
+            else:
+                columns[name] = [float(c) if c else math.nan for c in cells]
+        return pd.DataFrame(columns).sort_values([*self.plan.keys, "seed"], ignore_index=True)
 
 
 # -- running the points ------------------------------------------------------------------------------------

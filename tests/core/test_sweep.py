@@ -1,0 +1,194 @@
+"""Sweeps (core.sweep): grids, validation before training, the table, resume, failures, the process pool."""
+from __future__ import annotations
+
+import csv
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gradflow.core.config import Config, ConfigError
+from gradflow.core.sweep import METRICS, Plan, main, parse_axis, parse_grid, sweep
+
+SMALL = Config(hidden_size=16, seq_len=20, batch_size=4)
+DEADLINE_S = 120
+
+
+def test_grid_forms_list_linear_and_log():
+    assert parse_axis("seq_len=25,50,100,200").values == (25, 50, 100, 200)
+    assert parse_axis("spectral_radius=0.5:1.6:12").values == tuple(np.linspace(0.5, 1.6, 12))
+    lr = parse_axis("lr=1e-4:1e-1:7log").values
+    assert len(lr) == 7 and lr[0] == pytest.approx(1e-4) and lr[-1] == pytest.approx(1e-1)
+    assert lr[1] / lr[0] == pytest.approx(lr[-1] / lr[-2])
+    assert parse_axis("model=rnn,gru").values == ("rnn", "gru")
+
+
+@pytest.mark.parametrize("grid,named", [
+    (["nope=1,2"], "unknown config key 'nope'"),
+    (["spectral_radius=0.5,20"], "spectral_radius must be a number in 0.001..10"),
+    (["seq_len=10:20:0"], "empty range"),
+    (["lru_r_min=0.5,0.6"], "lru_r_min = 0.5 applies to model = lru only"),
+    (["model=rnn,gru", "activation=tanh,relu"], "activation = 'relu' applies to model = rnn only"),
+    (["model=rnn:gru:2"], "model is not a number"),
+    (["seq_len=10,10"], "repeats a value"),
+    (["seed=1,2"], "--seeds"),
+    (["lr=1e-3", "lr=1e-2"], "given twice"),
+    (["lr=-1:1:3log"], "log range"),
+])
+def test_a_bad_grid_is_refused_naming_the_problem(grid, named):
+    with pytest.raises(ConfigError, match=named.replace("(", r"\(").replace(".", r"\.")):
+        Plan(Config(), parse_grid(grid), seeds=1, steps=1)
+
+
+def test_points_are_the_grid_times_the_seeds():
+    plan = Plan(SMALL, parse_grid(["spectral_radius=0.5,1.5", "seq_len=10,20,30"]), seeds=3, steps=1)
+    assert len(plan.points) == 2 * 3 * 3
+    assert {(p.config.spectral_radius, p.config.seq_len, p.config.seed) for p in plan.points} == {
+        (r, T, s) for r in (0.5, 1.5) for T in (10, 20, 30) for s in range(3)}
+
+
+def _trainer_metrics(config: Config, steps: int) -> dict[str, float]:
+    """What `gradflow run` of `config` computes, in this process, on the sweep's one thread."""
+    from gradflow.core.trainer import Trainer
+    trainer = Trainer(config)
+    records = [trainer.step(detail=False) for _ in range(max(steps, 1))]
+    kept = records[-max(1, math.ceil(0.1 * len(records))):]
+    ratio = lambda r: float(np.log10(r.dh_norms[0, 0] / r.dh_norms[0, -1]))  # noqa: E731
+    return {"loss_final": float(np.mean([r.loss for r in kept])), "grad_ratio_init": ratio(records[0]),
+            "grad_ratio_final": ratio(records[-1]), "rho_init": records[0].spectral_radius,
+            "sigma_max_final": records[-1].sigma_max}
+
+
+@pytest.mark.parametrize("steps", [0, 12])
+def test_every_point_equals_a_trainer_run_of_its_config_bit_for_bit(tmp_path, monkeypatch, steps):
+    frame = sweep(["spectral_radius=0.9,1.8", "model=rnn,gru"], base=SMALL, seeds=2, steps=steps,
+                  out=tmp_path / "s.csv", jobs=2)
+    assert len(frame) == 8 and (frame["error"] == "").all()
+    assert (frame["steps"] == steps).all()
+    monkeypatch.setenv("GRADFLOW_THREADS", "1")
+    for row in frame.itertuples():
+        config = SMALL.replace(spectral_radius=row.spectral_radius, model=row.model, seed=row.seed)
+        for name, value in _trainer_metrics(config, steps).items():
+            assert getattr(row, name) == value, (name, config.diff())
+    if steps == 0:   # at initialisation: one forward and backward, nothing after it
+        assert (frame["grad_ratio_init"] == frame["grad_ratio_final"]).all()
+        assert (frame["rho_init"] == frame["rho_final"]).all()
+
+
+def test_rows_hold_the_documented_columns_and_exact_zeros_say_their_cause(tmp_path):
+    frame = sweep({"truncation": [5]}, base=SMALL.replace(task="adding"), seeds=1, steps=1, out=tmp_path / "s.csv",
+                  jobs=1)
+    assert list(frame.columns) == ["truncation", "seed", *METRICS]
+    row = frame.iloc[0]
+    assert math.isnan(row["grad_ratio_init"]) and row["grad_ratio_init_zero"] == "h_1: truncation"
+    assert row["decay_init_fit"].endswith("..20") and row["decay_init"] > 0
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_running_the_same_sweep_again_recomputes_no_finished_point(tmp_path):
+    out = tmp_path / "s.csv"
+    arguments = dict(grid=["spectral_radius=0.5,1.0,1.5"], base=SMALL, seeds=2, steps=2, out=out, jobs=2)
+    sweep(**arguments)
+    finished = _rows(out)
+    with out.open("w", newline="") as f:   # as if stopped after four points, the fifth cut off mid-line
+        f.write(",".join(finished[0]) + "\n")
+        f.writelines(",".join(row.values()) + "\n" for row in finished[:4])
+        f.write("1.5,1,0.3")
+    frame = sweep(**arguments)
+    again = _rows(out)
+    assert len(again) == len(frame) == 6
+    assert again[:4] == finished[:4]   # wall_s included: these four were not computed again
+    assert {(r["spectral_radius"], r["seed"]) for r in again} == {(r["spectral_radius"], r["seed"]) for r in finished}
+    assert _rows(out) == again and sweep(**arguments).equals(frame)   # a finished sweep: nothing to do
+
+
+def test_another_sweep_in_the_same_file_is_refused(tmp_path):
+    sweep(["seq_len=10"], base=SMALL, steps=1, out=tmp_path / "s.csv", jobs=1)
+    with pytest.raises(ConfigError, match="holds another sweep"):
+        sweep(["seq_len=10"], base=SMALL, steps=2, out=tmp_path / "s.csv", jobs=1)
+
+
+def test_a_point_that_raises_gets_its_error_and_the_sweep_goes_on(tmp_path):
+    frame = sweep([f"text=builtin,{tmp_path / 'missing.txt'}"], base=SMALL.replace(task="text"), seeds=2, steps=1,
+                  out=tmp_path / "s.csv", jobs=2)
+    failed = frame[frame["error"] != ""]
+    assert len(failed) == 2 and failed["error"].str.contains("no such file").all()
+    assert (frame[frame["error"] == ""]["loss_final"] > 0).all() and len(frame) == 4
+
+
+def test_bad_grids_exit_2_naming_the_problem_before_anything_trains(tmp_path, capsys):
+    out = tmp_path / "s.csv"
+    assert main(["--grid", "spectral_radius=0.5,20", "--out", str(out)]) == 2
+    assert "spectral_radius must be a number in 0.001..10" in capsys.readouterr().err
+    assert main(["--grid", "seq_len=5:50:0", "--out", str(out)]) == 2
+    assert "empty range" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def _descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _alive(pids: set[int]) -> set[int]:
+    return {pid for pid in pids if Path(f"/proc/{pid}").exists()
+            and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"}
+
+
+def _start_long_sweep(out: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "gradflow", "sweep", "--grid", "spectral_radius=0.5:1.5:40",
+                             "--set", "hidden_size=16", "--set", "seq_len=20", "--steps", "400", "--jobs", "2",
+                             "--out", str(out)], stderr=subprocess.PIPE, stdout=subprocess.PIPE)
+
+
+def _wait_for(condition, what: str):
+    deadline = time.monotonic() + DEADLINE_S
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.05)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_sweep_killed_with_sigkill_leaves_no_worker_behind(tmp_path):
+    sweeping = _start_long_sweep(tmp_path / "s.csv")
+    _wait_for(lambda: len(_descendants(sweeping.pid)) >= 2, "two workers")
+    workers = _descendants(sweeping.pid)
+    sweeping.kill()
+    sweeping.wait()
+    _wait_for(lambda: not _alive(workers), f"workers {sorted(_alive(workers))} to end")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_ctrl_c_keeps_every_finished_point_and_ends_the_workers(tmp_path):
+    out = tmp_path / "s.csv"
+    sweeping = _start_long_sweep(out)
+    _wait_for(lambda: out.exists() and len(_rows(out)) >= 2, "two finished points")
+    workers = _descendants(sweeping.pid)
+    os.kill(sweeping.pid, signal.SIGINT)
+    assert sweeping.wait(DEADLINE_S) == 130
+    assert "interrupted" in sweeping.stderr.read().decode()
+    rows = _rows(out)
+    assert 2 <= len(rows) < 40 and all(r["error"] == "" and float(r["loss_final"]) > 0 for r in rows)
+    _wait_for(lambda: not _alive(workers), "the workers to end")
