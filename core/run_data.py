@@ -73,9 +73,10 @@ def frame(columns: dict[str, np.ndarray]):
 
 
 # -- files ----------------------------------------------------------------------------------------------------
-def save_npz(path: str | Path, history: History, config: Config, last: Record | None = None):
-    """Every array: the history's columns, the profiles as (N, R, T) cubes (profile_steps, dh_norms, dc_norms,
-    zero_causes as codes of zero_cause_names), and the newest record's spectrum and hidden states."""
+def run_arrays(history: History, config: Config, last: Record | None = None) -> dict[str, np.ndarray]:
+    """Every array, as the NPZ file holds them: the history's columns, the profiles as (N, R, T) cubes
+    (profile_steps, dh_norms, dc_norms, zero_causes as codes of zero_cause_names), and the newest record's
+    spectrum and hidden states (last_*)."""
     steps, dh = history.profiles()
     arrays = {"schema_version": np.int64(SCHEMA_VERSION), "config": np.asarray(json.dumps(config.to_dict())),
               **history_columns(history), "profile_steps": steps, "dh_norms": dh,
@@ -89,8 +90,12 @@ def save_npz(path: str | Path, history: History, config: Config, last: Record | 
         arrays["last_singular_values"] = last.singular_values
         if last.hidden is not None:
             arrays["last_hidden"] = last.hidden
+    return arrays
+
+
+def save_npz(path: str | Path, history: History, config: Config, last: Record | None = None):
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
+    np.savez_compressed(buffer, **run_arrays(history, config, last))
     atomic_write(path, buffer.getvalue())
 
 

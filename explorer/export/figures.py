@@ -18,8 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPoint, QRectF, QSize
-from PySide6.QtGui import QGuiApplication, QImage, QPainter, QPalette
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QPoint, QRectF, QSize, QSizeF
+from PySide6.QtGui import QGuiApplication, QImage, QPageSize, QPainter, QPalette, QPdfWriter
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import (QApplication, QComboBox, QGraphicsItem, QGraphicsOpacityEffect, QGridLayout, QLabel,
                                QVBoxLayout, QWidget)
@@ -339,6 +339,23 @@ def _move(shape: ET.Element, matrix: tuple[float, ...]) -> None:
         shape.set(key, f"{value:.2f}")
 
 
+def pdf_bytes(widget: QWidget, title: str = "") -> bytes:
+    """The widget as a one-page vector PDF of its own size (for papers): drawn as for SVG, vectors only."""
+    buffer = QBuffer()
+    buffer.open(QIODevice.WriteOnly)
+    writer = QPdfWriter(buffer)
+    writer.setTitle(title or "Gradient Flow Explorer")
+    dpi = round(widget.logicalDpiX())
+    writer.setResolution(dpi)
+    writer.setPageSize(QPageSize(QSizeF(widget.width() * 72 / dpi, widget.height() * 72 / dpi), QPageSize.Point))
+    writer.setPageMargins(QMarginsF(0, 0, 0, 0))
+    painter = QPainter(writer)
+    with vector_painting(widget), controls_as_text(widget):
+        widget.render(painter, QPoint())
+    painter.end()
+    return bytes(buffer.data())
+
+
 def save_svg(widget: QWidget, path: str | Path, title: str = ""):
     _write(path, svg_bytes(widget, title))
 
@@ -348,14 +365,16 @@ def copy_to_clipboard(widget: QWidget, scale: float = 2.0):
 
 
 def save_figure(widget: QWidget, path: str | Path, scale: float = 1.0, title: str = ""):
-    """PNG or SVG by the file's suffix."""
+    """PNG, SVG or PDF by the file's suffix."""
     suffix = Path(path).suffix.lower()
     if suffix == ".png":
         save_png(widget, path, scale)
     elif suffix == ".svg":
         save_svg(widget, path, title)
+    elif suffix == ".pdf":
+        _write(path, pdf_bytes(widget, title))
     else:
-        raise ExportError(f"cannot export a figure as {suffix or 'a file without suffix'}: use .png or .svg")
+        raise ExportError(f"cannot export a figure as {suffix or 'a file without suffix'}: use .png, .svg or .pdf")
 
 
 # -- animations ----------------------------------------------------------------------------------------

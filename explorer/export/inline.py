@@ -1,0 +1,118 @@
+"""Figures for the Python API (gradflow.Run.figure): the app's own panels, rendered offscreen with no display,
+shown inline in Jupyter (_repr_png_, _repr_svg_) and saved as PNG, SVG or PDF."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import qInstallMessageHandler
+from PySide6.QtWidgets import QApplication
+
+from gradflow.explorer.export.figures import Dashboard, _encode, pdf_bytes, render_image, save_figure, svg_bytes
+
+COMPARISON_PANELS = ("gradient_time", "training")   # a comparison's figure: the comparison window's overlays
+
+
+def application() -> QApplication:
+    """The process's QApplication; a new one draws offscreen (the API never opens a window) and keeps the
+    offscreen platform's note on every resized widget ("does not support propagateSizeHints") out of the
+    notebook."""
+    app = QApplication.instance()
+    if app is None:
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+        app = QApplication(["gradflow"])
+        qInstallMessageHandler(_quiet_offscreen)
+    return app
+
+
+def _quiet_offscreen(mode, context, message: str):
+    if "propagateSizeHints" not in message:
+        sys.stderr.write(message + "\n")
+
+
+class Figure:
+    """One panel of a run (or a comparison's overlay) as a figure. refresh() redraws it with the newest records."""
+
+    def __init__(self, view, draw, title: str, scale: int, size: tuple[int, int]):
+        self.view, self._draw, self.title, self.scale = view, draw, title, scale
+        self.view.resize(*size)
+        self.view.show()
+        self.refresh()
+
+    @classmethod
+    def of_run(cls, run, panel: str, theme: str, scale: int, caption: bool, size: tuple[int, int],
+               presentation: bool) -> "Figure":
+        from gradflow.explorer.panels import PANELS
+        from gradflow.explorer.export.figures import panel_name
+        names = [panel_name(p) for p in PANELS]
+        if panel not in names:
+            raise ValueError(f"panel must be one of {', '.join(names)}, got {panel!r}")
+        application()
+        view = _view(Dashboard(run.title, [panel]), theme, presentation, caption)
+
+        def draw():
+            record = run.last
+            if panel == "task_view" and record.task_preview is None:
+                record.task_preview = run.trainer.preview()      # the task as the weights now predict it
+            if panel == "jacobians" and record.jacobians is None:
+                raise ValueError("the jacobians panel needs a step that computed them: run.step(jacobians=True)")
+            view.show_record(record, run.trainer.history)
+        return cls(view, draw, run.title, scale, size)
+
+    @classmethod
+    def of_comparison(cls, comparison, panel: str, theme: str, scale: int, caption: bool, size: tuple[int, int],
+                      presentation: bool) -> "Figure":
+        if panel not in COMPARISON_PANELS:
+            raise ValueError(f"a comparison's panel must be one of {', '.join(COMPARISON_PANELS)}, got {panel!r}")
+        application()
+        from gradflow.explorer.compare.window import GradientOverlay, LossOverlay
+        overlay = {"gradient_time": GradientOverlay, "training": LossOverlay}[panel]()
+        view = _view(overlay, theme, presentation, caption)
+
+        def draw():
+            view.show_runs(comparison.labels, [run.last for run in comparison.runs],
+                           [run.trainer.history for run in comparison.runs])
+        return cls(view, draw, comparison.title, scale, size)
+
+    def refresh(self) -> "Figure":
+        self._draw()
+        application().processEvents()
+        return self
+
+    # -- output -------------------------------------------------------------------------------------------
+    def png(self) -> bytes:
+        return _encode(render_image(self.view, self.scale), "PNG")
+
+    def svg(self) -> str:
+        return svg_bytes(self.view, self.title).decode("utf-8")
+
+    def pdf(self) -> bytes:
+        return pdf_bytes(self.view, self.title)
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """PNG (at the figure's scale), SVG or PDF by the file's suffix; ExportError names any other."""
+        save_figure(self.view, path, scale=self.scale, title=self.title)
+        return Path(path)
+
+    def _repr_png_(self) -> bytes:
+        return self.png()
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        return {"image/png": self.png()}     # one image inline (SVG on request: .svg() or _repr_svg_)
+
+    def _repr_svg_(self) -> str:
+        return self.svg()
+
+
+def _view(widget, theme: str, presentation: bool, caption: bool):
+    from gradflow.explorer.theme import get_theme
+    widget.apply_theme(get_theme(theme, presentation))
+    panels = getattr(widget, "panels", [widget])
+    for panel in panels:
+        panel.set_captions_shown(caption)
+    if isinstance(widget, Dashboard):
+        widget.title.hide()
+    return widget
+

@@ -1,0 +1,268 @@
+"""The Python API: the engine the window drives, for notebooks and scripts, with the same numbers (docs/api.md).
+
+    import gradflow
+    run = gradflow.Run("vanishing", spectral_radius=0.9)
+    run.train(200)
+    run.history                       # pandas DataFrame, one row per step
+    run.profiles()                    # tidy DataFrame: step, layer, direction, t, dh_norm, dc_norm, zero_cause
+    run.figure("gradient_time")       # the app's own panel, inline in Jupyter; .save("fig.pdf")
+
+Nothing here changes the caller's process: a Trainer draws its weights inside torch.random.fork_rng and trains
+under its own thread count, putting the caller's back after every call (gradflow.core.trainer).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from gradflow.core import presets as _presets
+from gradflow.core import run_data
+from gradflow.core.config import Config, ConfigError
+from gradflow.core.records import Record
+
+if TYPE_CHECKING:   # Qt, imported only when a figure is drawn
+    from gradflow.explorer.export.inline import Figure
+
+PresetLike = str | os.PathLike | _presets.Preset
+
+
+def presets():
+    """The shipped scenarios in teaching order: a DataFrame of name, title, group and runs (1, or a comparison's
+    member count)."""
+    rows = [{"name": name, "title": preset.title, "group": group, "runs": max(1, len(preset.runs))}
+            for group, names in _presets.preset_groups() for name in names for preset in [_presets.load_preset(name)]]
+    return run_data.frame({key: [row[key] for row in rows] for key in ("name", "title", "group", "runs")})
+
+
+def load_preset(name_or_path: PresetLike) -> _presets.Preset:
+    """A scenario by name (see presets()) or a preset TOML file: title, explanation, config, runs, claims."""
+    if isinstance(name_or_path, _presets.Preset):
+        return name_or_path
+    return _presets.load_preset(str(name_or_path))
+
+
+def _config(preset: PresetLike | None, config: Config | dict | None, overrides: dict[str, Any]) -> Config:
+    """preset's config, then `config` (a Config replaces it, a dict of keys updates it), then the overrides."""
+    base = load_preset(preset).config if preset is not None else Config()
+    if isinstance(config, Config):
+        base = config
+    elif config is not None:
+        base = base.replace(**dict(config))
+    return base.replace(**overrides) if overrides else base
+
+
+class Run:
+    """One training run, stepped here in this process: the engine of the window and of `gradflow run`.
+
+    Run(preset=None, config=None, **overrides): a scenario (name or TOML path) and/or a Config (or a dict of
+    keys), then any config key as a keyword (Run("vanishing", seed=3, data_seed=7)). ConfigError names a bad key.
+    A comparison preset is refused: use gradflow.Comparison.
+    """
+
+    def __init__(self, preset: PresetLike | None = None, config: Config | dict | None = None, **overrides: Any):
+        if preset is not None and load_preset(preset).runs:
+            raise ConfigError(f"preset {load_preset(preset).name!r} compares {len(load_preset(preset).runs)} runs: "
+                              f"use gradflow.Comparison({load_preset(preset).name!r})")
+        from gradflow.core.trainer import Trainer
+        self.config = _config(preset, config, overrides)
+        self.title = load_preset(preset).title if preset is not None else "Custom run"
+        self.trainer = Trainer(self.config)
+        self.label = ""
+
+    # -- training -------------------------------------------------------------------------------------------
+    def step(self, jacobians: bool = False) -> Record:
+        """One optimizer step, fully recorded (hidden states, gates, contributions; Jacobians through time if
+        asked): its Record. A refused update (loss or ‖g‖ not finite) is reported in Record.diverged."""
+        return self.trainer.step(detail=True, jacobians=jacobians)
+
+    def train(self, steps: int, progress: bool = True) -> Record:
+        """`steps` optimizer steps (the last fully recorded), with a progress bar (a widget in Jupyter, a line in
+        a terminal); stops early when an update is refused. Returns the newest Record."""
+        _check_steps(steps)
+        from tqdm.auto import tqdm
+        with tqdm(total=steps, disable=not progress, unit="step", leave=False) as bar:
+            for i in range(steps):
+                record = self.trainer.step(detail=i == steps - 1)
+                bar.update(1)
+                bar.set_postfix(loss=f"{record.loss:.4g}", refresh=False)
+                if record.diverged:
+                    break
+        return record
+
+    @property
+    def steps_done(self) -> int:
+        return self.trainer.steps_done
+
+    @property
+    def last(self) -> Record | None:
+        """The newest Record (None before the first step)."""
+        records = self.trainer.history.records
+        return records[-1] if records else None
+
+    # -- data -------------------------------------------------------------------------------------------------
+    @property
+    def history(self):
+        """A DataFrame, one row per kept step (every step until a long run fills history_mb), its columns the
+        Record's scalars (docs/data.md)."""
+        return run_data.frame(run_data.history_columns(self.trainer.history))
+
+    def profiles(self):
+        """A tidy DataFrame of the kept gradient profiles: step, layer, direction, t, dh_norm (‖∂L/∂h_t‖),
+        dc_norm (‖∂L/∂c_t‖; NaN without a cell state), zero_cause ('' where not exactly zero)."""
+        return run_data.frame(run_data.profile_columns(self.trainer.history, self.config))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Every array as numpy, as the NPZ file holds them: the history's columns, profile_steps (N,), dh_norms,
+        dc_norms and zero_causes (N, R, T), and the newest record's spectrum and hidden states."""
+        return run_data.run_arrays(self.trainer.history, self.config, self.last)
+
+    def save(self, path: str | os.PathLike):
+        """A .gfe session the app opens (File → Open Session): config, weights, optimizer state, history."""
+        from gradflow.core.session import save_session
+        save_session(self.trainer, path)
+
+    # -- figures ------------------------------------------------------------------------------------------------
+    def figure(self, panel: str = "gradient_time", theme: str = "light", scale: int = 2, caption: bool = False,
+               size: tuple[int, int] = (800, 500), presentation: bool = False) -> "Figure":
+        """The app's panel `panel` showing the newest record, rendered offscreen (no display needed): shown
+        inline in Jupyter, saved with .save(path) as PNG, SVG or PDF."""
+        if self.last is None:
+            raise RuntimeError("nothing to draw yet: train or step the run first")
+        from gradflow.explorer.export.inline import Figure
+        return Figure.of_run(self, panel, theme=theme, scale=scale, caption=caption, size=size,
+                             presentation=presentation)
+
+    def play(self, steps: int, panel: str = "gradient_time", every: int = 10, **figure_options: Any) -> Record:
+        """Train `steps` steps, redrawing one inline figure in place every `every` steps (IPython display with a
+        display_id, as d2l's Animator does): a live view for a classroom notebook. Returns the newest Record."""
+        _check_steps(steps)
+        if every < 1:
+            raise ValueError(f"every must be at least 1, got {every}")
+        try:
+            from IPython.display import display
+        except ImportError:
+            raise RuntimeError("play() draws in a Jupyter notebook (IPython); elsewhere use train() and "
+                               "figure()") from None
+        figure, handle = None, None
+        for i in range(1, steps + 1):
+            record = self.trainer.step(detail=i % every == 0 or i == steps)
+            if i % every == 0 or i == steps or record.diverged:
+                figure = self.figure(panel, **figure_options) if figure is None else figure.refresh()
+                handle = display(figure, display_id=True) if handle is None else handle
+                handle.update(figure)
+            if record.diverged:
+                break
+        return record
+
+    def __repr__(self) -> str:
+        return f"Run({self.title!r}, {self.config.model} on {self.config.task}, {self.steps_done} steps)"
+
+
+class Comparison:
+    """2–4 runs trained in lockstep on the same batches, as the app's comparison window does.
+
+    Comparison(preset=None, runs=None, **overrides): a comparison preset (compare_*) or runs as
+    [(label, Config or dict of keys), ...]; the overrides apply to every run. Each member is a Run in .runs.
+    """
+
+    def __init__(self, preset: PresetLike | None = None, runs: Sequence[tuple[str, Config | dict]] | None = None,
+                 **overrides: Any):
+        from gradflow.core.compare import check_runs
+        if (preset is None) == (runs is None):
+            raise ConfigError("give a comparison preset or runs = [(label, config), ...], not both or neither")
+        if runs is None:
+            found = load_preset(preset)
+            if not found.runs:
+                raise ConfigError(f"preset {found.name!r} has one run: use gradflow.Run({found.name!r})")
+            runs, self.title = found.runs, found.title
+        else:
+            self.title = "Comparison"
+        members = [(label, _config(None, config, overrides)) for label, config in runs]
+        check_runs(members)
+        self.runs = [Run(config=config) for _, config in members]
+        for run, (label, _) in zip(self.runs, members):
+            run.label, run.title = label, f"{self.title}: {label}"
+
+    @property
+    def labels(self) -> list[str]:
+        return [run.label for run in self.runs]
+
+    def step(self, jacobians: bool = False) -> list[Record]:
+        """One optimizer step of every run (each fully recorded): their Records."""
+        return [run.step(jacobians) for run in self.runs]
+
+    def train(self, steps: int, progress: bool = True) -> list[Record]:
+        """`steps` steps of every run in lockstep (a diverged run reports it and stops moving; the others go on).
+        Returns the newest Records."""
+        _check_steps(steps)
+        from tqdm.auto import tqdm
+        with tqdm(total=steps, disable=not progress, unit="step", leave=False) as bar:
+            for i in range(steps):
+                records = [run.trainer.step(detail=i == steps - 1) for run in self.runs]
+                bar.update(1)
+                if all(record.diverged for record in records):
+                    break
+        return records
+
+    @property
+    def history(self):
+        """Every run's history in one DataFrame, a `run` column (the label) first."""
+        return _stacked([run.history for run in self.runs], self.labels)
+
+    def profiles(self):
+        """Every run's profiles in one tidy DataFrame, a `run` column first."""
+        return _stacked([run.profiles() for run in self.runs], self.labels)
+
+    def figure(self, panel: str = "gradient_time", theme: str = "light", scale: int = 2, caption: bool = False,
+               size: tuple[int, int] = (800, 500), presentation: bool = False) -> "Figure":
+        """The comparison window's panel with the runs overlaid: "gradient_time" or "training"."""
+        if any(run.last is None for run in self.runs):
+            raise RuntimeError("nothing to draw yet: train or step the comparison first")
+        from gradflow.explorer.export.inline import Figure
+        return Figure.of_comparison(self, panel, theme=theme, scale=scale, caption=caption, size=size,
+                                    presentation=presentation)
+
+    def __repr__(self) -> str:
+        return f"Comparison({self.title!r}, runs {self.labels}, {self.runs[0].steps_done} steps)"
+
+
+class RunData:
+    """A run read back from a --json, --csv or --npz file: its label, config (None from a CSV), history and
+    profiles (None from a CSV, which keeps only layer 1 per t in its columns)."""
+
+    def __init__(self, label: str, config: Config | None, history, profiles):
+        self.label, self.config, self.history, self._profiles = label, config, history, profiles
+
+    def profiles(self):
+        return self._profiles
+
+    def __repr__(self) -> str:
+        return f"RunData({self.label!r}, {len(self.history)} steps)"
+
+
+def open(path: str | os.PathLike) -> Run | RunData | list[RunData]:
+    """A .gfe session as a Run that trains on from where it was saved; a --json/--csv/--npz file as a RunData (a
+    comparison's JSON: a list, one per run). ValueError (SessionError for sessions) names what is wrong."""
+    path = Path(path)
+    if path.suffix.lower() == ".gfe":
+        from gradflow.core.session import load_session
+        trainer, _ = load_session(path)
+        run = Run.__new__(Run)
+        run.config, run.trainer, run.title, run.label = trainer.config, trainer, path.stem, ""
+        return run
+    runs = [RunData(r["label"], r["config"], r["history"], r["profiles"]) for r in run_data.read_tables(path)]
+    return runs[0] if len(runs) == 1 else runs
+
+
+def _stacked(frames: list, labels: list[str]):
+    import pandas as pd
+    return pd.concat([frame.assign(run=label) for frame, label in zip(frames, labels)], ignore_index=True)[
+        ["run", *frames[0].columns]]
+
+
+def _check_steps(steps: int):
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"steps must be an integer of at least 1, got {steps!r}")

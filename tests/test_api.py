@@ -1,0 +1,158 @@
+"""The Python API (gradflow.Run, Comparison, open, presets): the engine of the window and of `gradflow run`, with
+the same numbers, and no change to the caller's torch (threads, global random state)."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import gradflow
+from gradflow.core.trainer import Trainer, engine_threads
+
+SMALL = {"seq_len": 20, "hidden_size": 16}
+
+
+def test_building_and_training_a_run_leaves_the_callers_threads_and_random_state():
+    torch.manual_seed(1234)
+    torch.set_num_threads(engine_threads() + 1)     # anything but the engine's own count
+    threads, state = torch.get_num_threads(), torch.get_rng_state()
+    try:
+        run = gradflow.Run("vanishing", **SMALL)
+        run.train(3, progress=False)
+        run.step()
+        assert torch.get_num_threads() == threads
+        assert torch.equal(torch.get_rng_state(), state)
+    finally:
+        torch.set_num_threads(engine_threads())
+
+
+def test_two_runs_stepped_interleaved_give_the_numbers_of_each_alone():
+    a, b = gradflow.Run("vanishing", **SMALL), gradflow.Run("exploding", **SMALL, seed=4)
+    interleaved = [(a.step().loss, b.step().loss) for _ in range(4)]
+    alone_a = [r.loss for r in [gradflow.Run("vanishing", **SMALL).step() for _ in range(1)]]
+    solo_a, solo_b = gradflow.Run("vanishing", **SMALL), gradflow.Run("exploding", **SMALL, seed=4)
+    assert [x for x, _ in interleaved] == [solo_a.step().loss for _ in range(4)]
+    assert [y for _, y in interleaved] == [solo_b.step().loss for _ in range(4)]
+    assert alone_a[0] == interleaved[0][0]
+
+
+def test_a_run_has_the_numbers_of_the_engine_and_of_gradflow_run(tmp_path):
+    run = gradflow.Run("lstm_forget_bias_1", **SMALL)
+    run.train(3, progress=False)
+    trainer = Trainer(gradflow.load_preset("lstm_forget_bias_1").config.replace(**SMALL))   # the app's engine
+    engine = [trainer.step() for _ in range(3)]
+    assert list(run.history["loss"]) == [r.loss for r in engine]
+    np.testing.assert_array_equal(run.last.dh_norms, engine[-1].dh_norms)
+    out = tmp_path / "run.json"
+    done = subprocess.run([sys.executable, "-m", "gradflow", "run", "--preset", "lstm_forget_bias_1", "--quiet",
+                           *[f"--set={k}={v}" for k, v in SMALL.items()], "--steps", "3", "--json", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert [row["loss"] for row in json.loads(out.read_text())["data"]] == list(run.history["loss"])
+
+
+def test_history_and_profiles_are_the_records_as_tables():
+    run = gradflow.Run("lstm_forget_bias_1", **SMALL, num_layers=2)
+    records = [run.step() for _ in range(3)]
+    history = run.history
+    assert list(history["step"]) == [1, 2, 3]
+    assert list(history["grad_norm"]) == [r.grad_norm for r in records]
+    profiles = run.profiles()
+    assert list(profiles.columns) == ["step", "layer", "direction", "t", "dh_norm", "dc_norm", "zero_cause"]
+    assert len(profiles) == 3 * 2 * SMALL["seq_len"]
+    layer2 = profiles[(profiles["step"] == 2) & (profiles["layer"] == 2)].sort_values("t")
+    np.testing.assert_allclose(layer2["dh_norm"], records[1].dh_norms[1], rtol=1e-6)
+    np.testing.assert_allclose(layer2["dc_norm"], records[1].dc_norms[1], rtol=1e-6)
+    arrays = run.arrays()
+    assert arrays["dh_norms"].shape == (3, 2, SMALL["seq_len"])
+
+
+def test_data_seed_varies_the_data_alone_and_seed_the_weights_alone():
+    def first_batch_and_weights(**keys):
+        trainer = Trainer(gradflow.Config(**SMALL, **keys))
+        return trainer.task.next_batch().inputs, torch.cat([p.detach().flatten() for p in trainer.model.parameters()])
+
+    data0, weights0 = first_batch_and_weights(seed=0)
+    data1, weights1 = first_batch_and_weights(seed=0, data_seed=1)
+    data2, weights2 = first_batch_and_weights(seed=5, data_seed=1)
+    assert torch.equal(weights0, weights1) and not torch.equal(data0, data1)
+    assert torch.equal(data1, data2) and not torch.equal(weights1, weights2)
+    assert torch.equal(first_batch_and_weights(seed=0, data_seed=0)[0], data0)   # data_seed = seed: as before
+
+
+def test_a_comparison_trains_its_runs_as_each_alone():
+    comparison = gradflow.Comparison("compare_rho", **SMALL)
+    comparison.train(3, progress=False)
+    history = comparison.history
+    assert list(history.columns[:2]) == ["run", "step"] and len(history) == 3 * 3
+    for label, config in gradflow.load_preset("compare_rho").runs:
+        alone = gradflow.Run(config=config, **SMALL)
+        alone.train(3, progress=False)
+        assert list(history[history["run"] == label]["loss"]) == list(alone.history["loss"])
+
+
+@pytest.mark.parametrize("make,named", [
+    (lambda: gradflow.Run("compare_rho"), "gradflow.Comparison"),
+    (lambda: gradflow.Run("vanishing", hidden_size=0), "hidden_size"),
+    (lambda: gradflow.Run("vanishing", colour="red"), "colour"),
+    (lambda: gradflow.Run("no_such_scenario"), "no_such_scenario"),
+    (lambda: gradflow.Comparison("vanishing"), "gradflow.Run"),
+    (lambda: gradflow.Run("vanishing", **SMALL).train(0), "steps"),
+    (lambda: gradflow.Run("vanishing", **SMALL).figure(), "train or step"),
+])
+def test_bad_input_raises_naming_the_problem(make, named):
+    with pytest.raises((ValueError, RuntimeError), match=named):
+        make()
+
+
+def test_a_figure_is_the_apps_panel_as_png_svg_and_pdf(tmp_path):
+    run = gradflow.Run("vanishing", **SMALL)
+    run.train(3, progress=False)
+    figure = run.figure("gradient_time", scale=2, size=(600, 400))
+    png = figure._repr_png_()
+    assert png.startswith(b"\x89PNG") and int.from_bytes(png[16:20], "big") == 1200   # width: 600 px × scale 2
+    assert "<svg" in figure._repr_svg_()
+    for suffix, magic in ((".png", b"\x89PNG"), (".svg", b"<?xml"), (".pdf", b"%PDF")):
+        path = figure.save(tmp_path / f"fig{suffix}")
+        assert path.read_bytes().startswith(magic)
+    assert run.figure("task_view")._repr_png_().startswith(b"\x89PNG")   # a preview is drawn on demand
+    with pytest.raises(ValueError, match="gradient_history"):
+        run.figure("gradient_tim")
+    comparison = gradflow.Comparison("compare_rho", **SMALL)
+    comparison.step()
+    assert comparison.figure("training")._repr_png_().startswith(b"\x89PNG")
+    with pytest.raises(ValueError, match="gradient_time, training"):
+        comparison.figure("spectrum")
+
+
+def test_a_saved_session_opens_as_a_run_that_trains_on(tmp_path):
+    run = gradflow.Run("vanishing", **SMALL)
+    run.train(4, progress=False)
+    run.save(tmp_path / "run.gfe")
+    reopened = gradflow.open(tmp_path / "run.gfe")
+    assert reopened.config == run.config and list(reopened.history["loss"]) == list(run.history["loss"])
+    for saved, opened in zip(run.trainer.model.parameters(), reopened.trainer.model.parameters()):
+        assert torch.equal(saved, opened)
+    assert reopened.step().step == 5                   # it trains on from step 4 (the data stream starts anew)
+
+
+def test_run_files_open_as_run_data(tmp_path):
+    files = [tmp_path / f"run.{suffix}" for suffix in ("json", "csv", "npz")]
+    done = subprocess.run([sys.executable, "-m", "gradflow", "run", "--preset", "vanishing", "--quiet", "--steps", "3",
+                           "--set", "seq_len=20", *[f"--{f.suffix[1:]}={f}" for f in files]],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    for path in files:
+        data = gradflow.open(path)
+        assert list(data.history["step"]) == [1, 2, 3]
+    assert len(gradflow.open(files[0]).profiles()) == 3 * 20
+    with pytest.raises(ValueError, match="run.txt"):
+        gradflow.open(tmp_path / "run.txt")
+
+
+def test_presets_lists_every_scenario_with_its_title():
+    table = gradflow.presets()
+    assert table["name"].iloc[0] == "vanishing" and table["title"].str.len().min() > 0
+    assert (table[table["name"] == "compare_rho"]["runs"] == 3).all()
