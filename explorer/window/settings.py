@@ -20,7 +20,9 @@ puts the message at the field and the previous valid value back.
 """
 from __future__ import annotations
 
+import ast
 import re
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal, Slot
@@ -38,7 +40,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
                      "text_max_tokens")),
     ("Optimisation", ("optimizer", "lr", "clip")),
     ("Truncation", ("truncation", "truncation_mode", "truncation_prob")),
-    ("Run", ("seed", "device", "history_mb")),
+    ("Run", ("seed", "device", "precision", "history_mb")),
 )
 LIVE_MARK = "●"
 
@@ -80,6 +82,13 @@ class Field:
             self.widget = QComboBox()
             self.widget.addItems(list(spec.choices))
             self.widget.activated.connect(lambda _i: on_edit(key))
+            if spec.or_form:   # model: a built-in cell, or a user's cell typed or picked (docs/cells.md)
+                self.widget.setEditable(True)
+                self.widget.lineEdit().setPlaceholderText(spec.or_form)
+                self.browse = QToolButton()
+                self.browse.setText("…")
+                self.browse.setToolTip("choose a Python file with your cell class (docs/cells.md)")
+                self.browse.clicked.connect(lambda: self._on_cell_browse_clicked(on_edit))
         elif spec.kind is bool:
             self.widget = QCheckBox()
             self.widget.clicked.connect(lambda _c: on_edit(key))
@@ -127,7 +136,11 @@ class Field:
         w.blockSignals(True)
         try:
             if isinstance(w, QComboBox):
-                w.setCurrentIndex(w.findText(str(value)))
+                index = w.findText(str(value))
+                if index < 0 and w.isEditable():
+                    w.setEditText(str(value))
+                else:
+                    w.setCurrentIndex(index)
             elif isinstance(w, QCheckBox):
                 w.setChecked(bool(value))
             else:
@@ -182,6 +195,21 @@ class Field:
         if path:
             self.widget.setText(path)
             on_edit(self.key)
+
+    def _on_cell_browse_clicked(self, on_edit):
+        path, _ = QFileDialog.getOpenFileName(self.widget, "Your recurrent cell", "", "Python files (*.py)")
+        if path:
+            self.widget.setEditText(f"{path}:{_first_class(path)}")
+            on_edit(self.key)
+
+
+def _first_class(path: str) -> str:
+    """The first top-level class of a Python file, read without running it ('' if none or unreadable)."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return ""
+    return next((node.name for node in tree.body if isinstance(node, ast.ClassDef)), "")
 
 
 def _suggested(key: str) -> Any:
