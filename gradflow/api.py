@@ -82,8 +82,7 @@ class Run:
         """`steps` optimizer steps (the last fully recorded), with a progress bar (a widget in Jupyter, a line in
         a terminal); stops early when an update is refused. Returns the newest Record."""
         _check_steps(steps)
-        from tqdm.auto import tqdm
-        with tqdm(total=steps, disable=not progress, unit="step", leave=False) as bar:
+        with _progress_bar(steps, progress) as bar:
             for i in range(steps):
                 record = self.trainer.step(detail=i == steps - 1)
                 bar.update(1)
@@ -198,8 +197,7 @@ class Comparison:
         """`steps` steps of every run in lockstep (a diverged run reports it and stops moving; the others go on).
         Returns the newest Records."""
         _check_steps(steps)
-        from tqdm.auto import tqdm
-        with tqdm(total=steps, disable=not progress, unit="step", leave=False) as bar:
+        with _progress_bar(steps, progress) as bar:
             for i in range(steps):
                 records = [run.trainer.step(detail=i == steps - 1) for run in self.runs]
                 bar.update(1)
@@ -261,6 +259,19 @@ def _stacked(frames: list, labels: list[str]):
     import pandas as pd
     return pd.concat([frame.assign(run=label) for frame, label in zip(frames, labels)], ignore_index=True)[
         ["run", *frames[0].columns]]
+
+
+def _progress_bar(steps: int, shown: bool):
+    """tqdm's notebook widget where ipywidgets can draw it, its text bar otherwise (tqdm.auto warns in a
+    kernel without ipywidgets, even for a bar that is not shown)."""
+    try:
+        if not shown:
+            raise ImportError
+        import ipywidgets  # noqa: F401 - only asked whether the widget can be drawn
+        from tqdm.auto import tqdm
+    except ImportError:
+        from tqdm import tqdm
+    return tqdm(total=steps, disable=not shown, unit="step", leave=False)
 
 
 def _check_steps(steps: int):
