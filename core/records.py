@@ -137,11 +137,14 @@ class History:
     - the newest full records (arrays included) in a ring buffer, in what is left.
     """
 
-    def __init__(self, max_bytes: int):
-        self.max_bytes = max_bytes
+    def __init__(self, max_bytes: int, precision: str = "float32"):
+        """precision: the run's (Config.precision); the profiles keep its dtype, so a float64 run's norms below
+        float32's smallest (~1e-45) stay what they were, not 0."""
+        self.max_bytes, self.precision = max_bytes, precision
+        profile_dtype = np.float64 if precision == "float64" else np.float32
         self._scalars = StridedRows(max_bytes // 4, np.float64)     # rows: (len(SCALARS),)
-        self._profiles = StridedRows(max_bytes // 4, np.float32)    # rows: (R, T)
-        self._cell_profiles = StridedRows(max_bytes // 4, np.float32)  # rows: (R, T) dc_norms; LSTM only
+        self._profiles = StridedRows(max_bytes // 4, profile_dtype)    # rows: (R, T)
+        self._cell_profiles = StridedRows(max_bytes // 4, profile_dtype)  # rows: (R, T) dc_norms; LSTM only
         self._zero_causes = StridedRows(max_bytes // 16, np.int8)   # rows: (R, T), codes of ZERO_CAUSES
         self.records: deque[Record] = deque()
         self._record_bytes = 0
@@ -193,13 +196,13 @@ class History:
         """(steps (N,), dh_norms (N, R, T)), copies. One History belongs to one model shape: a rebuild starts a
         new one. Not thread-safe: read it on the thread that appends to it."""
         steps, profiles = self._profiles.kept()
-        return steps, profiles if profiles.ndim == 3 else np.zeros((0, 0, 0), dtype=np.float32)
+        return steps, profiles if profiles.ndim == 3 else np.zeros((0, 0, 0), dtype=self._profiles.dtype)
 
     def cell_profiles(self) -> tuple[np.ndarray, np.ndarray]:
         """(steps (N,), dc_norms (N, R, T)), copies: an LSTM's ‖∂L/∂c_t‖ at profiles()'s steps; (0,), (0, 0, 0)
         for a cell without a cell state."""
         steps, profiles = self._cell_profiles.kept()
-        return steps, profiles if profiles.ndim == 3 else np.zeros((0, 0, 0), dtype=np.float32)
+        return steps, profiles if profiles.ndim == 3 else np.zeros((0, 0, 0), dtype=self._profiles.dtype)
 
     def zero_causes(self) -> tuple[np.ndarray, np.ndarray]:
         """(steps (N,), codes (N, R, T) int8 of ZERO_CAUSES), copies; the steps are profiles()'s."""
@@ -218,7 +221,8 @@ class History:
 
     @classmethod
     def from_state(cls, state: dict[str, np.ndarray]) -> "History":
-        history = cls(int(state["max_bytes"]))
+        profiles = np.asarray(state["profiles"])
+        history = cls(int(state["max_bytes"]), "float64" if profiles.dtype == np.float64 else "float32")
         history._scalars.stride = int(state.get("scalar_stride", 1))   # sessions saved before it existed: 1
         history._profiles.stride = int(state["profile_stride"])
         columns = [np.asarray(state[f"scalar_{name}"], dtype=np.float64) for name in SCALARS]
@@ -227,7 +231,7 @@ class History:
         for row in np.stack(columns, axis=1):                                          # (N, len(SCALARS))
             history._scalars.add(int(row[0]), row)                                     # column 0: the step
         steps = np.asarray(state["profile_steps"], dtype=np.int64)
-        profiles = np.asarray(state["profiles"], dtype=np.float32)
+        profiles = profiles.astype(history._profiles.dtype, copy=False)
         if len(profiles) != len(steps):
             raise ValueError("history profiles and their steps differ in length")
         history._zero_causes.stride = history._profiles.stride
@@ -236,7 +240,7 @@ class History:
         if causes.shape != profiles.shape:
             raise ValueError("history zero causes and profiles differ in shape")
         history._cell_profiles.stride = history._profiles.stride
-        cells = np.asarray(state.get("cell_profiles", np.zeros((0, 0, 0))), dtype=np.float32)  # older: none kept
+        cells = np.asarray(state.get("cell_profiles", np.zeros((0, 0, 0))), dtype=history._profiles.dtype)  # older: none
         if len(cells) not in (0, len(steps)):
             raise ValueError("history cell-state profiles and their steps differ in length")
         for i, (step, profile, cause) in enumerate(zip(steps, profiles, causes)):

@@ -95,7 +95,7 @@ class Trainer:
             self.model = cells.build_model(config, self.task.input_size, self.task.output_size).to(
                 self.device, DTYPES[config.precision])
         self.optimizer = OPTIMIZERS[config.optimizer](self.model.parameters(), lr=config.lr)
-        self.history = History(config.history_mb * 2**20)
+        self.history = History(config.history_mb * 2**20, config.precision)
         self.steps_done = 0
         self.halted = False         # the newest step's update was refused (core.protocol.Engine)
         self._carried_state = None  # sequential sampling: the previous batch's final state

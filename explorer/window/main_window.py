@@ -58,7 +58,7 @@ class MainWindow(QMainWindow):
         self.scenarios = Scenarios(self, self)               # the scenario picker
         config = config if config is not None else self.preset.config
 
-        self.run = RunState(config.history_mb * 2**20)       # the run as this window knows it (GUI thread)
+        self.run = RunState(config.history_mb * 2**20, config.precision)   # the run as this window knows it
         self._closing = False
         self.rate = StepRate()
         self.theme: Theme = DEFAULT_THEME
@@ -279,7 +279,7 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _on_rebuilt(self, config: Config):
-        self.run.reset(config.history_mb * 2**20)
+        self.run.reset(config.history_mb * 2**20, config.precision)
         self.rate.reset()
         self.checkpoints.new_model()     # snapshots of another model
         self.scenarios.rebuilt(config)

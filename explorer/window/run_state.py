@@ -23,8 +23,8 @@ from gradflow.core.records import History, Record
 class RunState:
     """One run's records on the window side (see module doc). Touched only in the GUI thread."""
 
-    def __init__(self, history_bytes: int):
-        self.history = History(history_bytes)
+    def __init__(self, history_bytes: int, precision: str = "float32"):
+        self.history = History(history_bytes, precision)
         self.latest: Record | None = None            # the newest record received
         self.latest_detailed: Record | None = None   # the newest with hidden states
         self.diverged: Record | None = None          # the record of the refused update, until resolved
@@ -76,9 +76,10 @@ class RunState:
         self.diverged = None
         self.scrubbed = None
 
-    def reset(self, history_bytes: int):
-        """A new model: an empty history, nothing received, nothing diverged, live."""
-        self.adopt(History(history_bytes), ())
+    def reset(self, history_bytes: int, precision: str = "float32"):
+        """A new model: an empty history (profiles kept in the run's precision), nothing received, nothing
+        diverged, live."""
+        self.adopt(History(history_bytes, precision), ())
 
 
 def frame_step(runs: Sequence[RunState]) -> list[Record] | None:

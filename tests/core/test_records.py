@@ -100,3 +100,13 @@ def test_earlier_gives_the_newest_records_before_a_step_with_its_shape_without_s
             raise AssertionError("earlier() scanned past the records it needed")
     history.records.appendleft(Untouchable())
     assert len(history.earlier(history.records[-1], 2)) == 2
+
+
+def test_a_float64_runs_history_keeps_its_norms_below_float32s_range():
+    trainer = Trainer(Config(model="gru", seq_len=200, precision="float64"))   # float32: exact zeros (underflow)
+    record = trainer.step()
+    assert 0 < record.dh_norms.min() < np.finfo(np.float32).tiny   # float32 would keep these as denormals (or 0)
+    _, profiles = trainer.history.profiles()
+    np.testing.assert_array_equal(profiles[0], record.dh_norms)   # the history keeps them as they were
+    again = History.from_state(trainer.history.state())
+    np.testing.assert_array_equal(again.profiles()[1][0], record.dh_norms)
