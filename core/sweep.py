@@ -43,6 +43,8 @@ METRICS = ("loss_final", "loss_ratio", "grad_ratio_init", "grad_ratio_init_zero"
            "rho_init", "rho_final", "sigma_max_init", "sigma_max_final", "diverged_step", "steps", "wall_s", "error")
 TEXT_METRICS = ("grad_ratio_init_zero", "grad_ratio_final_zero", "decay_init_fit", "decay_final_fit", "error")
 FINAL_SHARE = 0.1   # loss_final: the mean over the last 10% of the steps
+CLUSTER_CONNECT_S = 30   # how long to try reaching a Dask scheduler
+CLUSTER_CHECK_S = 2.0    # how often a sweep on a cluster asks whether the scheduler is still there
 
 
 # -- the grid -----------------------------------------------------------------------------------------
@@ -366,11 +368,12 @@ def local_pool(jobs: int):
 
 
 def run_points(executor: cf.Executor, points: list[Point], steps: int, window: int,
-               on_row: Callable[[Point, dict[str, Any]], None]) -> tuple[list[Point], list[Point]]:
+               on_row: Callable[[Point, dict[str, Any]], None],
+               lost: Callable[[], str | None] = lambda: None) -> tuple[list[Point], list[Point]]:
     """Run `points` on `executor`, at most `window` submitted at a time; on_row(point, metrics) as each finishes.
     A local pool whose worker died is broken: returns (the points it had been given, the points not yet
     submitted), neither with a row; ([], []) when every point has its row. A Dask worker that dies gives its
-    point an error row; a lost cluster raises ClusterLost."""
+    point an error row; a lost cluster (lost() says why, asked every CLUSTER_CHECK_S) raises ClusterLost."""
     queue = iter(points)
     running: dict[cf.Future, Point] = {}
     broken: list[Point] = []
@@ -383,7 +386,9 @@ def run_points(executor: cf.Executor, points: list[Point], steps: int, window: i
 
     refill()
     while running:
-        finished, _ = cf.wait(running, return_when=cf.FIRST_COMPLETED)
+        finished, _ = cf.wait(running, timeout=CLUSTER_CHECK_S, return_when=cf.FIRST_COMPLETED)
+        if not finished and (why := lost()):
+            raise ClusterLost(why)
         for future in finished:
             point = running.pop(future)
             try:
@@ -391,8 +396,8 @@ def run_points(executor: cf.Executor, points: list[Point], steps: int, window: i
             except cf.BrokenExecutor:
                 broken.append(point)
                 continue
-            except cf.CancelledError as e:
-                raise ClusterLost(f"the cluster cancelled the sweep's work ({e or 'lost connection'})") from e
+            except cf.CancelledError as e:   # Dask: the scheduler's connection closed
+                raise ClusterLost(lost() or "the cluster went away (it cancelled the sweep's work)") from e
             except Exception as e:  # noqa: BLE001 - e.g. Dask's KilledWorker: that point's worker died
                 metrics = {"steps": steps, "error": f"its worker died: {type(e).__name__}: {e}"}
             on_row(point, metrics)
@@ -468,12 +473,13 @@ def _on_cluster(address: str, plan: Plan, pending: list[Point], on_row):
     except ImportError:
         raise ConfigError("--cluster needs Dask distributed: pip install 'gradient-flow-explorer[cluster]'") from None
     try:
-        client = Client(address, timeout=30)
+        client = Client(address, timeout=CLUSTER_CONNECT_S)
     except (OSError, TimeoutError) as e:
         raise ConfigError(f"cannot reach the Dask scheduler at {address}: {e}") from None
     try:
         threads = sum(client.nthreads().values()) or 1
-        run_points(client.get_executor(pure=False), pending, plan.steps, 2 * threads, on_row)
+        lost = lambda: None if client.status == "running" else f"the Dask scheduler at {address} went away"  # noqa: E731
+        run_points(client.get_executor(pure=False), pending, plan.steps, 2 * threads, on_row, lost)
     finally:
         client.close()
 

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -192,3 +193,40 @@ def test_ctrl_c_keeps_every_finished_point_and_ends_the_workers(tmp_path):
     rows = _rows(out)
     assert 2 <= len(rows) < 40 and all(r["error"] == "" and float(r["loss_final"]) > 0 for r in rows)
     _wait_for(lambda: not _alive(workers), "the workers to end")
+
+
+def test_a_dask_cluster_gives_the_local_pools_rows_number_for_number(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    arguments = dict(grid=["spectral_radius=0.8,1.6", "seq_len=10,20"], base=SMALL, seeds=2, steps=5)
+    local = sweep(**arguments, out=tmp_path / "local.csv", jobs=2)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        remote = sweep(**arguments, out=tmp_path / "dask.csv", cluster=cluster.scheduler_address)
+    assert len(remote) == 8 and (remote["error"] == "").all()
+    assert remote.drop(columns="wall_s").equals(local.drop(columns="wall_s"))
+
+
+def test_an_unreachable_cluster_is_bad_input_naming_it(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("distributed")
+    monkeypatch.setattr("gradflow.core.sweep.CLUSTER_CONNECT_S", 1)
+    assert main(["--grid", "seq_len=10", "--steps", "1", "--out", str(tmp_path / "s.csv"),
+                 "--cluster", "tcp://127.0.0.1:9"]) == 2
+    assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in capsys.readouterr().err
+
+
+def test_a_cluster_that_goes_away_leaves_the_finished_rows_and_says_so(tmp_path, capsys):
+    distributed = pytest.importorskip("distributed")
+    out = tmp_path / "s.csv"
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None)
+    sweeping = threading.Thread(target=lambda: codes.append(main(
+        ["--grid", "spectral_radius=0.5:1.5:30", "--set", "hidden_size=16", "--set", "seq_len=20", "--steps", "300",
+         "--out", str(out), "--cluster", cluster.scheduler_address])))
+    codes: list[int] = []
+    sweeping.start()
+    _wait_for(lambda: out.exists() and len(_rows(out)) >= 1, "a finished point")
+    cluster.close()
+    sweeping.join(DEADLINE_S)
+    assert codes == [3]
+    assert "went away" in capsys.readouterr().err
+    rows = _rows(out)   # closing a LocalCluster ends its worker first: the points it held may say so
+    assert 1 <= len(rows) < 30 and any(r["error"] == "" for r in rows), rows
+    assert all(r["error"] == "" or "worker died" in r["error"] for r in rows), [r["error"] for r in rows]
