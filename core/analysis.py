@@ -3,8 +3,8 @@
 Contributions (BPTT as a sum over time steps, d2l §9.7.2). The recurrent weight's gradient is a sum over time
 steps,  ∂L/∂W_hh = Σ_t δ_tᵀ h_{t−1}  with δ_t = ∂L/∂(pre-activation of the
 W_hh term) at step t, so it never vanishes as a whole; what vanishes is the
-share contributed by steps far from the loss. δ_t per cell, for the block
-called W_hh (see core.models.RECURRENT_BLOCK):
+share contributed by steps far from the loss. δ_t per cell (each cell's ``delta``, core/cells/), for the
+block called W_hh (the record's recurrent_block):
 
     RNN   δ_t = ∂L/∂h_t ⊙ φ'(a_t)
     GRU   δ_t = ∂L/∂h_t ⊙ (1 − z_t) ⊙ (1 − n_t²) ⊙ r_t        (block W_hn)
@@ -35,15 +35,6 @@ ACTIVATION_DERIVATIVE = {  # φ'(a) written in terms of h = φ(a)
 ACTIVATION_DERIVATIVE_BOUND = {"tanh": 1.0, "relu": 1.0, "identity": 1.0, "modrelu": 1.0}  # sup |φ'|
 
 
-def candidate_delta(kind: str, activation: str, *, h, dh, gates=None, dc=None) -> torch.Tensor:
-    """δ_t (T, B, H) for the W_hh block; h, dh (T, B, H); gates name -> (T, B, H); dc (T, B, H) for LSTM."""
-    if kind == "rnn":
-        return dh * ACTIVATION_DERIVATIVE[activation](h)
-    if kind == "gru":
-        return dh * (1 - gates["update"]) * (1 - gates["candidate"] ** 2) * gates["reset"]
-    return dc * gates["input"] * (1 - gates["candidate"] ** 2)
-
-
 def time_contributions(delta: torch.Tensor, h_prev: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """Step t's term δ_tᵀ h_{t−1} of ∂L/∂W_hh.
 
@@ -53,14 +44,14 @@ def time_contributions(delta: torch.Tensor, h_prev: torch.Tensor) -> tuple[np.nd
     return torch.linalg.matrix_norm(terms).cpu().numpy(), terms.sum(0).cpu().numpy()
 
 
-def row_contributions(row, kind: str, activation: str) -> tuple[np.ndarray, np.ndarray]:
-    """Contributions through time for one traced row (core.models.RowTrace, after backward).
+def row_contributions(row, delta: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """Contributions through time for one traced row (core.models.RowTrace, after backward), δ_t (T, B, H) its
+    cell's (core.cells.families.DenseCell.delta).
 
     -> (norms (T,) in sequence order, total (H, H)); total equals the row's W_hh-block gradient.
     """
     prev = torch.cat([row.h0.unsqueeze(0), row.h[:-1]]) if not row.reverse \
         else torch.cat([row.h[1:], row.h0.unsqueeze(0)])  # (T, B, H): the state entering step t
-    delta = candidate_delta(kind, activation, h=row.h, dh=row.dh, gates=row.gates, dc=row.dc)
     return time_contributions(delta, prev)
 
 
@@ -74,14 +65,16 @@ class JacobianProfile:
 
 
 @torch.no_grad()
-def jacobians_through_time(model, inputs: torch.Tensor, state0=None, activation: str = "tanh") -> JacobianProfile:
-    """Jacobians of layer 1 (forward direction) along one sequence.
+def jacobians_through_time(model, inputs: torch.Tensor, state0=None, activation: str | None = "tanh"
+                           ) -> JacobianProfile:
+    """Jacobians of layer 1 (forward direction) of a core.models.RecurrentNet along one sequence.
 
-    inputs (T, I) for a single sequence; state0: (H,) or ((H,), (H,)) or None for zeros.
+    inputs (T, I) for a single sequence; state0: (H,) or ((H,), (H,)) or None for zeros; activation: a vanilla
+    RNN's φ, for the bound (γ σ_max(W_hh))^(T−t) with γ = sup |φ'| (None: a gated cell, no bound).
     """
     w_ih, w_hh, b_ih, b_hh = (w.detach().double() for w in model.row_weights(0))
     H, T = model.hidden_size, inputs.shape[0]
-    lstm = model.kind == "lstm"
+    lstm = isinstance(model.zero_state(1), tuple)   # the state is (h, c)
     x_proj = inputs.double() @ w_ih.T + b_ih  # (T, G*H)
 
     def step(s, xp):  # s (S,) -> s' (S,), S = H or 2H
@@ -101,7 +94,7 @@ def jacobians_through_time(model, inputs: torch.Tensor, state0=None, activation:
     with torch.enable_grad():
         J = vmap(jacrev(step))(prev, x_proj)  # (T, S, S)
     bound = None
-    if model.kind == "rnn":
+    if activation is not None:
         sigma = torch.linalg.matrix_norm(w_hh, ord=2).item() * ACTIVATION_DERIVATIVE_BOUND[activation]
         bound = (T - np.arange(1, T + 1)) * math.log10(sigma) if sigma > 0 else None
     return jacobian_profile_of(J, bound, "(h, c)" if lstm else "h")

@@ -61,6 +61,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from gradflow.core import cells
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.records import ZERO_CAUSES
 
@@ -209,13 +210,14 @@ def _check_fits(where: str, kind: str, args: dict, config: Config):
         value = args.get(key)
         if value is not None and max(np.atleast_1d(value)) > T:
             raise ConfigError(f"{where}: {key} = {value!r} reaches past the sequence (seq_len = {T})")
-    if args.get("of") == "c" and config.model != "lstm":
-        raise ConfigError(f"{where}: of = 'c' (the cell state) needs model = lstm, got {config.model!r}")
+    if args.get("of") == "c" and "c" not in cells.cell_for(config.model).state:
+        raise ConfigError(f"{where}: of = 'c' (the cell state) needs a cell with one (model = lstm), "
+                          f"got {config.model!r}")
     if args.get("window", 1) > args.get("step", math.inf):
         raise ConfigError(f"{where}: window = {args['window']} is longer than step = {args['step']}")
-    if kind == "theory_line" and args["line"] == "linear" and config.model != "rnn":
-        raise ConfigError(f"{where}: line = 'linear' (the linear RNN's prediction) needs model = rnn, "
-                          f"got {config.model!r}")
+    why = cells.cell_for(config.model).no_linear_prediction
+    if kind == "theory_line" and args["line"] == "linear" and why is not None:
+        raise ConfigError(f"{where}: line = 'linear' does not fit model = {config.model!r}: {why}")
     if kind == "step_factor" and args["over"][0] == args["over"][1]:
         raise ConfigError(f"{where}: over must span at least two time steps, got {list(args['over'])}")
 
@@ -249,7 +251,7 @@ def run_cost(preset, run: str | None) -> float:
     scheduling the longest runs first; the checks do not depend on it)."""
     config = dict(preset.runs)[run] if run is not None else preset.config
     claims = [c for c in preset.claims if (c.run or (preset.runs[0][0] if preset.runs else None)) == run]
-    weight = {"lstm": 4.0, "gru": 3.0, "lru": 4.0}.get(config.model, 1.5 if config.model != "rnn" else 1.0)
+    weight = cells.cell_for(config.model).cost
     return max(c.last_step for c in claims) * config.seq_len * config.num_layers * weight
 
 

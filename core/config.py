@@ -13,6 +13,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from gradflow.core import cells
+from gradflow.core.cells import CELL_KEYS, USER_CELL
+
 
 class ConfigError(ValueError):
     """A configuration key or value that is not allowed; the message names it."""
@@ -29,26 +32,6 @@ TASK_LOSS_AT = {  # which loss positions each task allows; the first is its natu
     "text": ("all", "last"),
 }
 AUTOREGRESSIVE_TASKS = ("sine", "text")  # a backward direction would see the future
-DIAGONAL_MODELS = ("mingru", "minlstm", "lru")  # recurrences whose step Jacobian is diagonal (core/diagonal.py)
-DENSE_MODELS = ("rnn", "gru", "lstm")           # a dense W_hh matrix (core/models.py)
-USER_CELL = "path/to/cell.py:ClassName"         # a user's cell in a file (core/user_cell.py), in MODEL_KEYS
-# Keys that apply to some models only: key -> (those models, why). Another model refuses any value but the
-# default, naming the key; the settings dock shows each key's field for those models only.
-MODEL_KEYS: dict[str, tuple[tuple[str, ...], str]] = {
-    "activation": (("rnn",), "GRU, LSTM and the diagonal cells use their own sigmoid/tanh gates"),
-    "recurrent_constraint": (("rnn",), "it holds the RNN's W_hh orthogonal"),
-    "forget_bias": (("lstm",), "it is the bias of the LSTM's forget gate"),
-    "init": (DENSE_MODELS, "it shapes a W_hh matrix; a diagonal recurrence has none"),
-    "spectral_radius": (DENSE_MODELS, "it rescales a W_hh matrix; a diagonal recurrence has none "
-                                      "(the LRU's |λ|: lru_r_min, lru_r_max)"),
-    "hold_spectral_radius": (DENSE_MODELS, "it re-imposes spectral_radius on a W_hh matrix"),
-    "bidirectional": (("rnn", "gru", "lstm", "mingru", "minlstm", USER_CELL),
-                      "the LRU's layers add their input back (a residual), which one direction's width keeps"),
-    **{key: (("lru",), "it shapes the LRU's ring initialisation") for key in ("lru_r_min", "lru_r_max",
-                                                                             "lru_max_phase")},
-}
-
-
 @dataclass(frozen=True)
 class _Spec:
     kind: type                      # int, float, bool or str
@@ -56,7 +39,7 @@ class _Spec:
     low: float | None = None        # inclusive bounds for numbers
     high: float | None = None
     optional: bool = False          # "none" (or Python None) switches the feature off
-    or_form: str = ""               # besides the choices: a value of this form (model: USER_CELL)
+    or_form: str = ""               # besides the choices: a value of this form (model: cells.USER_CELL)
     help: str = ""
 
     def describe(self) -> str:
@@ -72,7 +55,7 @@ class _Spec:
 
 
 SPECS: dict[str, _Spec] = {
-    "model": _Spec(str, ("rnn", "gru", "lstm", "mingru", "minlstm", "lru"), or_form=USER_CELL,
+    "model": _Spec(str, cells.names(), or_form=USER_CELL,
                    help="recurrent cell: the textbook rnn/gru/lstm, or a diagonal recurrence (core/diagonal.py): "
                         "minGRU/minLSTM (gates read x_t only), LRU (complex diagonal, ring init); or a user's "
                         "cell, path/to/cell.py:ClassName (docs/cells.md)"),
@@ -168,9 +151,6 @@ class Config:
         if self.hold_spectral_radius and self.spectral_radius is None:
             raise ConfigError("hold_spectral_radius = true needs a spectral_radius to hold; "
                               "set spectral_radius or hold_spectral_radius = false")
-        if self.cell_kind == USER_CELL:
-            from gradflow.core.user_cell import check_file   # the file is parsed, never run, here
-            check_file(self.model)
         self._check_cell_keys()
         if self.bidirectional and self.task in AUTOREGRESSIVE_TASKS:
             raise ConfigError(f"bidirectional = true does not fit task = {self.task!r}: the backward direction "
@@ -184,29 +164,22 @@ class Config:
                 raise ConfigError("device = 'cuda' but no CUDA device is available here; use device = 'cpu'")
 
     def _check_cell_keys(self):
-        """Keys that belong to some cells only (MODEL_KEYS), and the orthogonal RNN's and the ring's own rules."""
+        """Keys that only some cells take (core.cells.CELL_KEYS), then the cell's own rules (Cell.check)."""
         default = Config.__dataclass_fields__
-        for key, (models, why) in MODEL_KEYS.items():
+        for key, why in CELL_KEYS.items():
             value = getattr(self, key)
-            if self.cell_kind not in models and value != default[key].default:
-                raise ConfigError(f"{key} = {_literal(value)} applies to model = {' | '.join(models)} only (got "
-                                  f"model = {self.model!r}): {why}; set it back to {_literal(default[key].default)}")
-        if self.recurrent_constraint != "none" and self.spectral_radius is not None:
-            raise ConfigError("recurrent_constraint = 'orthogonal' fixes ρ = 1; spectral_radius "
-                              f"= {self.spectral_radius:g} cannot also hold: use spectral_radius = none")
-        if self.lru_r_min > self.lru_r_max:
-            raise ConfigError(f"lru_r_min = {self.lru_r_min:g} must not exceed lru_r_max = {self.lru_r_max:g}")
+            if not cells.takes(key, self.model) and value != default[key].default:
+                raise ConfigError(f"{key} = {_literal(value)} applies to model = {' | '.join(cells.taking(key))} only "
+                                  f"(got model = {self.model!r}): {why}; set it back to "
+                                  f"{_literal(default[key].default)}")
+        cells.cell_for(self.model).check(self)
 
     @staticmethod
     def applies(key: str, model: str) -> bool:
-        """Whether `key` means anything for `model` (MODEL_KEYS; every other key applies to every model)."""
-        return key not in MODEL_KEYS or _cell_kind(model) in MODEL_KEYS[key][0]
+        """Whether `key` means anything for `model` (core.cells.CELL_KEYS; every other key applies to every model)."""
+        return cells.takes(key, model)
 
     # -- derived -------------------------------------------------------------
-    @property
-    def cell_kind(self) -> str:
-        """The model's name, or USER_CELL for a user's cell in a file."""
-        return _cell_kind(self.model)
 
     @property
     def data_stream_seed(self) -> int:
@@ -276,11 +249,6 @@ def _literal(value: Any) -> str:
     return "none" if value is None else str(value).lower() if isinstance(value, bool) else repr(value)
 
 
-def _cell_kind(model: str) -> str:
-    path, sep, name = model.rpartition(":")
-    return USER_CELL if sep and path.endswith(".py") and name.isidentifier() else model
-
-
 def _reject_unknown(values: dict[str, Any]):
     unknown = sorted(set(values) - set(SPECS))
     if unknown:
@@ -332,7 +300,7 @@ def _coerce(key: str, value: Any) -> Any:
         return value
     if spec.kind is str:
         if not isinstance(value, str) or not value or (
-                spec.choices and value not in spec.choices and not (spec.or_form and _cell_kind(value) == spec.or_form)):
+                spec.choices and value not in spec.choices and not (spec.or_form and cells.kind(value) == spec.or_form)):
             raise bad
         return value
     # numbers: reject bools and strings explicitly (bool is an int subclass)

@@ -40,15 +40,10 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from gradflow.core.analysis import JacobianProfile
+from gradflow.core.cells import cell_for
 from gradflow.core.config import Config
 from gradflow.core.models import KeepGradAt, RowTrace, Trace, carry_scales
 
-GATES = {"mingru": ("update", "candidate"), "minlstm": ("forget", "input", "candidate")}  # chunks of W
-RECURRENT_BLOCK = {
-    "mingru": "diag(1 − z_t) (minGRU step Jacobian ∂h_t/∂h_{t−1}: its diagonal over t, sample 0)",
-    "minlstm": "diag(f′_t) (minLSTM step Jacobian ∂h_t/∂h_{t−1}: its diagonal over t, sample 0)",
-    "lru": "diag(λ) (LRU recurrence: its eigenvalues λ_j; complex state, ‖∂L/∂h_t‖ over (Re h_t, Im h_t))",
-}
 MAX_SPECTRUM_POINTS = 1024  # minGRU/minLSTM: diagonal entries per row in a record's spectrum
 
 
@@ -128,12 +123,12 @@ def ring_init(H: int, r_min: float, r_max: float, max_phase: float):
 
 
 class GatedRow(nn.Module):
-    """minGRU or minLSTM gates of one row: one linear map of x_t, weight (G·H, I) in GATES order."""
+    """minGRU or minLSTM gates of one row: one linear map of x_t, weight (G·H, I) in the cell's gates order."""
 
     def __init__(self, kind: str, input_size: int, H: int):
         super().__init__()
         self.kind = kind
-        self.linear = nn.Linear(input_size, len(GATES[kind]) * H)
+        self.linear = nn.Linear(input_size, len(cell_for(kind).gates) * H)
 
     def recurrence(self, x):
         """x (T, B, I) -> a, b (T, B, H) and the gates to record, name -> (T, B, H)."""

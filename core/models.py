@@ -49,7 +49,8 @@ kernels are per-step loops too); see benchmarks/README.md for the LSTM.
 
 "W_hh" of a gated cell, for the spectrum and spectral-radius rescaling, is the
 block on the candidate path (the analogue of the vanilla RNN's W_hh):
-GRU's W_hn, LSTM's W_hg. ``RECURRENT_BLOCK`` names the choice in every record.
+GRU's W_hn, LSTM's W_hg. Each cell's file (core/cells/) names its gates in chunk order, its candidate
+chunk and the block's name in every record.
 """
 from __future__ import annotations
 
@@ -62,19 +63,9 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from gradflow.core import native
+from gradflow.core.cells import cell_for
 from gradflow.core.config import Config
 
-GATES = {  # chunk order of weight_ih / weight_hh, as in torch
-    "rnn": ("hidden",),
-    "gru": ("reset", "update", "candidate"),
-    "lstm": ("input", "forget", "candidate", "output"),
-}
-CANDIDATE_CHUNK = {"rnn": 0, "gru": 2, "lstm": 2}
-RECURRENT_BLOCK = {
-    "rnn": "W_hh",
-    "gru": "W_hn (GRU candidate block of W_hh)",
-    "lstm": "W_hg (LSTM cell-candidate block of W_hh)",
-}
 ACTIVATIONS = {"tanh": torch.tanh, "relu": torch.relu, "identity": lambda a: a}   # modrelu: RecurrentNet.activate
 
 KeepGradAt = Callable[[int], "float | None"]
@@ -653,8 +644,8 @@ class RecurrentNet(nn.Module):
         return torch.sign(a) * torch.relu(a.abs() + self.modrelu_bias[row])
 
     def recurrent_matrix(self, row: int) -> torch.Tensor:
-        """The (H, H) block called W_hh for this row (see RECURRENT_BLOCK)."""
-        H, chunk = self.hidden_size, CANDIDATE_CHUNK[self.kind]
+        """The (H, H) block called W_hh for this row (the cell's candidate_chunk of torch's weight_hh)."""
+        H, chunk = self.hidden_size, cell_for(self.kind).candidate_chunk
         return self.row_weights(row)[1][chunk * H:(chunk + 1) * H]
 
     @torch.no_grad()
@@ -747,7 +738,8 @@ class RecurrentNet(nn.Module):
         x_proj = torch.addmm(b_ih, inputs.reshape(-1, inputs.shape[2]), w_ih.t()).view(T, inputs.shape[1], -1)
         hs: list[torch.Tensor] = [None] * T
         cs: list[torch.Tensor] = [None] * T if self.kind == "lstm" else None
-        gate_log = {name: [None] * T for name in GATES[self.kind]} if trace is not None and self.kind != "rnn" else None
+        gates = cell_for(self.kind).gates         # chunk order of weight_ih / weight_hh, as in torch
+        gate_log = {name: [None] * T for name in gates} if trace is not None and self.kind != "rnn" else None
         start = state
         order = range(T - 1, -1, -1) if reverse else range(T)
         for step, t in enumerate(order):
@@ -757,14 +749,14 @@ class RecurrentNet(nn.Module):
                     state = detach_state(state)
                 elif scale is not None and scale != 1.0:
                     state = map_state(state, lambda s: ScaleGrad.apply(s, scale))
-            state, gates = self._cell(x_proj[t], state, w_hh, b_hh, row)
+            state, step_gates = self._cell(x_proj[t], state, w_hh, b_hh, row)
             h = state[0] if self.kind == "lstm" else state
             if trace is not None:
                 h.retain_grad()
                 if cs is not None:
                     state[1].retain_grad()
                 if gate_log is not None:
-                    for name, value in zip(GATES[self.kind], gates):
+                    for name, value in zip(gate_log, step_gates):
                         gate_log[name][t] = value.detach()
             hs[t] = h
             if cs is not None:
@@ -810,7 +802,7 @@ def carry_scales(keep_grad_at: KeepGradAt | None, T: int) -> list[float] | None:
 @torch.no_grad()
 def initialize(model: RecurrentNet, config: Config):
     """Apply config.init, forget_bias and spectral_radius to freshly built weights."""
-    H, G = model.hidden_size, len(GATES[model.kind])
+    H, G = model.hidden_size, len(cell_for(model.kind).gates)
     if config.init != "default":
         for row in range(model.num_rows):
             w_ih, w_hh, b_ih, b_hh = model.row_weights(row)

@@ -55,13 +55,16 @@ class Record:
     gates: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (R, T, H) sample 0
     contributions: np.ndarray | None = None  # (R, T) ‖step t's term of ∂L/∂W_hh‖_F; on detail steps
     contribution_share: np.ndarray | None = None  # (R, T) each term's share of Σ_t ‖term_t‖_F
-    contributions_missing: str | None = None  # why a detail step has no contributions (a user's cell), else None
     jacobians: Any = None              # core.analysis.JacobianProfile of layer 1, sample 0; when asked for
     task_preview: dict[str, Any] | None = None
-    model: str = ""                    # the config's cell (rnn, gru, lstm, mingru, minlstm, lru); "" in sessions
+    model: str = ""                    # the config's cell (a core.cells name or a user's file); "" in sessions
                                        # saved before it was recorded
-    eigenvalue_ring: tuple[float, float] | None = None  # LRU: (lru_r_min, lru_r_max), the annulus its λ_j were
-                                                        # initialised in (core.cells.eigenvalue_ring); else None
+    eigenvalue_ring: tuple[float, float] | None = None  # (r_min, r_max), the annulus the eigenvalues were
+                                                        # initialised in (Cell.eigenvalue_ring: the LRU); else None
+    views_missing: dict[str, str] = field(default_factory=dict)  # view (core.cells.VIEWS) -> why it does not apply
+                                                                 # to this cell (Cell.views_missing); else absent
+    cell_notes: dict[str, str] = field(default_factory=dict)  # what the cell tells the panels (Cell.notes: what the
+                                                              # spectrum's points are, its caption); else absent
 
     @property
     def seq_len(self) -> int:

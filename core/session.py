@@ -103,6 +103,9 @@ def as_record(value: Any) -> Record | None:
     dict of its fields), or None if `value` is not one (missing, damaged, another version's fields)."""
     if isinstance(value, Record) or not isinstance(value, dict):
         return value if isinstance(value, Record) else None
+    missing = value.pop("contributions_missing", None)   # saved before views_missing held it
+    if missing is not None:
+        value["views_missing"] = {"contributions": missing}
     try:
         return Record(**value)
     except TypeError:

@@ -88,11 +88,12 @@ class Trainer:
         """A fresh model and task for `config`. The initial weights are drawn from torch's global generator
         seeded with config.seed, inside fork_rng: the caller's global random state is left as it was."""
         self.config = config
+        self.cell = cells.cell_for(config.model)     # what the network is and how it is measured (core.cells)
         self.device = torch.device(config.device)
         self.task = make_task(config)
         with engine_threads_used(), torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
             torch.manual_seed(config.seed)
-            self.model = cells.build_model(config, self.task.input_size, self.task.output_size).to(
+            self.model = self.cell.build(config, self.task.input_size, self.task.output_size).to(
                 self.device, DTYPES[config.precision])
         self.optimizer = OPTIMIZERS[config.optimizer](self.model.parameters(), lr=config.lr)
         self.history = History(config.history_mb * 2**20, config.precision)
@@ -127,7 +128,7 @@ class Trainer:
 
     def _step(self, detail: bool, preview: bool, jacobians: bool) -> Record:
         start = time.perf_counter()
-        cfg, model = self.config, self.model
+        cfg, model, cell = self.config, self.model, self.cell
         if self._rescale_to is not None:
             model.rescale_recurrent(self._rescale_to)
             self._rescale_to = None
@@ -151,7 +152,7 @@ class Trainer:
         if trace.is_lstm:
             norms += [torch.linalg.vector_norm(row.dc, dim=(1, 2)) for row in trace.rows]
         measured = torch.cat(norms).double().cpu().numpy()  # the step's one device -> host transfer
-        eigenvalues, singular_values = cells.recurrent_spectrum(model, trace)  # of the W that made these gradients
+        eigenvalues, singular_values = cell.spectrum(model, trace)  # of the W that made these gradients
         loss_value, grad_norm = float(measured[0]), float(measured[1])
         n = len(params)
         dh_norms = measured[2 + n:2 + n + R * T].reshape(R, T)
@@ -160,12 +161,13 @@ class Trainer:
         if jacobians and math.isfinite(loss_value):  # layer 1, sample 0, same weights as the spectrum
             first_state = None if state is None else (
                 (state[0][0, 0], state[1][0, 0]) if isinstance(state, tuple) else state[0, 0])
-            jacobian_profile = cells.jacobians(model, trace, inputs[:, 0], first_state, cfg.activation)
+            jacobian_profile = cell.jacobians(model, trace, inputs[:, 0], first_state, cfg)
 
         # both of the weights that made these gradients (before the update)
         zero_cause = zero_causes(model, trace, inputs, keep_grad_at, cfg.loss_positions == "last", dh_norms)
+        views_missing = cell.views_missing(cfg, model)
         linear = linear_prediction(model.recurrent_matrix(0), trace.rows[0].dh[-1], T) \
-            if detail and getattr(model, "kind", None) == "rnn" else None
+            if detail and "linear_prediction" not in views_missing else None
         diverged = _divergence(loss_value, grad_norm)
         clipped = False
         if diverged is None:
@@ -193,7 +195,7 @@ class Trainer:
             dh_norms=dh_norms,
             dc_norms=dc_norms,
             row_labels=trace.row_labels,
-            recurrent_block=cells.recurrent_block(model, cfg),
+            recurrent_block=cell.recurrent_block(cfg, model),
             eigenvalues=eigenvalues,
             singular_values=singular_values,
             spectral_radius=float(np.abs(eigenvalues[0]).max()),
@@ -207,16 +209,17 @@ class Trainer:
             zero_cause=zero_cause,
             linear_prediction=linear,
             model=cfg.model,
-            eigenvalue_ring=cells.eigenvalue_ring(cfg),
+            eigenvalue_ring=cell.eigenvalue_ring(cfg),
+            views_missing=views_missing,
+            cell_notes=cell.notes(),
         )
         if detail:
             rows = trace.rows
             record.hidden = _sample0([row.h for row in rows])
             record.cell = _sample0([row.c for row in rows]) if trace.is_lstm else None
             record.gates = {name: _sample0([row.gates[name] for row in rows]) for name in rows[0].gates}
-            record.contributions_missing = cells.missing_contributions(model)
-            if record.contributions_missing is None:
-                norms = np.stack([cells.step_contributions(model, row, cfg) for row in rows])  # (R, T)
+            if "contributions" not in views_missing:
+                norms = np.stack([cell.contributions(model, row, cfg) for row in rows])  # (R, T)
                 record.contributions = norms
                 total = norms.sum(axis=1, keepdims=True)
                 with np.errstate(invalid="ignore", divide="ignore"):  # a diverged step's norms are inf/nan
@@ -236,7 +239,9 @@ class Trainer:
         """Move the eigenvalue of row `row`'s W_hh nearest `old` (as shown in a record) to `new`, its
         conjugate too, keeping the eigenvectors; effective at the next step.
         ValueError if the matrix is (nearly) defective."""
-        cells.check_editable(self.config)
+        why = self.cell.not_editable(self.config)
+        if why is not None:
+            raise ValueError(why)
         if not 0 <= row < self.model.num_rows:
             raise ValueError(f"row must be 0..{self.model.num_rows - 1}, got {row}")
         w = self.model.recurrent_matrix(row)

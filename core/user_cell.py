@@ -39,8 +39,6 @@ from gradflow.core.spectrum import spectrum
 
 STEP_JACOBIAN_BLOCK = ("∂s_t/∂s_{t−1} of sample 0 at each row's last step (t = T; backward rows: t = 1), "
                        "by torch.func: the cell defines no recurrent_matrix()")
-NO_CONTRIBUTIONS = ("contributions through time need the cell's W_hh term δ_tᵀ h_{t−1}; a user's cell (a file) "
-                    "does not say where a W_hh enters its step")
 
 
 class UserCellError(ConfigError):
@@ -133,8 +131,6 @@ class UserCellNet(nn.Module):
     forward(inputs (T, B, I), state or None, keep_grad_at, trace) -> outputs (T, B, O), final state: a tensor
     (L·D, B, H), or a tuple of the state's elements stacked over rows (as the LSTM's (h, c)).
     """
-    kind = "user"
-
     def __init__(self, config: Config, input_size: int, output_size: int):
         super().__init__()
         self.model_spec = config.model
@@ -168,6 +164,7 @@ class UserCellNet(nn.Module):
         """One step of a batch of 2 in the parameters' dtype: UserCellError if the cell breaks the protocol."""
         cell = self.rows[0]
         state = self._initial_state(cell, 2, self.head.weight)
+        self.has_cell_state = len(state) > 1 and state[1].shape == state[0].shape   # recorded as c (dc_norms)
         self._step(cell, torch.zeros(2, input_size, dtype=self.head.weight.dtype), state, 0, 0)
         if self.has_matrix:
             matrix = cell.recurrent_matrix()
@@ -259,7 +256,7 @@ class UserCellNet(nn.Module):
                     gates.setdefault(name, [None] * T)[t] = value.detach()
         hs = torch.stack([s[0] for s in states])                        # (T, B, H)
         if trace is not None:
-            cs = [s[1] for s in states] if len(start) > 1 and start[1].shape == start[0].shape else None
+            cs = [s[1] for s in states] if self.has_cell_state else None
             trace.rows.append(UserRowTrace(
                 self.row_label(row), reverse, h0=start[0].detach(), h=hs.detach(),
                 c0=None if cs is None else start[1].detach(), c=None if cs is None else torch.stack(cs).detach(),

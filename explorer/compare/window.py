@@ -22,6 +22,7 @@ from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Slot
 from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QFormLayout, QHBoxLayout,
                                QLabel, QLineEdit, QMainWindow, QRadioButton, QSplitter, QVBoxLayout, QWidget)
 
+from gradflow.core.cells import CELL_KEYS
 from gradflow.core.compare import MAX_RUNS, MIN_RUNS, check_runs
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.presets import Preset, load_preset, preset_names
@@ -507,18 +508,15 @@ class CompareDialog(QDialog):
 
 def vary_runs(base: Config, key: str, values: str) -> Runs:
     """Runs that differ from `base` in `key` only, one per comma-separated value (as typed: '0.9', 'none').
-    Settings that only fit some models follow the model (forget_bias: LSTM; activation: RNN)."""
+    Settings that only fit some models follow the model (core.cells.CELL_KEYS: forget_bias, activation ...)."""
     tokens = [v.strip() for v in values.split(",") if v.strip()]
     if not MIN_RUNS <= len(tokens) <= MAX_RUNS:
         raise ConfigError(f"give {MIN_RUNS} to {MAX_RUNS} comma-separated values for {key}, got {len(tokens)}")
     runs = []
     for token in tokens:
         changes: dict = {}
-        if key == "model":
-            if token != "lstm":
-                changes["forget_bias"] = None
-            if token != "rnn":
-                changes["activation"] = "tanh"
+        if key == "model":   # the keys the other cell takes and this one does not go back to their defaults
+            changes = {k: getattr(Config(), k) for k in CELL_KEYS if not Config.applies(k, token)}
         config = base.replace(**changes).with_text(**{key: token})
         runs.append((f"{key} = {token}" if key != "model" else token.upper(), config))
     return runs

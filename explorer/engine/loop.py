@@ -245,9 +245,10 @@ class EngineLoop:
         """native_status(state, lstm, text) when the compiled LSTM loops' state (core.native.state) or the kind
         of run changed: `lstm` when the newest step `result` (a Record, or one per run) has an LSTM run; text
         for a tooltip (core.native.status: the build log's path on failure)."""
-        from gradflow.core import native   # imports torch: the engine's side only
+        from gradflow.core import cells, native   # imports torch: the engine's side only
         if result is not None:
-            self._lstm = any(record.model == "lstm" for record in (result if isinstance(result, list) else [result]))
+            self._lstm = any(cells.cell_for(record.model).compiled_kernel
+                             for record in (result if isinstance(result, list) else [result]))
         now = (native.state(), self._lstm)
         if now != self._native:
             self._native = now

@@ -64,13 +64,14 @@ class ContributionsPanel(Panel):
             return
         if record.contributions is not None:
             self._detail = record
-        if record.contributions_missing is not None:   # the formula needs a W_hh term this cell has not
+        missing = record.views_missing.get("contributions")
+        if missing is not None:   # the formula needs a W_hh term this cell has not
             for curve in self.row_curves:
                 curve.setVisible(False)
             self.total_line.setData([], [])
             self.share_bars.setOpts(x=[], height=[], width=0.85)
             self.share_note.set("")
-            self.set_key(f"Not shown for this cell: {record.contributions_missing}")
+            self.set_key(f"Not shown for this cell: {missing}")
             return
         if self._detail is None:
             self.set_key("waiting for a detail step (contributions are measured on detail steps)")

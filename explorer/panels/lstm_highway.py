@@ -14,20 +14,6 @@ from gradflow.explorer.panels.base import Panel
 from gradflow.explorer.theme import Theme
 
 NOT_LSTM = "LSTM only — switch model to lstm"
-# per record.model: why this cell has no c_t to show here, and where its gradient's path back is shown instead
-NO_CELL_STATE = {
-    "rnn": "A vanilla RNN has no cell state: its only path back is h_t → h_(t−1), through W_hh and tanh′ "
-           "(gradient and spectrum panels).",
-    "gru": "A GRU has no separate cell state: its highway runs inside h itself, h_t = z_t ⊙ h_(t−1) + (1 − z_t) ⊙ n_t "
-           "(gradient panel).",
-    "mingru": "minGRU has no cell state: h_t = (1 − z_t) ⊙ h_(t−1) + z_t ⊙ h̃_t is itself a highway, diagonal and "
-              "free of W_hh (gradient panel; its factors 1 − z_t in the spectrum panel).",
-    "minlstm": "minLSTM has no separate cell state: without an output gate, h_t = f′_t ⊙ h_(t−1) + i′_t ⊙ h̃_t is the "
-               "LSTM's cell path itself, so ‖∂L/∂h_t‖ (gradient panel) is its highway and f′_t its forget gate "
-               "(spectrum panel).",
-    "lru": "The LRU has no cell state: its complex state h_t = λ ⊙ h_(t−1) + γ ⊙ B u_t loses a factor |λ_j| per step "
-           "(gradient panel; the λ_j in the spectrum panel).",
-}
 
 
 class LstmHighwayPanel(Panel):
@@ -85,7 +71,7 @@ class LstmHighwayPanel(Panel):
         if not self._first_sight(record):
             return
         if record.dc_norms is None:
-            why = NO_CELL_STATE.get(record.model, "This cell has no cell state.")
+            why = record.views_missing.get("cell_state", "This cell has no cell state.")
             self._show_placeholder(f"{NOT_LSTM}.\n\n{why}\n\nOnly an LSTM has the separate c_(t−1) → c_t highway "
                                    "shown here: pick model = lstm in Settings to see ‖∂L/∂c_t‖ beside ‖∂L/∂h_t‖.")
             return

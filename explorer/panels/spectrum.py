@@ -1,7 +1,7 @@
 """Eigenvalues of the recurrent matrix in the complex plane, with the unit circle and the ρ and σ_max circles.
 
 The diagonal cells (core.diagonal) show their step Jacobian's diagonal instead, and say so in the caption and
-legend: the LRU's λ_j (its eigenvalues), live, against the ring they were initialised in (the record's
+legend (the record's ``cell_notes``, from the cell's file in core/cells/): the LRU's λ_j (its eigenvalues), live, against the ring they were initialised in (the record's
 ``eigenvalue_ring``, a shaded annulus between two dashed circles); minGRU's 1 − z_t and minLSTM's f′_t at every
 time step (real, on the real axis).
 
@@ -41,23 +41,6 @@ LEGEND_ROOM = 1.3                         # a narrow panel shows its legend (und
                                           # than it needs: far from the edge, so showing it never tips the layout
 READOUT_SIDE = 0.36                       # share of a wide panel's width for the readout and legend column
 EDIT_HINT = "Drag an eigenvalue to move it (a complex pair moves together); it applies at the next step."
-# per record.model: what the markers are and what the caption says (other cells: "eigenvalues λ", `caption`)
-MARKER_NAMES = {"lru": "λ<sub>j</sub> (its eigenvalues)", "mingru": "1 − z<sub>t</sub> over t (sample 0)",
-                "minlstm": "f′<sub>t</sub> over t (sample 0)"}
-CAPTIONS = {
-    "lru": "The LRU's recurrence is diag(λ): the points are its eigenvalues λ_j themselves, learned directly. "
-           "Backpropagation multiplies ∂L/∂h_t by them once per step, so it decays like |λ|^(T−t): the shaded ring "
-           "(lru_r_min ≤ |λ| ≤ lru_r_max) is where they started, just inside the unit circle — slow decay, no blow-up.",
-    "mingru": "minGRU has no W_hh: its step Jacobian is diag(1 − z_t), set by the input x_t. The points are the "
-              "entries 1 − z_t over the time steps (sample 0, on the real axis; a long sequence: every k-th step), "
-              "each a factor on the gradient per step: near 1 it reaches far back, near 0 it stops.",
-    "minlstm": "minLSTM has no W_hh: its step Jacobian is diag(f′_t), the normalised forget gate f_t / (f_t + i_t), "
-               "set by the input x_t. The points are f′_t over the time steps (sample 0, on the real axis; a long "
-               "sequence: every k-th step), each a factor on the gradient per step: near 1 it reaches far back, "
-               "near 0 it stops.",
-}
-
-
 def conjugate_partner(eigenvalues: np.ndarray, index: int) -> int | None:
     """The index of λ_index's complex-conjugate partner, or None for a real eigenvalue."""
     value = complex(eigenvalues[index])
@@ -142,8 +125,8 @@ class SpectrumPanel(Panel):
         self.plot.addItem(self.edit_markers)
         self.edit_lines.setZValue(15)
         self.edit_markers.setZValue(20)
-        self._cell: tuple | None = None                # (model, ring) the legend and caption describe
-        self._describe_cell("", None)
+        self._cell: tuple | None = None                # (cell notes, ring) the legend and caption describe
+        self._describe_cell({}, None)
         self._arrange(True)
         self.extent = plotting.StickyRange((-1.25, 1.25), step=0.25, shrink_below=0.6)   # axes move in 0.25 steps
         self._shown = None
@@ -317,7 +300,7 @@ class SpectrumPanel(Panel):
             self._undoable, self.edit_error = 0, ""
             self.undo_button.setEnabled(False)
             self.edit_label.setText(EDIT_HINT)
-        self._describe_cell(record.model, record.eigenvalue_ring)
+        self._describe_cell(record.cell_notes, record.eigenvalue_ring)
         eig = np.asarray(record.eigenvalues[0]).astype(complex)             # (H,)
         ok = np.isfinite(eig)
         self._eig = eig
@@ -346,9 +329,10 @@ class SpectrumPanel(Panel):
         self._write_readout(record)
         self._update_alert()
 
-    def _describe_cell(self, model: str, ring):
-        """Legend, caption and ring for this kind of cell (what the markers are; the LRU's ring when it has one)."""
-        key = (model, None if ring is None else tuple(ring))
+    def _describe_cell(self, notes: dict[str, str], ring):
+        """Legend, caption and ring for this kind of cell (what the markers are, `notes` from the record's cell;
+        the LRU's ring when it has one)."""
+        key = (tuple(notes.items()), None if ring is None else tuple(ring))
         if key == self._cell:
             return
         self._cell = key
@@ -356,7 +340,7 @@ class SpectrumPanel(Panel):
             circle.setData(*(([], []) if radius is None else (radius * CIRCLE.real, radius * CIRCLE.imag)))
         self.ring_fill.setVisible(ring is not None)   # emptied curves leave the fill's last path behind
         self.legend.clear()
-        entries = [(self.scatter, MARKER_NAMES.get(model, "eigenvalues λ")),
+        entries = [(self.scatter, notes.get("spectrum_points", "eigenvalues λ")),
                    (self.trail, f"previous {plotting.TRAIL} steps"),
                    (self.unit_circle, "|λ| = 1"), (self.rho_circle, "|λ| = ρ"),
                    (self.sigma_circle, "|λ| = σ<sub>max</sub>")]
@@ -364,7 +348,7 @@ class SpectrumPanel(Panel):
             entries.append((self.ring_outer, f"ring at init: {ring[0]:g} ≤ |λ| ≤ {ring[1]:g}"))
         for item, name in entries:
             self.legend.addItem(item, name)
-        self.caption_label.setText(CAPTIONS.get(model, self.caption))
+        self.caption_label.setText(notes.get("spectrum_caption", self.caption))
         if self._shown is not None:   # built already: restyle the new entries and let the layout make room
             plotting.style_legend(self.legend, self.theme)
             self.legend._fitted = None

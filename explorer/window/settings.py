@@ -7,7 +7,7 @@ field with the engine's `ConfigError` message beside it (red); the last valid
 config is kept. The panel never talks to the worker: it emits `live_changed`,
 `rebuild_requested` and `check_requested`, and the main window passes them on.
 
-A key that applies to some models only (`core.config.MODEL_KEYS`: lru_* for lru, forget_bias for lstm,
+A key that applies to some models only (`core.cells.CELL_KEYS`, each cell's `keys`: lru_* for lru, forget_bias for lstm,
 activation and recurrent_constraint for rnn ...) has its field shown for the pending model only. Another
 model is refused at the model field, naming the key, while such a key holds a value it cannot use (the
 field stays shown until it is set back).

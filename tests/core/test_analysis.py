@@ -114,16 +114,19 @@ def test_defective_matrix_is_refused_with_a_reason():
 def test_contributions_sum_to_the_recorded_w_hh_gradient(model):
     """Σ_t δ_tᵀ h_{t−1} equals the W_hh-block gradient autograd computed (BPTT's sum over time steps, d2l §9.7.2)."""
     from gradflow.core.analysis import row_contributions
-    from gradflow.core.models import CANDIDATE_CHUNK, Trace
+    from gradflow.core.cells import cell_for
+    from gradflow.core.models import Trace
 
     H = 6
-    net = RecurrentNet(Config(model=model, hidden_size=H, bidirectional=True), 3, 2).double()
+    net_config = Config(model=model, hidden_size=H, bidirectional=True)
+    net = RecurrentNet(net_config, 3, 2).double()
     trace = Trace()
     outputs, _ = net(torch.randn(9, 4, 3, dtype=torch.double), None, None, trace)
     outputs.pow(2).mean().backward()
-    k = CANDIDATE_CHUNK[model]
+    cell = cell_for(model)
+    k = cell.candidate_chunk
     for r, row in enumerate(trace.rows):
-        norms, total = row_contributions(row, model, "tanh")
+        norms, total = row_contributions(row, cell.delta(row, net_config))
         np.testing.assert_allclose(total, net.row_weights(r)[1].grad[k * H:(k + 1) * H].numpy(), atol=1e-14)
         assert norms.shape == (9,) and np.all(norms >= 0)
 

@@ -10,7 +10,8 @@ from gradflow.core.analysis import SATURATION, UNDERFLOW
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.models import Trace
 from gradflow.core.trainer import Trainer
-from gradflow.core.user_cell import NO_CONTRIBUTIONS, STEP_JACOBIAN_BLOCK, UserCellError
+from gradflow.core.cells import USER_CELL, cell_for
+from gradflow.core.user_cell import STEP_JACOBIAN_BLOCK, UserCellError
 
 ROOT = Path(__file__).resolve().parents[2]
 TORCH_CELLS = ROOT / "tests/core/cells/torch_rnn.py"
@@ -74,7 +75,8 @@ def test_user_cell_records_match_the_builtins_in_sequential_sampling(builtin, ce
         np.testing.assert_allclose(got.hidden, expected.hidden, rtol=1e-10)
         np.testing.assert_allclose(got.jacobians.step_sigma, expected.jacobians.step_sigma, rtol=1e-8)
         np.testing.assert_allclose(got.jacobians.log10_product, expected.jacobians.log10_product, atol=1e-8)
-        assert got.contributions is None and got.contributions_missing == NO_CONTRIBUTIONS
+        assert got.contributions is None
+        assert got.views_missing["contributions"] == cell_for(USER_CELL).no_contributions
     if builtin == "rnn":   # recurrent_matrix(): the same W_hh, the same spectrum
         np.testing.assert_allclose(got.singular_values, expected.singular_values, rtol=1e-10)
 

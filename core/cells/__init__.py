@@ -1,0 +1,171 @@
+"""The cell registry: one class per kind of recurrent cell, with everything the engine and the panels need of it.
+
+A cell (``Cell``) says how to build its network, the parts of its state, its gates, what its "W_hh" is and how
+its spectrum, contributions through time and Jacobians are measured, which views apply to it (and why not, for
+those that do not), and which of the cell-specific config keys (``CELL_KEYS``) it takes. Each lives in a module
+of this package and registers itself by name (``@register``); this module imports them all, so adding a cell is
+adding one file here. ``cell_for(model)`` is the one way from a config's ``model`` value to its cell: the
+built-in names, or a user's cell in a file (``path/to/cell.py:ClassName``, core/cells/user.py).
+
+Importing this package imports no torch: Config reads the names, keys and rules from it; a cell imports its
+network's module only when it builds one.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    import numpy as np
+    from torch import nn
+
+    from gradflow.core.analysis import JacobianProfile
+    from gradflow.core.config import Config
+    from gradflow.core.models import RowTrace, Trace
+
+USER_CELL = "path/to/cell.py:ClassName"   # the config's form of a user's cell in a file (core/cells/user.py)
+
+# Config keys that only some cells take: key -> what it does. A cell lists those it takes in `Cell.keys`; Config
+# refuses any other cell's value but the default, naming the key and the cells that take it.
+CELL_KEYS = {
+    "activation": "it is the vanilla RNN's nonlinearity φ; a gated cell uses its own sigmoid/tanh gates",
+    "recurrent_constraint": "it holds the RNN's W_hh orthogonal",
+    "forget_bias": "it is the bias of the LSTM's forget gate",
+    "init": "it shapes a W_hh matrix; a diagonal recurrence has none",
+    "spectral_radius": "it rescales a W_hh matrix; a diagonal recurrence has none (the LRU's |λ|: lru_r_min, "
+                       "lru_r_max)",
+    "hold_spectral_radius": "it re-imposes spectral_radius on a W_hh matrix",
+    "bidirectional": "the LRU's layers add their input back (a residual), which one direction's width keeps",
+    "lru_r_min": "it shapes the LRU's ring initialisation",
+    "lru_r_max": "it shapes the LRU's ring initialisation",
+    "lru_max_phase": "it shapes the LRU's ring initialisation",
+}
+
+# Views that apply to some cells only (Record.views_missing: view -> why not, for this run's cell).
+VIEWS = {
+    "contributions": "contributions through time (the W_hh term of each step)",
+    "cell_state": "the cell-state highway ‖∂L/∂c_t‖",
+    "linear_prediction": "the linear RNN's prediction (W_hhᵀ)^(T−t) ∂L/∂h_T",
+    "spectrum_edit": "editing the spectrum by hand",
+}
+
+
+class Cell:
+    """One kind of cell. Class attributes describe it (torch-free); the methods build and measure its network.
+
+    The network (an ``nn.Module``) has the interface core.trainer uses: ``forward(inputs (T, B, I), state,
+    keep_grad_at, trace) -> outputs (T, B, O), final state``, ``zero_state``, ``num_rows``, ``num_directions``,
+    ``hidden_size``, ``head``, ``recurrent_matrix(row)`` and ``rescale_recurrent(radius)`` where it has a W_hh.
+    """
+    name: ClassVar[str]                       # the config's model value
+    order: ClassVar[int] = 100                # place in the model list (settings dock, help)
+    keys: ClassVar[frozenset[str]] = frozenset()   # the CELL_KEYS it takes
+    state: ClassVar[tuple[str, ...]] = ("h",)      # the parts of its state: ("h",) or ("h", "c")
+    gates: ClassVar[tuple[str, ...]] = ()          # the gates it records, name -> (T, B, H)
+    cost: ClassVar[float] = 1.0               # rough time per step against a vanilla RNN's (claims scheduling)
+    compiled_kernel: ClassVar[bool] = False   # runs on core.native's compiled loops once they are built
+    spectrum_points: ClassVar[str] = ""       # what the spectrum panel's points are ("": eigenvalues λ)
+    spectrum_caption: ClassVar[str] = ""      # the spectrum panel's caption for it ("": the panel's own)
+    no_cell_state: ClassVar[str] = "This cell has no cell state."   # why the cell-state view does not apply
+    no_contributions: ClassVar[str | None] = None                  # why contributions do not apply (None: they do)
+    no_linear_prediction: ClassVar[str | None] = ("the linear prediction is the vanilla RNN's BPTT with φ = "
+                                                  "identity: model = rnn")
+
+    # -- what Config checks (no torch) ----------------------------------------------------------------------
+    def check(self, config: Config) -> None:
+        """ConfigError for a combination of keys this cell cannot run (its own rules beyond CELL_KEYS)."""
+
+    # -- the network -------------------------------------------------------------------------------------------
+    def build(self, config: Config, input_size: int, output_size: int) -> nn.Module:
+        raise NotImplementedError
+
+    def recurrent_block(self, config: Config, model: nn.Module) -> str:
+        """What the record's spectrum describes (the record's ``recurrent_block``)."""
+        raise NotImplementedError
+
+    def eigenvalue_ring(self, config: Config) -> tuple[float, float] | None:
+        """An annulus (r_min, r_max) the eigenvalues were initialised in (the record's ``eigenvalue_ring``)."""
+        return None
+
+    def spectrum(self, model: nn.Module, trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+        """Eigenvalues (R, K) complex and singular values (R, K) descending of each row's recurrent block."""
+        raise NotImplementedError
+
+    def contributions(self, model: nn.Module, row: RowTrace, config: Config) -> np.ndarray:
+        """(T,) ‖step t's term of the recurrence's gradient‖ of one traced row, after backward."""
+        raise NotImplementedError
+
+    def jacobians(self, model: nn.Module, trace: Trace, inputs, state0, config: Config) -> JacobianProfile:
+        """Jacobians through time of layer 1, sample 0: inputs (T, I) of sample 0; state0 its initial state or None."""
+        raise NotImplementedError
+
+    def not_editable(self, config: Config) -> str | None:
+        """Why its spectrum cannot be edited by hand, a sentence (None: it can)."""
+        return f"model = {config.model!r} has no W_hh matrix to edit"
+
+    def notes(self) -> dict[str, str]:
+        """What it tells the panels beyond the numbers (the record's ``cell_notes``): spectrum_points, spectrum_caption."""
+        notes = {"spectrum_points": self.spectrum_points, "spectrum_caption": self.spectrum_caption}
+        return {name: text for name, text in notes.items() if text}
+
+    def views_missing(self, config: Config, model: nn.Module) -> dict[str, str]:
+        """view (VIEWS) -> why it does not apply to this cell; views that apply are absent."""
+        why = {"contributions": self.no_contributions, "linear_prediction": self.no_linear_prediction,
+               "spectrum_edit": self.not_editable(config),
+               "cell_state": None if "c" in self.state else self.no_cell_state}
+        return {view: text for view, text in why.items() if text is not None}
+
+
+REGISTRY: dict[str, Cell] = {}
+
+
+def register(cls: type[Cell]) -> type[Cell]:
+    """Class decorator: make `cls` the cell named ``cls.name``."""
+    if cls.name in REGISTRY:
+        raise ValueError(f"a cell named {cls.name!r} is registered already ({type(REGISTRY[cls.name]).__name__})")
+    unknown = sorted(cls.keys - CELL_KEYS.keys())
+    if unknown:
+        raise ValueError(f"cell {cls.name!r} takes unknown keys {unknown}; cell-specific keys: {', '.join(CELL_KEYS)}")
+    REGISTRY[cls.name] = cls()
+    return cls
+
+
+def names() -> tuple[str, ...]:
+    """The built-in cells' names, in list order (a user's cell is USER_CELL, not listed)."""
+    return tuple(sorted((name for name in REGISTRY if name != USER_CELL), key=lambda n: (REGISTRY[n].order, n)))
+
+
+def kind(model: str) -> str:
+    """A config's model value as a registry name: itself, or USER_CELL for a ``path/to/cell.py:ClassName``."""
+    path, sep, name = model.rpartition(":")
+    return USER_CELL if sep and path.endswith(".py") and name.isidentifier() else model
+
+
+def cell_for(model: str) -> Cell:
+    """The cell a config's model value names (KeyError for none)."""
+    return REGISTRY[kind(model)]
+
+
+def takes(key: str, model: str) -> bool:
+    """Whether `key` means anything for `model`: every key but the CELL_KEYS, and those its cell takes (a model
+    that names no cell takes them all: Config refuses the model itself)."""
+    cell = REGISTRY.get(kind(model))
+    return key not in CELL_KEYS or cell is None or key in cell.keys
+
+
+def taking(key: str) -> tuple[str, ...]:
+    """The cells that take `key` (their names; a user's cell as USER_CELL), in list order."""
+    return tuple(name for name in (*names(), USER_CELL) if key in REGISTRY[name].keys)
+
+
+def build_model(config: Config, input_size: int, output_size: int) -> nn.Module:
+    return cell_for(config.model).build(config, input_size, output_size)
+
+
+def _import_all() -> None:
+    for module in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{module.name}")
+
+
+_import_all()

@@ -1,0 +1,34 @@
+"""The LRU (core.diagonal; Orvieto et al. 2023): a complex diagonal recurrence h_t = λ ⊙ h_{t−1} + γ ⊙ B u_t,
+its λ_j initialised on a ring lru_r_min ≤ |λ| ≤ lru_r_max."""
+from __future__ import annotations
+
+from gradflow.core.cells import register
+from gradflow.core.cells.families import DiagonalCell
+
+
+@register
+class Lru(DiagonalCell):
+    name = "lru"
+    order = 5
+    keys = frozenset({"lru_r_min", "lru_r_max", "lru_max_phase"})   # no bidirectional: its layers are residual
+    cost = 4.0
+    block = "diag(λ) (LRU recurrence: its eigenvalues λ_j; complex state, ‖∂L/∂h_t‖ over (Re h_t, Im h_t))"
+    spectrum_points = "λ<sub>j</sub> (its eigenvalues)"
+    spectrum_caption = ("The LRU's recurrence is diag(λ): the points are its eigenvalues λ_j themselves, learned "
+                        "directly. Backpropagation multiplies ∂L/∂h_t by them once per step, so it decays like "
+                        "|λ|^(T−t): the shaded ring (lru_r_min ≤ |λ| ≤ lru_r_max) is where they started, just inside "
+                        "the unit circle — slow decay, no blow-up.")
+    no_cell_state = ("The LRU has no cell state: its complex state h_t = λ ⊙ h_(t−1) + γ ⊙ B u_t loses a factor |λ_j| "
+                     "per step (gradient panel; the λ_j in the spectrum panel).")
+
+    def check(self, config):
+        from gradflow.core.config import ConfigError
+        if config.lru_r_min > config.lru_r_max:
+            raise ConfigError(f"lru_r_min = {config.lru_r_min:g} must not exceed lru_r_max = {config.lru_r_max:g}")
+
+    def eigenvalue_ring(self, config):
+        return config.lru_r_min, config.lru_r_max
+
+    def not_editable(self, config):
+        return (f"model = {config.model!r} has no W_hh matrix to edit: its recurrence is diagonal (move |λ| with "
+                "lru_r_min, lru_r_max)")

@@ -1,0 +1,31 @@
+"""The vanilla RNN, h_t = φ(W_ih x_t + b_ih + W_hh h_{t−1} + b_hh) (core.models; φ = tanh, relu, identity, modReLU)."""
+from __future__ import annotations
+
+from gradflow.core.cells import register
+from gradflow.core.cells.families import DenseCell
+
+
+@register
+class Rnn(DenseCell):
+    name = "rnn"
+    order = 0
+    keys = DenseCell.keys | {"activation", "recurrent_constraint"}
+    gates = ("hidden",)
+    candidate_chunk = 0
+    block = "W_hh"
+    no_cell_state = ("A vanilla RNN has no cell state: its only path back is h_t → h_(t−1), through W_hh and tanh′ "
+                     "(gradient and spectrum panels).")
+    no_linear_prediction = None
+
+    def check(self, config):
+        from gradflow.core.config import ConfigError
+        if config.recurrent_constraint != "none" and config.spectral_radius is not None:
+            raise ConfigError("recurrent_constraint = 'orthogonal' fixes ρ = 1; spectral_radius "
+                              f"= {config.spectral_radius:g} cannot also hold: use spectral_radius = none")
+
+    def delta(self, row, config):
+        from gradflow.core.analysis import ACTIVATION_DERIVATIVE
+        return row.dh * ACTIVATION_DERIVATIVE[config.activation](row.h)      # ∂L/∂h_t ⊙ φ'(a_t)
+
+    def jacobian_bound_activation(self, config):
+        return config.activation
