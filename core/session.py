@@ -11,14 +11,16 @@ settings) may hold Records (what the panels showed), saved and reopened exactly.
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
 import json
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from gradflow.core import cells
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.files import atomic_write
 from gradflow.core.records import History, Record
@@ -34,6 +36,51 @@ class SessionError(ValueError):
     """A session file that cannot be saved or opened; the message says why and what to do."""
 
 
+@dataclass(frozen=True)
+class CellFile:
+    """The cell's source file (a user's cell) as a session recorded it, against that file now. Only its path and
+    digest are saved: the session holds no code, and opening one runs only the file on disk."""
+    path: str                      # absolute, as saved
+    saved_sha256: str
+    current_sha256: str | None     # None: the file is missing now
+
+    @property
+    def problem(self) -> str | None:
+        """What is wrong with it now, in words (None: it is as saved)."""
+        if self.current_sha256 is None:
+            return f"the cell file it was saved with, {self.path}, is missing"
+        if self.current_sha256 != self.saved_sha256:
+            return (f"the cell file {self.path} changed since the session was saved (sha256 "
+                    f"{self.saved_sha256[:12]}… then, {self.current_sha256[:12]}… now): its weights may not fit "
+                    "the cell's code now, or mean something else")
+        return None
+
+
+class CellFileChanged(SessionError):
+    """The session's cell file is there but changed: opening it goes on with the current file only when the
+    caller says so (load_session(..., cell_changed_ok=True)). `cell_file` holds the facts."""
+
+    def __init__(self, message: str, cell_file: CellFile):
+        super().__init__(message)
+        self.cell_file = cell_file
+
+
+def _sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def cell_file(manifest: dict[str, Any]) -> CellFile | None:
+    """The recorded cell file of a session's manifest against the file now (None: a built-in cell)."""
+    saved = manifest.get("cell_file")
+    if not isinstance(saved, dict):
+        return None
+    path = str(saved.get("path", ""))
+    return CellFile(path, str(saved.get("sha256", "")), _sha256(Path(path)))
+
+
 def save_session(trainer, path: str | Path, view: dict[str, Any] | None = None):
     """Write `trainer`'s whole state (and the GUI's `view` settings, JSON-able) to `path` atomically."""
     arrays: dict[str, np.ndarray] = {}
@@ -42,6 +89,7 @@ def save_session(trainer, path: str | Path, view: dict[str, Any] | None = None):
         "version": VERSION,
         "config": trainer.config.to_dict(),
         "steps_done": trainer.steps_done,
+        **_cell_file_entry(trainer.config),
         "view": _flatten(view or {}, "view", arrays),
         "model": _flatten(trainer.model.state_dict(), "model", arrays),
         "optimizer": _flatten(trainer.optimizer.state_dict(), "optimizer", arrays),
@@ -57,12 +105,26 @@ def save_session(trainer, path: str | Path, view: dict[str, Any] | None = None):
         raise SessionError(f"cannot save the session to {path}: {e.strerror or e}") from None
 
 
-def load_session(path: str | Path):
-    """(trainer, view) from a session file. Raises SessionError, naming the problem, and changes nothing."""
+def _cell_file_entry(config: Config) -> dict[str, Any]:
+    """The manifest's record of the cell's source file: {"cell_file": {path, sha256}}, or {} for a built-in cell."""
+    source = cells.cell_for(config.model).source_file(config)
+    return {} if source is None else {"cell_file": {"path": str(source), "sha256": _sha256(source)}}
+
+
+def load_session(path: str | Path, cell_changed_ok: bool = False):
+    """(trainer, view) from a session file. Raises SessionError, naming the problem, and changes nothing: among
+    them a missing cell file, and CellFileChanged for a changed one unless `cell_changed_ok` (go on with the
+    file as it is now)."""
     from gradflow.core.trainer import Trainer  # heavy import only when needed
 
     path = Path(path)
     arrays, manifest = _read(path)
+    recorded = cell_file(manifest)
+    if recorded is not None and recorded.problem is not None:
+        if recorded.current_sha256 is None:
+            raise SessionError(f"{path.name}: {recorded.problem}; put it back there to open the session")
+        if not cell_changed_ok:
+            raise CellFileChanged(f"{path.name}: {recorded.problem}", recorded)
     try:
         config = Config.from_dict(manifest["config"])
     except (ConfigError, TypeError, KeyError) as e:

@@ -13,6 +13,7 @@ under its own thread count, putting the caller's back after every call (gradflow
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -241,13 +242,22 @@ class RunData:
         return f"RunData({self.label!r}, {len(self.history)} steps)"
 
 
-def open(path: str | os.PathLike) -> Run | RunData | list[RunData]:
+def open(path: str | os.PathLike, cell_changed_ok: bool = False) -> Run | RunData | list[RunData]:
     """A .gfe session as a Run that trains on from where it was saved; a --json/--csv/--npz file as a RunData (a
-    comparison's JSON: a list, one per run). ValueError (SessionError for sessions) names what is wrong."""
+    comparison's JSON: a list, one per run). ValueError (SessionError for sessions) names what is wrong. A session
+    of a user's cell whose file changed since it was saved raises CellFileChanged, unless `cell_changed_ok`: then
+    it goes on with the file as it is now, with a warning."""
     path = Path(path)
     if path.suffix.lower() == ".gfe":
-        from gradflow.core.session import load_session
-        trainer, _ = load_session(path)
+        from gradflow.core.session import CellFileChanged, load_session
+        try:
+            trainer, _ = load_session(path)
+        except CellFileChanged as e:
+            if not cell_changed_ok:
+                raise CellFileChanged(f"{e}; gradflow.open(path, cell_changed_ok=True) goes on with the file as "
+                                      "it is now", e.cell_file) from None
+            warnings.warn(f"{e}; going on with the file as it is now", stacklevel=2)
+            trainer, _ = load_session(path, cell_changed_ok=True)
         run = Run.__new__(Run)
         run.config, run.trainer, run.title, run.label = trainer.config, trainer, path.stem, ""
         return run

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
@@ -75,6 +76,10 @@ class Cell:
     # -- what Config checks (no torch) ----------------------------------------------------------------------
     def check(self, config: Config) -> None:
         """ConfigError for a combination of keys this cell cannot run (its own rules beyond CELL_KEYS)."""
+
+    def source_file(self, config: Config) -> Path | None:
+        """The file its code comes from outside the project (a user's cell), recorded by sessions; else None."""
+        return None
 
     # -- the network -------------------------------------------------------------------------------------------
     def build(self, config: Config, input_size: int, output_size: int) -> nn.Module:

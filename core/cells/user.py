@@ -2,6 +2,8 @@
 under autograd; its spectrum is its recurrent_matrix() or its step Jacobian by torch.func."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from gradflow.core.cells import USER_CELL, Cell, register
 
 
@@ -19,6 +21,10 @@ class UserCell(Cell):
     def check(self, config):
         from gradflow.core.user_cell import check_file   # the file is parsed, never run, here
         check_file(config.model)
+
+    def source_file(self, config):
+        path, _, _ = config.model.rpartition(":")
+        return Path(path).expanduser().resolve()
 
     def build(self, config, input_size, output_size):
         from gradflow.core.user_cell import UserCellNet

@@ -69,20 +69,25 @@ def save_session(path: str, view: dict, trainer) -> int:
     return trainer.steps_done
 
 
-def read_session(path: str, _trainer) -> dict:
+def read_session(path: str, cell_changed_ok: bool, _trainer) -> dict:
     """Check that `path` is a session this version can open (core.session.load_session); its config and
-    view. The running trainer is not touched."""
-    from gradflow.core.session import load_session
-    loaded, view = load_session(path)
+    view, or {"cell_changed": why} when its cell file changed (the window asks whether to go on with the file as
+    it is now, then calls again with `cell_changed_ok`). The running trainer is not touched."""
+    from gradflow.core.session import CellFileChanged, load_session
+    try:
+        loaded, view = load_session(path, cell_changed_ok)
+    except CellFileChanged as e:
+        return {"cell_changed": str(e)}
     return {"config": loaded.config, "view": view}
 
 
-def adopt_session(path: str, trainer) -> dict:
+def adopt_session(path: str, cell_changed_ok: bool, trainer) -> dict:
     """Move the session at `path` into the trainer the engine just built for its config; the records the
     panels showed (saved in the view) go back into its history, so a save right away keeps them.
-    Returns the window's copy of the history and those records, oldest first."""
+    Returns the window's copy of the history and those records, oldest first. `cell_changed_ok` as for
+    read_session."""
     from gradflow.core.session import as_record, load_session
-    loaded, view = load_session(path)
+    loaded, view = load_session(path, cell_changed_ok)
     if trainer is None or trainer.config != loaded.config:
         raise RuntimeError("the model for the session's settings was not built")
     trainer.model.load_state_dict(loaded.model.state_dict())

@@ -13,7 +13,7 @@ from typing import Any, Callable, Protocol
 
 from PySide6.QtCore import QByteArray, QObject, QSettings, Signal
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QApplication, QComboBox, QFileDialog, QMainWindow, QStatusBar, QWidget
+from PySide6.QtWidgets import QApplication, QComboBox, QFileDialog, QMainWindow, QMessageBox, QStatusBar, QWidget
 
 from gradflow.core.config import ConfigError
 from gradflow.core.presets import Preset, load_preset, preset_names
@@ -201,19 +201,29 @@ class SessionFiles(QObject):
             return
         remember_dir(host.store, path)
         host.readout.set_state("opening …")
-        host.call_in_worker("open", partial(engine_calls.read_session, str(path)), partial(self._on_read, path))
+        self._read(path, cell_changed_ok=False)
 
-    def _on_read(self, path: Path, result: object, error: str):
+    def _read(self, path: Path, cell_changed_ok: bool):
+        self.host.call_in_worker("open", partial(engine_calls.read_session, str(path), cell_changed_ok),
+                                 partial(self._on_read, path, cell_changed_ok))
+
+    def _on_read(self, path: Path, cell_changed_ok: bool, result: object, error: str):
         host = self.host
         if error:
             self.done.emit()
             host.show_problem("Session not opened", error, "Nothing was changed: the current run continues.")
             return
+        if "cell_changed" in result:   # the core's facts; whether to go on is the user's choice
+            if ask_go_on_with_changed_cell(self.dialog_parent, result["cell_changed"]):
+                self._read(path, cell_changed_ok=True)
+            else:
+                self.done.emit()
+            return
         host.pause()
         host.message_bar.clear()
         self.restoring = {"path": path, "view": result["view"], "seed": None}
         host.worker.rebuild(result["config"])   # a Trainer for the saved config, then its state moves in
-        host.call_in_worker("restore", partial(engine_calls.adopt_session, str(path)),
+        host.call_in_worker("restore", partial(engine_calls.adopt_session, str(path), cell_changed_ok),
                               partial(self._on_restored, path))
 
     def take_seed(self, record: Record) -> bool:
@@ -248,3 +258,11 @@ class SessionFiles(QObject):
         step = records[-1].step if records else len(history)
         errors.log.info("opened session %s at step %d", path, step)
         self.host.statusBar().showMessage(f"Opened {path.name} at step {step:,}.", 8000)
+
+
+def ask_go_on_with_changed_cell(parent: QWidget, why: str) -> bool:
+    """Ask whether to open a session whose cell file changed, with the file as it is now. True: go on."""
+    answer = QMessageBox.question(
+        parent, "Cell file changed", f"{why}.\n\nOpen the session with the cell file as it is now?",
+        QMessageBox.StandardButton.Open | QMessageBox.StandardButton.Cancel, QMessageBox.StandardButton.Cancel)
+    return answer == QMessageBox.StandardButton.Open
