@@ -14,6 +14,7 @@ import numpy as np
 CONJUGATE_TOL = 1e-9
 RHO_EDGE = 0.01      # |ρ − 1| ≤ this reads "ρ ≈ 1": training jitters ρ = 1 by a few 1e-3
 SATURATION = 2       # core.records.ZERO_CAUSES.index("saturation")
+FLAT_RATIO = 2.0     # ‖∂L/∂h_1‖/‖∂L/∂h_T‖ within [1/this, this] reads "about flat": neither vanished nor exploded
 
 
 def verdict(rho: float, ratio: float | None = None, saturated: bool = False) -> str:
@@ -26,8 +27,12 @@ def verdict(rho: float, ratio: float | None = None, saturated: bool = False) -> 
     """
     if not math.isfinite(rho):
         return "not finite: the weights diverged"
+    flat = ratio is not None and 1 / FLAT_RATIO <= ratio <= FLAT_RATIO
     if abs(rho - 1) <= RHO_EDGE:
         text = f"ρ ≈ 1 (within ±{RHO_EDGE:g}): on the edge, its powers neither shrink nor grow"
+    elif flat and not saturated:
+        text = (f"ρ {'<' if rho < 1 else '>'} 1, yet the gradient is about flat (‖∂L/∂h_1‖/‖∂L/∂h_T‖ = "
+                f"{ratio:.2g}): the cell's other paths carry it")
     elif rho < 1:
         text = "ρ < 1: its powers shrink, gradients vanish"
         if ratio is not None and ratio > 1:

@@ -21,7 +21,7 @@ from gradflow.explorer.engine import calls as engine_calls
 from gradflow.explorer.panels import PANELS, connect_panels
 from gradflow.explorer.window.actions import DEFAULT_SPEED, SPEEDS, build_menus, build_run_actions, build_toolbar, show_theme
 from gradflow.explorer.window.checkpoints import CHECKPOINT_EVERY, Checkpoints
-from gradflow.explorer.window.dialogs import Problems
+from gradflow.explorer.window.dialogs import DISCARD_ASK_STEPS, Problems, ask_discard_run
 from gradflow.explorer.window.drawing import FrameDrawer
 from gradflow.explorer.window.failures import Failures
 from gradflow.explorer.window.exports import WindowExports
@@ -255,8 +255,19 @@ class MainWindow(QMainWindow):
         self.worker.update(**changes)
         self._update_banner()
 
+    ask_discard_run = staticmethod(ask_discard_run)   # (parent, steps) -> "save" | "discard" | "cancel"
+
     @Slot(object)
     def _on_rebuild_requested(self, config: Config):
+        """Apply & rebuild; over a run of more than DISCARD_ASK_STEPS steps it asks first, offering to save it."""
+        steps = self.run.latest.step if self.run.latest is not None else 0
+        if steps > DISCARD_ASK_STEPS:
+            choice = self.ask_discard_run(self, steps)
+            if choice == "save":
+                self.session_files.save_or_ask()
+                choice = "discard" if self.session_files.saves_pending else "cancel"   # the file dialog cancelled
+            if choice == "cancel":
+                return
         self.message_bar.clear()
         self.worker.rebuild(config)
 

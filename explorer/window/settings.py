@@ -470,8 +470,11 @@ class SettingsPanel(QWidget):
             f.set_pending(key in changes)
             f.set_shown(Config.applies(key, self._pending.model))
         n = len(changes)
-        self.apply_button.setEnabled(bool(n))
-        self.discard_button.setEnabled(bool(n) or any(f.error for f in self.fields.values()))
+        invalid = [key for key, f in self.fields.items() if f.error]
+        self.apply_button.setEnabled(bool(n) and not invalid)    # never build around a refused value
+        self.apply_button.setToolTip(f"Fix {invalid[0]} first: its value is refused" if invalid else
+                                     "Build a new model with the pending settings (training restarts at step 1)")
+        self.discard_button.setEnabled(bool(n) or bool(invalid))
         self.apply_button.setText(f"Apply && rebuild ({n} change{'s' if n != 1 else ''})" if n
                                   else "Apply && rebuild")
         self.apply_button.setProperty("pending", bool(n))

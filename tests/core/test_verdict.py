@@ -26,6 +26,13 @@ def test_the_verdict_says_when_saturation_or_the_measured_gradient_decides():
     assert verdict(1.0, saturated=True).endswith("saturated units block it too")
 
 
+@pytest.mark.parametrize("rho", [0.6, 1.3])
+@pytest.mark.parametrize("ratio", [0.6, 1.0, 1.9])
+def test_a_flat_gradient_is_called_flat_not_shrinking_or_growing(rho, ratio):
+    """A GRU whose profile is flat had read "the gradient shrinks towards t = 1" (ratio just under 1)."""
+    assert verdict(rho, ratio=ratio).startswith(f"ρ {'<' if rho < 1 else '>'} 1, yet the gradient is about flat")
+
+
 def test_a_record_whose_units_saturate_gets_the_saturation_verdict():
     trainer = Trainer(Config(seq_len=12, batch_size=4, hidden_size=8, init="orthogonal", spectral_radius=2.0))
     record = trainer.step(detail=False)

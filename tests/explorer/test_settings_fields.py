@@ -15,7 +15,7 @@ from gradflow.core.config import SPECS
 from gradflow.core.presets import load_preset
 from gradflow.core.tasks.text import MAX_TEXT_BYTES
 from gradflow.explorer.window.settings import SettingsPanel, format_value
-from window_helpers import SMALL, WAIT_MS, status_text, step_once   # tests/explorer is on sys.path
+from window_helpers import SMALL, WAIT_MS, status_text, step_once, wait_paused   # tests/explorer is on sys.path
 from window_probes import in_engine
 
 
@@ -358,3 +358,53 @@ def test_each_model_specific_key_shows_only_for_its_models_and_follows_the_model
     assert _shown(lru_panel, ("bidirectional",)) == [True]
     lru_panel.set_config(load_preset("compare_lru_radius").config)                  # a scenario: shown for its model
     assert _shown(lru_panel, LRU_ONLY) == [True] * 3 and not any(_shown(lru_panel, RNN_ONLY))
+
+
+def test_apply_stays_disabled_while_any_field_is_refused(qtbot, window):
+    """A refused field keeps its text while the pending config keeps the previous valid value: applying then
+    would build around what the user sees (it had put back 'builtin' for a bad text path, silently)."""
+    panel = window.settings_panel
+    model = panel.field("model")
+    model.widget.setCurrentText("gru")
+    model.widget.activated.emit(model.widget.currentIndex())
+    assert panel.apply_button.isEnabled()                      # one valid pending change
+    hidden = panel.field("hidden_size")
+    hidden.widget.setText("0")
+    hidden.widget.editingFinished.emit()
+    assert hidden.error and not panel.apply_button.isEnabled()
+    assert "hidden_size" in panel.apply_button.toolTip()
+    hidden.widget.setText("32")
+    hidden.widget.editingFinished.emit()
+    assert not hidden.error and panel.apply_button.isEnabled()
+
+
+@pytest.mark.parametrize("choice,rebuilt", [("cancel", False), ("discard", True)])
+def test_applying_over_a_long_run_asks_first(qtbot, window, monkeypatch, choice, rebuilt):
+    from gradflow.explorer.window.dialogs import DISCARD_ASK_STEPS
+    asked = []
+    monkeypatch.setattr(window, "ask_discard_run", lambda parent, steps: asked.append(steps) or choice)
+    model = window.settings_panel.field("model")
+    model.widget.setCurrentText("gru")
+    model.widget.activated.emit(model.widget.currentIndex())
+    window.play_action.trigger()
+    qtbot.waitUntil(lambda: window.latest.step > DISCARD_ASK_STEPS, timeout=10 * WAIT_MS)
+    window.play_action.trigger()
+    wait_paused(qtbot, window)
+    steps = window.latest.step
+    qtbot.mouseClick(window.settings_panel.apply_button, Qt.MouseButton.LeftButton)
+    assert asked == [steps]
+    if rebuilt:
+        qtbot.waitUntil(lambda: window.shown_record.model == "gru" and window.shown_record.step == 1,
+                        timeout=WAIT_MS)
+    else:
+        step_once(qtbot, window)                                  # the run goes on where it was
+        assert window.latest.step == steps + 1 and window.settings_panel.config.model != "gru"
+
+
+def test_applying_over_a_short_run_does_not_ask(qtbot, window, monkeypatch):
+    monkeypatch.setattr(window, "ask_discard_run", lambda parent, steps: pytest.fail("asked"))
+    model = window.settings_panel.field("model")
+    model.widget.setCurrentText("gru")
+    model.widget.activated.emit(model.widget.currentIndex())
+    qtbot.mouseClick(window.settings_panel.apply_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.shown_record.model == "gru", timeout=WAIT_MS)
