@@ -25,9 +25,31 @@ from __future__ import annotations
 from typing import Callable
 
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSlider, QWidget
+from PySide6.QtGui import QMouseEvent
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSlider, QStyle, QStyleOptionSlider, QWidget
 
 from gradflow.core.records import History, Record
+
+
+class JumpSlider(QSlider):
+    """A horizontal slider whose groove, clicked, jumps to the clicked value and goes on as a drag (a QSlider
+    pages by its pageStep towards the click: a lecturer clicking step 40 got step 10 further instead)."""
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        if event.button() == Qt.MouseButton.LeftButton:
+            option = QStyleOptionSlider()
+            self.initStyleOption(option)
+            style = self.style()
+            handle = style.subControlRect(QStyle.ComplexControl.CC_Slider, option,
+                                          QStyle.SubControl.SC_SliderHandle, self)
+            if not handle.contains(event.position().toPoint()):
+                groove = style.subControlRect(QStyle.ComplexControl.CC_Slider, option,
+                                              QStyle.SubControl.SC_SliderGroove, self)
+                span = groove.width() - handle.width()
+                x = round(event.position().x() - groove.x() - handle.width() / 2)
+                self.setValue(QStyle.sliderValueFromPosition(self.minimum(), self.maximum(), x, span,
+                                                             option.upsideDown))
+        super().mousePressEvent(event)   # the handle is under the pointer now: a drag, as on the handle
 
 
 class TimelineBar(QWidget):
@@ -44,7 +66,7 @@ class TimelineBar(QWidget):
         self._key = None                          # (len, id of newest) of the ring buffer last listed
         self._record: Record | None = None        # the scrubbed record (None while live)
 
-        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.slider = JumpSlider(Qt.Orientation.Horizontal)
         self.slider.setMinimum(0)
         self.slider.setMaximum(0)
         self.slider.setPageStep(10)

@@ -138,3 +138,25 @@ def test_the_panels_follow_the_timeline_and_exports_show_the_step_picked(qtbot, 
     assert len((tmp_path / "run.csv").read_text().strip().splitlines()) == 1 + 4
     window.timeline.go_live()
     qtbot.waitUntil(lambda: window.shown_record.step == 4, timeout=WAIT_MS)
+
+
+def test_a_click_on_the_timelines_groove_jumps_to_the_clicked_step(qtbot):
+    """QSlider pages by pageStep towards a click on its groove; the timeline jumps there, as a lecturer expects."""
+    from PySide6.QtCore import QPoint, Qt
+    from PySide6.QtWidgets import QStyle, QStyleOptionSlider
+    from gradflow.explorer.window.timeline import JumpSlider
+    slider = JumpSlider(Qt.Orientation.Horizontal)
+    qtbot.addWidget(slider)
+    slider.setRange(0, 400)
+    slider.setPageStep(10)
+    slider.resize(800, 30)
+    slider.show()
+    option = QStyleOptionSlider()
+    slider.initStyleOption(option)
+    groove = slider.style().subControlRect(QStyle.ComplexControl.CC_Slider, option,
+                                           QStyle.SubControl.SC_SliderGroove, slider)
+    for share in (0.25, 0.8):
+        target = round(400 * share)
+        x = QStyle.sliderPositionFromValue(0, 400, target, groove.width() - 20) + groove.x() + 10
+        qtbot.mouseClick(slider, Qt.MouseButton.LeftButton, pos=QPoint(x, slider.height() // 2))
+        assert abs(slider.value() - target) <= 8     # within a few px of the click; paging moves by 10
