@@ -16,7 +16,7 @@ Normal mode, from the most panels on screen to the fewest (the three views "thro
     SEVEN IN COLUMNS  settings | the same without contributions and Jacobians through time (View menu)
     SINGLE            settings | one group of tabs
     BARE              one group of tabs (settings: F2 shows them over the panels)
-Presentation mode: gradient-through-time and one companion panel, side by side, stacked or tabbed;
+Presentation mode: gradient-through-time and one companion panel, side by side at every screen size;
 settings hidden; the other panels closed (number keys or the toolbar pick the companion).
 """
 from __future__ import annotations
@@ -63,12 +63,11 @@ DEFAULT_COMPANION = SPECTRUM
 
 
 def presentation_arrangements(companion: str) -> tuple[Arrangement, ...]:
-    """Gradient through time and `companion`: side by side, else one above the other, else tabbed."""
+    """Gradient through time and `companion` side by side, on every screen (their panels give way: legends
+    re-flow, captions yield), never one behind the other."""
     if companion == GT:
         return (Arrangement("one", (((GT,),),), settings=False),)
-    return (Arrangement("side by side", (((GT,), (companion,)),), settings=False),
-            Arrangement("stacked", (((GT,),), ((companion,),)), settings=False),
-            Arrangement("tabbed", (((GT, companion),),), settings=False))
+    return (Arrangement("side by side", (((GT,), (companion,)),), settings=False),)
 
 
 def _groups(arrangement: Arrangement, docks: dict[str, QDockWidget]) -> list[list[list[QDockWidget]]]:

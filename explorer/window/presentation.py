@@ -50,6 +50,10 @@ class WindowLayout(QObject):
         self._timer.setSingleShot(True)
         self._timer.setInterval(RELAYOUT_DELAY_MS)
         self._timer.timeout.connect(self.relayout)
+        # the window's minimum never counts the docks' minimum size: docks that need more room than the screen
+        # leaves get another arrangement (or give way), they never push the window, its timeline and its status
+        # bar off the screen (the layout code reads the docks' need from host.minimumSizeHint())
+        self.host.setMinimumSize(1, 1)
         window.installEventFilter(self)
         self.host.installEventFilter(self)   # the tab bars Qt makes for tabbed docks (see eventFilter)
         self._view_actions: dict[QAction, QDockWidget] = {}
@@ -197,14 +201,21 @@ class WindowLayout(QObject):
 
     # -- the screen ------------------------------------------------------------------------------------
     def fit_to_screen(self) -> None:
-        """The window (frame included) inside its screen's available area: shrunk, then moved."""
+        """The window (frame included) inside its screen's available area (a full-screen window: inside the
+        screen): shrunk, then moved. A maximised or full-screen window that grew past it (its minimum size
+        grew while the type changed) gets the screen's area back."""
         w = self.window
         screen = w.screen()
-        if screen is None or w.isFullScreen() or w.isMaximized():
+        if screen is None:
             return
-        room = screen.availableGeometry()
+        room = screen.geometry() if w.isFullScreen() else screen.availableGeometry()
         frame = w.frameGeometry()
         extra_w, extra_h = frame.width() - w.width(), frame.height() - w.height()
+        if w.isFullScreen() or w.isMaximized():
+            if frame.width() > room.width() or frame.height() > room.height():
+                left, top = w.x() - frame.x(), w.y() - frame.y()
+                w.setGeometry(room.x() + left, room.y() + top, room.width() - extra_w, room.height() - extra_h)
+            return
         width = min(w.width(), room.width() - extra_w)
         height = min(w.height(), room.height() - extra_h)
         if (width, height) != (w.width(), w.height()):
@@ -326,6 +337,7 @@ class WindowLayout(QObject):
         layout stays while it fits; the default arrangement is re-sized when the room changed a lot)."""
         if not self._shown_once:
             return
+        self.fit_to_screen()
         room = self.room()
         if self.current is None:
             if not (self._fits() and self._titles_whole()):
