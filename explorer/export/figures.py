@@ -19,12 +19,13 @@ from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QPoint, QRectF, QSize, QSizeF
-from PySide6.QtGui import QGuiApplication, QImage, QPageSize, QPainter, QPalette, QPdfWriter
+from PySide6.QtGui import QGuiApplication, QImage, QPageSize, QPainter, QPdfWriter
 from PySide6.QtSvg import QSvgGenerator
-from PySide6.QtWidgets import (QApplication, QComboBox, QGraphicsItem, QGraphicsOpacityEffect, QGridLayout, QLabel,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractButton, QApplication, QComboBox, QGraphicsItem, QGraphicsOpacityEffect,
+                               QGridLayout, QLabel, QVBoxLayout, QWidget)
 
 from gradflow.core.files import atomic_write
+from gradflow.explorer.panels.base import UI_ONLY
 
 DASHBOARD_PANELS = ("gradient_time", "gradient_history", "hidden_state", "spectrum", "training", "task_view")
 IMAGE_SUFFIXES = (".png", ".svg")
@@ -48,7 +49,8 @@ def render_image(widget: QWidget, scale: float = 1.0) -> QImage:
     painter.setRenderHint(QPainter.Antialiasing)
     painter.setRenderHint(QPainter.TextAntialiasing)
     painter.scale(scale, scale)
-    widget.render(painter, QPoint())
+    with as_figure(widget):
+        widget.render(painter, QPoint())
     painter.end()
     return image
 
@@ -72,6 +74,7 @@ def vector_painting(widget: QWidget):
     views = widget.findChildren(pg.GraphicsView) + ([widget] if isinstance(widget, pg.GraphicsView) else [])
     cached: list[tuple[QGraphicsItem, QGraphicsItem.CacheMode]] = []
     exporting: list = []
+    clipped: list = []          # (curve, its data and connect mode before clipping)
     replaced: list[tuple[list[QGraphicsItem], QGraphicsItem]] = []   # items hidden, the item drawn instead
     backgrounds = [(view, view.cacheMode()) for view in views]
     try:
@@ -95,6 +98,7 @@ def vector_painting(widget: QWidget):
                 elif isinstance(item, pg.PlotCurveItem) and item.isVisible():   # one path a curve, not segments
                     item.setExportMode(True, {"antialias": True})
                     exporting.append(item)
+                    clipped.extend(_clip_to_view(item))
                 elif isinstance(item, pg.ColorBarItem) and item.colorMap() is not None and item.bar.isVisible():
                     bar = item.bar
                     size = bar.pixmap().size()
@@ -125,6 +129,8 @@ def vector_painting(widget: QWidget):
             item.setCacheMode(mode)
         for item in exporting:
             item.setExportMode(False)
+        for curve, (x, y, connect) in clipped:
+            curve.setData(x, y, connect=connect)
         for items, stand_in in replaced:
             for item in items:
                 item.setVisible(True)
@@ -132,33 +138,93 @@ def vector_painting(widget: QWidget):
                 stand_in.scene().removeItem(stand_in)
 
 
-@contextmanager
-def controls_as_text(widget: QWidget):
-    """While a figure is drawn for SVG: each visible combo box under `widget` is drawn as a framed label of
-    its current text (a style paints combo boxes from pixmaps: each would be an image in the SVG). The box
-    keeps its place in the layout; it is only made transparent."""
-    stand_ins: list[tuple[QComboBox, QLabel]] = []
-    try:
-        for combo in widget.findChildren(QComboBox):
-            if not combo.isVisibleTo(widget) or combo.graphicsEffect() is not None:
+def _clip_to_view(curve) -> list:
+    """Clip `curve`'s data to its plot's view rectangle for a vector figure: Qt's SVG and PDF writers leave out
+    the view's clipping (a theory line ran out of its plot, through the title, in librsvg and Chromium). Returns
+    [(curve, (x, y, connect) before)] when it changed the data, else []."""
+    import pyqtgraph as pg
+    view = curve.getViewBox()
+    x, y = curve.getData()
+    if not isinstance(view, pg.ViewBox) or x is None or len(x) < 2:
+        return []
+    (x0, x1), (y0, y1) = view.viewRange()
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    with np.errstate(invalid="ignore"):
+        inside = (x >= x0) & (x <= x1) & (y >= y0) & (y <= y1)
+    if inside[np.isfinite(x) & np.isfinite(y)].all():
+        return []
+    before = (x, y, curve.opts["connect"])
+    cx, cy = _clipped_polyline(x, y, (x0, x1, y0, y1))
+    curve.setData(cx, cy, connect="finite")
+    return [(curve, before)]
+
+
+def _clipped_polyline(x: np.ndarray, y: np.ndarray, box: tuple[float, float, float, float]):
+    """The parts of the polyline (x, y) inside box = (x0, x1, y0, y1), each segment clipped (Liang-Barsky), the
+    parts separated by NaN; a non-finite point ends a part as well."""
+    x0, x1, y0, y1 = box
+    out_x, out_y = [], []
+    last = None                                  # the end of the last segment drawn
+    for i in range(len(x) - 1):
+        ax, ay, bx, by = x[i], y[i], x[i + 1], y[i + 1]
+        if not np.isfinite([ax, ay, bx, by]).all():
+            continue
+        dx, dy = bx - ax, by - ay
+        t0, t1 = 0.0, 1.0
+        for p, q in ((-dx, ax - x0), (dx, x1 - ax), (-dy, ay - y0), (dy, y1 - ay)):
+            if p == 0:
+                if q < 0:
+                    t0, t1 = 1.0, 0.0             # parallel to this edge and outside it
                 continue
-            palette = combo.palette()
-            label = QLabel(f"{combo.currentText()}  \u25be", combo.parentWidget())
-            label.setFont(combo.font())
-            label.setStyleSheet(
-                f"QLabel {{ background: {palette.color(QPalette.ColorRole.Button).name()}; "
-                f"color: {palette.color(QPalette.ColorRole.ButtonText).name()}; padding: 0 4px; "
-                f"border: 1px solid {palette.color(QPalette.ColorRole.Mid).name()}; border-radius: 3px; }}")
-            label.setGeometry(combo.geometry())
-            label.show()
-            hidden = QGraphicsOpacityEffect(combo)
-            hidden.setOpacity(0.0)     # not painted at all, and the layout does not change
-            combo.setGraphicsEffect(hidden)
-            stand_ins.append((combo, label))
+            t = q / p
+            if p < 0:
+                t0 = max(t0, t)
+            else:
+                t1 = min(t1, t)
+        if t0 > t1:
+            continue
+        start, end = (ax + t0 * dx, ay + t0 * dy), (ax + t1 * dx, ay + t1 * dy)
+        if last != start:
+            if out_x:
+                out_x.append(np.nan)
+                out_y.append(np.nan)
+            out_x.append(start[0])
+            out_y.append(start[1])
+        out_x.append(end[0])
+        out_y.append(end[1])
+        last = end
+    return np.asarray(out_x, dtype=float), np.asarray(out_y, dtype=float)
+
+
+@contextmanager
+def as_figure(widget: QWidget):
+    """While `widget` is drawn as a figure (PNG, SVG, PDF, animation frames): no control or hint of the screen
+    in it. Buttons and widgets marked UI-only are not painted; each combo box is drawn as plain text of its
+    choice (what the figure shows, e.g. "show: forget gate f_t"), not as a control (a style paints combo
+    boxes from pixmaps as well). Everything keeps its place in the layout: only made transparent."""
+    hidden: list[QWidget] = []
+    stand_ins: list[QLabel] = []
+    try:
+        for child in widget.findChildren(QWidget):
+            if not child.isVisibleTo(widget) or child.graphicsEffect() is not None:
+                continue
+            if isinstance(child, QComboBox):
+                label = QLabel(child.currentText(), child.parentWidget())
+                label.setFont(child.font())
+                label.setGeometry(child.geometry())
+                label.show()
+                stand_ins.append(label)
+            elif not (isinstance(child, QAbstractButton) or child.property(UI_ONLY)):
+                continue
+            effect = QGraphicsOpacityEffect(child)
+            effect.setOpacity(0.0)     # not painted at all, and the layout does not change
+            child.setGraphicsEffect(effect)
+            hidden.append(child)
         yield
     finally:
-        for combo, label in stand_ins:
-            combo.setGraphicsEffect(None)
+        for child in hidden:
+            child.setGraphicsEffect(None)
+        for label in stand_ins:
             label.hide()
             label.deleteLater()
 
@@ -271,7 +337,7 @@ def svg_bytes(widget: QWidget, title: str = "") -> bytes:
     generator.setTitle(title or "Gradient Flow Explorer")
     generator.setResolution(round(widget.logicalDpiX()))   # type in points comes out the size it is on screen
     painter = QPainter(generator)
-    with vector_painting(widget), controls_as_text(widget):
+    with vector_painting(widget), as_figure(widget):
         widget.render(painter, QPoint())
     painter.end()
     return _portable(bytes(buffer.data()))
@@ -350,7 +416,7 @@ def pdf_bytes(widget: QWidget, title: str = "") -> bytes:
     writer.setPageSize(QPageSize(QSizeF(widget.width() * 72 / dpi, widget.height() * 72 / dpi), QPageSize.Point))
     writer.setPageMargins(QMarginsF(0, 0, 0, 0))
     painter = QPainter(writer)
-    with vector_painting(widget), controls_as_text(widget):
+    with vector_painting(widget), as_figure(widget):
         widget.render(painter, QPoint())
     painter.end()
     return bytes(buffer.data())

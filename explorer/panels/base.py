@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import time
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6 import QtGui
@@ -17,6 +18,7 @@ from gradflow.explorer.theme import DEFAULT_THEME, Theme
 
 SIDE_RATIO = 1.2   # legends go beside the plots when the room left for them is wider than this × the height
 PLOT_MIN = (220, 130)   # the smallest data area (a ViewBox, px) any plot is given: text around it yields first
+UI_ONLY = "uiOnly"      # widget property: a hint for the screen that exported figures leave out (mark_ui_only)
 CAPTION_SHARE = 0.2     # a caption (or footer line) wraps only while that takes at most this share of the panel
 
 
@@ -96,6 +98,13 @@ class YieldingLabel(QLabel):
         doc.setTextWidth(width)
         return int(doc.size().height()) + 2
 
+
+
+def mark_ui_only(widget: QWidget) -> QWidget:
+    """Leave `widget` out of exported figures (a hint such as "Drag an eigenvalue…"; buttons are left out
+    anyway: explorer.export.figures.as_figure)."""
+    widget.setProperty(UI_ONLY, True)
+    return widget
 
 
 def themed_palette(palette: QPalette, theme: Theme) -> QPalette:
@@ -253,14 +262,18 @@ class Panel(QWidget):
 
     def add_legend(self, legend: pg.LegendItem, layout: pg.GraphicsLayout | None = None,
                    below: tuple[int, int, int] | None = None, beside: tuple[int, int, int] | None = None,
-                   beside_columns: int = 1) -> pg.LegendItem:
+                   beside_columns: int = 1, inside: pg.PlotItem | None = None) -> pg.LegendItem:
         """Register a legend for theming and re-flowing. With `layout`, the panel places it itself:
         under the plots at `below` = (row, col, colspan) in a tall panel, or in a column right of
-        them at `beside` = (row, col, rowspan) in a wide, short one (a dashboard's strip of docks)."""
+        them at `beside` = (row, col, rowspan) in a wide, short one (a dashboard's strip of docks).
+        With `inside`, in presentation type it sits in that plot's emptiest corner instead (where it costs
+        the plot least on a projector: see `place_inside_legends`)."""
         self._legends.append(legend)
         if layout is not None:
             legend._slots = (layout, below, beside, beside_columns)
             legend._beside = None
+            legend._inside = inside
+            legend._corner = None
             self._place_legend(legend)
         return legend
 
@@ -269,14 +282,20 @@ class Panel(QWidget):
         if slots is None:
             return
         layout, below, beside, beside_columns = slots
-        side = beside is not None and self.width() - plotting.legend_width(legend, beside_columns) \
-            > SIDE_RATIO * max(self.height(), 1)
+        plot = legend._inside if self.theme.presentation else None
+        side = "inside" if plot is not None else beside is not None and \
+            self.width() - plotting.legend_width(legend, beside_columns) > SIDE_RATIO * max(self.height(), 1)
         if side == legend._beside:
             return
         legend._beside = side
         if legend in layout.items:
             layout.removeItem(legend)
-        if side:
+        legend._corner = None
+        if side == "inside":
+            legend.setParentItem(plot.vb)
+            legend.max_columns = 1
+            self._anchor_inside(legend, empty_corner(legend, plot, None))
+        elif side:
             row, col, rowspan = beside
             layout.addItem(legend, row=row, col=col, rowspan=rowspan)
             layout.layout.setAlignment(legend, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft)
@@ -287,6 +306,20 @@ class Panel(QWidget):
             layout.layout.setAlignment(legend, Qt.AlignmentFlag.AlignLeft)
             legend.max_columns = None
         legend._fitted = None
+
+    def place_inside_legends(self) -> None:
+        """Legends inside their plot (presentation type) move to the corner their curves leave emptiest (call
+        after drawing); they stay where they are unless another corner holds fewer points."""
+        for legend in self._legends:
+            if getattr(legend, "_beside", None) == "inside":
+                self._anchor_inside(legend, empty_corner(legend, legend._inside, legend._corner))
+
+    @staticmethod
+    def _anchor_inside(legend: pg.LegendItem, corner: tuple[int, int]):
+        if corner != legend._corner:
+            legend._corner = corner
+            inset = (8 - 16 * corner[0], 6 - 12 * corner[1])
+            legend.anchor(itemPos=corner, parentPos=corner, offset=inset)
 
     def add_note(self, note: plotting.Note) -> plotting.Note:
         self._notes.append(note)
@@ -340,8 +373,8 @@ class Panel(QWidget):
     def fit_minimums(self) -> None:
         """Each view asks for what its plots' minimum data areas, axes, legends and colour bars need (the
         scene's layout does not tell its widget), so docks and window layouts never squash a plot. A legend
-        counts as it would be at that minimum width: one entry wide, under the plots, in as many rows as then
-        needed (it re-flows into more columns, or beside the plots, when there is room)."""
+        counts as it would be under the plots at the view's width (at least that minimum width), in as many
+        rows as then needed (it re-flows into more columns, or beside the plots, when there is room)."""
         for legend in self._legends:
             if legend.items:
                 legend.setMinimumWidth(_legend_entry_width(legend))
@@ -353,9 +386,10 @@ class Panel(QWidget):
             beside = [legend for legend in mine if getattr(legend, "_beside", False)]
             width -= sum(legend.minimumWidth() for legend in beside)
             extra = 0.0
+            flow = max(width, view.width()) if view.isVisible() else width   # the width its entries re-flow in
             for legend in mine:
                 entry = _legend_entry_width(legend)
-                rows = math.ceil(len(legend.items) / max(1, int((width - 16) // entry)))
+                rows = math.ceil(len(legend.items) / max(1, int((flow - 16) // entry)))
                 below = rows * max(label.itemRect().height() for _, label in legend.items) + 4
                 if legend in beside:
                     extra += below
@@ -398,6 +432,40 @@ class Panel(QWidget):
 
     def _restyle(self, theme: Theme) -> None:
         """Set pens, brushes and fonts of this panel's data items (subclasses)."""
+
+
+CORNERS = ((0, 0), (1, 0), (0, 1), (1, 1))   # (x, y) fractions of the view box: top left, top right, ...
+
+
+def empty_corner(legend: pg.LegendItem, plot: pg.PlotItem, current: tuple[int, int] | None) -> tuple[int, int]:
+    """The corner of `plot`'s data area where `legend` (at its size now) covers fewest points of the plot's
+    curves; `current` when no other corner covers fewer (top left when there is none yet)."""
+    view = plot.vb
+    rect, size = view.viewRect(), view.boundingRect()
+    if size.width() <= 0 or size.height() <= 0 or rect.width() == 0 or rect.height() == 0:
+        return current or CORNERS[0]
+    share_w = min(1.0, (legend.boundingRect().width() + 8) / size.width())
+    share_h = min(1.0, (legend.boundingRect().height() + 6) / size.height())
+    xs, ys = [], []
+    for item in plot.listDataItems():
+        if item.isVisible():
+            x, y = item.getData()
+            if x is not None and y is not None and len(x):
+                xs.append(np.asarray(x, dtype=float))
+                ys.append(np.asarray(y, dtype=float))
+    if not xs:
+        return current or CORNERS[0]
+    fx = (np.concatenate(xs) - rect.left()) / rect.width()     # 0 at the left, 1 at the right
+    fy = (rect.bottom() - np.concatenate(ys)) / rect.height()  # 0 at the top (larger y is higher), 1 at the bottom
+
+    def covered(corner: tuple[int, int]) -> int:
+        in_x = fx >= 1 - share_w if corner[0] else fx <= share_w
+        in_y = fy >= 1 - share_h if corner[1] else fy <= share_h
+        return int(np.count_nonzero(in_x & in_y & np.isfinite(fx) & np.isfinite(fy)))
+
+    counts = {corner: covered(corner) for corner in CORNERS}
+    best = min(CORNERS, key=counts.__getitem__)
+    return current if current is not None and counts[current] <= counts[best] else best
 
 
 def _legend_entry_width(legend: pg.LegendItem) -> float:

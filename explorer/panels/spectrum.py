@@ -29,7 +29,7 @@ from PySide6.QtWidgets import QHBoxLayout, QPushButton
 from gradflow.core.records import History, Record
 from gradflow.core.spectrum import record_verdict
 from gradflow.explorer.panels import plotting
-from gradflow.explorer.panels.base import Panel, YieldingLabel
+from gradflow.explorer.panels.base import Panel, YieldingLabel, mark_ui_only
 from gradflow.explorer.theme import Theme
 
 CIRCLE = np.exp(1j * np.linspace(0, 2 * np.pi, 129))   # 128 chords: 0.1 px from the arc at a 330 px radius
@@ -134,7 +134,7 @@ class SpectrumPanel(Panel):
         # hands-on editing (hidden until set_editable(True) / connect_to_worker)
         self.edit_row = QHBoxLayout()
         self.edit_row.setContentsMargins(0, 0, 0, 0)
-        self.edit_label = YieldingLabel(EDIT_HINT)
+        self.edit_label = mark_ui_only(YieldingLabel(EDIT_HINT))
         self.yielding_labels.append(self.edit_label)
         self.undo_button = QPushButton("Undo edit")
         self.undo_button.setToolTip("Put W_hh back as it was before the last eigenvalue edit")

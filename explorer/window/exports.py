@@ -88,7 +88,8 @@ class WindowExports:
         if dialog.exec() != QDialog.DialogCode.Accepted:
             return
         name, scale = dialog.choice()
-        path = self.ask_path("Export a panel", (("PNG image", ".png"), ("SVG vector image", ".svg")),
+        path = self.ask_path("Export a panel", (("PNG image", ".png"), ("SVG vector image", ".svg"),
+                                                 ("PDF vector figure", ".pdf")),
                              self.default_name(".png", _snake(name)))
         if path is not None:
             self.panel(name, path, scale)
@@ -118,16 +119,14 @@ class WindowExports:
         return self.write("Dashboard", path, lambda: _write_png(self.render_dashboard(scale), path))
 
     def panel(self, name: str, path: str | Path, scale: float = 2.0) -> bool:
-        """One panel (class name) as PNG at `scale` × or as SVG, by the file's suffix."""
+        """One panel (class name) as PNG at `scale` ×, or as SVG or PDF, by the file's suffix."""
         from gradflow.explorer.export import figures as export
         path = Path(path)
-        if path.suffix.lower() not in (".png", ".svg"):
-            self.window.show_problem("Panel not exported", f"cannot export {path.name}: use .png or .svg")
+        if path.suffix.lower() not in (".png", ".svg", ".pdf"):
+            self.window.show_problem("Panel not exported", f"cannot export {path.name}: use .png, .svg or .pdf")
             return False
         panel = self.panel_on_screen(name)
-        if path.suffix.lower() == ".svg":
-            return self.write(panel.title, path, lambda: export.save_svg(panel, path, title=panel.title))
-        return self.write(panel.title, path, lambda: export.save_png(panel, path, scale))
+        return self.write(panel.title, path, lambda: export.save_figure(panel, path, scale, title=panel.title))
 
     def run_data(self, path: str | Path) -> bool:
         """The run so far (the window's history) as CSV (one row per step) or NPZ (every array)."""

@@ -244,7 +244,7 @@ def test_unwritable_path_gives_a_message_and_leaves_nothing(dashboard, tmp_path)
     view, _ = dashboard
     with pytest.raises(ExportError, match="does not exist"):
         save_figure(view, tmp_path / "missing" / "x.png")
-    with pytest.raises(ExportError, match=".png or .svg"):
+    with pytest.raises(ExportError, match=".png, .svg or .pdf"):
         save_figure(view, tmp_path / "x.bmpx")
 
 
@@ -326,3 +326,65 @@ def test_a_headless_dashboard_grows_until_every_panel_has_its_minimum_height(qtb
     assert all(panel.height() >= panel.minimumSizeHint().height() for panel in view.panels), \
         [(type(p).__name__, p.height(), p.minimumSizeHint().height()) for p in view.panels]
     assert view.width() == 1600
+
+
+# -- a figure, not a screenshot --------------------------------------------------------------------------------------
+def test_a_polyline_is_clipped_to_the_box_in_parts():
+    from gradflow.explorer.export.figures import _clipped_polyline
+    x, y = _clipped_polyline(np.array([-1.0, 0.5, 0.5, 3.0, 0.5]), np.array([0.5, 0.5, 2.0, 0.5, 0.5]),
+                             (0.0, 1.0, 0.0, 1.0))
+    # in at x = 0, up to the top edge; out; back in from the right edge at y = 0.5 to (0.5, 0.5)
+    np.testing.assert_allclose(x, [0.0, 0.5, 0.5, np.nan, 1.0, 0.5])
+    np.testing.assert_allclose(y, [0.5, 0.5, 1.0, np.nan, 0.5, 0.5])
+
+
+def test_exploding_theory_lines_stay_inside_their_plot_in_a_vector_figure(qtbot, tmp_path):
+    """ρ^(T−t) of an exploding run leaves the plot's view on screen (Qt clips it there); Qt's SVG writer drops
+    the clipping, so other renderers drew it through the title. A vector figure clips every curve's data to its
+    view, draws alike in another renderer, and the screen's curves are as they were afterwards."""
+    import pyqtgraph as pg
+    from gradflow.explorer.export.figures import vector_painting
+
+    view, _ = _light_dashboard(Config(seq_len=50, init="orthogonal", spectral_radius=2.0), size=(900, 600), steps=3,
+                               panels=["gradient_time"])
+    qtbot.addWidget(view)
+    panel = view.panels[0]
+    curves = [item for gv in panel.graphics_views() for item in gv.scene().items()
+              if isinstance(item, pg.PlotCurveItem) and item.isVisible()]
+    before = [c.getData()[1].copy() for c in curves]
+
+    def outside(curve) -> bool:
+        (x0, x1), (y0, y1) = curve.getViewBox().viewRange()
+        x, y = curve.getData()
+        finite = np.isfinite(x) & np.isfinite(y)
+        return bool(((x[finite] < x0 - 1e-9) | (x[finite] > x1 + 1e-9) | (y[finite] < y0 - 1e-9)
+                     | (y[finite] > y1 + 1e-9)).any())
+
+    assert any(outside(c) for c in curves)            # the theory lines run off the plot on screen
+    with vector_painting(panel):
+        assert not any(outside(c) for c in curves)
+    assert all(np.array_equal(c.getData()[1], b, equal_nan=True) for c, b in zip(curves, before))
+    save_figure(panel, tmp_path / "p.svg")
+    save_figure(panel, tmp_path / "p.png", scale=1)
+    png = np.asarray(Image.open(tmp_path / "p.png").convert("L"), dtype=float)
+    svg, reader = _rasterized(tmp_path / "p.svg", panel.size())
+    diff = np.abs(_blocks(svg) - _blocks(png))
+    assert diff.mean() < ALIKE[0] and (diff > 40).mean() < ALIKE[1], (reader, diff.mean(), (diff > 40).mean())
+
+
+def test_a_figure_has_no_control_or_hint_of_the_screen(qtbot, tmp_path):
+    """The spectrum's "Drag an eigenvalue…" hint and its Undo button, and any button, are left out of PNG and
+    SVG figures; on screen they are back."""
+    from gradflow.explorer.export.figures import as_figure
+    from gradflow.explorer.panels.spectrum import EDIT_HINT
+
+    view, _ = _light_dashboard(Config(seq_len=20, hidden_size=16), size=(900, 600), steps=1, panels=["spectrum"])
+    qtbot.addWidget(view)
+    panel = view.panels[0]
+    panel.set_editable(True)
+    save_figure(panel, tmp_path / "s.svg")
+    text = " ".join("".join(t.itertext()) for t in ET.parse(tmp_path / "s.svg").getroot().iter(SVG + "text"))
+    assert "Undo" not in text and EDIT_HINT.split()[0] not in text
+    with as_figure(panel):
+        assert panel.undo_button.graphicsEffect().opacity() == 0 == panel.edit_label.graphicsEffect().opacity()
+    assert panel.undo_button.graphicsEffect() is None and panel.edit_label.isVisible()

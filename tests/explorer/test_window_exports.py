@@ -42,6 +42,8 @@ def test_a_panel_exports_as_svg_xml_and_as_png(qtbot, window, tmp_path):
     hidden = type(window.panels[-1]).__name__                       # a panel tabbed behind another works too
     assert window.export_panel(hidden, tmp_path / "h.png", scale=2)
     assert Image.open(tmp_path / "h.png").size[0] == 2 * window.panel(hidden).width()
+    assert window.export_panel(hidden, tmp_path / "h.pdf")                 # a vector figure for a paper
+    assert (tmp_path / "h.pdf").read_bytes().startswith(b"%PDF")
 
 
 def test_run_data_csv_has_a_row_per_step_and_npz_round_trips_the_loss(qtbot, window, tmp_path):
