@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import itertools
 import math
 import os
 import re
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QPoint, QRectF, QSize, QSizeF
-from PySide6.QtGui import QGuiApplication, QImage, QPageSize, QPainter, QPdfWriter
+from PySide6.QtGui import QFontInfo, QGuiApplication, QImage, QPageSize, QPainter, QPdfWriter
 from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import (QAbstractButton, QApplication, QComboBox, QGraphicsItem, QGraphicsOpacityEffect,
                                QGridLayout, QLabel, QVBoxLayout, QWidget)
@@ -348,15 +349,28 @@ _POINT = re.compile(r"(-?[0-9.]+(?:e[-+]?[0-9]+)?),(-?[0-9.]+(?:e[-+]?[0-9]+)?)"
 _MATRIX = re.compile(r"matrix\(([^)]*)\)")
 
 
+# Unicode super- and subscripts (the log axes' 10⁻⁵): many fonts lack them (ImageMagick drew 10⁻⁵ as "10 5"), so
+# a figure writes them as shifted, smaller plain characters
+SCRIPTS = {**{sup: ("super", plain) for sup, plain in zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+")},
+           **{sub: ("sub", plain) for sub, plain in zip("₀₁₂₃₄₅₆₇₈₉₋₊ₜ", "0123456789-+t")}}
+
+
 def _portable(svg: bytes) -> bytes:
     """Qt's SVG made to render alike in other renderers. Shapes that Qt wrote in a plot's data coordinates
     under a scaling transform are rewritten in the figure's: Qt keeps their lines thin with
     vector-effect="non-scaling-stroke" (SVG Tiny 1.2), which not every renderer honours (librsvg 2.48 does
     not: it draws the 1.5 px unit circle of a spectrum 150 px wide). Groups holding anything else (text,
-    images, gradients) keep their transform."""
+    images, gradients) keep their transform. Text gets the font Qt drew with and the generic sans-serif after
+    it (Qt writes its own alias "Sans Serif"), and super- and subscript characters become shifted plain ones."""
     ET.register_namespace("", SVG_NS)
     ET.register_namespace("xlink", XLINK_NS)
     root = ET.fromstring(svg)
+    family = f"'{QFontInfo(QApplication.font()).family()}', sans-serif"
+    for element in root.iter():
+        if element.get("font-family") == "Sans Serif":
+            element.set("font-family", family)
+        if element.tag == f"{{{SVG_NS}}}text":
+            _shift_scripts(element)
     for group in root.iter(f"{{{SVG_NS}}}g"):
         found = _MATRIX.fullmatch(group.get("transform", ""))
         if found is None:
@@ -372,6 +386,24 @@ def _portable(svg: bytes) -> bytes:
         del group.attrib["transform"]
     return b'<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n' + ET.tostring(root, encoding="utf-8",
                                                                                    xml_declaration=False)
+
+
+def _shift_scripts(text: ET.Element) -> None:
+    """<text>10⁻⁵</text> -> <text>10<tspan baseline-shift="super" font-size="70%">-5</tspan></text>."""
+    content = text.text or ""
+    if not any(c in SCRIPTS for c in content):
+        return
+    text.text, last = "", None
+    for kind, run in itertools.groupby(content, key=lambda c: SCRIPTS.get(c, (None,))[0]):
+        run = "".join(run)
+        if kind is None:
+            if last is None:
+                text.text += run
+            else:
+                last.tail = (last.tail or "") + run
+            continue
+        last = ET.SubElement(text, f"{{{SVG_NS}}}tspan", {"baseline-shift": kind, "font-size": "70%"})
+        last.text = "".join(SCRIPTS[c][1] for c in run)
 
 
 _POINTS = {f"{{{SVG_NS}}}path": "d", f"{{{SVG_NS}}}polyline": "points", f"{{{SVG_NS}}}polygon": "points"}

@@ -388,3 +388,18 @@ def test_a_figure_has_no_control_or_hint_of_the_screen(qtbot, tmp_path):
     with as_figure(panel):
         assert panel.undo_button.graphicsEffect().opacity() == 0 == panel.edit_label.graphicsEffect().opacity()
     assert panel.undo_button.graphicsEffect() is None and panel.edit_label.isVisible()
+
+
+def test_svg_text_survives_a_renderer_without_the_font(every_panel, tmp_path):
+    """Super- and subscript characters (the log axis' 10⁻⁵) are written as shifted plain characters, which every
+    font has (ImageMagick drew 10⁻⁵ as "10 5"), and text names a real font before the generic sans-serif."""
+    from gradflow.explorer.export.figures import SCRIPTS
+    panel = next(p for p in every_panel.panels if type(p).__name__ == "GradientTimePanel")
+    save_figure(panel, tmp_path / "g.svg")
+    root = ET.parse(tmp_path / "g.svg").getroot()
+    text = "".join("".join(t.itertext()) for t in root.iter(SVG + "text"))
+    assert not set(text) & set(SCRIPTS)
+    shifted = [t for t in root.iter(SVG + "tspan") if t.get("baseline-shift") == "super"]
+    assert any(t.text.startswith("-") for t in shifted)          # 10^-k on the log axis
+    families = {t.get("font-family") for t in root.iter(SVG + "text")}
+    assert families and all(f.endswith(", sans-serif") and "Sans Serif" not in f for f in families)
