@@ -156,3 +156,21 @@ def test_presets_lists_every_scenario_with_its_title():
     table = gradflow.presets()
     assert table["name"].iloc[0] == "vanishing" and table["title"].str.len().min() > 0
     assert (table[table["name"] == "compare_rho"]["runs"] == 3).all()
+
+
+def test_play_redraws_one_inline_figure_in_place(monkeypatch):
+    """play() shows one figure (display with a display_id) and updates that same display every `every` steps."""
+    import IPython.display
+
+    shown, updates = [], []
+
+    class Handle:
+        def update(self, figure):
+            updates.append(figure._repr_png_())
+
+    monkeypatch.setattr(IPython.display, "display", lambda figure, display_id: shown.append(display_id) or Handle())
+    run = gradflow.Run("vanishing", **SMALL)
+    record = run.play(7, every=3)
+    assert record.step == 7 and shown == [True]
+    assert len(updates) == 3 and all(png.startswith(b"\x89PNG") for png in updates)   # steps 3, 6 and 7
+    assert updates[0] != updates[-1]

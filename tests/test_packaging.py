@@ -94,10 +94,16 @@ def test_gradflow_run_and_export_work_beside_other_core_and_resources_packages(f
 
 
 def test_the_python_api_imports_gradflow_not_the_projects_own_core(fresh_env, project_dir):
-    script = ("import gradflow.core.config as c, gradflow.core.presets as p, gradflow\n"
+    script = ("import sys, gradflow\n"
+              "assert 'torch' not in sys.modules   # import gradflow alone is cheap\n"
+              "run = gradflow.Run('vanishing', seq_len=20)\n"
+              "run.train(2, progress=False)\n"
+              "import gradflow.core.config as c\n"
               "assert c.__file__.startswith(gradflow.__path__[0]), c.__file__\n"
-              "print(len(p.preset_names()), p.load_preset('vanishing').config.seq_len)\n")
+              "run.figure('gradient_time').save('figure.png')\n"
+              "print(len(gradflow.presets()), len(run.history))\n")
     done = _run([fresh_env / "bin" / "python", "-c", script], project_dir)   # '' (the project) first on sys.path
     assert done.returncode == 0, done.stdout + done.stderr
-    count, seq_len = done.stdout.split()
-    assert int(count) >= 20 and int(seq_len) > 0
+    count, steps = done.stdout.split()
+    assert int(count) >= 20 and int(steps) == 2
+    assert (project_dir / "figure.png").read_bytes().startswith(b"\x89PNG")
