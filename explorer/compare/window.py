@@ -19,8 +19,8 @@ from typing import Sequence
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Slot
-from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QFormLayout, QHBoxLayout,
-                               QLabel, QLineEdit, QMainWindow, QRadioButton, QSplitter, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QFormLayout, QFrame, QHBoxLayout,
+                               QLabel, QLineEdit, QMainWindow, QRadioButton, QScrollArea, QSplitter, QVBoxLayout, QWidget)
 
 from gradflow.core.cells import CELL_KEYS
 from gradflow.core.compare import MAX_RUNS, MIN_RUNS, check_runs
@@ -29,6 +29,7 @@ from gradflow.core.presets import Preset, load_preset, preset_names
 from gradflow.core.records import History, Record
 from gradflow.explorer.panels import plotting
 from gradflow.explorer.window.dialogs import ok_cancel
+from gradflow.explorer.window.presentation import fit_to_screen
 from gradflow.explorer.panels.base import Panel, themed_palette
 from gradflow.explorer.panels.hidden_state import HiddenStatePanel
 from gradflow.explorer.panels.spectrum import SpectrumPanel
@@ -40,6 +41,7 @@ from gradflow.explorer.engine.worker import EngineConnection
 
 FRAME_MS = 33                  # repaint at most ~30 times a second
 HISTORY_MB_PER_RUN = 16        # each run's GUI-side History cap (the main window's default is larger)
+PREFERRED_SIZE = (1280, 980)    # the window on a screen with room for it; a smaller screen gets its available area
 VARY_KEYS = {                  # setting -> values offered by default in the dialog
     "model": "rnn, gru, lstm",
     "spectral_radius": "0.9, 1.0, 1.1",
@@ -221,7 +223,8 @@ class CompareWindow(QMainWindow):
         self.configs = [config for _, config in runs]
         self.setWindowTitle(f"Compare: {title or ' vs '.join(self.labels)}")
         self.setObjectName("CompareWindow")
-        self.resize(1280, 980)
+        self.resize(*PREFERRED_SIZE)
+        fit_to_screen(self)   # on a smaller screen: as large as it allows (again once shown, frame included)
         self.theme: Theme = theme or getattr(parent, "theme", None) or DEFAULT_THEME
         self.runs = [RunState(min(c.history_mb, HISTORY_MB_PER_RUN) * 2**20) for c in self.configs]
         self.shown: list[Record] | None = None           # what the panels drew last
@@ -275,8 +278,14 @@ class CompareWindow(QMainWindow):
         self.columns = [RunColumn(label, i) for i, label in enumerate(self.labels)]
         for run_column in self.columns:
             row.addWidget(run_column, 1)
+        below = QScrollArea()   # on a short screen the runs' columns scroll rather than push the window off it
+        below.setObjectName("compareRuns")
+        below.setWidget(multiples)
+        below.setWidgetResizable(True)
+        below.setFrameShape(QFrame.Shape.NoFrame)
+        below.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         splitter.addWidget(overlays)
-        splitter.addWidget(multiples)
+        splitter.addWidget(below)
         splitter.setSizes([380, 560])
         column.addWidget(splitter, 1)
         self.setCentralWidget(central)
@@ -375,6 +384,10 @@ class CompareWindow(QMainWindow):
         self.shown = records
         state = "playing" if self.worker.is_playing() else "paused"
         self.step_label.setText(f"step {records[0].step} · {len(records)} runs in lockstep · {state}")
+
+    def showEvent(self, event):
+        super().showEvent(event)
+        fit_to_screen(self)
 
     # -- close ---------------------------------------------------------------------------------------------
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:

@@ -21,7 +21,8 @@ class GradientTimePanel(Panel):
         super().__init__(parent)
         self.view = self.add_graphics()
         self.plot = self.add_plot(plotting.new_plot(self.view.ci, 0, 0, "time step t", "", log_y=True, int_x=True))
-        self.legend = self.add_legend(plotting.new_legend(), self.view.ci, below=(1, 0, 1), beside=(0, 1, 1))
+        self.legend = self.add_legend(plotting.new_legend(), self.view.ci, below=(1, 0, 1), beside=(0, 1, 1),
+                                      inside=self.plot)   # on a projector: in the plot's empty corner
 
         self.trail_curves = [self.plot.plot() for _ in range(plotting.TRAIL)]     # oldest first
         for curve in self.trail_curves:
@@ -80,6 +81,7 @@ class GradientTimePanel(Panel):
         self._draw_trail(earlier, ts)
         self._draw_theory(record, dh[0], ts)
         self._update_legend(record, R, dc is not None, len(zero_t) > 0, len(inf_t) > 0)
+        self.place_inside_legends()
 
         notes = [plotting.nonfinite_note("‖∂L/∂h_t‖", dh, "▲ at the top")]
         if dc is not None:

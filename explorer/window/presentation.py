@@ -201,30 +201,7 @@ class WindowLayout(QObject):
 
     # -- the screen ------------------------------------------------------------------------------------
     def fit_to_screen(self) -> None:
-        """The window (frame included) inside its screen's available area (a full-screen window: inside the
-        screen): shrunk, then moved. A maximised or full-screen window that grew past it (its minimum size
-        grew while the type changed) gets the screen's area back."""
-        w = self.window
-        screen = w.screen()
-        if screen is None:
-            return
-        room = screen.geometry() if w.isFullScreen() else screen.availableGeometry()
-        frame = w.frameGeometry()
-        extra_w, extra_h = frame.width() - w.width(), frame.height() - w.height()
-        if w.isFullScreen() or w.isMaximized():
-            if frame.width() > room.width() or frame.height() > room.height():
-                left, top = w.x() - frame.x(), w.y() - frame.y()
-                w.setGeometry(room.x() + left, room.y() + top, room.width() - extra_w, room.height() - extra_h)
-            return
-        width = min(w.width(), room.width() - extra_w)
-        height = min(w.height(), room.height() - extra_h)
-        if (width, height) != (w.width(), w.height()):
-            w.resize(width, height)
-        frame = w.frameGeometry()
-        x = min(max(frame.x(), room.x()), room.right() + 1 - frame.width())
-        y = min(max(frame.y(), room.y()), room.bottom() + 1 - frame.height())
-        if (x, y) != (frame.x(), frame.y()):
-            w.move(x, y)
+        fit_to_screen(self.window)
 
     @Slot()
     def _on_screen_changed(self, *_):
@@ -435,3 +412,29 @@ class WindowLayout(QObject):
 
 def _banner_key(presentation: bool) -> str:
     return f"banner_collapsed/{'presentation' if presentation else 'normal'}"
+
+
+def fit_to_screen(w: QWidget) -> None:
+    """A window (frame included) inside its screen's available area (a full-screen window: inside the
+    screen): shrunk, then moved. A maximised or full-screen window that grew past it (its minimum size
+    grew while the type changed) gets the screen's area back."""
+    screen = w.screen()
+    if screen is None:
+        return
+    room = screen.geometry() if w.isFullScreen() else screen.availableGeometry()
+    frame = w.frameGeometry()
+    extra_w, extra_h = frame.width() - w.width(), frame.height() - w.height()
+    if w.isFullScreen() or w.isMaximized():
+        if frame.width() > room.width() or frame.height() > room.height():
+            left, top = w.x() - frame.x(), w.y() - frame.y()
+            w.setGeometry(room.x() + left, room.y() + top, room.width() - extra_w, room.height() - extra_h)
+        return
+    width = min(w.width(), room.width() - extra_w)
+    height = min(w.height(), room.height() - extra_h)
+    if (width, height) != (w.width(), w.height()):
+        w.resize(width, height)
+    frame = w.frameGeometry()
+    x = min(max(frame.x(), room.x()), room.right() + 1 - frame.width())
+    y = min(max(frame.y(), room.y()), room.bottom() + 1 - frame.height())
+    if (x, y) != (frame.x(), frame.y()):
+        w.move(x, y)

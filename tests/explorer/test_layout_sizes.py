@@ -73,6 +73,52 @@ def test_every_plot_keeps_its_data_area_and_the_window_fits_the_screen(screen, s
                 f"{advance} px title, inside its bar: {inside}, scroll buttons shown: {scrolling}"
 
 
+GRADIENT_AREA_720P = (560, 300)   # the gradient plot's data area in presentation mode on a 1280×720 screen
+
+
+@pytest.mark.parametrize("screen", SIZES, ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES])
+def test_presentation_keeps_every_companion_beside_the_gradient_inside_the_screen(screen, tmp_path):
+    """Maximised, then F5, then keys 1-8 one after the other, then F11: the window's frame never leaves the
+    screen's available area (the full screen's area in F11), timeline and status bar stay on it, every companion
+    is docked beside Gradient through time (not in a tab behind it), and on a 1280×720 screen the gradient
+    plot's data area (legend in its empty corner) is at least 560×300 px."""
+    results = _run("companions", screen, tmp_path)
+    assert len(results) == 1 + 8 + 1                 # maximised; presentation with each companion; full screen
+    for r in results:
+        where = f"{screen} {r['step']}: "
+        sx, sy, sw, sh = r["screen"]
+        fx, fy, fw, fh = r["frame"]
+        assert sx <= fx and sy <= fy and fx + fw <= sx + sw and fy + fh <= sy + sh, \
+            where + f"frame {r['frame']} on a screen of {r['screen']}"
+        for bar in ("timeline", "status bar"):
+            tx, ty, tw, th = r[bar]
+            assert th > 0 and sy <= ty and ty + th <= sy + sh, where + f"{bar} at {r[bar]}, screen {r['screen']}"
+        companion = r.get("companion")
+        if companion is None:
+            continue
+        assert r["arrangement"] == "side by side", where + r["arrangement"]
+        assert r["docked"] == ["GradientTimePanel", companion], where + f"on screen: {r['docked']}"
+        assert not r["tabbed"], where + f"tabbed: {r['tabbed']}"
+        gx, gw, cx, cw = r["columns"]
+        assert gx + gw <= cx, where + f"gradient at x {gx}..{gx + gw}, {companion} at x {cx}"
+        if screen[:2] == (1280, 720):
+            w, h = r["gradient_area"]
+            assert w >= GRADIENT_AREA_720P[0] and h >= GRADIENT_AREA_720P[1], where + f"gradient data area {w}×{h}"
+
+
+@pytest.mark.parametrize("screen", SIZES[:2], ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES[:2]])
+def test_the_comparison_window_fits_a_small_screen(screen, tmp_path):
+    """Four runs compared on a 720p or 768p screen: the window (1280×980 where there is room) fits the screen's
+    available area, and its plots keep their data areas."""
+    (r,) = _run("compare", screen, tmp_path)
+    sx, sy, sw, sh = r["screen"]
+    fx, fy, fw, fh = r["frame"]
+    assert sx <= fx and sy <= fy and fx + fw <= sx + sw and fy + fh <= sy + sh, f"frame {r['frame']} on {r['screen']}"
+    assert r["plots"], r
+    for name, w, h in r["plots"]:
+        assert w >= MIN_PLOT[0] and h >= MIN_PLOT[1], f"{name} {w}×{h}"
+
+
 def test_a_resized_window_is_laid_out_again(tmp_path):
     """From 1366 to 1920 wide (one screen of 1920×1080): the docks follow; the settings do not keep half."""
     (r,) = _run("resize", (1920, 1080, 1), tmp_path)
@@ -89,7 +135,7 @@ def test_presentation_companion_settings_overlay_captions_and_banner(open_window
     layouts = window.layouts
     window.presentation_action.trigger()
 
-    def showing(companion):   # a presentation arrangement of the two (side by side, stacked or tabbed here)
+    def showing(companion):   # the presentation arrangement of the two (side by side)
         current = layouts.current
         return current is not None and current.names() == ["GradientTimePanel", companion]
 
@@ -186,6 +232,66 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
             window.resize(3000, 1900)
             settle(window)
             window.close()
+        return
+    if mode == "compare":
+        from gradflow.explorer.compare.window import CompareWindow
+
+        preset = load_preset("compare_cells")
+        runs = [(label, c.replace(seq_len=20, hidden_size=12, batch_size=4)) for label, c in preset.runs[:4]]
+        window = CompareWindow(runs, "four runs")
+        window.show()
+        end = time.monotonic() + 30
+        while window.shown is None and time.monotonic() < end:
+            app.processEvents()
+            time.sleep(0.01)
+        screen, frame = window.screen().availableGeometry(), window.frameGeometry()
+        plots = [(type(panel).__name__, round(plot.vb.sceneBoundingRect().width()),
+                  round(plot.vb.sceneBoundingRect().height())) for panel in window.panels() for plot in panel.plots()]
+        print("RESULT " + json.dumps({"screen": [screen.x(), screen.y(), screen.width(), screen.height()],
+                                      "frame": [frame.x(), frame.y(), frame.width(), frame.height()],
+                                      "plots": plots}), flush=True)
+        window.close()
+        return
+    if mode == "companions":
+        from gradflow.explorer.window import layout
+
+        window = open_window(tmp / "companions.ini", False)
+        window.showMaximized()
+        settle(window)
+
+        def geometry(widget) -> list[int]:
+            top_left = widget.mapToGlobal(widget.rect().topLeft())
+            return [top_left.x(), top_left.y(), widget.width(), widget.height() if widget.isVisible() else 0]
+
+        def report(step: str, companion: str | None = None):
+            full = window.isFullScreen()
+            screen = window.screen().geometry() if full else window.screen().availableGeometry()
+            frame = window.frameGeometry()
+            result = {"step": step, "screen": [screen.x(), screen.y(), screen.width(), screen.height()],
+                      "frame": [frame.x(), frame.y(), frame.width(), frame.height()],
+                      "timeline": geometry(window.timeline), "status bar": geometry(window.statusBar())}
+            if companion is not None:
+                docks = window.panel_docks
+                gradient = docks["GradientTimePanel"]
+                vb = window.panel("GradientTimePanel").plot.vb.sceneBoundingRect()
+                result.update(companion=companion, arrangement=window.layouts.current.name,
+                              docked=[n for n, d in docks.items() if d.isVisible() and not d.visibleRegion().isEmpty()],
+                              tabbed=[d.objectName() for d in window.dock_host.tabifiedDockWidgets(gradient)],
+                              columns=[gradient.x(), gradient.width(), docks[companion].x(), docks[companion].width()],
+                              gradient_area=[round(vb.width()), round(vb.height())])
+            print("RESULT " + json.dumps(result), flush=True)
+
+        report("maximised")
+        window.presentation_action.trigger()
+        settle(window)
+        for companion in layout.COMPANIONS:
+            window.layouts.companion_actions[companion].trigger()
+            settle(window)
+            report("presentation", companion)
+        window.showFullScreen()
+        settle(window)
+        report("full screen")
+        window.close()
         return
     if mode == "resize":
         window = open_window(tmp / "resize.ini", False)
