@@ -280,10 +280,30 @@ def check_run(preset, run: str | None, step_hook: Callable[[Any], None] | None =
         if record.diverged:
             diverged_at = record.step
             break
-    return [(i, _check(c, records, diverged_at)) for i, c in claims]
+    return [(i, check_claim(c, records, diverged_at)) for i, c in claims]
 
 
-def _check(claim: Claim, records: dict, diverged_at: int | None) -> Outcome:
+@dataclass(frozen=True)
+class Stop:
+    """A step of a scenario's guided tour: where its claims are checked, and those claims."""
+    step: int
+    claims: tuple[Claim, ...]
+
+
+def tour_stops(preset) -> list[Stop]:
+    """The steps the claims of a single-run scenario check at (each claim's last step), in order; a comparison
+    has none (its window shows no tour)."""
+    if preset.runs:
+        return []
+    at: dict[int, list[Claim]] = {}
+    for claim in preset.claims:
+        at.setdefault(claim.last_step, []).append(claim)
+    return [Stop(step, tuple(claims)) for step, claims in sorted(at.items())]
+
+
+def check_claim(claim: Claim, records: dict, diverged_at: int | None) -> Outcome:
+    """`claim` checked on `records` (step -> Record: every step it reads) of a run that diverged at
+    `diverged_at` (None: it has not): the same check as the claims test's, for the window's tour."""
     a = claim.args
     if claim.kind == "diverges":
         happened = diverged_at is not None and diverged_at <= a["by"]

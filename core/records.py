@@ -150,6 +150,7 @@ class History:
         self._cell_profiles = StridedRows(max_bytes // 4, profile_dtype)  # rows: (R, T) dc_norms; LSTM only
         self._zero_causes = StridedRows(max_bytes // 16, np.int8)   # rows: (R, T), codes of ZERO_CAUSES
         self.records: deque[Record] = deque()
+        self.pinned: dict[int, Record] = {}   # step -> a record kept whatever the ring drops (a tour's stops)
         self._record_bytes = 0
 
     @property
@@ -171,6 +172,12 @@ class History:
         self._record_bytes += record.nbytes()
         while len(self.records) > 1 and self.nbytes > self.max_bytes:
             self._record_bytes -= self.records.popleft().nbytes()
+
+    def pin(self, record: Record):
+        """Keep `record` for good (the few steps a scenario's tour stops at), beside the ring of the newest."""
+        if record.step not in self.pinned:
+            self.pinned[record.step] = record
+            self._record_bytes += record.nbytes()
 
     def earlier(self, record: Record, count: int, field: str = "dh_norms") -> list[Record]:
         """Up to `count` kept records before `record` whose `field` array has its shape, oldest first. Scanned

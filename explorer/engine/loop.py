@@ -82,6 +82,7 @@ class Flags:
         self.want_jacobians = value("b", 0)
         self.max_rate = value("d", 0.0)    # steps per second, 0: as fast as possible
         self.last_step = value("q", 0)     # the step of the last record computed (0: none)
+        self.pause_at = value("q", 0)      # play pauses after this step, computed in full (0: no stop; a tour)
 
 
 class PickledQueue:
@@ -157,11 +158,15 @@ class EngineLoop:
                     continue
             now = time.perf_counter()
             last_start = now
-            preview = now - last_preview >= PREVIEW_INTERVAL_S
+            stop = flags.pause_at.value == flags.last_step.value + 1     # a tour's stop: shown in full, then pause
+            preview = stop or now - last_preview >= PREVIEW_INTERVAL_S
             jacobians = self._jacobians_wanted() and now >= next_jacobians
-            detail = jacobians or now - last_detail >= DETAIL_INTERVAL_S   # the window draws detailed records
+            detail = stop or jacobians or now - last_detail >= DETAIL_INTERVAL_S   # the window draws detailed records
             if self._step(detail=detail, preview=preview, jacobians=jacobians) is None:  # an exception: reported
                 continue
+            if stop:
+                flags.pause_at.value = 0
+                flags.playing.clear()
             if jacobians:
                 cost = time.perf_counter() - now
                 next_jacobians = now + max(JACOBIAN_INTERVAL_S, JACOBIAN_COST_FACTOR * cost)
@@ -237,6 +242,7 @@ class EngineLoop:
             return
         self.engine = engine
         self.flags.last_step.value = 0
+        self.flags.pause_at.value = 0
         self._last_complete = True
         self.emit("rebuilt", spec)
         self._step(detail=True, preview=True, jacobians=self._jacobians_wanted())  # so no panel is ever empty

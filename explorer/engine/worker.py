@@ -93,8 +93,15 @@ class TrainingWorker(QObject):
         self._wake()
 
     def pause(self):
+        self._flags.pause_at.value = 0
         self._flags.playing.clear()
         self._wake()
+
+    def play_to(self, step: int):
+        """Play, and pause after `step` (computed in full: hidden states and the task's preview); a step already
+        passed: play on."""
+        self._flags.pause_at.value = step if step > self._flags.last_step.value else 0
+        self.play()
 
     def is_playing(self) -> bool:
         return self._flags.playing.is_set()

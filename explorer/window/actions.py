@@ -61,14 +61,18 @@ def build_run_actions(window: ActionsHost):
     window.play_action, window.step_action = window.controls.play_action, window.controls.step_action
     window.reset_action = run_action(window, QStyle.StandardPixmap.SP_BrowserReload, "Reset", Qt.Key.Key_R,
                                      "Start again from step 1 with the current settings (R)", window.reset)
-    for action in (window.play_action, window.step_action, window.reset_action):
+    window.next_action = run_action(window, QStyle.StandardPixmap.SP_MediaSeekForward, "Next", Qt.Key.Key_N,
+                                    "Play to the next step the scenario's caption speaks of, and pause there (N)",
+                                    window.play)
+    for action in (window.play_action, window.step_action, window.next_action, window.reset_action):
         action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
         window.addAction(action)
 
 
 def build_toolbar(window: ActionsHost, speed_name: str):
     """The run's actions, the speed limit and the scenario chooser."""
-    bar = run_toolbar(window, "Controls", "controls", (window.play_action, window.step_action, window.reset_action))
+    bar = run_toolbar(window, "Controls", "controls", (window.play_action, window.step_action, window.next_action,
+                                                       window.reset_action))
     bar.addSeparator()
     bar.addWidget(QLabel(" Max speed "))
     window.speed_combo = combo = QComboBox()
@@ -92,7 +96,7 @@ def build_menus(window: ActionsHost):
     menu = window.menuBar()
     _file_menu(window, menu.addMenu("&File"))
     run_menu = menu.addMenu("&Run")
-    for action in (window.play_action, window.step_action, window.reset_action):
+    for action in (window.play_action, window.step_action, window.next_action, window.reset_action):
         run_menu.addAction(action)
     run_menu.addSeparator()
     window.compare_action = run_menu.addAction("Compare runs…", window.scenarios.open_comparison_dialog)

@@ -37,6 +37,7 @@ from gradflow.explorer.window.status import StatusReadout, StepRate
 from gradflow.explorer.theme import DEFAULT_THEME, THEMES, Theme, presentation
 from gradflow.explorer.window.style import palette_for, stylesheet
 from gradflow.explorer.window.timeline import TimelineBar
+from gradflow.explorer.window.tour import Tour
 from gradflow.explorer.window.widgets import DockTitleBar, LoadingOverlay, MessageBar, ScenarioBanner
 from gradflow.explorer.engine.worker import EngineConnection
 
@@ -56,6 +57,7 @@ class MainWindow(QMainWindow):
         self.store = settings if settings is not None else QSettings(ORGANIZATION, APPLICATION)
         self.preset: Preset = load_preset(preset or DEFAULT_PRESET)
         self.scenarios = Scenarios(self, self)               # the scenario picker
+        self.tour = Tour(self)                               # Play runs to the next step a claim names
         config = config if config is not None else self.preset.config
 
         self.run = RunState(config.history_mb * 2**20, config.precision)   # the run as this window knows it
@@ -112,6 +114,7 @@ class MainWindow(QMainWindow):
     def _build_central(self):
         self.banner = ScenarioBanner()
         self.banner.close_button.clicked.connect(self._on_banner_closed)
+        self.banner.step_clicked.connect(self._on_caption_step)
         self.message_bar = MessageBar()
         self.dock_host = QMainWindow()        # the docks live in an inner window, below banner and messages
         self.dock_host.setObjectName("dockHost")
@@ -169,6 +172,7 @@ class MainWindow(QMainWindow):
         w.update_failed.connect(self._on_update_failed)
         w.diverged.connect(self._on_diverged)
         w.failed.connect(self._on_failed)
+        w.paused.connect(self._on_paused)
         w.native_status.connect(self.readout.show_native)   # the compiled LSTM loops: compiling, compiled, Python
 
     # -- persistence -----------------------------------------------------------------------------------
@@ -226,9 +230,10 @@ class MainWindow(QMainWindow):
         return self.worker.is_playing()
 
     def play(self):
-        if self.message_bar.kind in ("error", "warning"):
+        """Play; in a scenario with a tour, to its next stop (explorer.window.tour)."""
+        if self.message_bar.kind in ("error", "warning", "tour"):
             self.message_bar.clear()
-        self.controls.play()
+        self.tour.play()
 
     def pause(self):
         self.controls.pause()
@@ -277,6 +282,7 @@ class MainWindow(QMainWindow):
         if self.session_files.take_seed(record):   # the rebuilt model's step 1, about to be replaced
             return
         self.run.add(record)
+        self.tour.on_record(record)
         self.rate.add(record.step)
         if self.message_bar.kind == "info":
             self.message_bar.clear()
@@ -294,6 +300,7 @@ class MainWindow(QMainWindow):
         self.rate.reset()
         self.checkpoints.new_model()     # snapshots of another model
         self.scenarios.rebuilt(config)
+        self.tour.reset(self.preset)
         self.settings_panel.set_config(config)
         self._update_banner()
         if not self.worker.is_playing():
@@ -309,6 +316,10 @@ class MainWindow(QMainWindow):
         self.message_bar.show_message(
             "warning", f"<b>The model was not rebuilt.</b> {html.escape(message, quote=False)} "
                        f"{'The previous model keeps running.' if self.latest is not None else ''}")
+
+    @Slot(int)
+    def _on_paused(self, step: int):
+        self.tour.on_paused(step)
 
     @Slot(object)
     def _on_config_changed(self, config: Config):
@@ -345,6 +356,20 @@ class MainWindow(QMainWindow):
     def _on_timeline_live(self):
         self.run.scrub(None)
         self.drawer.dirty = True
+
+    @Slot(int)
+    def _on_caption_step(self, step: int):
+        """A step the explanation speaks of: the timeline shows it (the nearest kept before it if it is gone);
+        one still to come is played to, and paused at."""
+        latest = self.run.latest
+        if latest is None or step > latest.step:
+            self.controls.play_to(step)
+            return
+        self.timeline.refresh()
+        kept = [record.step for record in self.timeline.records()]
+        earlier = [i for i, kept_step in enumerate(kept) if kept_step <= step]
+        if earlier:
+            self.timeline.scrub_to(earlier[-1])
 
     def go_live(self):
         """Panels follow the newest step again (before Revert, Open, recording ...)."""

@@ -69,6 +69,11 @@ class RunControls(QObject):
         self.worker.play()
         self.show(True)
 
+    def play_to(self, step: int):
+        """Play, pausing after `step` (a tour's stop)."""
+        self.worker.play_to(step)
+        self.show(True)
+
     def pause(self):
         self.worker.pause()
         self.show(False)

@@ -110,11 +110,13 @@ class TimelineBar(QWidget):
                 self._record = None
                 self.live.emit()
         ring = history.records if history is not None else ()
-        key = (len(ring), id(ring[-1]) if ring else None)
+        pinned = history.pinned if history is not None else {}
+        key = (len(ring), id(ring[-1]) if ring else None, len(pinned))
         if key == self._key:
             return
         self._key = key
-        self._records = [r for r in ring if r.hidden is not None]
+        offered = {r.step: r for r in pinned.values()} | {r.step: r for r in ring if r.hidden is not None}
+        self._records = [offered[step] for step in sorted(offered)]
         self._sync_slider()
 
     def go_live(self) -> None:

@@ -2,6 +2,9 @@
 overlay and the message bar."""
 from __future__ import annotations
 
+import html
+import re
+
 from PySide6.QtCore import QEvent, Qt, Signal, Slot
 from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import (QDockWidget, QFrame, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QStyle,
@@ -13,6 +16,7 @@ class ScenarioBanner(QFrame):
     collapses it to its title. Neither line can widen the window (the title elides, the text wraps)."""
 
     collapsed_changed = Signal(bool)
+    step_clicked = Signal(int)   # a step the explanation speaks of ("step 40", "steps 501..600": 600) was clicked
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -29,7 +33,10 @@ class ScenarioBanner(QFrame):
         self.text = QLabel()
         self.text.setObjectName("bannerText")
         self.text.setWordWrap(True)
-        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.text.setTextFormat(Qt.TextFormat.RichText)
+        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
+                                          | Qt.TextInteractionFlag.LinksAccessibleByMouse)
+        self.text.linkActivated.connect(self._on_link)
         self.close_button = QToolButton()
         self.close_button.setText("×")
         self.close_button.setObjectName("bannerClose")
@@ -58,10 +65,26 @@ class ScenarioBanner(QFrame):
         self.set_collapsed(not self.collapsed)
 
     def set_scenario(self, title: str, explanation: str, modified: bool):
+        """The explanation's step references become links (step_clicked) while the scenario's own config runs."""
         self.title.setText(f"{title}   <span style='font-weight:normal'><i>(modified)</i></span>"
                            if modified else title)
-        self.text.setText(explanation or "A configuration of your own: no explanation.")
+        text = html.escape(explanation or "A configuration of your own: no explanation.", quote=False)
+        self.text.setText(text if modified else STEP_REFERENCE.sub(_step_link, text))
         self.title.setToolTip(title)
+
+    @Slot(str)
+    def _on_link(self, link: str):
+        if link.startswith("step:"):
+            self.step_clicked.emit(int(link[len("step:"):]))
+
+
+STEP_REFERENCE = re.compile(r"\b(steps? )(\d[\d,]*)(?:(\.\.|–)(\d[\d,]*))?")   # step 40, steps 501..600
+
+
+def _step_link(found: re.Match) -> str:
+    """A step reference as a link to its (last) step."""
+    step = int((found.group(4) or found.group(2)).replace(",", ""))
+    return f"<a href='step:{step}'>{found.group(0)}</a>"
 
 
 class DockTitleBar(QFrame):

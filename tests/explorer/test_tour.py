@@ -1,0 +1,75 @@
+"""The guided tour: Play runs to the next step the scenario's claims name and pauses there, showing the claims
+with what this run measured (the claims test's own check); Next goes on; the stops' records stay reachable."""
+from gradflow.core.claims import check_run, tour_stops
+from gradflow.core.presets import load_preset
+from gradflow.core.records import History
+from window_helpers import WAIT_MS, wait_paused   # tests/explorer is on sys.path
+
+
+def test_a_scenarios_stops_are_the_steps_its_claims_check_at():
+    stops = tour_stops(load_preset("vanishing"))
+    assert [stop.step for stop in stops] == [1, 40, 200]
+    assert "Near step 40" in stops[1].claims[0].text
+    assert tour_stops(load_preset("compare_rho")) == []          # a comparison: no tour
+
+
+def test_a_pinned_record_outlives_the_ring():
+    from gradflow.core.config import Config
+    from gradflow.core.trainer import Trainer
+    trainer = Trainer(Config(seq_len=10, hidden_size=8))
+    history = History(max_bytes=2**16)                           # room for a few full records only
+    first = trainer.step()
+    history.append(first)
+    history.pin(first)
+    for _ in range(60):
+        history.append(trainer.step())
+    assert history.records[0].step > 1 and history.pinned[1] is first
+
+
+def test_play_stops_at_each_claimed_step_and_shows_what_was_measured(qtbot, open_window):
+    preset = load_preset("vanishing")
+    window = open_window(config=preset.config)                   # the scenario's own config: the tour is on
+    assert window.tour.active
+    window.play_action.trigger()
+    wait_paused(qtbot, window)
+    qtbot.waitUntil(lambda: "Step 40" in window.message_bar.text(), timeout=WAIT_MS)   # the pause's other slot
+    assert window.latest.step == 40 and window.shown_record.step == 40
+    assert window.shown_record.hidden is not None                # the stop is recorded in full
+    text = window.message_bar.text()
+    assert "Step 40" in text and "Near step 40 σ_max rises above 1.2" in text and "measured: sigma_max = " in text
+    assert "✗" not in text                                       # the same run as the claims test's: it holds
+    window.next_action.trigger()
+    qtbot.waitUntil(lambda: window.latest.step == 200 and not window.is_playing(), timeout=10 * WAIT_MS)
+    wait_paused(qtbot, window)
+    qtbot.waitUntil(lambda: "Step 200" in window.message_bar.text(), timeout=WAIT_MS)
+    text = window.message_bar.text()
+    assert "tour ends here" in text
+    offered = [record.step for record in window.timeline.records()]
+    assert 40 in offered and 1 in offered                        # the stops stay reachable by scrubbing
+    # what the tour shows at a stop is what the claims test measures headless on the same config
+    headless = dict(check_run(preset, None))
+    at_200 = [outcome.measured for i, outcome in headless.items() if preset.claims[i].last_step == 200]
+    assert at_200 and all(measured in text for measured in at_200)
+
+
+def test_with_other_settings_play_plays_on(qtbot, open_window):
+    window = open_window()                                       # the test's small config: not the scenario's
+    assert not window.tour.active
+    window.play_action.trigger()
+    qtbot.waitUntil(lambda: window.latest.step > 45, timeout=10 * WAIT_MS)
+    window.play_action.trigger()
+    wait_paused(qtbot, window)
+    assert window.message_bar.kind != "tour"
+
+
+def test_the_captions_step_references_are_links_that_show_that_step(qtbot, open_window):
+    preset = load_preset("vanishing")
+    window = open_window(config=preset.config)
+    assert "<a href='step:40'>step 40</a>" in window.banner.text.text()
+    window.banner.text.linkActivated.emit("step:40")             # a step still to come: played to, paused at
+    qtbot.waitUntil(lambda: window.latest.step == 40 and not window.is_playing(), timeout=WAIT_MS)
+    window.step_action.trigger()
+    qtbot.waitUntil(lambda: window.latest.step == 41, timeout=WAIT_MS)
+    window.banner.text.linkActivated.emit("step:1")              # one passed: the timeline shows it
+    qtbot.waitUntil(lambda: window.shown_record.step == 1, timeout=WAIT_MS)
+    assert not window.timeline.is_live
