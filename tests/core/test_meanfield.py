@@ -1,0 +1,69 @@
+"""Mean-field theory (core.meanfield) against Monte Carlo and against a simulated tanh RNN at initialisation."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from gradflow.core.meanfield import critical_sigma_w2, gaussian_mean, mean_field
+
+
+@pytest.mark.parametrize("variance", [0.1, 1.0, 2.5, 10.0])
+def test_quadrature_agrees_with_monte_carlo(variance):
+    z = np.random.default_rng(0).standard_normal(4_000_000)
+    for f in (lambda x: np.tanh(x) ** 2, lambda x: (1 - np.tanh(x) ** 2) ** 2):
+        samples = f(math.sqrt(variance) * z)
+        standard_error = samples.std() / math.sqrt(len(z))
+        assert abs(gaussian_mean(f, variance) - samples.mean()) < 4 * standard_error
+
+
+def test_the_fixed_point_solves_its_equation():
+    field = mean_field(1.5, 0.05, 1.0)
+    assert field.q_star == pytest.approx(1.5 * gaussian_mean(lambda x: np.tanh(x) ** 2, field.q_star) + 1.05,
+                                         rel=1e-12)
+
+
+def test_weak_inputs_and_no_bias_give_chi1_near_sigma_w2_and_the_edge_at_one():
+    assert mean_field(0.8, 0.0, 1e-8).chi1 == pytest.approx(0.8, rel=1e-3)
+    assert critical_sigma_w2(0.0, 1e-8) == pytest.approx(1.0, rel=1e-2)   # inputs keep q* > 0: just above 1
+    assert math.isnan(critical_sigma_w2(0.05, 1.0, high=2.0))   # strong inputs: ordered all the way to 2
+    assert mean_field(critical_sigma_w2(0.05, 1.0), 0.05, 1.0).chi1 == pytest.approx(1.0, rel=1e-9)
+
+
+@pytest.mark.parametrize("bad", [dict(sigma_w2=0.0), dict(sigma_b2=-1.0), dict(sigma_v2=math.nan)])
+def test_a_bad_variance_is_refused_naming_it(bad):
+    values = dict(sigma_w2=1.0, sigma_b2=0.05, sigma_v2=1.0) | bad
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        mean_field(**values)
+
+
+def _mean_square_gradients(sigma_w2, sigma_b2, sigma_v2, H=256, T=100, seeds=8, batch=16) -> np.ndarray:
+    """E‖∂L/∂h_t‖² (t = 1..T) over seeds and a batch, for h_t = tanh(W h_{t−1} + b + u_t), W_ij ~ N(0, σ_w²/H),
+    b_i ~ N(0, σ_b²), u_t ~ N(0, σ_v²) and L = r·h_T with r ~ N(0, 1): backpropagated by hand, in float64."""
+    total = np.zeros(T)
+    for seed in range(seeds):
+        g = torch.Generator().manual_seed(seed)
+        W = torch.randn(H, H, generator=g, dtype=torch.float64) * math.sqrt(sigma_w2 / H)
+        b = torch.randn(H, generator=g, dtype=torch.float64) * math.sqrt(sigma_b2)
+        u = torch.randn(T, batch, H, generator=g, dtype=torch.float64) * math.sqrt(sigma_v2)   # (T, B, H)
+        h, states = torch.zeros(batch, H, dtype=torch.float64), []
+        for t in range(T):
+            h = torch.tanh(h @ W.T + b + u[t])
+            states.append(h)
+        grad = torch.randn(batch, H, generator=g, dtype=torch.float64)   # ∂L/∂h_T
+        for t in range(T - 1, -1, -1):
+            total[t] += float((grad ** 2).sum())
+            grad = (grad * (1 - states[t] ** 2)) @ W                     # ∂L/∂h_{t−1}
+    return total / seeds
+
+
+@pytest.mark.parametrize("sigma_w2", [0.5, 1.0, 1.5])
+def test_the_gradients_mean_square_falls_by_chi1_per_step(sigma_w2):
+    field = mean_field(sigma_w2, 0.05, 1.0)
+    mean_square = _mean_square_gradients(sigma_w2, 0.05, 1.0)
+    k = np.arange(100)[::-1]          # steps back from T
+    fit = slice(20, 95)               # after the state's variance has settled at q*, before the last few steps
+    slope = np.polyfit(k[fit], np.log(mean_square[fit]), 1)[0]
+    assert slope == pytest.approx(math.log(field.chi1), rel=0.05)
