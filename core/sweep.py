@@ -528,21 +528,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--jobs", type=int, help="local worker processes (default: every core)")
     parser.add_argument("--cluster", metavar="ADDRESS", help="a Dask scheduler, e.g. tcp://HOST:8786, "
                                                              "instead of the local pool (extra: [cluster])")
-    parser.add_argument("--figure", metavar="PNG|SVG", help="draw the phase diagram into this file")
     return parser
 
 
-def main(argv: list[str] | None = None, draw_figure: Callable[[str, Any], None] | None = None) -> int:
-    """`gradflow sweep`. draw_figure(path, frame): the app's renderer, for --figure (core imports no Qt).
-    Exit status: 0 done (points that failed included: their rows say why), 2 bad input, 3 the cluster went
+def main(argv: list[str] | None = None) -> int:
+    """`gradflow sweep`. Exit status: 0 done (points that failed included: their rows say why), 2 bad input, 3 the cluster went
     away, 130 interrupted; finished rows are on disk in every case."""
     from gradflow.core.cli import config_from_args
     args = build_parser().parse_args(argv)
     try:
         if args.jobs is not None and args.jobs < 1:
             raise ConfigError(f"--jobs must be at least 1, got {args.jobs}")
-        if args.figure and Path(args.figure).suffix.lower() not in (".png", ".svg"):
-            raise ConfigError(f"--figure takes a .png or .svg file, got {args.figure!r}")
         plan = Plan(config_from_args(args), parse_grid(args.grid), args.seeds, args.steps)
         table = execute(plan, args.out, args.jobs, args.cluster, progress=True)
     except ConfigError as e:
@@ -559,6 +555,4 @@ def main(argv: list[str] | None = None, draw_figure: Callable[[str, Any], None] 
     frame = table.frame()
     failed = int((frame["error"] != "").sum())
     print(f"{len(frame)} points in {args.out}" + (f", {failed} with an error (see its column)" if failed else ""))
-    if args.figure:
-        draw_figure(args.figure, frame)
     return 0
