@@ -230,3 +230,22 @@ def test_a_cluster_that_goes_away_leaves_the_finished_rows_and_says_so(tmp_path,
     rows = _rows(out)   # closing a LocalCluster ends its worker first: the points it held may say so
     assert 1 <= len(rows) < 30 and any(r["error"] == "" for r in rows), rows
     assert all(r["error"] == "" or "worker died" in r["error"] for r in rows), [r["error"] for r in rows]
+
+
+def test_the_sidecar_holds_the_definition_versions_and_thread_policy(tmp_path):
+    import json
+    import torch
+    sweep(["seq_len=10,12"], base=SMALL, seeds=2, steps=1, out=tmp_path / "s.csv", jobs=1)
+    sidecar = json.loads((tmp_path / "s.json").read_text())
+    assert sidecar["definition"] == {"base": SMALL.to_dict(), "grid": ["seq_len=10,12"], "seeds": 2, "steps": 1}
+    assert sidecar["points"] == 4 and sidecar["versions"]["torch"] == torch.__version__
+    assert "GRADFLOW_THREADS=1" in sidecar["thread_policy"]
+
+
+def test_a_bad_thread_count_is_refused_naming_the_variable(monkeypatch):
+    from gradflow.core.trainer import engine_threads
+    monkeypatch.setenv("GRADFLOW_THREADS", "2")
+    assert engine_threads() == 2
+    monkeypatch.setenv("GRADFLOW_THREADS", "two")
+    with pytest.raises(ConfigError, match="GRADFLOW_THREADS must be a positive integer, got 'two'"):
+        engine_threads()
