@@ -25,7 +25,7 @@ RESIZE_RELAYOUT = 0.1       # the same arrangement is re-sized when the room cha
 FIRST_LAUNCH = (1280, 800, 0.9)   # width, height, or this share of a larger screen
 SCENARIO_CHARS = 34         # the scenario picker's width: "Vanishing gradients in a tanh RNN" whole; longer titles
                             # are cut (the banner under it shows them whole) and the picker stays on the bar
-PRESENTATION_SCENARIO_CHARS = 22   # in large type: room for the companion picker beside it at 1280 px
+PRESENTATION_SCENARIO_CHARS = 16   # in large type: room for Next and the companion picker beside it at 1280 px
 COMPANION_CHARS = 16        # "1 Spectrum of W_hh" whole (a proportional font); longer panel names are cut (number keys pick them too)
 
 
