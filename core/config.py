@@ -65,8 +65,20 @@ SPECS: dict[str, _Spec] = {
     "hidden_size": _Spec(int, low=1, high=1024, help="hidden units per layer and direction"),
     "num_layers": _Spec(int, low=1, high=4, help="stacked recurrent layers"),
     "bidirectional": _Spec(bool, help="add a backward direction (adding and copy tasks)"),
-    "init": _Spec(str, ("default", "normal", "xavier", "orthogonal", "identity"),
-                  help="weight init: torch default, d2l's N(0, 0.01), Xavier, orthogonal or identity recurrent matrix"),
+    "init": _Spec(str, ("default", "normal", "xavier", "orthogonal", "identity", "gaussian"),
+                  help="weight init: torch default, d2l's N(0, 0.01), Xavier, orthogonal or identity recurrent "
+                       "matrix; gaussian (rnn, one layer): the mean-field setting of core/meanfield.py, W_hh entries "
+                       "~ N(0, sigma_w²/H), b_hh ~ N(0, sigma_b²), b_ih = 0, W_ih entries ~ N(0, input_sigma²)"),
+    "sigma_w": _Spec(float, low=1e-3, high=10.0,
+                     help="init = gaussian only: W_hh entries ~ N(0, sigma_w²/H), so ρ(W_hh) ≈ sigma_w "
+                          "(the mean-field σ_w)"),
+    "sigma_b": _Spec(float, low=0.0, high=10.0,
+                     help="init = gaussian only: each unit's recurrent bias b_hh ~ N(0, sigma_b²), b_ih = 0 "
+                          "(the mean-field σ_b)"),
+    "input_sigma": _Spec(float, low=0.0, high=10.0,
+                         help="init = gaussian only: W_ih entries ~ N(0, input_sigma²), so W_ih x_t adds variance "
+                              "input_sigma²·‖x_t‖² to each pre-activation: exactly input_sigma² for a one-hot x_t "
+                              "(task = text), the mean-field σ_v"),
     "spectral_radius": _Spec(float, low=1e-3, high=10.0, optional=True,
                              help="rescale the recurrent matrix W_hh so its largest |eigenvalue| equals this"),
     "hold_spectral_radius": _Spec(bool, help="re-impose spectral_radius on W_hh after every optimizer step, "
@@ -115,6 +127,9 @@ class Config:
     num_layers: int = 1
     bidirectional: bool = False
     init: str = "default"
+    sigma_w: float = 1.0
+    sigma_b: float = 0.0
+    input_sigma: float = 1.0
     spectral_radius: float | None = None
     hold_spectral_radius: bool = False
     forget_bias: float | None = None
@@ -172,6 +187,9 @@ class Config:
                 raise ConfigError(f"{key} = {_literal(value)} applies to model = {' | '.join(cells.taking(key))} only "
                                   f"(got model = {self.model!r}): {why}; set it back to "
                                   f"{_literal(default[key].default)}")
+        if self.init == "gaussian" and not cells.takes("sigma_w", self.model):
+            raise ConfigError(f"init = 'gaussian' applies to model = {' | '.join(cells.taking('sigma_w'))} only (got "
+                              f"model = {self.model!r}): it is the mean-field setting of a vanilla RNN")
         cells.cell_for(self.model).check(self)
 
     @staticmethod

@@ -819,9 +819,13 @@ def initialize(model: RecurrentNet, config: Config):
                 elif config.init == "orthogonal":
                     nn.init.xavier_uniform_(block_ih)
                     nn.init.orthogonal_(block_hh)
-                else:  # identity: IRNN (Le et al. 2015) — W_hh = I, small inputs
+                elif config.init == "identity":  # IRNN (Le et al. 2015) — W_hh = I, small inputs
                     block_ih.normal_(0, 0.001)
                     block_hh.copy_(torch.eye(H))
+                else:  # gaussian: the mean-field setting (core.meanfield), its W_ih input variance per one-hot x_t
+                    block_ih.normal_(0, config.input_sigma)
+                    block_hh.normal_(0, config.sigma_w / math.sqrt(H))
+                    b_hh.normal_(0, config.sigma_b)
         if config.init == "normal":
             model.head.weight.normal_(0, 0.01)
             model.head.bias.zero_()

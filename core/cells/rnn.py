@@ -4,12 +4,14 @@ from __future__ import annotations
 from gradflow.core.cells import register
 from gradflow.core.cells.families import DenseCell
 
+GAUSSIAN_KEYS = ("sigma_w", "sigma_b", "input_sigma")   # the scales of init = "gaussian"
+
 
 @register
 class Rnn(DenseCell):
     name = "rnn"
     order = 0
-    keys = DenseCell.keys | {"activation", "recurrent_constraint"}
+    keys = DenseCell.keys | {"activation", "recurrent_constraint", "sigma_w", "sigma_b", "input_sigma"}
     gates = ("hidden",)
     candidate_chunk = 0
     block = "W_hh"
@@ -22,6 +24,16 @@ class Rnn(DenseCell):
         if config.recurrent_constraint != "none" and config.spectral_radius is not None:
             raise ConfigError("recurrent_constraint = 'orthogonal' fixes ρ = 1; spectral_radius "
                               f"= {config.spectral_radius:g} cannot also hold: use spectral_radius = none")
+        if config.init == "gaussian":
+            if config.num_layers > 1:
+                raise ConfigError(f"init = 'gaussian' is the mean-field setting of one layer (its W_ih reads the "
+                                  f"task's input); got num_layers = {config.num_layers}: use num_layers = 1")
+            return
+        default = type(config).__dataclass_fields__
+        for key in GAUSSIAN_KEYS:
+            if getattr(config, key) != default[key].default:
+                raise ConfigError(f"{key} = {getattr(config, key):g} applies with init = 'gaussian' only (got init = "
+                                  f"{config.init!r}): set init = 'gaussian' or {key} = {default[key].default:g}")
 
     def delta(self, row, config):
         from gradflow.core.analysis import ACTIVATION_DERIVATIVE

@@ -33,7 +33,8 @@ from gradflow.core.config import LIVE_KEYS, SPECS, Config, ConfigError
 from gradflow.explorer.theme import LIVE_MARK_COLOR
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Model", ("model", "activation", "hidden_size", "num_layers", "bidirectional", "init",
+    ("Model", ("model", "activation", "hidden_size", "num_layers", "bidirectional", "init", "sigma_w", "sigma_b",
+               "input_sigma",
                "spectral_radius", "hold_spectral_radius", "forget_bias", "recurrent_constraint",
                "lru_r_min", "lru_r_max", "lru_max_phase")),
     ("Task & data", ("task", "seq_len", "batch_size", "loss_at", "sampling", "text", "text_filter",

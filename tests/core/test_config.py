@@ -13,6 +13,9 @@ BAD_VALUES = {  # key -> values that must be refused
     "num_layers": [0, 5],
     "bidirectional": ["yes", 1],
     "init": ["he"],
+    "sigma_w": [0.0, -1.0, 11.0, float("nan"), "1"],
+    "sigma_b": [-0.1, 11.0, float("inf")],
+    "input_sigma": [-1.0, 11.0, True],
     "spectral_radius": [0.0, -1.0, float("nan"), 11.0, "big"],
     "hold_spectral_radius": ["yes", 1],
     "forget_bias": [float("inf"), 100.0],
@@ -66,6 +69,22 @@ def test_combinations_that_make_no_sense_are_refused():
         Config(task="adding", loss_at="all")
     with pytest.raises(ConfigError, match="forget_bias"):
         Config(model="rnn", forget_bias=1.0)
+
+
+@pytest.mark.parametrize("key", ["sigma_w", "sigma_b", "input_sigma"])
+def test_the_gaussian_scales_need_init_gaussian_and_a_vanilla_rnn(key):
+    assert getattr(Config(init="gaussian", **{key: 0.5}), key) == 0.5
+    with pytest.raises(ConfigError, match=f"{key} = 0.5 applies with init = 'gaussian' only"):
+        Config(init="orthogonal", **{key: 0.5})
+    with pytest.raises(ConfigError, match=key):
+        Config(model="gru", init="gaussian", **{key: 0.5})
+
+
+def test_init_gaussian_is_the_one_layer_vanilla_rnn():
+    with pytest.raises(ConfigError, match="init = 'gaussian' applies to model = rnn only"):
+        Config(model="lstm", init="gaussian")
+    with pytest.raises(ConfigError, match="num_layers"):
+        Config(init="gaussian", num_layers=2)
 
 
 def test_set_strings_become_typed_values():
