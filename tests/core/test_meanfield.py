@@ -1,4 +1,5 @@
-"""Mean-field theory (core.meanfield) against Monte Carlo and against a simulated tanh RNN at initialisation."""
+"""Mean-field theory (core.meanfield) against Monte Carlo, against a tanh RNN simulated by hand and against the
+engine's own tanh RNN (init = gaussian), at initialisation."""
 from __future__ import annotations
 
 import math
@@ -7,7 +8,9 @@ import numpy as np
 import pytest
 import torch
 
+from gradflow.core.config import Config
 from gradflow.core.meanfield import critical_sigma_w2, gaussian_mean, mean_field
+from gradflow.core.trainer import Trainer
 
 
 @pytest.mark.parametrize("variance", [0.1, 1.0, 2.5, 10.0])
@@ -67,3 +70,36 @@ def test_the_gradients_mean_square_falls_by_chi1_per_step(sigma_w2):
     fit = slice(20, 95)               # after the state's variance has settled at q*, before the last few steps
     slope = np.polyfit(k[fit], np.log(mean_square[fit]), 1)[0]
     assert slope == pytest.approx(math.log(field.chi1), rel=0.05)
+
+
+def _engine_mean_square_gradients(sigma_w2, sigma_b2, sigma_v2, H=256, T=100, seeds=8, batch=16) -> np.ndarray:
+    """E‖∂L/∂h_t‖² (t = 1..T) over seeds, as the engine records it before its first update (dh_norms of step 1):
+    init = gaussian sets W_hh, b_hh, and W_ih so that each one-hot character x_t (task = text) adds variance
+    σ_v² to each pre-activation; the loss sits at the last step alone, so ∂L/∂h_t (t < T) is the recurrence's."""
+    total = np.zeros(T)
+    for seed in range(seeds):
+        config = Config(init="gaussian", sigma_w=math.sqrt(sigma_w2), sigma_b=math.sqrt(sigma_b2),
+                        input_sigma=math.sqrt(sigma_v2), task="text", loss_at="last", hidden_size=H, seq_len=T,
+                        batch_size=batch, precision="float64", seed=seed)   # float64: χ₁^100 is below float32's floor
+        total += Trainer(config).step(detail=False).dh_norms[0] ** 2
+    return total / seeds
+
+
+@pytest.mark.parametrize("sigma_w2", [0.5, 1.0, 1.5])
+def test_the_engines_gradients_fall_by_chi1_per_step(sigma_w2):
+    field = mean_field(sigma_w2, 0.05, 1.0)
+    mean_square = _engine_mean_square_gradients(sigma_w2, 0.05, 1.0)
+    k = np.arange(100)[::-1]
+    fit = slice(20, 95)
+    slope = np.polyfit(k[fit], np.log(mean_square[fit]), 1)[0]
+    assert slope == pytest.approx(math.log(field.chi1), rel=0.05)
+
+
+def test_init_gaussian_draws_the_mean_field_weights():
+    model = Trainer(Config(init="gaussian", sigma_w=1.5, sigma_b=0.3, input_sigma=0.7, task="text", hidden_size=256,
+                           precision="float64")).model
+    w_ih, w_hh, b_ih, b_hh = model.row_weights(0)
+    assert float(w_hh.std()) * math.sqrt(256) == pytest.approx(1.5, rel=0.02)   # 65,536 entries
+    assert float(w_ih.std()) == pytest.approx(0.7, rel=0.05)
+    assert float(b_hh.std()) == pytest.approx(0.3, rel=0.2)                     # 256 entries
+    assert not b_ih.any()
