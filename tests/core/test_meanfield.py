@@ -98,7 +98,7 @@ def test_the_engines_gradients_fall_by_chi1_per_step(sigma_w2):
 def test_init_gaussian_draws_the_mean_field_weights():
     model = Trainer(Config(init="gaussian", sigma_w=1.5, sigma_b=0.3, input_sigma=0.7, task="text", hidden_size=256,
                            precision="float64")).model
-    w_ih, w_hh, b_ih, b_hh = model.row_weights(0)
+    w_ih, w_hh, b_ih, b_hh = (w.detach() for w in model.row_weights(0))
     assert float(w_hh.std()) * math.sqrt(256) == pytest.approx(1.5, rel=0.02)   # 65,536 entries
     assert float(w_ih.std()) == pytest.approx(0.7, rel=0.05)
     assert float(b_hh.std()) == pytest.approx(0.3, rel=0.2)                     # 256 entries
