@@ -528,18 +528,33 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--jobs", type=int, help="local worker processes (default: every core)")
     parser.add_argument("--cluster", metavar="ADDRESS", help="a Dask scheduler, e.g. tcp://HOST:8786, "
                                                              "instead of the local pool (extra: [cluster])")
+    parser.add_argument("--figure", metavar="PNG|SVG", help="draw the phase diagram of --metric into this file: a "
+                        "heatmap over 2 keys (mean over seeds), lines with the seeds' range over 1, with the theory "
+                        "lines that hold on its axes")
+    parser.add_argument("--metric", default="grad_ratio_init", choices=FIGURE_METRICS,
+                        help="the figure's metric (default grad_ratio_init: log10 ||dL/dh_1||/||dL/dh_T|| at init)")
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    """`gradflow sweep`. Exit status: 0 done (points that failed included: their rows say why), 2 bad input, 3 the cluster went
+FIGURE_METRICS = tuple(m for m in METRICS if m not in TEXT_METRICS and m not in ("steps", "wall_s"))
+
+
+def main(argv: list[str] | None = None, draw_figure: Callable[..., None] | None = None) -> int:
+    """`gradflow sweep`. draw_figure(path, frame, plan, metric): the app's renderer, for --figure (core imports no
+    Qt). Exit status: 0 done (points that failed included: their rows say why), 2 bad input, 3 the cluster went
     away, 130 interrupted; finished rows are on disk in every case."""
     from gradflow.core.cli import config_from_args
     args = build_parser().parse_args(argv)
     try:
         if args.jobs is not None and args.jobs < 1:
             raise ConfigError(f"--jobs must be at least 1, got {args.jobs}")
+        if args.figure and Path(args.figure).suffix.lower() not in (".png", ".svg"):
+            raise ConfigError(f"--figure takes a .png or .svg file, got {args.figure!r}")
+        if args.figure and draw_figure is None:
+            raise ConfigError("--figure draws with the app's renderer: run it as `gradflow sweep`")
         plan = Plan(config_from_args(args), parse_grid(args.grid), args.seeds, args.steps)
+        if args.figure and len(plan.axes) > 2:
+            raise ConfigError(f"--figure draws 1 or 2 grid keys, got {len(plan.axes)}")
         table = execute(plan, args.out, args.jobs, args.cluster, progress=True)
     except ConfigError as e:
         print(f"gradflow: {e}", file=sys.stderr)
@@ -555,4 +570,7 @@ def main(argv: list[str] | None = None) -> int:
     frame = table.frame()
     failed = int((frame["error"] != "").sum())
     print(f"{len(frame)} points in {args.out}" + (f", {failed} with an error (see its column)" if failed else ""))
+    if args.figure:
+        draw_figure(args.figure, frame, plan, args.metric)
+        print(f"phase diagram of {args.metric} in {args.figure}")
     return 0

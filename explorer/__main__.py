@@ -3,7 +3,7 @@
     gradflow                      open the app on the default scenario
     gradflow --preset NAME        open the app on another scenario
     gradflow run [...]            train headless (core.cli; Qt is never imported)
-    gradflow sweep [...]          a grid of configs × seeds into a table (core.sweep; Qt is never imported)
+    gradflow sweep [...]          a grid of configs × seeds into a table (core.sweep; Qt only for --figure)
     gradflow export [...]         render panels to PNG/SVG/GIF/MP4 headless (explorer.export.figures)
     gradflow doctor               versions, Qt platform, compiled LSTM loops, threads, settings/log paths
     gradflow build-native         compile the optional LSTM kernel once (core.native; needs a C++ compiler)
@@ -20,8 +20,8 @@ def main(argv: list[str] | None = None) -> int:
         from gradflow.core.cli import run  # headless: no Qt import on this path
         return run(argv[1:])
     if command == "sweep":
-        from gradflow.core.sweep import main as sweep  # headless: no Qt import on this path
-        return sweep(argv[1:])
+        from gradflow.core.sweep import main as sweep  # headless: Qt only to draw --figure
+        return sweep(argv[1:], draw_figure=_draw_sweep_figure)
     if command == "export":
         from gradflow.explorer.export.figures import export_main
         return export_main(argv[1:])
@@ -33,6 +33,11 @@ def main(argv: list[str] | None = None) -> int:
         return build_native(["build", *argv[1:]])
     from gradflow.explorer.app import main as open_app
     return open_app(argv)
+
+
+def _draw_sweep_figure(path: str, frame, plan, metric: str):
+    from gradflow.explorer.export.sweep_figure import draw_sweep
+    draw_sweep(path, frame, plan, metric)
 
 
 if __name__ == "__main__":

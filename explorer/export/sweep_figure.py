@@ -1,0 +1,194 @@
+"""The phase diagram of a sweep (``gradflow sweep --figure phase.png|phase.svg``), drawn offscreen with pyqtgraph.
+
+Two grid keys: a heatmap of the metric's mean over seeds, one cell per grid point (the axes' own values as ticks).
+One key: the mean over seeds as a line, the seeds' range as a band. Over it the theory lines that hold on these
+axes (``theory_lines``): ρ = 1 on a spectral_radius axis; on a sigma_w axis of the mean-field setting
+(init = gaussian, task = text, where σ_v = input_sigma exactly) σ_w = 1 (ρ ≈ σ_w by the circular law), the edge
+of chaos χ₁ = 1 (core.meanfield), and, against seq_len, T = 6ξ. A line that does not hold is listed under the
+plot with the reason.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from gradflow.core.meanfield import critical_sigma_w2, mean_field
+
+METRIC_LABELS = {
+    "grad_ratio_init": "log₁₀ ‖∂L/∂h₁‖/‖∂L/∂h_T‖ at initialisation",
+    "grad_ratio_final": "log₁₀ ‖∂L/∂h₁‖/‖∂L/∂h_T‖ after training",
+    "decay_init": "per-step factor of ‖∂L/∂h_t‖ at initialisation",
+    "decay_final": "per-step factor of ‖∂L/∂h_t‖ after training",
+    "loss_ratio": "final loss / the task's baseline",
+}
+RADIUS_KEYS = ("sigma_w", "spectral_radius")     # drawn on x when swept
+LOG_RATIO_CLIP = 10.0                             # a log₁₀ ratio past ±10: gradients gone (or exploded)
+
+
+@dataclass(frozen=True)
+class Line:
+    """A theory line in axis values: vertical at x (y None), or the curve (x, y)."""
+    label: str
+    x: np.ndarray
+    y: np.ndarray | None = None
+
+
+def _mean_field_setting(base) -> bool:
+    return base.init == "gaussian" and base.task == "text"
+
+
+def theory_lines(base, x_key: str, y_key: str | None, x_values, y_values=()) -> tuple[list[Line], list[str]]:
+    """The lines that hold on these axes, and a note (why not) for each that does not."""
+    lines, notes = [], []
+    if x_key == "spectral_radius":
+        lines.append(Line("ρ = 1", np.array([1.0])))
+    elif x_key == "sigma_w" and base.init == "gaussian":
+        lines.append(Line("σ_w = 1 (ρ ≈ σ_w)", np.array([1.0])))
+    else:
+        notes.append("ρ = 1: not drawn (no spectral_radius or sigma_w axis)")
+    if x_key != "sigma_w" or not _mean_field_setting(base):
+        notes.append("χ₁ = 1 and T = 6ξ: not drawn (they need a sigma_w axis, init = gaussian and task = text)")
+        return lines, notes
+    scales = {"sigma_b": base.sigma_b, "input_sigma": base.input_sigma}
+    if y_key in scales:      # the edge moves with the bias or input scale
+        ys = np.asarray(y_values, float)
+        xs = np.array([math.sqrt(critical_sigma_w2(**_variances(scales | {y_key: y}))) for y in ys])
+        lines.append(Line("χ₁ = 1 (edge of chaos)", xs, ys))
+    else:
+        critical = critical_sigma_w2(**_variances(scales))
+        if math.isnan(critical):
+            notes.append("χ₁ = 1: none below σ_w = 10 (ordered throughout)")
+        else:
+            lines.append(Line("χ₁ = 1 (edge of chaos)", np.array([math.sqrt(critical)])))
+    if y_key == "seq_len":
+        xs = np.linspace(min(x_values), max(x_values), 200)
+        ts = np.array([6 * mean_field(x * x, base.sigma_b ** 2, base.input_sigma ** 2).xi for x in xs])
+        keep = (ts > 0) & np.isfinite(ts)      # ordered phase only: 6ξ < 0 past the edge
+        lines.append(Line("T = 6ξ (trainable length)", xs[keep], ts[keep]))
+    elif y_key is not None:
+        notes.append("T = 6ξ: not drawn (it needs seq_len on the other axis)")
+    return lines, notes
+
+
+def _variances(scales: dict[str, float]) -> dict[str, float]:
+    return {"sigma_b2": scales["sigma_b"] ** 2, "sigma_v2": scales["input_sigma"] ** 2}
+
+
+def _to_index(values: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Axis values -> fractional cell index (log-interpolated on a geometric axis), nan outside the axis."""
+    values, v = np.asarray(values, float), np.asarray(v, float)
+    geometric = len(values) > 2 and values.min() > 0 and np.ptp(np.diff(np.log(values))) < np.ptp(np.diff(values)) \
+        and np.allclose(np.diff(np.log(values)), np.diff(np.log(values))[0], rtol=0.1)
+    f = np.log if geometric else (lambda a: a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        index = np.interp(f(v), f(values), np.arange(len(values)), left=np.nan, right=np.nan)
+    return index
+
+
+def _with_zeros(frame, metric: str):
+    """The metric's column, a log ratio whose norm was exactly 0 (its nan, the cause in ``<metric>_zero``) made
+    −∞ (‖∂L/∂h_1‖ = 0) or +∞ (‖∂L/∂h_T‖ = 0), so the heatmap draws it at its end of the scale."""
+    column = frame[metric].astype(float)
+    zero = frame.get(f"{metric}_zero")
+    if zero is None:
+        return column
+    zero = zero.fillna("").astype(str)
+    return column.mask(zero.str.startswith("h_1"), -np.inf).mask(zero.str.startswith("h_T"), np.inf)
+
+
+def _ticks(values) -> list[tuple[float, str]]:
+    return [(float(i), f"{v:g}") for i, v in enumerate(values)]
+
+
+def draw_sweep(path: str, frame, plan, metric: str, size: tuple[int, int] = (900, 620)):
+    """Render the phase diagram of `metric` (a column of the sweep's frame) into `path` (.png or .svg)."""
+    import pyqtgraph as pg
+    from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+    from gradflow.explorer.export.figures import save_figure
+    from gradflow.explorer.export.inline import application
+    application()
+    keys = list(plan.keys)
+    if len(keys) == 2 and keys[1] in RADIUS_KEYS and keys[0] not in RADIUS_KEYS:
+        keys.reverse()
+    values = {a.key: np.asarray(a.values, float) for a in plan.axes}
+    x_key, y_key = keys[0], keys[1] if len(keys) == 2 else None
+    frame = frame.assign(**{metric: _with_zeros(frame, metric)})
+    means = frame.groupby(keys)[metric].mean()
+    label = METRIC_LABELS.get(metric, metric)
+
+    widget = pg.GraphicsLayoutWidget()
+    widget.setBackground("w")
+    title = f"{label}: {plan.seeds} seed{'s' * (plan.seeds > 1)}, {plan.steps} steps"
+    widget.addLabel(title, row=0, col=0, colspan=2, color="k", size="11pt")
+    plot = widget.addPlot(row=1, col=0)
+    plot.setLabel("bottom", x_key)
+    legend = pg.LegendItem(labelTextColor="k", colCount=2)      # under the plot: it hides no cell
+    widget.addItem(legend, row=2, col=0)
+    lines, notes = theory_lines(plan.base, x_key, y_key, values[x_key], values.get(y_key, ()))
+    pens = [pg.mkPen("k", width=3), pg.mkPen("#d62728", width=3),
+            pg.mkPen("#ff7f0e", width=3, style=pg.QtCore.Qt.DashLine)]
+
+    if y_key is None:
+        x = values[x_key]
+        grouped = frame.groupby(x_key)[metric]
+        low, high = grouped.min().reindex(x).to_numpy(), grouped.max().reindex(x).to_numpy()
+        plot.addItem(pg.FillBetweenItem(pg.PlotDataItem(x, low), pg.PlotDataItem(x, high),
+                                        brush=pg.mkBrush(31, 119, 180, 70)))
+        mean = plot.plot(x, means.reindex(x).to_numpy(), pen=pg.mkPen("#1f77b4", width=2), symbol="o", symbolSize=6)
+        legend.addItem(mean, "mean over seeds (band: their range)")
+        plot.setLabel("left", metric)
+        for line, pen in zip(lines, pens):
+            if line.y is None:
+                plot.addItem(pg.InfiniteLine(line.x[0], angle=90, pen=pen))
+                legend.addItem(pg.PlotDataItem(pen=pen), line.label)
+    else:
+        grid = means.unstack(y_key).reindex(index=values[x_key], columns=values[y_key]).to_numpy()   # (nx, ny)
+        finite = grid[~np.isnan(grid)]
+        if metric.startswith("grad_ratio"):     # 0 = gradients survive: a diverging map centred there
+            reach = float(min(LOG_RATIO_CLIP, max(1.0, np.abs(finite).max()))) if finite.size else 1.0
+            cmap, levels = pg.colormap.get("CET-D1"), (-reach, reach)
+        else:
+            cmap = pg.colormap.get("viridis")
+            finite = finite[np.isfinite(finite)]
+            levels = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+        if levels[0] == levels[1]:
+            levels = (levels[0] - 0.5, levels[1] + 0.5)
+        if np.isinf(grid).any():
+            notes.append("a norm that is exactly 0 (underflow) is drawn at the scale's end")
+        # rows are y; ±∞ and values past the clip are drawn at the scale's ends
+        image = pg.ImageItem(np.clip(grid, *levels).T, axisOrder="row-major", levels=levels)
+        image.setRect(pg.QtCore.QRectF(-0.5, -0.5, grid.shape[0], grid.shape[1]))
+        image.setLookupTable(cmap.getLookupTable(nPts=256))
+        plot.addItem(image)
+        bar = pg.ColorBarItem(values=levels, colorMap=cmap, interactive=False, label=metric)
+        bar.setImageItem(image)
+        widget.addItem(bar, row=1, col=1)
+        plot.setLabel("left", y_key)
+        plot.getAxis("bottom").setTicks([_ticks(values[x_key])])
+        plot.getAxis("left").setTicks([_ticks(values[y_key])])
+        plot.setRange(xRange=(-0.5, grid.shape[0] - 0.5), yRange=(-0.5, grid.shape[1] - 0.5), padding=0)
+        for line, pen in zip(lines, pens):
+            x = _to_index(values[x_key], line.x)
+            if line.y is None:
+                if np.isfinite(x[0]):
+                    plot.addItem(pg.InfiniteLine(x[0], angle=90, pen=pen))
+                    legend.addItem(pg.PlotDataItem(pen=pen), line.label)
+                else:
+                    notes.append(f"{line.label}: outside the axis")
+                continue
+            curve = plot.plot(x, _to_index(values[y_key], line.y), pen=pen, connect="finite")
+            legend.addItem(curve, line.label)
+    for note in notes:
+        legend.addItem(pg.PlotDataItem(pen=None), note)
+    figure = QWidget()          # the exporters render a plain widget (a QGraphicsView's render() differs)
+    layout = QVBoxLayout(figure)
+    layout.setContentsMargins(0, 0, 0, 0)
+    layout.addWidget(widget)
+    figure.resize(*size)
+    figure.show()
+    application().processEvents()
+    save_figure(figure, path, title=title)
+    figure.close()
