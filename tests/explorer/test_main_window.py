@@ -28,7 +28,7 @@ def test_window_opens_paused_on_the_default_scenario_with_step_one_drawn(window)
     record = window.shown_record
     assert record.step == 1 and not window.is_playing()
     assert window.preset.name == DEFAULT_PRESET
-    assert window.banner.text.text() == load_preset(DEFAULT_PRESET).explanation
+    assert plain(window.banner.text.text()) == load_preset(DEFAULT_PRESET).explanation
     assert np.allclose(curve_y(window), record.dh_norms[0])
     assert "step 1" in status_text(window) and "paused" in status_text(window)
     assert "ρ" in status_text(window) and "σ_max" in status_text(window)
@@ -129,7 +129,7 @@ def test_choosing_a_scenario_rebuilds_with_its_config_and_shows_its_explanation(
                     timeout=WAIT_MS)
     assert window.preset.name == name
     assert window.banner.title.text() == preset.title
-    assert window.banner.text.text() == preset.explanation
+    assert plain(window.banner.text.text()) == preset.explanation
     assert not window.is_playing()
 
 
@@ -191,3 +191,11 @@ def test_gradflow_refuses_an_unknown_preset_before_opening_a_window(capsys):
     from gradflow.explorer.__main__ import main
     assert main(["--preset", "no_such_scenario"]) == 2
     assert "no_such_scenario" in capsys.readouterr().err
+
+
+def plain(rich: str) -> str:
+    """A label's rich text as the reader sees it (the banner's step references are links)."""
+    from PySide6.QtGui import QTextDocument
+    document = QTextDocument()
+    document.setHtml(rich)
+    return document.toPlainText()
