@@ -1,0 +1,92 @@
+"""Sweeps, side by side in one run (issue 21's targets):
+
+(a) a 48-point sweep (12 ρ × 4 seeds, 200 steps, adding, H = 64, T = 50) on the local pool (every core) against
+    the same points one after another in this process: wall-time ratio (target ≤ 0.55 on 2 cores);
+(b) the same sweep on a Dask LocalCluster (a worker process per core, one thread each) against the local pool
+    (target within 1.2×);
+(c) a 20 × 20 diagram at initialisation (ρ × seq_len, steps = 0, H = 64, T up to 100): its wall time (target
+    under 20 s here);
+(d) the parent's memory over a long sweep at initialisation: its peak RSS after N points against after N/10.
+
+    python benchmarks/bench_sweep.py [--skip-dask] [--long 10000] [--out results/sweep.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from gradflow.core.config import Config
+from gradflow.core.sweep import Plan, execute, measure_point, parse_grid
+
+BASE = Config(task="adding", hidden_size=64, seq_len=50)
+GRID_A = ["spectral_radius=0.5:1.6:12"]
+
+
+def timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def pool_side(plan: Plan, folder: Path, name: str, cluster: str | None = None) -> float:
+    return timed(lambda: execute(plan, folder / f"{name}.csv", jobs=None, cluster=cluster, progress=False))
+
+
+def sequential_side(plan: Plan) -> float:
+    return timed(lambda: [measure_point(point.config, plan.steps) for point in plan.points])
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--skip-dask", action="store_true")
+    parser.add_argument("--long", type=int, default=10_000, help="points of the memory run (d); 0 skips it")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    result = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        plan = Plan(BASE, parse_grid(GRID_A), seeds=4, steps=200)
+        result["a_sequential_s"] = sequential_side(plan)
+        result["a_pool_s"] = pool_side(plan, folder, "a")
+        result["a_ratio_pool_over_sequential"] = result["a_pool_s"] / result["a_sequential_s"]
+        print(f"(a) 48 points: pool {result['a_pool_s']:.1f} s, one process {result['a_sequential_s']:.1f} s: "
+              f"{result['a_ratio_pool_over_sequential']:.2f}x", flush=True)
+        if not args.skip_dask:
+            from distributed import LocalCluster
+            with LocalCluster(n_workers=os.cpu_count() or 2, threads_per_worker=1, processes=True) as cluster:
+                result["b_dask_s"] = pool_side(plan, folder, "b", cluster.scheduler_address)
+            result["b_pool_s"] = pool_side(plan, folder, "b_pool")
+            result["b_ratio_dask_over_pool"] = result["b_dask_s"] / result["b_pool_s"]
+            print(f"(b) Dask {result['b_dask_s']:.1f} s, pool {result['b_pool_s']:.1f} s: "
+                  f"{result['b_ratio_dask_over_pool']:.2f}x", flush=True)
+        diagram = Plan(BASE, parse_grid(["spectral_radius=0.5:1.6:20", "seq_len=10:100:20"]), seeds=1, steps=0)
+        result["c_diagram_400_s"] = pool_side(diagram, folder, "c")
+        print(f"(c) 20 x 20 at initialisation: {result['c_diagram_400_s']:.1f} s", flush=True)
+        if args.long:
+            n = args.long
+            small = Config(task="adding", hidden_size=16, seq_len=20)
+            first = Plan(small, parse_grid([f"spectral_radius=0.5:1.5:{n // 10}"]), seeds=1, steps=0)
+            pool_side(first, folder, "d1")
+            result["d_rss_after_tenth_mb"] = peak_rss_mb()
+            whole = Plan(small, parse_grid([f"spectral_radius=0.5:1.5:{n}"]), seeds=1, steps=0)
+            pool_side(whole, folder, "d2")
+            result["d_rss_after_all_mb"] = peak_rss_mb()
+            print(f"(d) the parent's peak RSS: {result['d_rss_after_tenth_mb']:.0f} MB after {n // 10} points, "
+                  f"{result['d_rss_after_all_mb']:.0f} MB after {n} more", flush=True)
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
