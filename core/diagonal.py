@@ -42,7 +42,7 @@ from torch.autograd.function import once_differentiable
 from gradflow.core.analysis import JacobianProfile
 from gradflow.core.cells import cell_for
 from gradflow.core.config import Config
-from gradflow.core.models import KeepGradAt, RowTrace, Trace, carry_scales
+from gradflow.core.models import KeepGradAt, RowTrace, StackedRows, Trace, carry_scales
 
 MAX_SPECTRUM_POINTS = 1024  # minGRU/minLSTM: diagonal entries per row in a record's spectrum
 
@@ -179,7 +179,7 @@ class LruRow(nn.Module):
         return u + F.gelu(y)
 
 
-class DiagonalNet(nn.Module):
+class DiagonalNet(StackedRows, nn.Module):
     """minGRU / minLSTM / LRU with the interface core.trainer uses of core.models.RecurrentNet.
 
     forward(inputs (T, B, I), state (L·D, B, H) or None, keep_grad_at, trace) -> outputs (T, B, O), final state.
@@ -200,14 +200,6 @@ class DiagonalNet(nn.Module):
                 GatedRow(self.kind, input_size if layer == 0 else H * self.num_directions, H)
                 for layer in range(self.num_layers) for _ in range(self.num_directions))
         self.head = nn.Linear(H * self.num_directions, output_size)
-
-    @property
-    def num_rows(self) -> int:
-        return self.num_layers * self.num_directions
-
-    def row_label(self, row: int) -> str:
-        layer, direction = divmod(row, self.num_directions)
-        return f"layer {layer + 1}" + (" (backward)" if direction else "")
 
     def zero_state(self, batch_size: int):
         w = self.head.weight

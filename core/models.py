@@ -600,7 +600,21 @@ class RowBPTT(torch.autograd.Function):
         return g_x, g_h0, g_c0, g_w_ih, g_w_hh, g_b_ih, g_b_hh, g_b_act, None
 
 
-class RecurrentNet(nn.Module):
+class StackedRows:
+    """Layers × directions as rows (row = layer · directions + direction), as every net records them."""
+    num_layers: int
+    num_directions: int
+
+    @property
+    def num_rows(self) -> int:
+        return self.num_layers * self.num_directions
+
+    def row_label(self, row: int) -> str:
+        layer, direction = divmod(row, self.num_directions)
+        return f"layer {layer + 1}" + (" (backward)" if direction else "")
+
+
+class RecurrentNet(StackedRows, nn.Module):
     engine = "bptt"  # or "unrolled" (the slow reference); see the module docstring
 
     def __init__(self, config: Config, input_size: int, output_size: int):
@@ -624,18 +638,10 @@ class RecurrentNet(nn.Module):
         initialize(self, config)
 
     # -- parameters per (layer, direction) -------------------------------------
-    @property
-    def num_rows(self) -> int:
-        return self.num_layers * self.num_directions
-
     def row_weights(self, row: int):
         layer, direction = divmod(row, self.num_directions)
         suffix = f"_l{layer}" + ("_reverse" if direction else "")
         return tuple(getattr(self.rnn, f"{name}{suffix}") for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"))
-
-    def row_label(self, row: int) -> str:
-        layer, direction = divmod(row, self.num_directions)
-        return f"layer {layer + 1}" + (" (backward)" if direction else "")
 
     def activate(self, a: torch.Tensor, row: int) -> torch.Tensor:
         """The RNN's φ(a) for row `row` (modReLU reads the row's bias)."""

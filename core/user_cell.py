@@ -34,7 +34,8 @@ from torch.func import jacrev
 
 from gradflow.core.analysis import JacobianProfile, jacobian_profile_of
 from gradflow.core.config import Config, ConfigError
-from gradflow.core.models import KeepGradAt, RowTrace, ScaleGrad, Trace, carry_scales, detach_state, map_state
+from gradflow.core.models import (KeepGradAt, RowTrace, ScaleGrad, StackedRows, Trace, carry_scales, detach_state,
+                                   map_state)
 from gradflow.core.spectrum import spectrum
 
 STEP_JACOBIAN_BLOCK = ("∂s_t/∂s_{t−1} of sample 0 at each row's last step (t = T; backward rows: t = 1), "
@@ -125,7 +126,7 @@ class UserRowTrace(RowTrace):
     entering: list[tuple[torch.Tensor, ...]] = field(default_factory=list)
 
 
-class UserCellNet(nn.Module):
+class UserCellNet(StackedRows, nn.Module):
     """A user's cell with the interface core.trainer uses of core.models.RecurrentNet.
 
     forward(inputs (T, B, I), state or None, keep_grad_at, trace) -> outputs (T, B, O), final state: a tensor
@@ -150,14 +151,6 @@ class UserCellNet(nn.Module):
         self.recurrent_block = (f"W_hh ({cls.__name__}.recurrent_matrix())" if self.has_matrix
                                 else STEP_JACOBIAN_BLOCK)
         self._check_protocol(input_size)
-
-    @property
-    def num_rows(self) -> int:
-        return self.num_layers * self.num_directions
-
-    def row_label(self, row: int) -> str:
-        layer, direction = divmod(row, self.num_directions)
-        return f"layer {layer + 1}" + (" (backward)" if direction else "")
 
     @torch.no_grad()
     def _check_protocol(self, input_size: int):
