@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             pool_side(whole, folder, "d2")
             result["d_rss_after_all_mb"] = peak_rss_mb()
             print(f"(d) the parent's peak RSS: {result['d_rss_after_tenth_mb']:.0f} MB after {n // 10} points, "
-                  f"{result['d_rss_after_all_mb']:.0f} MB after {n} more", flush=True)
+                  f"{result['d_rss_after_all_mb']:.0f} MB after a sweep of {n} more", flush=True)
     if args.out:
         args.out.write_text(json.dumps(result, indent=1))
     return 0
