@@ -1,9 +1,10 @@
-"""Screenshots of the real window for docs/gallery/: 1280×720 and 1920×1080, normal and presentation mode.
+"""Screenshots of the real window for docs/gallery/: 1280×720, 1366×768 and 1920×1080, normal and presentation mode.
 
     python scripts/gallery.py [--out docs/gallery] [--steps 60] [--preset NAME]
 
 Each screen size runs in a process of its own on Qt's offscreen platform with a screen of exactly that size
-(the window is maximized on it), trains `--steps` steps, pauses and grabs the whole window.
+(the window is maximized on it), plays (the scenario's tour pauses at its first claimed step after step 1, with
+that claim's message; other settings play `--steps` steps), pauses and grabs the whole window.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from pathlib import Path
 from gradflow.explorer.offscreen import offscreen_platform
 
 ROOT = Path(__file__).resolve().parents[1]
-SIZES = ((1280, 720), (1920, 1080))
+SIZES = ((1280, 720), (1366, 768), (1920, 1080))
 MODES = ("normal", "presentation")
 
 
@@ -56,7 +57,7 @@ def child(out: Path, steps: int, preset: str | None, tmp: Path) -> None:
         window.setGeometry(screen)   # offscreen windows have no frame: the whole screen
         wait(60, lambda: window.shown_record is not None)
         window.play()
-        wait(120, lambda: window.latest is not None and window.latest.step >= steps)
+        wait(120, lambda: window.latest is not None and (window.latest.step >= steps or not window.is_playing()))
         window.pause()
         wait(1.5)
         window.draw_frame()

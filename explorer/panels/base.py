@@ -305,6 +305,7 @@ class Panel(QWidget):
             layout.addItem(legend, row=row, col=col, colspan=colspan)
             layout.layout.setAlignment(legend, Qt.AlignmentFlag.AlignLeft)
             legend.max_columns = None
+        plotting.style_legend(legend, self.theme)   # a veil inside a plot, none beside or below it
         legend._fitted = None
 
     def place_inside_legends(self) -> None:

@@ -251,7 +251,8 @@ def style_plot(plot: pg.PlotItem, theme: Theme, grid: bool = True):
 
 def style_legend(legend: pg.LegendItem, theme: Theme):
     legend.setPen(pen(theme.muted, 1.0, alpha=0.0))
-    legend.setBrush(brush(theme.background, 0.0))
+    # inside a plot (presentation type) on a veil of the background, so that its text reads over a curve
+    legend.setBrush(brush(theme.background, 0.85 if getattr(legend, "_beside", None) == "inside" else 0.0))
     legend.opts["labelTextColor"] = color(theme.foreground)
     legend.opts["labelTextSize"] = f"{theme.font_pt}pt"
     for _, label in legend.items:

@@ -37,7 +37,10 @@ def palette_for(theme: Theme) -> QPalette:
                          (QPalette.ColorRole.ToolTipText, text), (QPalette.ColorRole.PlaceholderText,
                                                                  QColor(theme.muted)),
                          (QPalette.ColorRole.Highlight, QColor(chrome.highlight)),
-                         (QPalette.ColorRole.HighlightedText, QColor("#ffffff"))):
+                         (QPalette.ColorRole.HighlightedText, QColor("#ffffff")),
+                         # links (the banner's step references) in the banner title's ink: readable on it
+                         (QPalette.ColorRole.Link, QColor(chrome.banner_title)),
+                         (QPalette.ColorRole.LinkVisited, QColor(chrome.banner_title))):
         pal.setColor(role, colour)
     for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText):
         pal.setColor(QPalette.ColorGroup.Disabled, role, QColor(chrome.disabled))
