@@ -432,24 +432,27 @@ def _duration(seconds: float) -> str:
 
 
 def execute(plan: Plan, out: str | Path, jobs: int | None = None, cluster: str | None = None,
-            progress: bool = False) -> Table:
+            progress: bool = False, on_row: Callable[[dict[str, Any]], None] | None = None) -> Table:
     """Run the plan's unfinished points into `out` (CSV + sidecar). jobs: local worker processes (default:
-    every core); cluster: a Dask scheduler's address (tcp://HOST:8786) instead of the local pool.
+    every core); cluster: a Dask scheduler's address (tcp://HOST:8786) instead of the local pool. on_row(row)
+    after each row is on disk (the table's columns); an exception it raises ends the sweep (the workers with it).
     KeyboardInterrupt and ClusterLost propagate after every finished row is on disk."""
     table = Table(out, plan)
     pending = [p for p in plan.points if p.key not in table.done]
     bar = Progress(len(plan.points), len(table.done)) if progress else None
 
-    def on_row(point: Point, metrics: dict[str, Any]):
-        table.add(point, metrics)
+    def add(point: Point, metrics: dict[str, Any]):
+        row = table.add(point, metrics)
         if bar:
             bar.advance()
+        if on_row:
+            on_row(row)
 
     try:
         if cluster:
-            _on_cluster(cluster, plan, pending, on_row)
+            _on_cluster(cluster, plan, pending, add)
         else:
-            _on_local_pool(jobs or os.cpu_count() or 1, plan, pending, on_row)
+            _on_local_pool(jobs or os.cpu_count() or 1, plan, pending, add)
     finally:
         if bar:
             bar.close()

@@ -102,24 +102,28 @@ def _ticks(values) -> list[tuple[float, str]]:
     return [(float(i), f"{v:g}") for i, v in enumerate(values)]
 
 
-def draw_sweep(path: str, frame, plan, metric: str, size: tuple[int, int] = (900, 620)):
-    """Render the phase diagram of `metric` (a column of the sweep's frame) into `path` (.png or .svg)."""
-    import pyqtgraph as pg
-    from PySide6.QtWidgets import QVBoxLayout, QWidget
-
-    from gradflow.explorer.export.figures import save_figure
-    from gradflow.explorer.export.inline import application
-    application()
+def diagram_axes(plan) -> tuple[str, str | None]:
+    """(x key, y key or None): a radius key goes on x."""
     keys = list(plan.keys)
     if len(keys) == 2 and keys[1] in RADIUS_KEYS and keys[0] not in RADIUS_KEYS:
         keys.reverse()
+    return keys[0], keys[1] if len(keys) == 2 else None
+
+
+def draw_diagram(widget, frame, plan, metric: str):
+    """Draw the phase diagram of `metric` (a column of the sweep's frame; missing points stay empty) into a
+    cleared pyqtgraph GraphicsLayoutWidget. Returns (its plot, the title). The heatmap's cell (i, j) is at plot
+    coordinates (i, j): values[x_key][i], values[y_key][j]."""
+    import pyqtgraph as pg
+
+    x_key, y_key = diagram_axes(plan)
+    keys = [x_key] if y_key is None else [x_key, y_key]
     values = {a.key: np.asarray(a.values, float) for a in plan.axes}
-    x_key, y_key = keys[0], keys[1] if len(keys) == 2 else None
     frame = frame.assign(**{metric: _with_zeros(frame, metric)})
     means = frame.groupby(keys)[metric].mean()
     label = METRIC_LABELS.get(metric, metric)
 
-    widget = pg.GraphicsLayoutWidget()
+    widget.clear()
     widget.setBackground("w")
     title = f"{label}: {plan.seeds} seed{'s' * (plan.seeds > 1)}, {plan.steps} steps"
     widget.addLabel(title, row=0, col=0, colspan=2, color="k", size="11pt")
@@ -183,6 +187,19 @@ def draw_sweep(path: str, frame, plan, metric: str, size: tuple[int, int] = (900
             legend.addItem(curve, line.label)
     for note in notes:
         legend.addItem(pg.PlotDataItem(pen=None), note)
+    return plot, title
+
+
+def draw_sweep(path: str, frame, plan, metric: str, size: tuple[int, int] = (900, 620)):
+    """Render the phase diagram of `metric` (a column of the sweep's frame) into `path` (.png or .svg)."""
+    import pyqtgraph as pg
+    from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+    from gradflow.explorer.export.figures import save_figure
+    from gradflow.explorer.export.inline import application
+    application()
+    widget = pg.GraphicsLayoutWidget()
+    _, title = draw_diagram(widget, frame, plan, metric)
     figure = QWidget()          # the exporters render a plain widget (a QGraphicsView's render() differs)
     layout = QVBoxLayout(figure)
     layout.setContentsMargins(0, 0, 0, 0)

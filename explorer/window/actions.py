@@ -19,6 +19,7 @@ from gradflow.core.presets import Preset
 from gradflow.explorer.theme import THEMES
 from gradflow.explorer.window.dialogs import PNG_SCALES
 from gradflow.explorer.window.run_controls import RunControls, run_action, run_toolbar, scenario_picker
+from gradflow.explorer.window.sweep_window import open_sweep_window
 
 SPEEDS: tuple[tuple[str, float | None], ...] = (
     ("1 step/s", 1.0), ("5 steps/s", 5.0), ("20 steps/s", 20.0), ("unlimited", None))
@@ -101,6 +102,8 @@ def build_menus(window: ActionsHost):
     run_menu.addSeparator()
     window.compare_action = run_menu.addAction("Compare runs…", window.scenarios.open_comparison_dialog)
     window.compare_action.setStatusTip("Train 2-4 configurations side by side on the same data")
+    window.sweep_action = run_menu.addAction("Sweep…", partial(open_sweep_window, window))
+    window.sweep_action.setStatusTip("Train a grid of configurations × seeds on every core: a live phase diagram")
     _view_menu(window, menu.addMenu("&View"))
     help_menu = menu.addMenu("&Help")
     help_menu.addAction("Keyboard shortcuts", partial(show_shortcuts, window))

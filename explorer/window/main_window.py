@@ -276,6 +276,11 @@ class MainWindow(QMainWindow):
         self.message_bar.clear()
         self.worker.rebuild(config)
 
+    @Slot(object)
+    def open_config(self, config: Config):
+        """Rebuild on `config` (e.g. a sweep's point) as Apply does."""
+        self._on_rebuild_requested(config)
+
     # -- worker -> GUI (queued, bound slots) ---------------------------------------------------------------
     @Slot(object)
     def _on_record(self, record: Record):
