@@ -4,7 +4,7 @@ from __future__ import annotations
 import pandas as pd
 
 from gradflow.core.config import Config
-from gradflow.core.sweep import sweep
+from gradflow.core.sweep import Plan, parse_grid, sweep
 from gradflow.explorer.window.sweep_window import SweepWindow
 
 GRID = ["spectral_radius=0.5,1.5", "seq_len=10,20"]
@@ -61,3 +61,14 @@ def test_a_bad_grid_shows_the_message_and_starts_nothing(qtbot):
     assert not window.start()
     assert "empty range" in window.status_label.text()
     assert window.thread is None
+
+
+def test_run_sweep_opens_on_the_main_windows_config_and_a_point_opens_there(window, qtbot):
+    window.sweep_action.trigger()
+    sweeps = [w for w in window.findChildren(SweepWindow) if w.isVisible()]
+    assert len(sweeps) == 1 and sweeps[0].base == window.settings_panel.config
+    sweeps[0].grid_edits[0].setText("hidden_size=6,7")
+    sweeps[0].plan = Plan(sweeps[0].base, parse_grid(sweeps[0].grid_texts()), 1, 0)    # no run needed to choose
+    sweeps[0].open_point({"hidden_size": 7})
+    qtbot.waitUntil(lambda: window.settings_panel.config.hidden_size == 7, timeout=60_000)
+    sweeps[0].close()
