@@ -419,14 +419,14 @@ class Progress:
         left = (self.total - self.done) * elapsed / self.new
         filled = int(30 * self.done / self.total)
         self.stream.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {self.done}/{self.total} points  "
-                          f"{self.new / max(elapsed, 1e-9):.2f}/s  ETA {_duration(left)} ")
+                          f"{self.new / max(elapsed, 1e-9):.2f}/s  ETA {duration(left)} ")
         self.stream.flush()
 
     def close(self):
         self.stream.write("\n")
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     minutes, s = divmod(int(round(seconds)), 60)
     return f"{minutes // 60}:{minutes % 60:02d}:{s:02d}" if minutes >= 60 else f"{minutes}:{s:02d}"
 

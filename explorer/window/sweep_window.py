@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QLabel, QLin
                                QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
 from gradflow.core.config import Config, ConfigError
-from gradflow.core.sweep import FIGURE_METRICS, Plan, Table, _duration, execute, parse_grid
+from gradflow.core.sweep import FIGURE_METRICS, Plan, Table, duration, execute, parse_grid
 from gradflow.explorer.export.figures import save_figure
 from gradflow.explorer.export.sweep_figure import diagram_axes, draw_diagram
 from gradflow.explorer.window.file_dialogs import ask_save_path
@@ -210,7 +210,7 @@ class SweepWindow(QMainWindow):
         done, total = len(self.rows), len(self.plan.points)
         self.progress.setValue(done)
         left = (time.monotonic() - self._started) / done * (total - done)
-        self.status_label.setText(f"{done} of {total} points, ETA {_duration(left)}")
+        self.status_label.setText(f"{done} of {total} points, ETA {duration(left)}")
         if not self.redraw_timer.isActive():
             self.redraw_timer.start()
 
@@ -222,7 +222,7 @@ class SweepWindow(QMainWindow):
     def _on_finished(self):
         self.table = self.thread.table
         if self.table is not None:
-            self.status_label.setText(f"Done: {len(self.rows)} points in {_duration(time.monotonic() - self._started)}.")
+            self.status_label.setText(f"Done: {len(self.rows)} points in {duration(time.monotonic() - self._started)}.")
         elif not self.status_label.text().startswith("The sweep failed"):
             self.status_label.setText(f"Stopped: {len(self.rows)} of {len(self.plan.points)} points.")
         self._show_running(False)
