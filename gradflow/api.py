@@ -68,10 +68,18 @@ class Run:
             raise ConfigError(f"preset {load_preset(preset).name!r} compares {len(load_preset(preset).runs)} runs: "
                               f"use gradflow.Comparison({load_preset(preset).name!r})")
         from gradflow.core.trainer import Trainer
-        self.config = _config(preset, config, overrides)
-        self.title = load_preset(preset).title if preset is not None else "Custom run"
-        self.trainer = Trainer(self.config)
-        self.label = ""
+        config = _config(preset, config, overrides)
+        self._adopt(Trainer(config), load_preset(preset).title if preset is not None else "Custom run")
+
+    @classmethod
+    def of_trainer(cls, trainer, title: str) -> "Run":
+        """A Run of an engine built elsewhere (a session read back: gradflow.open)."""
+        run = cls.__new__(cls)
+        run._adopt(trainer, title)
+        return run
+
+    def _adopt(self, trainer, title: str):
+        self.trainer, self.config, self.title, self.label = trainer, trainer.config, title, ""
 
     # -- training -------------------------------------------------------------------------------------------
     def step(self, jacobians: bool = False) -> Record:
@@ -258,9 +266,7 @@ def open(path: str | os.PathLike, cell_changed_ok: bool = False) -> Run | RunDat
                                       "it is now", e.cell_file) from None
             warnings.warn(f"{e}; going on with the file as it is now", stacklevel=2)
             trainer, _ = load_session(path, cell_changed_ok=True)
-        run = Run.__new__(Run)
-        run.config, run.trainer, run.title, run.label = trainer.config, trainer, path.stem, ""
-        return run
+        return Run.of_trainer(trainer, title=path.stem)
     runs = [RunData(r["label"], r["config"], r["history"], r["profiles"]) for r in run_data.read_tables(path)]
     return runs[0] if len(runs) == 1 else runs
 
