@@ -33,9 +33,10 @@ CELL_KEYS = {
     "activation": "it is the vanilla RNN's nonlinearity φ; a gated cell uses its own sigmoid/tanh gates",
     "recurrent_constraint": "it holds the RNN's W_hh orthogonal",
     "forget_bias": "it is the bias of the LSTM's forget gate",
-    "init": "it shapes a W_hh matrix; a diagonal recurrence has none",
-    "spectral_radius": "it rescales a W_hh matrix; a diagonal recurrence has none (the LRU's |λ|: lru_r_min, "
-                       "lru_r_max)",
+    "init": "it shapes the W_hh matrix the engine builds; a diagonal recurrence has none, and a user's cell "
+            "initialises itself",
+    "spectral_radius": "it rescales the W_hh matrix the engine builds; a diagonal recurrence has none (the LRU's "
+                       "|λ|: lru_r_min, lru_r_max), and a user's cell initialises itself",
     "hold_spectral_radius": "it re-imposes spectral_radius on a W_hh matrix",
     "bidirectional": "the LRU's layers add their input back (a residual), which one direction's width keeps",
     "sigma_w": "it scales the RNN's Gaussian W_hh (init = gaussian, the mean-field setting)",

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PySide6.QtWidgets import QMessageBox
 
 from gradflow.explorer.window.main_window import MainWindow
-from window_helpers import LECTURE_SIZE, WAIT_MS, curve_y, fill_the_disk, step_to, wait_problem
+from window_helpers import LECTURE_SIZE, SMALL, WAIT_MS, curve_y, fill_the_disk, step_to, wait_problem
 from window_probes import weights   # tests/explorer is on sys.path
 
 
@@ -160,3 +161,54 @@ def test_open_session_shows_the_problem_without_unsafe_advice(qtbot, window, tmp
     assert "allow_pickle" not in shown and "pickle.load" not in shown and "unsafe" not in shown
     assert window.latest.step == step and window.session_path is None      # nothing changed
     box.done(0)
+
+
+TANH_CELL = '''import torch
+
+
+class TanhCell(torch.nn.Module):
+    def __init__(self, input_size, hidden_size):
+        super().__init__()
+        self.input = torch.nn.Linear(input_size, hidden_size)
+        self.recurrent = torch.nn.Linear(hidden_size, hidden_size, bias=False)
+
+    def forward(self, x_t, h):
+        return torch.tanh(self.input(x_t) + self.recurrent(h))
+'''
+
+
+@pytest.mark.window_size(*LECTURE_SIZE)
+@pytest.mark.parametrize("answer", ["Cancel", "Open"])
+def test_a_session_whose_cell_file_changed_asks_and_cancel_changes_nothing(qtbot, open_window, tmp_path,
+                                                                          monkeypatch, answer):
+    cell = tmp_path / "tanh_cell.py"
+    cell.write_text(TANH_CELL)
+    own_cell = SMALL.replace(model=f"{cell}:TanhCell", init="default", spectral_radius=None, hold_spectral_radius=False)
+    first = open_window(config=own_cell, name="first", size=LECTURE_SIZE)
+    step_to(qtbot, first, 3)
+    path = saved_session(qtbot, first, tmp_path / "own_cell.gfe")
+    cell.write_text(TANH_CELL + "\n# edited after the session was saved\n")
+
+    second = open_window(name="second", size=LECTURE_SIZE)
+    step_to(qtbot, second, 2)
+    config, before = second.settings_panel.config, weights(qtbot, second)
+    asked = []
+
+    def question(parent, title, text, *args):
+        asked.append(f"{title}: {text}")
+        return getattr(QMessageBox.StandardButton, answer)
+
+    monkeypatch.setattr(QMessageBox, "question", staticmethod(question))
+    second.open_session(path)
+    if answer == "Cancel":
+        qtbot.waitUntil(lambda: bool(asked) and second.readout.state.text() != "opening …", timeout=WAIT_MS)
+        assert second.settings_panel.config == config and second.latest.step == 2
+        assert second.session_path is None
+        after = weights(qtbot, second)
+        assert all(np.array_equal(after[k], before[k]) for k in before)
+        step_to(qtbot, second, 3)                                    # and it keeps running
+    else:
+        qtbot.waitUntil(lambda: second.session_path == path, timeout=WAIT_MS)
+        assert second.latest.step == 3 and second.settings_panel.config.model == f"{cell}:TanhCell"
+    assert len(asked) == 1
+    assert asked[0].startswith("Cell file changed") and str(cell.resolve()) in asked[0] and "changed" in asked[0]
