@@ -128,8 +128,7 @@ class JacobiansPanel(Panel):
         return None
 
     def _set_waiting(self):
-        self.waiting_note.set("Jacobians are computed about twice a second while this panel is on screen:\n"
-                              "press Play or Step.")
+        self.waiting_note.set("Jacobians come about twice a second\nwhile this panel is shown:\npress Play or Step.")
         self.set_key("")
         self._write_lyapunov(None)
 
