@@ -13,8 +13,9 @@ SCALARS = ("step", "loss", "perplexity", "grad_norm", "grad_norm_clipped", "spec
            "step_ms", "lr", "clip")
 # What a Record costs beyond its arrays' data (measured with tracemalloc on unpickled records): the instance
 # and its field values, and each numpy array object. The instance's __dict__ grows in steps: from 29 fields
-# on (zero_cause, linear_prediction) an unpickled record costs ~1,250 bytes more (measured: 2,672 -> 3,932).
-RECORD_OVERHEAD = 2784
+# on (zero_cause, linear_prediction) an unpickled record costs ~1,250 bytes more (measured: 2,672 -> 3,932), and at
+# 35 (spectrum_method) ~450 more again (measured on records of h = 16 with and without detail).
+RECORD_OVERHEAD = 3232
 ARRAY_OVERHEAD = 112
 DICT_ENTRY_OVERHEAD = 64
 # Why ‖∂L/∂h_t‖ is exactly 0, by code (Record.zero_cause); decided by core.analysis.zero_causes.
@@ -38,8 +39,9 @@ class Record:
     dc_norms: np.ndarray | None        # (R, T) ‖∂L/∂c_t‖_F (LSTM) or None
     row_labels: list[str]              # R names, e.g. "layer 1", "layer 1 (backward)"
     recurrent_block: str               # which matrix the spectrum describes
-    eigenvalues: np.ndarray            # (R, H) complex; a diagonal cell: (R, K), see core.diagonal.DiagonalNet.spectrum
-    singular_values: np.ndarray        # (R, H) descending; (R, K) likewise
+    eigenvalues: np.ndarray | None     # (R, H) complex; a diagonal cell: (R, K), see core.diagonal.DiagonalNet.spectrum;
+                                       # None where only ρ and σ_max were measured (spectrum_method)
+    singular_values: np.ndarray | None  # (R, H) descending; (R, K) likewise; None likewise
     spectral_radius: float             # of row 0 (layer 1, forward)
     sigma_max: float                   # of row 0
     step_ms: float                     # wall time of the whole step, measurement included
@@ -65,6 +67,13 @@ class Record:
                                                                  # to this cell (Cell.views_missing); else absent
     cell_notes: dict[str, str] = field(default_factory=dict)  # what the cell tells the panels (Cell.notes: what the
                                                               # spectrum's points are, its caption); else absent
+    spectrum_method: str = "full"      # what the spectrum fields hold: "full", or "krylov" for ρ and σ_max only
+                                       # (core.spectrum.METHODS says how, to what tolerance)
+
+    @property
+    def has_full_spectrum(self) -> bool:
+        """Whether it holds every eigenvalue and singular value, not just ρ and σ_max."""
+        return self.eigenvalues is not None
 
     @property
     def seq_len(self) -> int:
@@ -184,7 +193,8 @@ class History:
         from the newest end: a trail costs `count` records per frame, not the whole ring."""
         shape, found = getattr(record, field).shape, []
         for old in reversed(self.records):
-            if old.step < record.step and getattr(old, field).shape == shape:
+            value = getattr(old, field)
+            if old.step < record.step and value is not None and value.shape == shape:
                 found.append(old)
                 if len(found) == count:
                     break

@@ -76,7 +76,7 @@ def frame(columns: dict[str, np.ndarray]):
 def run_arrays(history: History, config: Config, last: Record | None = None) -> dict[str, np.ndarray]:
     """Every array, as the NPZ file holds them: the history's columns, the profiles as (N, R, T) cubes
     (profile_steps, dh_norms, dc_norms, zero_causes as codes of zero_cause_names), and the newest record's
-    spectrum and hidden states (last_*)."""
+    spectrum (what it holds: last_spectrum_method, core.spectrum.METHODS) and hidden states (last_*)."""
     steps, dh = history.profiles()
     arrays = {"schema_version": np.int64(SCHEMA_VERSION), "config": np.asarray(json.dumps(config.to_dict())),
               **history_columns(history), "profile_steps": steps, "dh_norms": dh,
@@ -86,8 +86,10 @@ def run_arrays(history: History, config: Config, last: Record | None = None) -> 
         arrays["last_dh_norms"] = last.dh_norms
         if last.dc_norms is not None:
             arrays["last_dc_norms"] = last.dc_norms
-        arrays["last_eigenvalues"] = last.eigenvalues
-        arrays["last_singular_values"] = last.singular_values
+        arrays["last_spectrum_method"] = np.asarray(last.spectrum_method)
+        if last.has_full_spectrum:
+            arrays["last_eigenvalues"] = last.eigenvalues
+            arrays["last_singular_values"] = last.singular_values
         if last.hidden is not None:
             arrays["last_hidden"] = last.hidden
     return arrays
@@ -152,8 +154,13 @@ def _last_json(last: Record) -> dict[str, Any]:
         "recurrent_block": last.recurrent_block,
         "dh_norms": _floats(last.dh_norms),
         "dc_norms": None if last.dc_norms is None else _floats(last.dc_norms),
-        "eigenvalues": [[_number(z.real), _number(z.imag)] for z in last.eigenvalues[0]],
-        "singular_values": _floats(last.singular_values[0]),
+        # row 0's full spectrum, or null where the step measured ρ and σ_max only (spectrum_method "krylov")
+        "spectrum_method": last.spectrum_method,
+        "spectral_radius": _number(last.spectral_radius),
+        "sigma_max": _number(last.sigma_max),
+        "eigenvalues": [[_number(z.real), _number(z.imag)] for z in last.eigenvalues[0]] if last.has_full_spectrum
+        else None,
+        "singular_values": _floats(last.singular_values[0]) if last.has_full_spectrum else None,
         # layer 1, sample 0: T rows of H; null when the newest step kept no hidden states
         "hidden": None if last.hidden is None else _floats(last.hidden[0]),
     }

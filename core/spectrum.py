@@ -8,6 +8,7 @@ complex pair without a partner).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -70,6 +71,126 @@ def spectrum(mats) -> tuple[np.ndarray, np.ndarray]:
         nan = np.full(mats.shape[:2], np.nan)
         return nan.astype(complex), nan
     return torch.linalg.eigvals(mats).numpy(), torch.linalg.svdvals(mats).numpy()
+
+
+# -- what a step measures of the spectrum -------------------------------------------------------------------------
+# The one rule: a recurrent matrix of up to FULL_SPECTRUM_MAX_SIZE rows gets its full spectrum (LAPACK) at every
+# step; a larger one at the steps that keep detail (the ones a window draws), and ρ and σ_max of row 0 by
+# warm-started Krylov iterations at the others. Measured on the 2-core machine, one thread (benchmarks/README.md):
+# the full spectrum took ~1 ms at 64, ~5 ms at 128, ~55 ms at 256 and ~1.1 s at 1024, where a plain nn.RNN step
+# (T = 100, B = 32) takes ~30 ms at 256 and ~0.4 s at 1024; the Krylov estimate ~1-4 ms at 256 and ~40 ms at 1024.
+FULL_SPECTRUM_MAX_SIZE = 128
+RITZ_TOL = 1e-8          # a Ritz value is taken once its relative residual ‖A x − θ x‖ / |θ| is at most this
+KRYLOV_MAX = 320         # a Krylov space that grows past this many vectors unconverged: LAPACK's value instead
+START_NOISE = 1e-3       # share of a fresh random vector in the warm start, so no direction is ever missing
+EXACT = "full"           # a Record's spectrum_method: every eigenvalue and singular value ...
+ESTIMATED = "krylov"     # ... or ρ and σ_max of row 0 only (METHODS says how, to what tolerance)
+METHODS = {
+    EXACT: "every eigenvalue and singular value of each row (LAPACK, float64)",
+    ESTIMATED: (f"ρ and σ_max of row 0 only: the largest Ritz values of Krylov spaces (Arnoldi on W, Lanczos on "
+                f"WᵀW) warm-started from the previous step, to a relative residual ≤ {RITZ_TOL:g} (LAPACK where "
+                f"{KRYLOV_MAX} vectors did not converge); the full spectrum comes with matrices of up to "
+                f"{FULL_SPECTRUM_MAX_SIZE} rows and with detail steps"),
+}
+
+
+@dataclass(frozen=True)
+class Spectrum:
+    """What one step measured of its recurrent matrices' spectrum (the Record's fields of the same names)."""
+    eigenvalues: np.ndarray | None       # (R, K) complex; None where only ρ and σ_max were measured
+    singular_values: np.ndarray | None   # (R, K) descending; likewise
+    spectral_radius: float               # of row 0
+    sigma_max: float                     # of row 0
+    method: str                          # EXACT or ESTIMATED: what it holds (METHODS: how it was measured)
+
+    @classmethod
+    def exact(cls, eigenvalues: np.ndarray, singular_values: np.ndarray) -> "Spectrum":
+        """From a full spectrum (R, K) each."""
+        return cls(eigenvalues, singular_values, float(np.abs(eigenvalues[0]).max()), float(singular_values[0, 0]),
+                   EXACT)
+
+
+class SpectrumMeter:
+    """Measures a run's recurrent matrices step after step (FULL_SPECTRUM_MAX_SIZE says when in full). Between full
+    spectra it keeps the previous step's leading Ritz vectors: a step changes W a little, so the next Krylov space
+    starts close to its answer (measured in training at H = 1024: 32 vectors where a cold start needs ~250)."""
+
+    def __init__(self, seed: int = 0):
+        import torch
+        self._generator = torch.Generator().manual_seed(seed)   # its own: the host's random state stays as it was
+        self._starts: dict[str, object] = {}                     # "rho" | "sigma" -> (H,) float64 start vector
+
+    def measure(self, matrices, full: bool) -> Spectrum:
+        """matrices: each row's (H, H) recurrent matrix (torch tensors); full: the caller wants every eigenvalue
+        (a detail step) — matrices of up to FULL_SPECTRUM_MAX_SIZE rows get it anyway."""
+        import torch
+        if full or matrices[0].shape[-1] <= FULL_SPECTRUM_MAX_SIZE:
+            return Spectrum.exact(*spectrum(torch.stack(list(matrices))))
+        w = matrices[0].detach().to("cpu", torch.float64)   # (H, H)
+        if not torch.isfinite(w).all():
+            self._starts.clear()
+            return Spectrum(None, None, math.nan, math.nan, ESTIMATED)
+        rho = self._largest("rho", lambda v: w @ v, w, lambda: torch.linalg.eigvals(w).abs().max())
+        gram = lambda v: w.T @ (w @ v)   # noqa: E731  WᵀW: its largest eigenvalue is σ_max²
+        sigma2 = self._largest("sigma", gram, w, lambda: torch.linalg.svdvals(w)[0] ** 2)
+        return Spectrum(None, None, rho, math.sqrt(sigma2), ESTIMATED)
+
+    def _largest(self, key: str, apply, w, exact) -> float:
+        """|θ| of the largest Ritz pair of `apply` from the kept start vector; LAPACK's value (`exact`) if the
+        Krylov space did not converge."""
+        import torch
+        size = w.shape[0]
+        noise = torch.randn(size, generator=self._generator, dtype=torch.float64)
+        start = self._starts.get(key)
+        if start is None or start.shape[0] != size:
+            start = noise
+        else:
+            start = start + START_NOISE * noise * (torch.linalg.vector_norm(start) / math.sqrt(size))
+        found = largest_ritz(apply, start)
+        if found is None:
+            self._starts.pop(key, None)
+            return float(exact())
+        theta, vector = found
+        self._starts[key] = vector.real + vector.imag   # a complex pair's real plane, a real vector itself
+        return float(abs(theta))
+
+
+def largest_ritz(apply, start, tol: float = RITZ_TOL, max_size: int = KRYLOV_MAX):
+    """The Ritz pair of largest modulus of a real linear operator, by Arnoldi (two passes of classical Gram–Schmidt
+    per vector) from `start` (n,) float64: (θ complex, x (n,) complex of norm 1) once ‖A x − θ x‖ ≤ tol·|θ|, or
+    None if min(n, max_size) vectors did not get there. A complex-conjugate pair at the top is found as such (the
+    Hessenberg matrix's eigenvalues), where power iteration would oscillate between them.
+
+    For a normal matrix |λ − θ| ≤ tol·|θ| for some eigenvalue λ; for any matrix θ is an eigenvalue of one within
+    tol·|θ| of it (in the 2-norm). Nothing certifies that λ is the largest: the Krylov space must have seen it
+    (tests/core/test_spectrum_estimate.py checks random, orthogonal, near-defective and complex-pair matrices).
+    """
+    import torch
+    n = start.shape[0]
+    size = min(n, max_size)
+    basis = start.new_empty(size + 1, n)                 # (m + 1, n) orthonormal rows
+    hessenberg = start.new_zeros(size + 1, size)         # (m + 1, m)
+    basis[0] = start / torch.linalg.vector_norm(start)
+    check = 16                                           # Ritz values at 16, 32, 48, 72, 108 ... vectors
+    for j in range(size):
+        w = apply(basis[j])
+        done = basis[:j + 1]
+        c1 = done @ w
+        w = w - c1 @ done
+        c2 = done @ w
+        w = w - c2 @ done
+        hessenberg[:j + 1, j] = c1 + c2
+        beta = torch.linalg.vector_norm(w)
+        hessenberg[j + 1, j] = beta
+        invariant = bool(beta <= tol * torch.linalg.vector_norm(hessenberg[:j + 2, j]))   # an invariant subspace
+        if j + 1 == check or j + 1 == size or invariant:
+            check += max(16, check // 2)
+            theta, vectors = torch.linalg.eig(hessenberg[:j + 1, :j + 1])
+            i = int(theta.abs().argmax())
+            if float(beta * vectors[-1, i].abs()) <= tol * float(theta[i].abs()) or j + 1 == n:   # n: all of them
+                return complex(theta[i]), vectors[:, i] @ done.to(vectors.dtype)
+        basis[j + 1] = w / beta
+    return None
 
 
 def edit_eigenvalue(matrix: np.ndarray, index: int, new_value: complex) -> np.ndarray:

@@ -1,7 +1,8 @@
 """One optimizer step at a time, fully recorded.
 
     zero_grad -> forward -> loss -> backward (core.models records ∂L/∂h_t, ∂L/∂c_t)
-    -> norms (one device -> host transfer) -> spectrum of W_hh -> clip -> step -> Record
+    -> norms (one device -> host transfer) -> spectrum of W_hh (in full, or ρ and σ_max: core.spectrum)
+    -> clip -> step -> Record
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from gradflow.core.config import LIVE_KEYS, Config, ConfigError
 from gradflow.core.analysis import linear_prediction, zero_causes
 from gradflow.core.models import Trace, detach_state
 from gradflow.core.records import History, Record
-from gradflow.core.spectrum import edit_eigenvalue, nearest_eigenvalue
+from gradflow.core.spectrum import SpectrumMeter, edit_eigenvalue, nearest_eigenvalue
 from gradflow.core.tasks import make_task
 
 THREADS_VARIABLE = "GRADFLOW_THREADS"  # overrides engine_threads()
@@ -102,6 +103,7 @@ class Trainer:
         self._carried_state = None  # sequential sampling: the previous batch's final state
         self._xi_rng = torch.Generator().manual_seed(config.seed)  # randomized truncation draws
         self._rescale_to: float | None = None
+        self._spectrum = SpectrumMeter()   # warm-started ρ and σ_max between full spectra
         self._matrix_edits: list[tuple[int, torch.Tensor]] = []  # undo stack: (row, W_hh before the edit)
 
     # -- settings that apply at the next step --------------------------------------
@@ -152,7 +154,7 @@ class Trainer:
         if trace.is_lstm:
             norms += [torch.linalg.vector_norm(row.dc, dim=(1, 2)) for row in trace.rows]
         measured = torch.cat(norms).double().cpu().numpy()  # the step's one device -> host transfer
-        eigenvalues, singular_values = cell.spectrum(model, trace)  # of the W that made these gradients
+        spectrum = cell.spectrum(model, trace, self._spectrum, full=detail)  # of the W that made these gradients
         loss_value, grad_norm = float(measured[0]), float(measured[1])
         n = len(params)
         dh_norms = measured[2 + n:2 + n + R * T].reshape(R, T)
@@ -196,10 +198,11 @@ class Trainer:
             dc_norms=dc_norms,
             row_labels=trace.row_labels,
             recurrent_block=cell.recurrent_block(cfg, model),
-            eigenvalues=eigenvalues,
-            singular_values=singular_values,
-            spectral_radius=float(np.abs(eigenvalues[0]).max()),
-            sigma_max=float(singular_values[0, 0]),
+            eigenvalues=spectrum.eigenvalues,
+            singular_values=spectrum.singular_values,
+            spectral_radius=spectrum.spectral_radius,
+            sigma_max=spectrum.sigma_max,
+            spectrum_method=spectrum.method,
             step_ms=0.0,
             lr=cfg.lr,
             clip=cfg.clip,

@@ -27,7 +27,6 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import torch
 from torch import nn
 from torch.func import jacrev
@@ -36,7 +35,6 @@ from gradflow.core.analysis import JacobianProfile, jacobian_profile_of
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.models import (KeepGradAt, RowTrace, ScaleGrad, StackedRows, Trace, carry_scales, detach_state,
                                    map_state)
-from gradflow.core.spectrum import spectrum
 
 STEP_JACOBIAN_BLOCK = ("∂s_t/∂s_{t−1} of sample 0 at each row's last step (t = T; backward rows: t = 1), "
                        "by torch.func: the cell defines no recurrent_matrix()")
@@ -259,13 +257,12 @@ class UserCellNet(StackedRows, nn.Module):
 
     # -- what the trainer measures -----------------------------------------------------------------
     @torch.no_grad()
-    def spectrum(self, trace: Trace) -> tuple[np.ndarray, np.ndarray]:
-        """Eigenvalues (R, S) complex and singular values (R, S): of each row's recurrent_matrix(), or else of
-        its step Jacobian ∂s_t/∂s_{t−1} (sample 0) at the row's last processed step."""
+    def recurrent_matrices(self, trace: Trace) -> list[torch.Tensor]:
+        """What the spectrum describes, per row: its recurrent_matrix(), or else its step Jacobian ∂s_t/∂s_{t−1}
+        (sample 0, (S, S)) at the row's last processed step."""
         if self.has_matrix:
-            return spectrum(torch.stack([cell.recurrent_matrix() for cell in self.rows]))
-        return spectrum(torch.stack([self._step_jacobian(row, 0 if row.reverse else row.h.shape[0] - 1)
-                                     for row in trace.rows]))
+            return [cell.recurrent_matrix().detach() for cell in self.rows]
+        return [self._step_jacobian(row, 0 if row.reverse else row.h.shape[0] - 1) for row in trace.rows]
 
     def _step_jacobian(self, row: UserRowTrace, t: int) -> torch.Tensor:
         """(S, S) ∂s_t/∂s_{t−1} of sample 0, s the state's elements flattened (S = H, 2H ...)."""

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from gradflow.core.analysis import JacobianProfile
     from gradflow.core.config import Config
     from gradflow.core.models import RowTrace, Trace
+    from gradflow.core.spectrum import Spectrum, SpectrumMeter
 
 USER_CELL = "path/to/cell.py:ClassName"   # the config's form of a user's cell in a file (core/cells/user.py)
 
@@ -97,8 +98,9 @@ class Cell:
         """An annulus (r_min, r_max) the eigenvalues were initialised in (the record's ``eigenvalue_ring``)."""
         return None
 
-    def spectrum(self, model: nn.Module, trace: Trace) -> tuple[np.ndarray, np.ndarray]:
-        """Eigenvalues (R, K) complex and singular values (R, K) descending of each row's recurrent block."""
+    def spectrum(self, model: nn.Module, trace: Trace, meter: SpectrumMeter, full: bool) -> Spectrum:
+        """What this step measures of each row's recurrent block: its full spectrum, or ρ and σ_max of row 0
+        (`meter` decides, core.spectrum.FULL_SPECTRUM_MAX_SIZE; full: a detail step)."""
         raise NotImplementedError
 
     def contributions(self, model: nn.Module, row: RowTrace, config: Config) -> np.ndarray:

@@ -36,12 +36,8 @@ class DenseCell(Cell):
     def recurrent_block(self, config, model):
         return ORTHOGONAL_BLOCK if config.recurrent_constraint == "orthogonal" else self.block
 
-    def spectrum(self, model, trace):
-        import torch
-
-        from gradflow.core.spectrum import spectrum
-        with torch.no_grad():
-            return spectrum(torch.stack([model.recurrent_matrix(r) for r in range(model.num_rows)]))
+    def spectrum(self, model, trace, meter, full):
+        return meter.measure([model.recurrent_matrix(r).detach() for r in range(model.num_rows)], full)
 
     def delta(self, row, config):
         """δ_t (T, B, H) = ∂L/∂(the W_hh block's pre-activation) of one traced row (core.analysis)."""
@@ -78,8 +74,9 @@ class DiagonalCell(Cell):
     def recurrent_block(self, config, model):
         return self.block
 
-    def spectrum(self, model, trace):
-        return model.spectrum(trace)
+    def spectrum(self, model, trace, meter, full):
+        from gradflow.core.spectrum import Spectrum
+        return Spectrum.exact(*model.spectrum(trace))   # a diagonal: its full spectrum costs O(T·H)
 
     def contributions(self, model, row, config):
         from gradflow.core.diagonal import step_contributions

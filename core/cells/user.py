@@ -33,8 +33,8 @@ class UserCell(Cell):
     def recurrent_block(self, config, model):
         return model.recurrent_block
 
-    def spectrum(self, model, trace):
-        return model.spectrum(trace)
+    def spectrum(self, model, trace, meter, full):
+        return meter.measure(model.recurrent_matrices(trace), full)
 
     def jacobians(self, model, trace, inputs, state0, config):
         return model.jacobian_profile(trace)

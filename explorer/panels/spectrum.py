@@ -5,6 +5,9 @@ legend (the record's ``cell_notes``, from the cell's file in core/cells/): the L
 ``eigenvalue_ring``, a shaded annulus between two dashed circles); minGRU's 1 − z_t and minLSTM's f′_t at every
 time step (real, on the real axis).
 
+A record that holds ρ and σ_max only (a matrix over core.spectrum.FULL_SPECTRUM_MAX_SIZE rows on a step without
+detail) draws their circles and no eigenvalues, and its readout says so (ESTIMATE_NOTE).
+
 Hands-on: once editable (`connect_to_worker(worker)`, or `set_editable(True)` to wire it yourself), the
 user drags an eigenvalue of row 0; a complex-conjugate pair moves together. On release the panel emits
 `eigenvalue_edited(row, index, value)` (index into `record.eigenvalues[row]`, value a Python complex);
@@ -27,7 +30,7 @@ from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtWidgets import QHBoxLayout, QPushButton
 
 from gradflow.core.records import History, Record
-from gradflow.core.spectrum import record_verdict
+from gradflow.core.spectrum import FULL_SPECTRUM_MAX_SIZE, RITZ_TOL, record_verdict
 from gradflow.explorer.panels import plotting
 from gradflow.explorer.panels.base import Panel, YieldingLabel, mark_ui_only
 from gradflow.explorer.theme import Theme
@@ -41,6 +44,8 @@ LEGEND_ROOM = 1.3                         # a narrow panel shows its legend (und
                                           # than it needs: far from the edge, so showing it never tips the layout
 READOUT_SIDE = 0.36                       # share of a wide panel's width for the readout and legend column
 EDIT_HINT = "Drag an eigenvalue to move it (a complex pair moves together); it applies at the next step."
+ESTIMATE_NOTE = (f"ρ and σ_max only at this step (Krylov, relative residual ≤ {RITZ_TOL:g}): a matrix over "
+                 f"{FULL_SPECTRUM_MAX_SIZE} rows gets its eigenvalues on the steps drawn in detail")
 def conjugate_partner(eigenvalues: np.ndarray, index: int) -> int | None:
     """The index of λ_index's complex-conjugate partner, or None for a real eigenvalue."""
     value = complex(eigenvalues[index])
@@ -301,14 +306,15 @@ class SpectrumPanel(Panel):
             self.undo_button.setEnabled(False)
             self.edit_label.setText(EDIT_HINT)
         self._describe_cell(record.cell_notes, record.eigenvalue_ring)
-        eig = np.asarray(record.eigenvalues[0]).astype(complex)             # (H,)
+        # (H,); none where the step measured ρ and σ_max only: the circles, and the readout says so
+        eig = np.asarray(record.eigenvalues[0]).astype(complex) if record.has_full_spectrum else np.zeros(0, complex)
         ok = np.isfinite(eig)
         self._eig = eig
         self.scatter.setData(eig[ok].real, eig[ok].imag, data=np.flatnonzero(ok))   # data: index into eig
         if self.pending is not None and record.step > self.pending.step and self.drag is None:
             self.pending = None                   # this record's spectrum already shows the edit
             self._draw_edit(None)
-        earlier = history.earlier(record, plotting.TRAIL, "eigenvalues")
+        earlier = history.earlier(record, plotting.TRAIL, "eigenvalues") if record.has_full_spectrum else []
         trail = np.concatenate([np.asarray(r.eigenvalues[0]).astype(complex) for r in earlier]) if earlier \
             else np.zeros(0, complex)
         trail = trail[np.isfinite(trail)]
@@ -358,12 +364,15 @@ class SpectrumPanel(Panel):
         rho, sigma, block = record.spectral_radius, record.sigma_max, record.recurrent_block
         row = f" · {record.row_labels[0]}" if len(record.row_labels) > 1 else ""
         verdict = record_verdict(record)
+        if not record.has_full_spectrum:
+            verdict += f"\n{ESTIMATE_NOTE}"
+        verdict_html = _html(verdict).replace("\n", "<br>")
         name, paren, detail = block.partition(" (")        # "W_hn (GRU candidate ...)": name, then what it is
         detail = paren.strip() + detail
         self.readout_text = f"{block}{row}\nρ = {rho:.3f}\nσ_max = {sigma:.3f}\n{verdict}"
         if self.compact:
             self._readout_html = (f"<b>{_html(name)}</b> &nbsp; ρ = {rho:.3f} &nbsp;·&nbsp; σ<sub>max</sub> = "
-                                  f"{sigma:.3f}<br><span style='color:{self.theme.muted}'>{_html(verdict)}</span>")
+                                  f"{sigma:.3f}<br><span style='color:{self.theme.muted}'>{verdict_html}</span>")
             self.readout.setText(self._readout_html, color=self.theme.foreground, size=f"{self.theme.font_pt}pt")
             return
         big = f"font-size:{self.theme.font_pt * 1.3:.1f}pt"
@@ -372,7 +381,7 @@ class SpectrumPanel(Panel):
             + (f"<span style='color:{self.theme.muted}'>{_html(detail)}</span><br>" if detail else "") +
             f"<span style='{big}'>ρ = {rho:.3f}</span> &nbsp;·&nbsp; "
             f"<span style='{big}'>σ<sub>max</sub> = {sigma:.3f}</span><br>"
-            f"<span style='color:{self.theme.muted}'>{_html(verdict)}</span>")
+            f"<span style='color:{self.theme.muted}'>{verdict_html}</span>")
         self.readout.setText(self._readout_html, color=self.theme.foreground, size=f"{self.theme.font_pt}pt")
         self._update_arrangement()
 

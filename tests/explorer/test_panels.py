@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QApplication
 
 from gradflow.core.config import Config
 from gradflow.core.records import History
+from gradflow.core.spectrum import ESTIMATED
 from gradflow.explorer.engine.worker import TrainingWorker
 from gradflow.explorer.panels import (DEEPER_PANELS, PANELS, ContributionsPanel, GradientHistoryPanel, GradientTimePanel,
                              HiddenStatePanel, JacobiansPanel, LstmHighwayPanel, Panel, SpectrumPanel,
@@ -23,6 +24,7 @@ from gradflow.explorer.panels import (DEEPER_PANELS, PANELS, ContributionsPanel,
 from gradflow.explorer.panels import plotting
 from gradflow.explorer.panels.gradient_time import straight_log_line
 from gradflow.explorer.panels.lstm_highway import NOT_LSTM
+from gradflow.explorer.panels.spectrum import ESTIMATE_NOTE
 from gradflow.explorer.theme import THEMES, presentation
 from panel_helpers import JACOBIAN_CONFIGS, LARGE, Run, feed, gaps, jacobian_run, make   # tests/explorer is on sys.path
 from window_helpers import WAIT_MS
@@ -331,6 +333,26 @@ def test_spectrum_scatters_every_eigenvalue_and_reads_out_rho(qtbot, name):
     assert len(panel.trail.getData()[0]) == H * (STEPS - 1)
     rho_x = panel.rho_circle.xData
     assert np.abs(rho_x).max() == pytest.approx(rec.spectral_radius)
+
+
+def test_spectrum_of_a_record_with_rho_and_sigma_max_only_draws_their_circles_and_says_so(qtbot):
+    """A step that measured ρ and σ_max only (a matrix over FULL_SPECTRUM_MAX_SIZE rows, no detail): no eigenvalue
+    markers, no trail of the earlier steps' eigenvalues, the ρ and σ_max circles, and the readout says what it has."""
+    r = run("rnn")
+    history = History(2**24)
+    for record in r.records:
+        history.append(record)
+    lean = dataclasses.replace(r.last, step=r.last.step + 1, eigenvalues=None, singular_values=None,
+                               spectral_radius=0.8, sigma_max=1.3, spectrum_method=ESTIMATED)
+    history.append(lean)
+    panel = make(qtbot, SpectrumPanel)
+    panel.show_record(r.last, history)
+    assert len(panel.scatter.getData()[0]) > 0 and len(panel.trail.getData()[0]) > 0
+    panel.show_record(lean, history)
+    assert len(panel.scatter.getData()[0]) == 0 and len(panel.trail.getData()[0]) == 0
+    assert np.abs(panel.rho_circle.xData).max() == pytest.approx(0.8)
+    assert np.abs(panel.sigma_circle.xData).max() == pytest.approx(1.3)
+    assert "ρ = 0.800" in panel.readout_text and ESTIMATE_NOTE in panel.readout_text
 
 
 # -- training -----------------------------------------------------------------------------------------------------
