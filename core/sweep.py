@@ -25,6 +25,7 @@ import os
 import platform
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +45,7 @@ METRICS = ("loss_final", "loss_ratio", "grad_ratio_init", "grad_ratio_init_zero"
 TEXT_METRICS = ("grad_ratio_init_zero", "grad_ratio_final_zero", "decay_init_fit", "decay_final_fit", "error")
 FINAL_SHARE = 0.1   # loss_final: the mean over the last 10% of the steps
 CLUSTER_CONNECT_S = 30   # how long to try reaching a Dask scheduler
-CLUSTER_CHECK_S = 2.0    # how often a sweep on a cluster asks whether the scheduler is still there
+WAIT_S = 0.2             # how often a sweep waiting for its points looks whether it was stopped or its cluster went away
 
 
 # -- the grid -----------------------------------------------------------------------------------------
@@ -238,7 +239,6 @@ def _worker_started(parent_pid: int):
         PR_SET_PDEATHSIG = 1
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     else:
-        import threading
         threading.Thread(target=_exit_when_orphaned, args=(parent_pid,), daemon=True).start()
     if os.getppid() != parent_pid:   # the parent died before the signal was asked for
         os._exit(1)
@@ -367,13 +367,19 @@ def local_pool(jobs: int):
     pool.shutdown(wait=True)
 
 
+class _Stopped(Exception):
+    """execute's `stop` was set: the running points are abandoned (a local pool's workers killed)."""
+
+
 def run_points(executor: cf.Executor, points: list[Point], steps: int, window: int,
                on_row: Callable[[Point, dict[str, Any]], None],
-               lost: Callable[[], str | None] = lambda: None) -> tuple[list[Point], list[Point]]:
+               lost: Callable[[], str | None] = lambda: None,
+               stop: threading.Event | None = None) -> tuple[list[Point], list[Point]]:
     """Run `points` on `executor`, at most `window` submitted at a time; on_row(point, metrics) as each finishes.
     A local pool whose worker died is broken: returns (the points it had been given, the points not yet
     submitted), neither with a row; ([], []) when every point has its row. A Dask worker that dies gives its
-    point an error row; a lost cluster (lost() says why, asked every CLUSTER_CHECK_S) raises ClusterLost."""
+    point an error row; a lost cluster (lost() says why, asked every WAIT_S) raises ClusterLost; a set `stop`
+    (looked at every WAIT_S) raises _Stopped."""
     queue = iter(points)
     running: dict[cf.Future, Point] = {}
     broken: list[Point] = []
@@ -386,7 +392,9 @@ def run_points(executor: cf.Executor, points: list[Point], steps: int, window: i
 
     refill()
     while running:
-        finished, _ = cf.wait(running, timeout=CLUSTER_CHECK_S, return_when=cf.FIRST_COMPLETED)
+        if stop is not None and stop.is_set():
+            raise _Stopped
+        finished, _ = cf.wait(running, timeout=WAIT_S, return_when=cf.FIRST_COMPLETED)
         if not finished and (why := lost()):
             raise ClusterLost(why)
         for future in finished:
@@ -432,11 +440,14 @@ def duration(seconds: float) -> str:
 
 
 def execute(plan: Plan, out: str | Path, jobs: int | None = None, cluster: str | None = None,
-            progress: bool = False, on_row: Callable[[dict[str, Any]], None] | None = None) -> Table:
+            progress: bool = False, on_row: Callable[[dict[str, Any]], None] | None = None,
+            stop: threading.Event | None = None) -> Table:
     """Run the plan's unfinished points into `out` (CSV + sidecar). jobs: local worker processes (default:
     every core); cluster: a Dask scheduler's address (tcp://HOST:8786) instead of the local pool. on_row(row)
     after each row is on disk (the table's columns); an exception it raises ends the sweep (the workers with it).
-    KeyboardInterrupt and ClusterLost propagate after every finished row is on disk."""
+    stop: once set (from any thread), the running points are abandoned within WAIT_S (a local pool's workers
+    killed) and the table of the finished rows is returned. KeyboardInterrupt and ClusterLost propagate after
+    every finished row is on disk."""
     table = Table(out, plan)
     pending = [p for p in plan.points if p.key not in table.done]
     bar = Progress(len(plan.points), len(table.done)) if progress else None
@@ -450,9 +461,11 @@ def execute(plan: Plan, out: str | Path, jobs: int | None = None, cluster: str |
 
     try:
         if cluster:
-            _on_cluster(cluster, plan, pending, add)
+            _on_cluster(cluster, plan, pending, add, stop)
         else:
-            _on_local_pool(jobs or os.cpu_count() or 1, plan, pending, add)
+            _on_local_pool(jobs or os.cpu_count() or 1, plan, pending, add, stop)
+    except _Stopped:
+        pass
     finally:
         if bar:
             bar.close()
@@ -460,17 +473,17 @@ def execute(plan: Plan, out: str | Path, jobs: int | None = None, cluster: str |
     return table
 
 
-def _on_local_pool(jobs: int, plan: Plan, pending: list[Point], on_row):
+def _on_local_pool(jobs: int, plan: Plan, pending: list[Point], on_row, stop: threading.Event | None):
     while pending:
         with local_pool(jobs) as pool:
-            suspects, pending = run_points(pool, pending, plan.steps, 2 * jobs, on_row)
+            suspects, pending = run_points(pool, pending, plan.steps, 2 * jobs, on_row, stop=stop)
         for point in suspects:   # each alone in a fresh worker: a death then is that point's own
             with local_pool(1) as pool:
-                if run_points(pool, [point], plan.steps, 1, on_row)[0]:
+                if run_points(pool, [point], plan.steps, 1, on_row, stop=stop)[0]:
                     on_row(point, {"steps": plan.steps, "error": "its worker process died (killed, or out of memory)"})
 
 
-def _on_cluster(address: str, plan: Plan, pending: list[Point], on_row):
+def _on_cluster(address: str, plan: Plan, pending: list[Point], on_row, stop: threading.Event | None):
     try:
         from distributed import Client
     except ImportError:
@@ -482,7 +495,7 @@ def _on_cluster(address: str, plan: Plan, pending: list[Point], on_row):
     try:
         threads = sum(client.nthreads().values()) or 1
         lost = lambda: None if client.status == "running" else f"the Dask scheduler at {address} went away"  # noqa: E731
-        run_points(client.get_executor(pure=False), pending, plan.steps, 2 * threads, on_row, lost)
+        run_points(client.get_executor(pure=False), pending, plan.steps, 2 * threads, on_row, lost, stop)
     finally:
         client.close()
 

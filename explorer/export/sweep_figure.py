@@ -4,17 +4,23 @@ Two grid keys: a heatmap of the metric's mean over seeds, one cell per grid poin
 One key: the mean over seeds as a line, the seeds' range as a band. Over it the theory lines that hold on these
 axes (``theory_lines``): ρ = 1 on a spectral_radius axis; on a sigma_w axis of the mean-field setting
 (init = gaussian, task = text, where σ_v = input_sigma exactly) σ_w = 1 (ρ ≈ σ_w by the circular law), the edge
-of chaos χ₁ = 1 (core.meanfield), and, against seq_len, T = 6ξ. A line that does not hold is listed under the
-plot with the reason.
+of chaos χ₁ = 1 (core.meanfield), and, against seq_len, T = 6ξ. The legend under the plot names the lines; under
+it a note, one a line, for each line that does not hold (with the reason) and for norms that were exactly 0.
 """
 from __future__ import annotations
 
+import html
 import math
 from dataclasses import dataclass
 
 import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QPen
 
 from gradflow.core.meanfield import critical_sigma_w2, mean_field
+from gradflow.explorer.panels import plotting
+from gradflow.explorer.theme import LIGHT, Theme
 
 METRIC_LABELS = {
     "grad_ratio_init": "log₁₀ ‖∂L/∂h₁‖/‖∂L/∂h_T‖ at initialisation",
@@ -25,6 +31,7 @@ METRIC_LABELS = {
 }
 RADIUS_KEYS = ("sigma_w", "spectral_radius")     # drawn on x when swept
 LOG_RATIO_CLIP = 10.0                             # a log₁₀ ratio past ±10: gradients gone (or exploded)
+MAX_LABELLED_CELLS = 12                           # a heatmap axis labels at most this many of its cells
 
 
 @dataclass(frozen=True)
@@ -98,8 +105,26 @@ def _with_zeros(frame, metric: str):
     return column.mask(zero.str.startswith("h_1"), -np.inf).mask(zero.str.startswith("h_T"), np.inf)
 
 
-def _ticks(values) -> list[tuple[float, str]]:
-    return [(float(i), f"{v:g}") for i, v in enumerate(values)]
+def _ticks(values) -> list[list[tuple[float, str]]]:
+    """A heatmap axis's ticks at its cells: every value labelled up to MAX_LABELLED_CELLS, else every k-th (the
+    others as minor ticks, labelled where there is room)."""
+    every = math.ceil(len(values) / MAX_LABELLED_CELLS)
+    ticks = [(float(i), f"{v:g}") for i, v in enumerate(values)]
+    return [ticks[::every], [t for i, t in enumerate(ticks) if i % every]]
+
+
+def _theory_pens(theme: Theme) -> list[tuple[QPen, QPen]]:
+    """(line, halo) pens of the theory lines in order: each line is drawn over a wider halo of the background,
+    so that it reads over every colour of the map (the edge of chaos sits on its pale middle)."""
+    width = 2.5 * theme.scale
+    lines = [plotting.pen(theme.foreground, width), plotting.pen(theme.color(1), width),
+             plotting.pen(theme.color(2), width, plotting.DASH)]
+    return [(line, plotting.pen(theme.background, width + 3 * theme.scale)) for line in lines]
+
+
+def _vertical(plot, x: float, pens: tuple[QPen, QPen]):
+    for pen in reversed(pens):
+        plot.addItem(pg.InfiniteLine(x, angle=90, pen=pen))
 
 
 def diagram_axes(plan) -> tuple[str, str | None]:
@@ -110,45 +135,57 @@ def diagram_axes(plan) -> tuple[str, str | None]:
     return keys[0], keys[1] if len(keys) == 2 else None
 
 
-def draw_diagram(widget, frame, plan, metric: str):
+def draw_diagram(widget, frame, plan, metric: str, theme: Theme = LIGHT):
     """Draw the phase diagram of `metric` (a column of the sweep's frame; missing points stay empty) into a
-    cleared pyqtgraph GraphicsLayoutWidget. Returns (its plot, the title). The heatmap's cell (i, j) is at plot
-    coordinates (i, j): values[x_key][i], values[y_key][j]."""
-    import pyqtgraph as pg
+    cleared pyqtgraph GraphicsLayoutWidget in `theme`'s colours and type. Returns (its plot, the title). The
+    heatmap's cell (i, j) is at plot coordinates (i, j): values[x_key][i], values[y_key][j]."""
 
     x_key, y_key = diagram_axes(plan)
     keys = [x_key] if y_key is None else [x_key, y_key]
     values = {a.key: np.asarray(a.values, float) for a in plan.axes}
     frame = frame.assign(**{metric: _with_zeros(frame, metric)})
-    means = frame.groupby(keys)[metric].mean()
     label = METRIC_LABELS.get(metric, metric)
 
     widget.clear()
-    widget.setBackground("w")
+    widget.setBackground(theme.background)
     title = f"{label}: {plan.seeds} seed{'s' * (plan.seeds > 1)}, {plan.steps} steps"
-    widget.addLabel(title, row=0, col=0, colspan=2, color="k", size="11pt")
+    widget.addLabel(title, row=0, col=0, colspan=2, color=theme.foreground, size=f"{theme.label_pt}pt", bold=True)
     plot = widget.addPlot(row=1, col=0)
+    plot.setMenuEnabled(False)
+    plot.hideButtons()
     plot.setLabel("bottom", x_key)
-    legend = pg.LegendItem(labelTextColor="k", colCount=2)      # under the plot: it hides no cell
-    widget.addItem(legend, row=2, col=0)
+    plot.setLabel("left", metric if y_key is None else y_key)
+    plotting.style_plot(plot, theme, grid=y_key is None)
+    legend = pg.LegendItem(colCount=2)      # under the plot: it hides no cell; the notes under it, a line each
+    widget.addItem(legend, row=2, col=0, colspan=2)
     lines, notes = theory_lines(plan.base, x_key, y_key, values[x_key], values.get(y_key, ()))
-    pens = [pg.mkPen("k", width=3), pg.mkPen("#d62728", width=3),
-            pg.mkPen("#ff7f0e", width=3, style=pg.QtCore.Qt.DashLine)]
+    pens = _theory_pens(theme)
 
     if y_key is None:
         x = values[x_key]
-        grouped = frame.groupby(x_key)[metric]
+        column = frame[metric].where(np.isfinite(frame[metric]))     # an exactly-zero norm: said, not drawn
+        grouped = column.groupby(frame[x_key])
         low, high = grouped.min().reindex(x).to_numpy(), grouped.max().reindex(x).to_numpy()
-        plot.addItem(pg.FillBetweenItem(pg.PlotDataItem(x, low), pg.PlotDataItem(x, high),
-                                        brush=pg.mkBrush(31, 119, 180, 70)))
-        mean = plot.plot(x, means.reindex(x).to_numpy(), pen=pg.mkPen("#1f77b4", width=2), symbol="o", symbolSize=6)
-        legend.addItem(mean, "mean over seeds (band: their range)")
-        plot.setLabel("left", metric)
-        for line, pen in zip(lines, pens):
+        mean = frame.groupby(x_key)[metric].mean().reindex(x).to_numpy()
+        mean = np.where(np.isfinite(mean), mean, np.nan)      # -∞ where a seed's norm was exactly 0
+        ink = theme.color(0)
+        plot.addItem(pg.FillBetweenItem(pg.PlotDataItem(x, low, connect="finite"),
+                                        pg.PlotDataItem(x, high, connect="finite"), brush=plotting.brush(ink, 0.3)))
+        curve = plot.plot(pen=plotting.pen(ink, theme.pen_width), symbol="o", symbolSize=theme.marker_size,
+                          symbolPen=None, symbolBrush=plotting.brush(ink))
+        if np.isfinite(mean).any():
+            curve.setData(x, mean, connect="finite")
+        legend.addItem(curve, "mean over seeds (band: their range)")
+        zeros = frame[~np.isfinite(frame[metric]) & frame[metric].notna()].groupby(x_key).size()
+        if len(zeros):
+            where = ", ".join(f"{v:g} ({n} of {plan.seeds})" for v, n in zeros.items())
+            notes.append(f"a norm exactly 0 (underflow), left out: {x_key} = {where}")
+        for line, line_pens in zip(lines, pens):
             if line.y is None:
-                plot.addItem(pg.InfiniteLine(line.x[0], angle=90, pen=pen))
-                legend.addItem(pg.PlotDataItem(pen=pen), line.label)
+                _vertical(plot, line.x[0], line_pens)
+                legend.addItem(pg.PlotDataItem(pen=line_pens[0]), line.label)
     else:
+        means = frame.groupby(keys)[metric].mean()
         grid = means.unstack(y_key).reindex(index=values[x_key], columns=values[y_key]).to_numpy()   # (nx, ny)
         finite = grid[~np.isnan(grid)]
         if metric.startswith("grad_ratio"):     # 0 = gradients survive: a diverging map centred there
@@ -167,32 +204,37 @@ def draw_diagram(widget, frame, plan, metric: str):
         image.setRect(pg.QtCore.QRectF(-0.5, -0.5, grid.shape[0], grid.shape[1]))
         image.setLookupTable(cmap.getLookupTable(nPts=256))
         plot.addItem(image)
-        bar = pg.ColorBarItem(values=levels, colorMap=cmap, interactive=False, label=metric)
+        bar = pg.ColorBarItem(values=levels, colorMap=cmap, interactive=False, width=int(18 * theme.scale))
         bar.setImageItem(image)
+        plotting.style_colorbar(bar, theme)
+        plotting.set_colorbar_label(bar, metric, theme)
         widget.addItem(bar, row=1, col=1)
-        plot.setLabel("left", y_key)
-        plot.getAxis("bottom").setTicks([_ticks(values[x_key])])
-        plot.getAxis("left").setTicks([_ticks(values[y_key])])
+        plot.getAxis("bottom").setTicks(_ticks(values[x_key]))
+        plot.getAxis("left").setTicks(_ticks(values[y_key]))
         plot.setRange(xRange=(-0.5, grid.shape[0] - 0.5), yRange=(-0.5, grid.shape[1] - 0.5), padding=0)
-        for line, pen in zip(lines, pens):
+        for line, line_pens in zip(lines, pens):
             x = _to_index(values[x_key], line.x)
             if line.y is None:
                 if np.isfinite(x[0]):
-                    plot.addItem(pg.InfiniteLine(x[0], angle=90, pen=pen))
-                    legend.addItem(pg.PlotDataItem(pen=pen), line.label)
+                    _vertical(plot, x[0], line_pens)
+                    legend.addItem(pg.PlotDataItem(pen=line_pens[0]), line.label)
                 else:
                     notes.append(f"{line.label}: outside the axis")
                 continue
-            curve = plot.plot(x, _to_index(values[y_key], line.y), pen=pen, connect="finite")
-            legend.addItem(curve, line.label)
-    for note in notes:
-        legend.addItem(pg.PlotDataItem(pen=None), note)
+            y = _to_index(values[y_key], line.y)
+            plot.plot(x, y, pen=line_pens[1], connect="finite")
+            legend.addItem(plot.plot(x, y, pen=line_pens[0], connect="finite"), line.label)
+    plotting.style_legend(legend, theme)
+    legend.setMaximumWidth(legend.width())       # its natural width, at the left: its columns side by side
+    widget.ci.layout.setAlignment(legend, Qt.AlignmentFlag.AlignLeft)
+    if notes:
+        widget.addLabel("<br>".join(html.escape(note) for note in notes), row=3, col=0, colspan=2,
+                        color=theme.muted, size=f"{theme.font_pt}pt", justify="left")
     return plot, title
 
 
 def draw_sweep(path: str, frame, plan, metric: str, size: tuple[int, int] = (900, 620)):
-    """Render the phase diagram of `metric` (a column of the sweep's frame) into `path` (.png or .svg)."""
-    import pyqtgraph as pg
+    """Render the phase diagram of `metric` (a column of the sweep's frame) into `path` (.png or .svg), light."""
     from PySide6.QtWidgets import QVBoxLayout, QWidget
 
     from gradflow.explorer.export.figures import save_figure

@@ -4,7 +4,11 @@ process pool in a thread, its phase diagram (explorer.export.sweep_figure) filli
     window = open_sweep_window(main_window)    # base: the main window's config; double-click opens a point there
 
 The grid is checked (core.sweep.parse_grid, Plan) before anything runs; a bad one is shown, not run. Rows cross
-to the GUI thread by a queued signal; the table is a temporary CSV (Export CSV copies it).
+to the GUI thread by a queued signal; the table is a temporary CSV (Export CSV copies it). Stop abandons the
+running points at once (core.sweep.execute's stop) and keeps every finished row.
+
+The settings sit in a column on the left, the diagram takes the rest; both follow the main window's theme and
+presentation type (again when it changes them), and the window fits the screen it is on.
 """
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import math
 import os
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -19,27 +24,29 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyqtgraph as pg
-from PySide6.QtCore import QSettings, Qt, QThread, QTimer, Signal, Slot
-from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QMainWindow, QProgressBar,
-                               QPushButton, QSpinBox, QVBoxLayout, QWidget)
+from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QThread, QTimer, Signal, Slot
+from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QMainWindow, QMenu,
+                               QProgressBar, QPushButton, QSpinBox, QVBoxLayout, QWidget)
 
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.sweep import FIGURE_METRICS, Plan, Table, duration, execute, parse_grid
 from gradflow.explorer.export.figures import save_figure
 from gradflow.explorer.export.sweep_figure import diagram_axes, draw_diagram
+from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels.base import themed_palette
+from gradflow.explorer.theme import DEFAULT_THEME, Theme
 from gradflow.explorer.window.file_dialogs import ask_save_path
 from gradflow.explorer.window.presentation import fit_to_screen
+from gradflow.explorer.window.style import stylesheet
 
-PREFERRED_SIZE = (1100, 820)
+PREFERRED_SIZE = (1280, 800)   # on a screen with room for it; a smaller screen gets its available area
 REDRAW_MS = 200          # the diagram is redrawn at most this often while rows arrive
-
-
-class _Stopped(Exception):
-    """Raised from the row callback to end a sweep (core.sweep.execute then ends its workers)."""
+SETTINGS_CHARS = 30      # the settings column's width in characters of its type ("spectral_radius=0.5:1.6:12" whole)
 
 
 class SweepThread(QThread):
-    """Runs core.sweep.execute; each row is emitted (queued to the window's GUI-thread slot)."""
+    """Runs core.sweep.execute; each row is emitted (queued to the window's GUI-thread slot). `stopping` (set from
+    the GUI thread) abandons the running points; `table` then holds the finished rows."""
 
     row = Signal(object)
     failed = Signal(str)
@@ -48,32 +55,27 @@ class SweepThread(QThread):
         super().__init__(parent)
         self.plan, self.out, self.jobs = plan, out, jobs
         self.table: Table | None = None
-        self.stop_requested = False
+        self.stopping = threading.Event()
 
     def run(self):
         try:
-            self.table = execute(self.plan, self.out, self.jobs, on_row=self._on_row)
-        except _Stopped:
-            pass
+            self.table = execute(self.plan, self.out, self.jobs, on_row=self.row.emit, stop=self.stopping)
         except Exception as e:  # noqa: BLE001 - whatever ends the sweep is shown in its window
             self.failed.emit(f"{type(e).__name__}: {e}")
 
-    def _on_row(self, row: dict[str, Any]):
-        self.row.emit(row)
-        if self.stop_requested:
-            raise _Stopped
-
 
 class SweepWindow(QMainWindow):
-    """The sweep's fields, Start / Stop, progress and ETA, the live diagram and its exports."""
+    """The sweep's fields, Start / Stop, progress and ETA, the live diagram and its exports. `theme`: default the
+    parent's (the main window's), followed when the parent changes it."""
 
     point_chosen = Signal(object)      # a double-clicked point's Config (seed 0)
 
-    def __init__(self, base: Config, parent: QWidget | None = None):
+    def __init__(self, base: Config, parent: QWidget | None = None, theme: Theme | None = None):
         super().__init__(parent)
         self.base = base
         self.setWindowTitle("Sweep")
         self.setObjectName("SweepWindow")
+        self.theme: Theme = theme or getattr(parent, "theme", None) or DEFAULT_THEME
         self.plan: Plan | None = None
         self.rows: list[dict[str, Any]] = []
         self.thread: SweepThread | None = None
@@ -88,21 +90,30 @@ class SweepWindow(QMainWindow):
         self.redraw_timer.setSingleShot(True)
         self.redraw_timer.setInterval(REDRAW_MS)
         self.redraw_timer.timeout.connect(self.redraw)
+        self.apply_theme(self.theme)
+        if parent is not None:
+            parent.installEventFilter(self)   # its theme changes (see eventFilter)
         self.resize(*PREFERRED_SIZE)
-        fit_to_screen(self)
+        fit_to_screen(self)   # on a smaller screen: as large as it allows (again once shown, frame included)
 
     def _build(self):
         central = QWidget()
-        column = QVBoxLayout(central)
+        row = QHBoxLayout(central)
+        self.settings = QWidget()
+        self.settings.setObjectName("sweepSettings")
+        column = QVBoxLayout(self.settings)
+        column.setContentsMargins(0, 0, 0, 0)
+        self.base_label = QLabel(f"Base: the main window's config ({self.base.model}, {self.base.task}, "
+                                 f"hidden_size {self.base.hidden_size}, seq_len {self.base.seq_len})")
+        self.base_label.setWordWrap(True)
+        column.addWidget(self.base_label)
         form = QFormLayout()
-        base = QLabel(f"the main window's config: {self.base.model}, {self.base.task}, hidden_size "
-                      f"{self.base.hidden_size}, seq_len {self.base.seq_len}")
-        base.setWordWrap(True)
-        form.addRow("Base", base)
-        hint = "KEY=VALUES: a,b,c | start:stop:count | start:stop:countlog"
+        form.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
+        syntax = "KEY=VALUES: a list a,b,c, a range start:stop:count, or a log range start:stop:countlog"
         self.grid_edits = [QLineEdit("spectral_radius=0.5:1.6:12"), QLineEdit("")]
         for i, edit in enumerate(self.grid_edits):
-            edit.setPlaceholderText(hint if i == 0 else "optional second key, e.g. seq_len=10:100:10")
+            edit.setPlaceholderText("KEY=VALUES" if i == 0 else "e.g. seq_len=10:100:10")
+            edit.setToolTip(syntax if i == 0 else f"optional; {syntax}")
             form.addRow(f"Grid key {i + 1}", edit)
         self.seeds_spin = _spin(1, 1000, 2)
         self.steps_spin = _spin(0, 1_000_000, 0)
@@ -120,37 +131,67 @@ class SweepWindow(QMainWindow):
 
         buttons = QHBoxLayout()
         self.start_button, self.stop_button = QPushButton("Start"), QPushButton("Stop")
-        self.png_button, self.svg_button = QPushButton("Export PNG…"), QPushButton("Export SVG…")
-        self.csv_button = QPushButton("Export CSV…")
+        self.export_button = QPushButton("Export")
+        exports = QMenu(self.export_button)
+        for label, suffix in (("PNG image", ".png"), ("SVG drawing", ".svg"), ("CSV table", ".csv")):
+            exports.addAction(f"{label}…", lambda label=label, suffix=suffix: self._ask_export(label, suffix))
+        self.export_button.setMenu(exports)
         self.start_button.clicked.connect(self.start)
         self.stop_button.clicked.connect(self.stop)
-        self.png_button.clicked.connect(lambda: self._ask_export("PNG image", ".png"))
-        self.svg_button.clicked.connect(lambda: self._ask_export("SVG drawing", ".svg"))
-        self.csv_button.clicked.connect(lambda: self._ask_export("CSV table", ".csv"))
-        for button in (self.start_button, self.stop_button, self.png_button, self.svg_button, self.csv_button):
+        for button in (self.start_button, self.stop_button, self.export_button):
             buttons.addWidget(button)
-        buttons.addStretch(1)
         column.addLayout(buttons)
         self.progress = QProgressBar()
         self.status_label = QLabel("Choose the grid and press Start.")
         self.status_label.setWordWrap(True)
         column.addWidget(self.progress)
         column.addWidget(self.status_label)
+        column.addStretch(1)
+        row.addWidget(self.settings)
 
         self.canvas = pg.GraphicsLayoutWidget()
-        self.canvas.setBackground("w")
         self.canvas.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.canvas.scene().sigMouseClicked.connect(self._on_mouse_clicked)
         self.figure = QWidget()        # the exporters render a plain widget (a QGraphicsView's render() differs)
         figure_layout = QVBoxLayout(self.figure)
         figure_layout.setContentsMargins(0, 0, 0, 0)
         figure_layout.addWidget(self.canvas)
-        column.addWidget(self.figure, 1)
         self.cell_label = QLabel("Hover a cell for its numbers over seeds; double-click it to open that point in "
                                  "the main window.")
-        column.addWidget(self.cell_label)
+        self.cell_label.setWordWrap(True)
+        diagram = QVBoxLayout()
+        diagram.addWidget(self.figure, 1)
+        diagram.addWidget(self.cell_label)
+        row.addLayout(diagram, 1)
         self.setCentralWidget(central)
         self._show_running(False)
+
+    def apply_theme(self, theme: Theme):
+        """The theme's colours and type: the window's own (with a parent, its style sheet reaches this window too),
+        the settings column's width in that type, and the diagram redrawn."""
+        self.theme = theme
+        self.setPalette(themed_palette(self.palette(), theme))
+        if self.parent() is None:
+            self.setStyleSheet(stylesheet(theme))
+        self.setFont(plotting.font(theme))
+        self.settings.setFixedWidth(self.settings.fontMetrics().averageCharWidth() * SETTINGS_CHARS
+                                    + self.settings.fontMetrics().horizontalAdvance("Processes  "))
+        self.canvas.setBackground(theme.background)
+        for label in (self.base_label, self.cell_label):
+            label.setStyleSheet(f"color: {theme.muted};")
+        self.redraw()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        # the main window restyles itself when its theme or presentation mode changes: follow it
+        if watched is self.parent() and event.type() == QEvent.Type.StyleChange:
+            theme = getattr(watched, "theme", None)
+            if theme is not None and theme != self.theme:
+                self.apply_theme(theme)
+        return False
+
+    def showEvent(self, event):
+        super().showEvent(event)
+        fit_to_screen(self)
 
     # -- running ---------------------------------------------------------------------------------------------
     def grid_texts(self) -> list[str]:
@@ -162,10 +203,9 @@ class SweepWindow(QMainWindow):
         if self.is_running():
             return False
         try:
-            axes = parse_grid(self.grid_texts())
-            if len(axes) > 2:
-                raise ConfigError("the window draws 1 or 2 grid keys")
-            plan = Plan(self.base, axes, self.seeds_spin.value(), self.steps_spin.value())
+            if not self.grid_texts():
+                raise ConfigError("give a grid key: KEY=VALUES in Grid key 1")
+            plan = Plan(self.base, parse_grid(self.grid_texts()), self.seeds_spin.value(), self.steps_spin.value())
         except ConfigError as e:
             self.status_label.setText(f"Not started: {e}")
             return False
@@ -188,10 +228,11 @@ class SweepWindow(QMainWindow):
 
     @Slot()
     def stop(self):
-        """End the sweep when its next point finishes (finished rows are kept)."""
+        """End the sweep now: the running points are abandoned (their workers ended), the finished rows kept."""
         if self.is_running():
-            self.thread.stop_requested = True
-            self.status_label.setText(f"Stopping after the next point ({len(self.rows)} done) …")
+            self.thread.stopping.set()
+            self.stop_button.setEnabled(False)
+            self.status_label.setText(f"Stopping: ending the running points ({len(self.rows)} finished, kept) …")
 
     def is_running(self) -> bool:
         return self.thread is not None and self.thread.isRunning()
@@ -220,16 +261,17 @@ class SweepWindow(QMainWindow):
 
     @Slot()
     def _on_finished(self):
-        self.table = self.thread.table
-        if self.table is not None:
-            self.status_label.setText(f"Done: {len(self.rows)} points in {duration(time.monotonic() - self._started)}.")
-        elif not self.status_label.text().startswith("The sweep failed"):
-            self.status_label.setText(f"Stopped: {len(self.rows)} of {len(self.plan.points)} points.")
+        self.table = self.thread.table     # None: it failed, and says so
+        done, total = len(self.rows), len(self.plan.points)
+        if self.table is not None and done < total:
+            self.status_label.setText(f"Stopped: {done} of {total} points (every finished point kept).")
+        elif self.table is not None:
+            self.status_label.setText(f"Done: {done} points in {duration(time.monotonic() - self._started)}.")
         self._show_running(False)
         self.redraw()
 
     def frame(self) -> pd.DataFrame:
-        """The finished sweep's table as core.sweep returns it (empty before a sweep has finished)."""
+        """The ended sweep's table as core.sweep returns it (its finished rows; empty before a sweep has ended)."""
         return self.table.frame() if self.table is not None else pd.DataFrame()
 
     # -- the diagram -------------------------------------------------------------------------------------------
@@ -237,7 +279,7 @@ class SweepWindow(QMainWindow):
     def redraw(self):
         if self.plan is None or not self.rows:
             return
-        self.plot, self.title = draw_diagram(self.canvas, pd.DataFrame(self.rows), self.plan, self.metric)
+        self.plot, self.title = draw_diagram(self.canvas, pd.DataFrame(self.rows), self.plan, self.metric, self.theme)
 
     @property
     def metric(self) -> str:
@@ -256,15 +298,17 @@ class SweepWindow(QMainWindow):
         return None
 
     def cell_text(self, cell: dict[str, Any]) -> str:
-        """The metric at this grid point over its finished seeds."""
+        """The metric at this grid point over its finished seeds; a seed whose norm was exactly 0 shows the cause."""
         where = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in cell.items())
-        numbers = [r[self.metric] for r in self.rows if all(r[k] == v for k, v in cell.items())]
-        numbers = [math.nan if n is None else float(n) for n in numbers]
-        if not numbers:
+        rows = [r for r in self.rows if all(r[k] == v for k, v in cell.items())]
+        if not rows:
             return f"{where}: not finished"
-        seeds = ", ".join(f"{n:.4g}" for n in numbers)
-        return (f"{where}: {self.metric} mean {np.nanmean(numbers) if not np.isnan(numbers).all() else math.nan:.4g} "
-                f"over {len(numbers)} of {self.plan.seeds} seeds ({seeds})")
+        numbers = [math.nan if r[self.metric] is None else float(r[self.metric]) for r in rows]
+        causes = [r.get(f"{self.metric}_zero") or "" for r in rows]
+        seeds = ", ".join(cause or f"{n:.4g}" for n, cause in zip(numbers, causes))
+        measured = [n for n in numbers if not math.isnan(n)]
+        mean = f"mean {np.mean(measured):.4g}" if measured else "no number"
+        return f"{where}: {self.metric} {mean} over {len(measured)} of {self.plan.seeds} seeds ({seeds})"
 
     def _view_point(self, scene_pos):
         if self.plot is None or not self.plot.vb.sceneBoundingRect().contains(scene_pos):
@@ -313,7 +357,7 @@ class SweepWindow(QMainWindow):
 
     def closeEvent(self, event):
         if self.is_running():
-            self.thread.stop_requested = True
+            self.thread.stopping.set()
             self.thread.wait()
         self._folder.cleanup()
         super().closeEvent(event)
@@ -332,5 +376,4 @@ def open_sweep_window(main_window) -> SweepWindow:
     window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     window.point_chosen.connect(main_window.open_config)
     window.show()
-    fit_to_screen(window)
     return window

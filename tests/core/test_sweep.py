@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from gradflow.core.config import Config, ConfigError
-from gradflow.core.sweep import METRICS, Plan, main, parse_axis, parse_grid, sweep
+from gradflow.core.sweep import METRICS, Plan, execute, main, parse_axis, parse_grid, sweep
 
 SMALL = Config(hidden_size=16, seq_len=20, batch_size=4)
 DEADLINE_S = 120
@@ -193,6 +193,30 @@ def test_ctrl_c_keeps_every_finished_point_and_ends_the_workers(tmp_path):
     rows = _rows(out)
     assert 2 <= len(rows) < 40 and all(r["error"] == "" and float(r["loss_final"]) > 0 for r in rows)
     _wait_for(lambda: not _alive(workers), "the workers to end")
+
+
+# one point diverges at its first step (identity cell, ρ = 10, T = 200: the loss overflows) and ends there; the
+# other would train 10⁶ steps
+QUICK_THEN_ENDLESS = (Config(hidden_size=8, seq_len=200, activation="identity"), ["spectral_radius=10,0.5"], 10**6)
+
+
+def test_stop_abandons_the_running_point_at_once_and_keeps_the_finished_rows(tmp_path):
+    base, grid, steps = QUICK_THEN_ENDLESS
+    plan = Plan(base, parse_grid(grid), seeds=1, steps=steps)
+    stop, rows, ended = threading.Event(), [], {}
+
+    def on_row(row):       # the first row is in while the other point trains: stop now
+        rows.append(row)
+        stop.set()
+
+    sweeping = threading.Thread(target=lambda: ended.update(
+        table=execute(plan, tmp_path / "s.csv", jobs=1, on_row=on_row, stop=stop)))
+    sweeping.start()
+    sweeping.join(DEADLINE_S)
+    assert not sweeping.is_alive(), "stop did not end the sweep"
+    frame = ended["table"].frame()
+    assert len(rows) == len(frame) == len(_rows(tmp_path / "s.csv")) == 1
+    assert frame["spectral_radius"][0] == 10 and frame["diverged_step"][0] == 1
 
 
 def test_a_dask_cluster_gives_the_local_pools_rows_number_for_number(tmp_path):

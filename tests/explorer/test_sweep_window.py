@@ -1,21 +1,36 @@
-"""Run → Sweep…: the sweep window runs core.sweep's points off the GUI thread into the same table as sweep()."""
+"""Run → Sweep…: the sweep window runs core.sweep's points off the GUI thread into the same table as sweep(); Stop
+ends it at once keeping the finished rows; a chosen point opens in the main window with the row's numbers."""
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pandas as pd
+import pytest
 
 from gradflow.core.config import Config
 from gradflow.core.sweep import Plan, parse_grid, sweep
 from gradflow.explorer.window.sweep_window import SweepWindow
+from window_probes import WAIT_MS   # tests/explorer is on sys.path
 
 GRID = ["spectral_radius=0.5,1.5", "seq_len=10,20"]
 BASE = Config(hidden_size=8)
+SWEEP_MS = 120_000
 
 
-def _window(qtbot) -> SweepWindow:
-    window = SweepWindow(BASE)
+def _window(qtbot, base: Config = BASE, parent=None) -> SweepWindow:
+    window = SweepWindow(base, parent)
     qtbot.addWidget(window)
     window.show()
     return window
+
+
+def _set(window: SweepWindow, grid: list[str], seeds: int, steps: int, jobs: int):
+    for edit, text in zip(window.grid_edits, grid + [""]):
+        edit.setText(text)
+    window.seeds_spin.setValue(seeds)
+    window.steps_spin.setValue(steps)
+    window.jobs_spin.setValue(jobs)
 
 
 def test_a_two_key_sweep_from_the_window_equals_sweep(qtbot, tmp_path):
@@ -26,7 +41,7 @@ def test_a_two_key_sweep_from_the_window_equals_sweep(qtbot, tmp_path):
     window.steps_spin.setValue(0)
     window.jobs_spin.setValue(2)
     assert window.start()
-    qtbot.waitUntil(lambda: not window.is_running() and window.table is not None, timeout=120_000)
+    qtbot.waitUntil(lambda: not window.is_running() and window.table is not None, timeout=SWEEP_MS)
     assert len(window.rows) == 4 and window.progress.value() == 4
     assert window.status_label.text().startswith("Done: 4 points")
 
@@ -51,16 +66,90 @@ def test_a_two_key_sweep_from_the_window_equals_sweep(qtbot, tmp_path):
     assert (tmp_path / "table.csv").read_text() == window.thread.out.read_text()
 
 
-def test_a_bad_grid_shows_the_message_and_starts_nothing(qtbot):
+@pytest.mark.parametrize("grid,named", [
+    (["no_such_key=1,2"], "unknown config key 'no_such_key'"),
+    (["spectral_radius=1:2:0"], "empty range"),
+    (["spectral_radius=0.5,20"], "spectral_radius must be a number in 0.001..10"),
+    (["lru_r_min=0.5,0.6"], "lru_r_min = 0.5 applies to model = lru only"),
+    (["seq_len=10,20", "seq_len=30"], "grid key 'seq_len' is given twice"),
+    ([], "give a grid key"),
+])
+def test_a_bad_grid_shows_the_message_naming_the_problem_and_starts_nothing(qtbot, grid, named):
     window = _window(qtbot)
-    window.grid_edits[0].setText("no_such_key=1,2")
+    _set(window, grid, seeds=1, steps=0, jobs=1)
     assert not window.start()
-    assert "unknown config key 'no_such_key'" in window.status_label.text()
-    assert window.thread is None and not window.is_running()
-    window.grid_edits[0].setText("spectral_radius=1:2:0")
-    assert not window.start()
-    assert "empty range" in window.status_label.text()
-    assert window.thread is None
+    assert window.status_label.text().startswith("Not started:") and named in window.status_label.text()
+    assert window.thread is None and not window.is_running() and window.start_button.isEnabled()
+
+
+def test_stop_ends_the_running_point_at_once_and_keeps_every_finished_row(qtbot):
+    """One point diverges at its first step and ends at once; the other would train 10⁶ steps (minutes). Stop,
+    pressed while it trains, ends the sweep within the wait's timeout with the first row kept."""
+    base = Config(hidden_size=8, seq_len=200, activation="identity")
+    window = _window(qtbot, base)
+    _set(window, ["spectral_radius=10,0.5"], seeds=1, steps=10**6, jobs=1)
+    assert window.start()
+    qtbot.waitUntil(lambda: len(window.rows) == 1, timeout=SWEEP_MS)
+    window.stop_button.click()
+    assert window.status_label.text().startswith("Stopping: ending the running points (1 finished, kept)")
+    assert not window.stop_button.isEnabled()
+    qtbot.waitUntil(lambda: not window.is_running(), timeout=30_000)
+    assert window.status_label.text() == "Stopped: 1 of 2 points (every finished point kept)."
+    frame = window.frame()
+    assert len(frame) == 1 and frame["spectral_radius"][0] == 10 and frame["diverged_step"][0] == 1
+    assert len(window.thread.out.read_text().splitlines()) == 2          # the header and that row
+    assert window.start_button.isEnabled() and window.plot is not None   # drawn from the finished row
+
+
+@pytest.mark.parametrize("steps", [0, 3])
+def test_a_chosen_point_gives_the_main_window_the_rows_numbers_bit_for_bit(window, qtbot, monkeypatch, steps):
+    """The main window's run at a sweep's point has the row's numbers: loss_final (steps = 0: the loss at
+    initialisation; 3 steps: the last step's, FINAL_SHARE of 3 rounds up to one), grad_ratio_init/_final and
+    rho_init/_final. Bit for bit because both compute on one torch thread: a sweep's workers always do
+    (core.sweep's thread policy) and GRADFLOW_THREADS=1 makes the window's engine do so too (without it, on a
+    machine with 4 or more cores, engine_threads() gives the window 2 and LAPACK's initialisation rounds
+    differently, by ~1e-7)."""
+    monkeypatch.setenv("GRADFLOW_THREADS", "1")
+    window.sweep_action.trigger()
+    (sweeping,) = [w for w in window.findChildren(SweepWindow) if w.isVisible()]
+    _set(sweeping, ["spectral_radius=0.9,1.8"], seeds=1, steps=steps, jobs=1)
+    assert sweeping.start()
+    qtbot.waitUntil(lambda: sweeping.table is not None, timeout=SWEEP_MS)
+    row = sweeping.frame().set_index("spectral_radius").loc[1.8]
+
+    before = window.run.latest
+    sweeping.open_point({"spectral_radius": 1.8})
+    qtbot.waitUntil(lambda: window.run.latest is not before and window.run.latest is not None, timeout=WAIT_MS)
+    (point,) = [p for p in sweeping.plan.points if p.values == (1.8,)]
+    assert window.settings_panel.config == point.config
+    first = window.run.latest
+    for _ in range(steps - 1):
+        window.step()
+        qtbot.waitUntil(lambda done=window.run.latest.step: window.run.latest.step == done + 1, timeout=WAIT_MS)
+    last = window.run.latest
+    assert (first.step, last.step) == (1, max(steps, 1))
+
+    def ratio(record) -> float:
+        return float(np.log10(record.dh_norms[0, 0] / record.dh_norms[0, -1]))
+
+    assert row["loss_final"] == last.loss
+    assert row["grad_ratio_init"] == ratio(first) and row["grad_ratio_final"] == ratio(last)
+    assert row["rho_init"] == first.spectral_radius and row["rho_final"] == last.spectral_radius
+    assert not math.isnan(row["grad_ratio_init"])
+    sweeping.close()
+
+
+def test_the_sweep_window_follows_the_main_windows_theme_and_presentation_type(window, qtbot):
+    window.sweep_action.trigger()
+    (sweeping,) = [w for w in window.findChildren(SweepWindow) if w.isVisible()]
+    assert sweeping.theme == window.theme and not sweeping.theme.presentation
+    normal_pt, normal_width = sweeping.font().pointSizeF(), sweeping.settings.width()
+    window.presentation_action.trigger()
+    qtbot.waitUntil(lambda: sweeping.theme.presentation, timeout=WAIT_MS)
+    assert sweeping.theme == window.theme
+    assert sweeping.font().pointSizeF() == window.theme.font_pt > normal_pt
+    assert sweeping.settings.width() > normal_width      # the settings column widened with its type
+    sweeping.close()
 
 
 def test_run_sweep_opens_on_the_main_windows_config_and_a_point_opens_there(window, qtbot):
