@@ -80,16 +80,18 @@ def spectrum(mats) -> tuple[np.ndarray, np.ndarray]:
 # the full spectrum took ~1 ms at 64, ~5 ms at 128, ~55 ms at 256 and ~1.1 s at 1024, where a plain nn.RNN step
 # (T = 100, B = 32) takes ~30 ms at 256 and ~0.4 s at 1024; the Krylov estimate ~1-4 ms at 256 and ~40 ms at 1024.
 FULL_SPECTRUM_MAX_SIZE = 128
-RITZ_TOL = 1e-8          # a Ritz value is taken once its relative residual ‖A x − θ x‖ / |θ| is at most this
-KRYLOV_MAX = 320         # a Krylov space that grows past this many vectors unconverged: LAPACK's value instead
+RITZ_TOL = 1e-6          # a Ritz value is taken once its relative residual ‖A x − θ x‖ / |θ| is at most this
+KRYLOV_MAX = 320         # a Krylov space that grows past this many vectors (or H/2) unconverged: LAPACK's value
+                         # instead (every |λ| equal, W held orthogonal: Arnoldi needs all H)
 START_NOISE = 1e-3       # share of a fresh random vector in the warm start, so no direction is ever missing
+CHECK_STEP = 16          # Ritz values are computed every this many Krylov vectors (from where the last step converged)
 EXACT = "full"           # a Record's spectrum_method: every eigenvalue and singular value ...
 ESTIMATED = "krylov"     # ... or ρ and σ_max of row 0 only (METHODS says how, to what tolerance)
 METHODS = {
     EXACT: "every eigenvalue and singular value of each row (LAPACK, float64)",
     ESTIMATED: (f"ρ and σ_max of row 0 only: the largest Ritz values of Krylov spaces (Arnoldi on W, Lanczos on "
                 f"WᵀW) warm-started from the previous step, to a relative residual ≤ {RITZ_TOL:g} (LAPACK where "
-                f"{KRYLOV_MAX} vectors did not converge); the full spectrum comes with matrices of up to "
+                f"H/2 or {KRYLOV_MAX} vectors did not converge); the full spectrum comes with matrices of up to "
                 f"{FULL_SPECTRUM_MAX_SIZE} rows and with detail steps"),
 }
 
@@ -118,7 +120,7 @@ class SpectrumMeter:
     def __init__(self, seed: int = 0):
         import torch
         self._generator = torch.Generator().manual_seed(seed)   # its own: the host's random state stays as it was
-        self._starts: dict[str, object] = {}                     # "rho" | "sigma" -> (H,) float64 start vector
+        self._starts: dict[str, tuple] = {}   # "rho" | "sigma" -> ((H,) float64 start vector, Krylov size it took)
 
     def measure(self, matrices, full: bool) -> Spectrum:
         """matrices: each row's (H, H) recurrent matrix (torch tensors); full: the caller wants every eigenvalue
@@ -141,25 +143,30 @@ class SpectrumMeter:
         import torch
         size = w.shape[0]
         noise = torch.randn(size, generator=self._generator, dtype=torch.float64)
-        start = self._starts.get(key)
-        if start is None or start.shape[0] != size:
-            start = noise
-        else:
+        start, first_check = self._starts.get(key, (noise, CHECK_STEP))
+        if start is not noise:
             start = start + START_NOISE * noise * (torch.linalg.vector_norm(start) / math.sqrt(size))
-        found = largest_ritz(apply, start)
-        if found is None:
-            self._starts.pop(key, None)
+        limit = min(KRYLOV_MAX, size // 2)
+        found = largest_ritz(apply, start, key == "sigma", max_size=limit, first_check=min(first_check, limit))
+        if found is None:   # next time: Ritz values only near the limit, where it may converge
+            self._starts[key] = (start, max(CHECK_STEP, limit - CHECK_STEP))
             return float(exact())
-        theta, vector = found
-        self._starts[key] = vector.real + vector.imag   # a complex pair's real plane, a real vector itself
+        theta, vector, used = found
+        # next time: a complex pair's real plane (a real vector itself), and Ritz values from one check before
+        plane = vector.real + vector.imag if vector.is_complex() else vector
+        self._starts[key] = (plane, max(CHECK_STEP, used - CHECK_STEP))
         return float(abs(theta))
 
 
-def largest_ritz(apply, start, tol: float = RITZ_TOL, max_size: int = KRYLOV_MAX):
+def largest_ritz(apply, start, symmetric: bool = False, tol: float = RITZ_TOL, max_size: int = KRYLOV_MAX,
+                 first_check: int = CHECK_STEP):
     """The Ritz pair of largest modulus of a real linear operator, by Arnoldi (two passes of classical Gram–Schmidt
-    per vector) from `start` (n,) float64: (θ complex, x (n,) complex of norm 1) once ‖A x − θ x‖ ≤ tol·|θ|, or
-    None if min(n, max_size) vectors did not get there. A complex-conjugate pair at the top is found as such (the
-    Hessenberg matrix's eigenvalues), where power iteration would oscillate between them.
+    per vector) from `start` (n,) float64: (θ complex, x (n,) of norm 1 (complex unless symmetric), the Krylov size it
+    took) once
+    ‖A x − θ x‖ ≤ tol·|θ|, checked at first_check vectors and every CHECK_STEP more, or None if min(n, max_size)
+    vectors did not get there. A complex-conjugate pair at the top is found as such (the
+    Hessenberg matrix's eigenvalues), where power iteration would oscillate between them. symmetric: the operator
+    is (WᵀW: Lanczos, its Hessenberg matrix tridiagonal).
 
     For a normal matrix |λ − θ| ≤ tol·|θ| for some eigenvalue λ; for any matrix θ is an eigenvalue of one within
     tol·|θ| of it (in the 2-norm). Nothing certifies that λ is the largest: the Krylov space must have seen it
@@ -171,26 +178,42 @@ def largest_ritz(apply, start, tol: float = RITZ_TOL, max_size: int = KRYLOV_MAX
     basis = start.new_empty(size + 1, n)                 # (m + 1, n) orthonormal rows
     hessenberg = start.new_zeros(size + 1, size)         # (m + 1, m)
     basis[0] = start / torch.linalg.vector_norm(start)
-    check = 16                                           # Ritz values at 16, 32, 48, 72, 108 ... vectors
-    for j in range(size):
+    check = first_check
+    for j in range(size):   # few ops a vector: at n = 256 their dispatch, not their arithmetic, is the cost
         w = apply(basis[j])
+        image = float(torch.linalg.vector_norm(w))
         done = basis[:j + 1]
         c1 = done @ w
-        w = w - c1 @ done
+        w = torch.addmv(w, done.T, c1, alpha=-1)
         c2 = done @ w
-        w = w - c2 @ done
-        hessenberg[:j + 1, j] = c1 + c2
-        beta = torch.linalg.vector_norm(w)
+        w = torch.addmv(w, done.T, c2, alpha=-1)
+        torch.add(c1, c2, out=hessenberg[:j + 1, j])
+        beta = float(torch.linalg.vector_norm(w))
         hessenberg[j + 1, j] = beta
-        invariant = bool(beta <= tol * torch.linalg.vector_norm(hessenberg[:j + 2, j]))   # an invariant subspace
+        invariant = beta <= tol * image       # the Krylov space is an invariant subspace (W = I: at once)
         if j + 1 == check or j + 1 == size or invariant:
-            check += max(16, check // 2)
-            theta, vectors = torch.linalg.eig(hessenberg[:j + 1, :j + 1])
-            i = int(theta.abs().argmax())
-            if float(beta * vectors[-1, i].abs()) <= tol * float(theta[i].abs()) or j + 1 == n:   # n: all of them
-                return complex(theta[i]), vectors[:, i] @ done.to(vectors.dtype)
-        basis[j + 1] = w / beta
+            check += CHECK_STEP
+            theta, y = _top_eigenpair(hessenberg[:j + 1, :j + 1], symmetric)
+            if beta * float(y[-1].abs()) <= tol * abs(theta) or j + 1 == n:   # n: all of them
+                return theta, y @ done.to(y.dtype), j + 1
+        torch.div(w, beta, out=basis[j + 1])
     return None
+
+
+def _top_eigenpair(h, symmetric: bool):
+    """The eigenvalue of largest modulus of a small Hessenberg matrix h (m, m) and its eigenvector (m,) of norm 1.
+    Not by torch.linalg.eig: its eigenvectors cost ~0.7× the eigenvalues again, and this is the estimate's main
+    cost; one step of inverse iteration gives the one needed."""
+    import torch
+    if symmetric:
+        values, vectors = torch.linalg.eigh(h)          # ascending: the last is the largest of WᵀW (all ≥ 0)
+        return complex(values[-1]), vectors[:, -1]
+    values = torch.linalg.eigvals(h)
+    theta = values[values.abs().argmax()]
+    shift = theta + 1e-10 * max(1.0, float(theta.abs()))   # just off θ: the solve is ill-conditioned along y only
+    y = torch.linalg.solve(h.to(values.dtype) - shift * torch.eye(len(h), dtype=values.dtype),
+                           torch.ones(len(h), dtype=values.dtype))
+    return complex(theta), y / torch.linalg.vector_norm(y)
 
 
 def edit_eigenvalue(matrix: np.ndarray, index: int, new_value: complex) -> np.ndarray:
