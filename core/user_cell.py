@@ -36,7 +36,7 @@ from gradflow.core.config import Config, ConfigError
 from gradflow.core.models import (KeepGradAt, RowTrace, ScaleGrad, StackedRows, Trace, carry_scales, detach_state,
                                    map_state)
 
-STEP_JACOBIAN_BLOCK = ("∂s_t/∂s_{t−1} of sample 0 at each row's last step (t = T; backward rows: t = 1), "
+STEP_JACOBIAN_BLOCK = ("∂sₜ/∂sₜ₋₁ of sample 0 at each row's last step (t = T; backward rows: t = 1), "
                        "by torch.func: the cell defines no recurrent_matrix()")
 
 

@@ -32,7 +32,7 @@ def on_screen(widget) -> bool:
 
 class JacobiansPanel(Panel):
     title = "Jacobians through time"
-    caption = ("Top: how much one step stretches the state s, σ_max(∂s_t/∂s_(t−1)). Bottom: their product from t "
+    caption = ("Top: how much one step stretches the state s, σ_max(∂sₜ/∂sₜ₋₁). Bottom: their product from t "
                "to the loss at T, which backpropagation applies to ∂L/∂s_T: below 1 the gradient vanishes, "
                "above 1 it explodes.")
 

@@ -149,6 +149,7 @@ class SpectrumPanel(Panel):
         self.edit_row.addWidget(self.undo_button, 0)
         self.body.addLayout(self.edit_row)
         self.editable = False
+        self.edit_refused: str | None = None   # the record's views_missing["spectrum_edit"]: why it cannot be edited
         self.drag: EigenvalueDrag | None = None       # in progress
         self.pending: EigenvalueDrag | None = None    # released, shown until a newer step arrives
         self.edit_error = ""
@@ -175,7 +176,10 @@ class SpectrumPanel(Panel):
 
     def _show_edit_controls(self, on: bool):
         self.edit_label.setVisible(on)
-        self.undo_button.setVisible(on)
+        self.undo_button.setVisible(on and self.edit_refused is None)
+
+    def _edit_hint(self) -> str:
+        return f"Not editable: {self.edit_refused}." if self.edit_refused else EDIT_HINT
 
     def connect_to_worker(self, worker) -> None:
         """Make the panel editable and send its edits to `worker` (explorer.engine.worker.TrainingWorker):
@@ -221,7 +225,7 @@ class SpectrumPanel(Panel):
                 self.pending = None
                 self._draw_edit(None)
                 self.edit_error = f"Could not edit the spectrum: {error}"
-                self.edit_label.setText(EDIT_HINT)
+                self.edit_label.setText(self._edit_hint())
             else:
                 self.edit_error = ""
         elif tag == UNDO_TAG:
@@ -247,7 +251,7 @@ class SpectrumPanel(Panel):
         self.undo_requested.emit()
 
     def _on_drag(self, ev):
-        if not self.editable or ev.button() != Qt.MouseButton.LeftButton:
+        if not self.editable or self.edit_refused or ev.button() != Qt.MouseButton.LeftButton:
             ev.ignore()
             return
         if ev.isStart():
@@ -299,12 +303,17 @@ class SpectrumPanel(Panel):
         if record is self._shown:
             return
         self._shown = record
+        refused = record.views_missing.get("spectrum_edit")   # why this run's spectrum cannot be edited, or None
+        if refused != self.edit_refused:
+            self.edit_refused = refused
+            self.edit_label.setText(self._edit_hint())
+            self._show_edit_controls(self.editable)
         if self._is_new_run(record):
             self.extent.reset()
             self.drag = self.pending = None
             self._undoable, self.edit_error = 0, ""
             self.undo_button.setEnabled(False)
-            self.edit_label.setText(EDIT_HINT)
+            self.edit_label.setText(self._edit_hint())
         self._describe_cell(record.cell_notes, record.eigenvalue_ring)
         # (H,); none where the step measured ρ and σ_max only: the circles, and the readout says so
         eig = np.asarray(record.eigenvalues[0]).astype(complex) if record.has_full_spectrum else np.zeros(0, complex)

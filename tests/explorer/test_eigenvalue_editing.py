@@ -3,6 +3,8 @@ release; sent through the worker, the edit moves that eigenvalue pair of the rec
 undo restores the matrix. Spectra come from a real Trainer."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pyqtgraph as pg
 import pytest
@@ -16,6 +18,8 @@ from gradflow.explorer.engine.worker import EngineConnection
 from gradflow.explorer.panels import SpectrumPanel
 from panel_helpers import LARGE, Run, feed, jacobian_run, make   # tests/explorer is on sys.path
 from window_probes import WAIT_MS
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "cells"
 
 
 @pytest.fixture(autouse=True)
@@ -122,6 +126,26 @@ def test_dragging_is_off_until_the_panel_is_editable(qtbot):
     eig = r.records[-1].eigenvalues[0]
     drag(panel, eig[0], 0.1 + 0.1j)
     assert sink.edits == [] and not panel.undo_button.isVisibleTo(panel)
+
+
+@pytest.mark.parametrize("config, why", [
+    (Config(model=f"{EXAMPLES / 'minimalrnn.py'}:MinimalRNN", seq_len=20, hidden_size=16, batch_size=8),
+     "is a user's cell"),
+    (Config(model="rnn", recurrent_constraint="orthogonal", seq_len=20, hidden_size=16, batch_size=8),
+     "held orthogonal"),
+])
+def test_a_spectrum_that_cannot_be_edited_says_why_and_cannot_be_dragged(qtbot, config, why):
+    r = Run(config, [dict(detail=True)] * 2)
+    panel = spectrum_panel(qtbot, r)
+    sink = EditSink(panel)
+    assert why in panel.edit_label.text() and panel.edit_label.text().startswith("Not editable")
+    assert panel.edit_label.isVisibleTo(panel) and not panel.undo_button.isVisibleTo(panel)
+    x, y = panel.scatter.getData()
+    drag(panel, complex(x[0], y[0]), 0.1 + 0.1j)
+    assert sink.edits == []
+
+    feed(panel, jacobian_run("rnn"))                        # a run it can edit: the hint and Undo come back
+    assert panel.edit_label.text().startswith("Drag an eigenvalue") and panel.undo_button.isVisibleTo(panel)
 
 
 class Records(QObject):
