@@ -1,10 +1,13 @@
-"""Screenshots of the real window for docs/gallery/: 1280×720, 1366×768 and 1920×1080, normal and presentation mode.
+"""Screenshots of the real windows for docs/gallery/: 1280×720, 1366×768 and 1920×1080, normal and presentation mode.
 
-    python scripts/gallery.py [--out docs/gallery] [--steps 60] [--preset NAME]
+    python scripts/gallery.py [--out docs/gallery] [--steps 60] [--preset NAME] [--windows main,sweep]
 
-Each screen size runs in a process of its own on Qt's offscreen platform with a screen of exactly that size
-(the window is maximized on it), plays (the scenario's tour pauses at its first claimed step after step 1, with
-that claim's message; other settings play `--steps` steps), pauses and grabs the whole window.
+Each screen size runs in a process of its own on Qt's offscreen platform with a screen of exactly that size.
+main (WxH-MODE.png): the main window, maximized, plays (the scenario's tour pauses at its first claimed step after
+step 1, with that claim's message; other settings play `--steps` steps), pauses and is grabbed whole.
+sweep (WxH-MODE-sweep-heatmap.png, -sweep-lines.png): Run → Sweep… over the edge-of-chaos setting at its own
+size fitted to the screen, grabbed once a sweep has finished: σ_w × T (2 seeds) as a heatmap with the theory lines,
+and σ_w alone (4 seeds) as the mean with the seeds' band.
 """
 from __future__ import annotations
 
@@ -21,24 +24,30 @@ from gradflow.explorer.offscreen import offscreen_platform
 ROOT = Path(__file__).resolve().parents[1]
 SIZES = ((1280, 720), (1366, 768), (1920, 1080))
 MODES = ("normal", "presentation")
+WINDOWS = ("main", "sweep")
+SWEEP_PRESET, SWEEP_HIDDEN = "compare_edge_of_chaos", 64   # the mean-field setting: every theory line holds
+SWEEPS = (("heatmap", ["sigma_w=0.5:3:11", "seq_len=10:200:6log"], 2),   # (name, grid, seeds), at initialisation
+          ("lines", ["sigma_w=0.5:3:11"], 4))
 
 
-def shoot(out: Path, width: int, height: int, steps: int, preset: str | None) -> list[Path]:
+def shoot(out: Path, width: int, height: int, steps: int, preset: str | None, windows: str) -> None:
     """Run this script's `--child` in a process whose offscreen screen is width × height."""
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, QT_QPA_PLATFORM=offscreen_platform(tmp, width, height), PYTHONPATH=str(ROOT))
-        args = [sys.executable, __file__, "--child", "--out", str(out), "--steps", str(steps), "--tmp", tmp]
+        args = [sys.executable, __file__, "--child", "--out", str(out), "--steps", str(steps), "--tmp", tmp,
+                "--windows", windows]
         if preset:
             args += ["--preset", preset]
-        subprocess.run(args, cwd=ROOT, env=env, check=True, timeout=600)
-    return [out / f"{width}x{height}-{mode}.png" for mode in MODES]
+        subprocess.run(args, cwd=ROOT, env=env, check=True, timeout=1200)
 
 
-def child(out: Path, steps: int, preset: str | None, tmp: Path) -> None:
+def child(out: Path, steps: int, preset: str | None, tmp: Path, windows: list[str]) -> None:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication
 
+    from gradflow.core.presets import load_preset
     from gradflow.explorer.window.main_window import MainWindow
+    from gradflow.explorer.window.sweep_window import SweepWindow
 
     app = QApplication([])
 
@@ -56,15 +65,33 @@ def child(out: Path, steps: int, preset: str | None, tmp: Path) -> None:
         window.showMaximized()
         window.setGeometry(screen)   # offscreen windows have no frame: the whole screen
         wait(60, lambda: window.shown_record is not None)
-        window.play()
-        wait(120, lambda: window.latest is not None and (window.latest.step >= steps or not window.is_playing()))
-        window.pause()
-        wait(1.5)
-        window.draw_frame()
-        wait(0.5)
-        path = out / f"{screen.width()}x{screen.height()}-{mode}.png"
-        window.grab().save(str(path))
-        print(f"{path}: {window.layouts.current.name if window.layouts.current else 'saved layout'}", flush=True)
+        name = f"{screen.width()}x{screen.height()}-{mode}"
+        if "main" in windows:
+            window.play()
+            wait(120, lambda: window.latest is not None and (window.latest.step >= steps or not window.is_playing()))
+            window.pause()
+            wait(1.5)
+            window.draw_frame()
+            wait(0.5)
+            path = out / f"{name}.png"
+            window.grab().save(str(path))
+            print(f"{path}: {window.layouts.current.name if window.layouts.current else 'saved layout'}", flush=True)
+        if "sweep" in windows:
+            base = load_preset(SWEEP_PRESET).config.replace(hidden_size=SWEEP_HIDDEN)
+            for shot, grid, seeds in SWEEPS:
+                sweeping = SweepWindow(base, window)    # the main window's theme and presentation type
+                sweeping.show()
+                for edit, text in zip(sweeping.grid_edits, grid + [""]):
+                    edit.setText(text)
+                sweeping.seeds_spin.setValue(seeds)
+                sweeping.steps_spin.setValue(0)
+                sweeping.start()
+                wait(600, lambda: not sweeping.is_running())
+                wait(0.5)
+                path = out / f"{name}-sweep-{shot}.png"
+                sweeping.grab().save(str(path))
+                print(f"{path}: {sweeping.status_label.text()}", flush=True)
+                sweeping.close()
         window.close()
 
 
@@ -73,15 +100,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "gallery")
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--preset", default=None)
+    parser.add_argument("--windows", default=",".join(WINDOWS), help="which windows to shoot: main, sweep or both")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--tmp", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    windows = args.windows.split(",")
+    if not set(windows) <= set(WINDOWS):
+        parser.error(f"--windows takes {', '.join(WINDOWS)}, got {args.windows}")
     if args.child:
-        child(args.out, args.steps, args.preset, args.tmp)
+        child(args.out, args.steps, args.preset, args.tmp, windows)
         return 0
     for width, height in SIZES:
-        shoot(args.out, width, height, args.steps, args.preset)
+        shoot(args.out, width, height, args.steps, args.preset, args.windows)
     return 0
 
 

@@ -9,7 +9,6 @@ it a note, one a line, for each line that does not hold (with the reason) and fo
 """
 from __future__ import annotations
 
-import html
 import math
 from dataclasses import dataclass
 
@@ -17,9 +16,11 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QPen
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from gradflow.core.meanfield import critical_sigma_w2, mean_field
 from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels.base import themed_palette
 from gradflow.explorer.theme import LIGHT, Theme
 
 METRIC_LABELS = {
@@ -135,10 +136,55 @@ def diagram_axes(plan) -> tuple[str, str | None]:
     return keys[0], keys[1] if len(keys) == 2 else None
 
 
+class SweepFigure(QWidget):
+    """The phase diagram as one widget: a pyqtgraph canvas (title, plot, colour bar, legend) over the notes, as
+    text that wraps to the width there is. A plain widget, as the exporters render it (a QGraphicsView's render()
+    differs). `show_sweep` draws; `plot` and `title` are the latest drawing's."""
+
+    def __init__(self, theme: Theme = LIGHT, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.canvas = pg.GraphicsLayoutWidget()
+        self.notes = QLabel()
+        self.notes.setWordWrap(True)
+        self.notes.hide()
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.canvas, 1)
+        layout.addWidget(self.notes)
+        self.setAutoFillBackground(True)
+        self.plot: pg.PlotItem | None = None
+        self.title = "sweep"
+        self.apply_theme(theme)
+
+    def apply_theme(self, theme: Theme):
+        """Colours and type for the next drawing (the caller draws again)."""
+        self.theme = theme
+        self.setPalette(themed_palette(self.palette(), theme))
+        self.canvas.setBackground(theme.background)
+        self.notes.setFont(plotting.font(theme))
+        margin = int(8 * theme.scale)
+        self.notes.setContentsMargins(margin, 0, margin, margin)
+        self.notes.setStyleSheet(f"color: {theme.muted}; background: {theme.background};")
+
+    def show_sweep(self, frame, plan, metric: str) -> pg.PlotItem:
+        """Draw the phase diagram of `metric` over the sweep's rows so far (draw_diagram); returns its plot."""
+        self.plot, self.title, notes = draw_diagram(self.canvas, frame, plan, metric, self.theme)
+        self.notes.setText("\n".join(notes))
+        self.notes.setVisible(bool(notes))
+        return self.plot
+
+    def clear(self):
+        self.canvas.clear()
+        self.notes.hide()
+        self.plot = None
+
+
 def draw_diagram(widget, frame, plan, metric: str, theme: Theme = LIGHT):
     """Draw the phase diagram of `metric` (a column of the sweep's frame; missing points stay empty) into a
-    cleared pyqtgraph GraphicsLayoutWidget in `theme`'s colours and type. Returns (its plot, the title). The
-    heatmap's cell (i, j) is at plot coordinates (i, j): values[x_key][i], values[y_key][j]."""
+    cleared pyqtgraph GraphicsLayoutWidget in `theme`'s colours and type. Returns (its plot, the title, the notes:
+    each line that does not hold and why, norms that were exactly 0). The heatmap's cell (i, j) is at plot
+    coordinates (i, j): values[x_key][i], values[y_key][j]."""
 
     x_key, y_key = diagram_axes(plan)
     keys = [x_key] if y_key is None else [x_key, y_key]
@@ -156,7 +202,7 @@ def draw_diagram(widget, frame, plan, metric: str, theme: Theme = LIGHT):
     plot.setLabel("bottom", x_key)
     plot.setLabel("left", metric if y_key is None else y_key)
     plotting.style_plot(plot, theme, grid=y_key is None)
-    legend = pg.LegendItem(colCount=2)      # under the plot: it hides no cell; the notes under it, a line each
+    legend = pg.LegendItem(colCount=2, horSpacing=int(10 * theme.scale))      # under the plot: it hides no cell
     widget.addItem(legend, row=2, col=0, colspan=2)
     lines, notes = theory_lines(plan.base, x_key, y_key, values[x_key], values.get(y_key, ()))
     pens = _theory_pens(theme)
@@ -227,27 +273,18 @@ def draw_diagram(widget, frame, plan, metric: str, theme: Theme = LIGHT):
     plotting.style_legend(legend, theme)
     legend.setMaximumWidth(legend.width())       # its natural width, at the left: its columns side by side
     widget.ci.layout.setAlignment(legend, Qt.AlignmentFlag.AlignLeft)
-    if notes:
-        widget.addLabel("<br>".join(html.escape(note) for note in notes), row=3, col=0, colspan=2,
-                        color=theme.muted, size=f"{theme.font_pt}pt", justify="left")
-    return plot, title
+    return plot, title, notes
 
 
 def draw_sweep(path: str, frame, plan, metric: str, size: tuple[int, int] = (900, 620)):
     """Render the phase diagram of `metric` (a column of the sweep's frame) into `path` (.png or .svg), light."""
-    from PySide6.QtWidgets import QVBoxLayout, QWidget
-
     from gradflow.explorer.export.figures import save_figure
     from gradflow.explorer.export.inline import application
     application()
-    widget = pg.GraphicsLayoutWidget()
-    _, title = draw_diagram(widget, frame, plan, metric)
-    figure = QWidget()          # the exporters render a plain widget (a QGraphicsView's render() differs)
-    layout = QVBoxLayout(figure)
-    layout.setContentsMargins(0, 0, 0, 0)
-    layout.addWidget(widget)
+    figure = SweepFigure(LIGHT)
     figure.resize(*size)
     figure.show()
+    figure.show_sweep(frame, plan, metric)
     application().processEvents()
-    save_figure(figure, path, title=title)
+    save_figure(figure, path, title=figure.title)
     figure.close()

@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QThread, QTimer, Signal, Slot
 from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QMainWindow, QMenu,
                                QProgressBar, QPushButton, QSpinBox, QVBoxLayout, QWidget)
@@ -31,7 +30,7 @@ from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QLabel, QLin
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.sweep import FIGURE_METRICS, Plan, Table, duration, execute, parse_grid
 from gradflow.explorer.export.figures import save_figure
-from gradflow.explorer.export.sweep_figure import diagram_axes, draw_diagram
+from gradflow.explorer.export.sweep_figure import SweepFigure, diagram_axes
 from gradflow.explorer.panels import plotting
 from gradflow.explorer.panels.base import themed_palette
 from gradflow.explorer.theme import DEFAULT_THEME, Theme
@@ -41,7 +40,8 @@ from gradflow.explorer.window.style import stylesheet
 
 PREFERRED_SIZE = (1280, 800)   # on a screen with room for it; a smaller screen gets its available area
 REDRAW_MS = 200          # the diagram is redrawn at most this often while rows arrive
-SETTINGS_CHARS = 30      # the settings column's width in characters of its type ("spectral_radius=0.5:1.6:12" whole)
+SETTINGS_TEXT = "Processes  spectral_radius=0.5:1.6:12"   # the settings column is as wide as this in its type
+SETTINGS_PADDING = 24    # px beside that text: the field's frame and the column's margins
 
 
 class SweepThread(QThread):
@@ -83,8 +83,6 @@ class SweepWindow(QMainWindow):
         self._folder = tempfile.TemporaryDirectory(prefix="gradflow-sweep-")
         self._runs = 0
         self._started = 0.0
-        self.plot = None
-        self.title = "sweep"
         self._build()
         self.redraw_timer = QTimer(self)
         self.redraw_timer.setSingleShot(True)
@@ -103,8 +101,8 @@ class SweepWindow(QMainWindow):
         self.settings.setObjectName("sweepSettings")
         column = QVBoxLayout(self.settings)
         column.setContentsMargins(0, 0, 0, 0)
-        self.base_label = QLabel(f"Base: the main window's config ({self.base.model}, {self.base.task}, "
-                                 f"hidden_size {self.base.hidden_size}, seq_len {self.base.seq_len})")
+        self.base_label = QLabel(_describe(self.base))
+        self.base_label.setToolTip("the config every point starts from (from Run → Sweep…: the main window's)")
         self.base_label.setWordWrap(True)
         column.addWidget(self.base_label)
         form = QFormLayout()
@@ -149,13 +147,9 @@ class SweepWindow(QMainWindow):
         column.addStretch(1)
         row.addWidget(self.settings)
 
-        self.canvas = pg.GraphicsLayoutWidget()
-        self.canvas.scene().sigMouseMoved.connect(self._on_mouse_moved)
-        self.canvas.scene().sigMouseClicked.connect(self._on_mouse_clicked)
-        self.figure = QWidget()        # the exporters render a plain widget (a QGraphicsView's render() differs)
-        figure_layout = QVBoxLayout(self.figure)
-        figure_layout.setContentsMargins(0, 0, 0, 0)
-        figure_layout.addWidget(self.canvas)
+        self.figure = SweepFigure(self.theme)
+        self.figure.canvas.scene().sigMouseMoved.connect(self._on_mouse_moved)
+        self.figure.canvas.scene().sigMouseClicked.connect(self._on_mouse_clicked)
         self.cell_label = QLabel("Hover a cell for its numbers over seeds; double-click it to open that point in "
                                  "the main window.")
         self.cell_label.setWordWrap(True)
@@ -174,9 +168,8 @@ class SweepWindow(QMainWindow):
         if self.parent() is None:
             self.setStyleSheet(stylesheet(theme))
         self.setFont(plotting.font(theme))
-        self.settings.setFixedWidth(self.settings.fontMetrics().averageCharWidth() * SETTINGS_CHARS
-                                    + self.settings.fontMetrics().horizontalAdvance("Processes  "))
-        self.canvas.setBackground(theme.background)
+        self.settings.setFixedWidth(self.settings.fontMetrics().horizontalAdvance(SETTINGS_TEXT) + SETTINGS_PADDING)
+        self.figure.apply_theme(theme)
         for label in (self.base_label, self.cell_label):
             label.setStyleSheet(f"color: {theme.muted};")
         self.redraw()
@@ -219,8 +212,7 @@ class SweepWindow(QMainWindow):
         self.progress.setRange(0, len(plan.points))
         self.progress.setValue(0)
         self.status_label.setText(f"0 of {len(plan.points)} points: starting the worker processes …")
-        self.canvas.clear()
-        self.plot = None
+        self.figure.clear()
         self._started = time.monotonic()
         self._show_running(True)
         self.thread.start()
@@ -279,11 +271,16 @@ class SweepWindow(QMainWindow):
     def redraw(self):
         if self.plan is None or not self.rows:
             return
-        self.plot, self.title = draw_diagram(self.canvas, pd.DataFrame(self.rows), self.plan, self.metric, self.theme)
+        self.figure.show_sweep(pd.DataFrame(self.rows), self.plan, self.metric)
 
     @property
     def metric(self) -> str:
         return self.metric_combo.currentText()
+
+    @property
+    def plot(self):
+        """The diagram's plot (None before the first row)."""
+        return self.figure.plot
 
     def cell_at(self, x: float, y: float) -> dict[str, Any] | None:
         """The grid point under plot coordinates (x, y): {key: value}, or None outside the grid."""
@@ -343,7 +340,7 @@ class SweepWindow(QMainWindow):
                 raise ConfigError("no sweep has run yet")
             shutil.copyfile(self.thread.out, path)
         else:
-            save_figure(self.figure, path, title=self.title)
+            save_figure(self.figure, path, title=self.figure.title)
 
     def _ask_export(self, label: str, suffix: str):
         path = ask_save_path(self, QSettings(), f"Export {label}", ((label, suffix),), f"sweep{suffix}")
@@ -361,6 +358,13 @@ class SweepWindow(QMainWindow):
             self.thread.wait()
         self._folder.cleanup()
         super().closeEvent(event)
+
+
+def _describe(base: Config) -> str:
+    """'Base: model rnn, task text, hidden_size 64, seq_len 100', then every other key that differs from the defaults."""
+    shown = {"model": base.model, "task": base.task, "hidden_size": base.hidden_size, "seq_len": base.seq_len}
+    shown |= {k: v for k, v in base.diff().items() if k not in shown}
+    return "Base: " + ", ".join(f"{k} {v}" for k, v in shown.items())
 
 
 def _spin(low: int, high: int, value: int) -> QSpinBox:

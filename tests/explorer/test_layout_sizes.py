@@ -119,6 +119,32 @@ def test_the_comparison_window_fits_a_small_screen(screen, tmp_path):
         assert w >= MIN_PLOT[0] and h >= MIN_PLOT[1], f"{name} {w}×{h}"
 
 
+SWEEP_AREA = (480, 300)   # the sweep window's plot: its data area at least this, the diagram being the window's point
+
+
+@pytest.mark.parametrize("screen", SIZES[:3], ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES[:3]])
+def test_the_sweep_window_fits_the_screen_and_its_diagram_keeps_its_room(screen, tmp_path):
+    """Run → Sweep… with a finished sweep (a heatmap over 2 keys, the seeds' band over 1), in normal and in
+    presentation mode: the window fits the screen's available area, its settings column shows every control whole,
+    the diagram (title, plot, colour bar, legend) lies inside its view, and the plot's data area is at least
+    SWEEP_AREA."""
+    results = _run("sweep", screen, tmp_path)
+    assert [(r["mode"], r["keys"]) for r in results] == [(m, k) for m in ("normal", "presentation") for k in (2, 1)]
+    for r in results:
+        where = f"{screen} {r['mode']}, {r['keys']} key(s): "
+        sx, sy, sw, sh = r["screen"]
+        fx, fy, fw, fh = r["frame"]
+        assert sx <= fx and sy <= fy and fx + fw <= sx + sw and fy + fh <= sy + sh, \
+            where + f"frame {r['frame']} on {r['screen']}"
+        assert r["status"].startswith("Done"), where + r["status"]
+        need, room = r["settings_need"], r["settings"]
+        assert need[0] <= room[0] and need[1] <= room[1], where + f"settings need {need}, have {room}"
+        layout, view = r["diagram"], r["view"]
+        assert layout[0] <= view[0] and layout[1] <= view[1], where + f"diagram {layout} in a view of {view}"
+        w, h = r["plot"]
+        assert w >= SWEEP_AREA[0] and h >= SWEEP_AREA[1], where + f"data area {w}×{h}"
+
+
 def test_a_resized_window_is_laid_out_again(tmp_path):
     """From 1366 to 1920 wide (one screen of 1920×1080): the docks follow; the settings do not keep half."""
     (r,) = _run("resize", (1920, 1080, 1), tmp_path)
@@ -251,6 +277,39 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
                                       "frame": [frame.x(), frame.y(), frame.width(), frame.height()],
                                       "plots": plots}), flush=True)
         window.close()
+        return
+    if mode == "sweep":
+        from gradflow.explorer.window.sweep_window import open_sweep_window
+
+        for presentation in (False, True):
+            window = open_window(tmp / f"sweep_{presentation}.ini", presentation)
+            for grid, seeds in ((["spectral_radius=0.5,1,1.5", "seq_len=10,20"], 1), (["spectral_radius=0.5,1,1.5"], 2)):
+                sweeping = open_sweep_window(window)
+                for edit, text in zip(sweeping.grid_edits, grid + [""]):
+                    edit.setText(text)
+                sweeping.seeds_spin.setValue(seeds)
+                sweeping.steps_spin.setValue(0)
+                sweeping.start()
+                end = time.monotonic() + TIMEOUT_S / 4
+                while sweeping.is_running() and time.monotonic() < end:
+                    app.processEvents()
+                    time.sleep(0.01)
+                app.processEvents()
+                screen, frame = sweeping.screen().availableGeometry(), sweeping.frameGeometry()
+                canvas = sweeping.figure.canvas
+                vb = sweeping.plot.vb.sceneBoundingRect()
+                print("RESULT " + json.dumps({
+                    "mode": "presentation" if presentation else "normal", "keys": len(grid),
+                    "screen": [screen.x(), screen.y(), screen.width(), screen.height()],
+                    "frame": [frame.x(), frame.y(), frame.width(), frame.height()],
+                    "status": sweeping.status_label.text(),
+                    "settings_need": sweeping.settings.minimumSizeHint().toTuple(),
+                    "settings": sweeping.settings.size().toTuple(),
+                    "diagram": [round(canvas.ci.size().width()), round(canvas.ci.size().height())],
+                    "view": canvas.viewport().size().toTuple(),
+                    "plot": [round(vb.width()), round(vb.height())]}), flush=True)
+                sweeping.close()
+            window.close()
         return
     if mode == "companions":
         from gradflow.explorer.window import layout
