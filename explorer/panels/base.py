@@ -159,6 +159,7 @@ class Panel(QWidget):
         self._defer_timer: QTimer | None = None
         self._deferred: tuple[Record, History] | None = None
         self._drawing_deferred = False
+        self._planned_width: int | None = None   # the width the window's layout gives it (plan_width)
 
     def show_record(self, record: Record, history: History) -> None:
         """Draw the newest record; `history` holds the run so far (scalars, profiles, recent records)."""
@@ -371,6 +372,14 @@ class Panel(QWidget):
         self.captions_shown = bool(on)
         self.caption_label.setVisible(self.captions_shown and bool(self.caption_label.text()))
 
+    def plan_width(self, width: int | None) -> None:
+        """The width the window's layout gives this panel (None: the width it has): its minimum height counts its
+        legends re-flowed at that width, so the minimum, and the layout chosen from it, does not depend on the
+        width the panel had in the layout on screen before."""
+        if width != self._planned_width:
+            self._planned_width = width
+            self.fit_minimums()
+
     def fit_minimums(self) -> None:
         """Each view asks for what its plots' minimum data areas, axes, legends and colour bars need (the
         scene's layout does not tell its widget), so docks and window layouts never squash a plot. A legend
@@ -387,7 +396,11 @@ class Panel(QWidget):
             beside = [legend for legend in mine if getattr(legend, "_beside", False)]
             width -= sum(legend.minimumWidth() for legend in beside)
             extra = 0.0
-            flow = max(width, view.width()) if view.isVisible() else width   # the width its entries re-flow in
+            if self._planned_width is not None:   # the width its entries re-flow in
+                margins = self.body.contentsMargins()
+                flow = max(width, self._planned_width - margins.left() - margins.right())
+            else:
+                flow = max(width, view.width()) if view.isVisible() else width
             for legend in mine:
                 entry = _legend_entry_width(legend)
                 rows = math.ceil(len(legend.items) / max(1, int((flow - 16) // entry)))

@@ -97,13 +97,17 @@ def _name(dock: QDockWidget) -> str:
     return dock.objectName().removeprefix("dock_")
 
 
-def minimum_size(arrangement: Arrangement, settings_dock: QDockWidget, docks: dict[str, QDockWidget],
-                 tab_bar: int, tab_widths: dict[str, int] | None = None) -> QSize:
-    """The smallest dock area in which `arrangement` shows every plot at its minimum size (and every tab
-    title whole, with `tab_widths`)."""
-    rows = [[_group_minimum(g, tab_bar, tab_widths) for g in row] for row in _groups(arrangement, docks)]
-    width = max((sum(s.width() for s in row) + SEPARATOR * (len(row) - 1) for row in rows), default=0)
-    height = sum(max(s.height() for s in row) for row in rows) + SEPARATOR * max(len(rows) - 1, 0)
+def minimum_size(arrangement: Arrangement, settings_dock: QDockWidget, docks: dict[str, QDockWidget], room: QSize,
+                 settings_width: int, tab_bar: int, tab_widths: dict[str, int] | None = None) -> QSize:
+    """The smallest dock area in which `arrangement`, laid out for a dock area of size `room`, shows every plot at
+    its minimum size (and every tab title whole, with `tab_widths`). Each panel is measured at the width the
+    arrangement gives it there (`plan_widths`), not at the width it happens to have now: the answer depends on
+    the room and the panels only, never on the layout that was on screen before."""
+    rows = _groups(arrangement, docks)
+    plan_widths(arrangement, rows, room, settings_width, tab_widths)
+    sizes = [[_group_minimum(g, tab_bar, tab_widths) for g in row] for row in rows]
+    width = max((sum(s.width() for s in row) + SEPARATOR * (len(row) - 1) for row in sizes), default=0)
+    height = sum(max(s.height() for s in row) for row in sizes) + SEPARATOR * max(len(sizes) - 1, 0)
     if arrangement.settings:
         width += settings_dock.minimumSizeHint().width() + SEPARATOR
         height = max(height, settings_dock.minimumSizeHint().height())
@@ -111,15 +115,44 @@ def minimum_size(arrangement: Arrangement, settings_dock: QDockWidget, docks: di
 
 
 def choose(candidates: tuple[Arrangement, ...], settings_dock: QDockWidget, docks: dict[str, QDockWidget],
-           room: QSize, tab_bar: int, tab_widths: dict[str, int]) -> Arrangement:
+           room: QSize, settings_width: int, tab_bar: int, tab_widths: dict[str, int]) -> Arrangement:
     """The first candidate whose minimum size with whole tab titles fits in `room`; else the first that fits
     with its titles scrolling; the last (fewest panels) if none does."""
     for widths in (tab_widths, None):
         for arrangement in candidates:
-            need = minimum_size(arrangement, settings_dock, docks, tab_bar, widths)
+            need = minimum_size(arrangement, settings_dock, docks, room, settings_width, tab_bar, widths)
             if need.width() <= room.width() and need.height() <= room.height():
                 return arrangement
     return candidates[-1]
+
+
+def plan_widths(arrangement: Arrangement, rows: list[list[list[QDockWidget]]], room: QSize, settings_width: int,
+                tab_widths: dict[str, int] | None) -> None:
+    """Tell each panel of `rows` the width its group gets in `arrangement` for a dock area of size `room`
+    (Panel.plan_width: its minimum height then counts its legends re-flowed at that width)."""
+    minimums = [[_group_minimum(group, 0, tab_widths).width() for group in row] for row in rows]
+    for row, widths in zip(rows, _group_widths(arrangement, minimums, room, settings_width)):
+        for group, width in zip(row, widths):
+            for dock in group:
+                dock.widget().plan_width(width)
+
+
+def _settings_width(room: QSize, settings_width: int) -> int:
+    return max(settings_width + 8, int(min(400, 0.22 * room.width())))
+
+
+def _group_widths(arrangement: Arrangement, minimums: list[list[int]], room: QSize,
+                  settings_width: int) -> list[list[int]]:
+    """The width of each group, row by row, in a dock area of size `room` (`minimums`: each group's minimum
+    width): the settings take their share, the first group of a row of two the larger part of the rest."""
+    rest = room.width() - (_settings_width(room, settings_width) + SEPARATOR if arrangement.settings else 0)
+    widths = []
+    for row_minimums in minimums:
+        n = len(row_minimums)
+        first = (0.6 if arrangement.settings else 0.55) if n == 2 else 1 / n
+        shares = [first] + [(1 - first) / (n - 1)] * (n - 1) if n > 1 else [1.0]
+        widths.append(_widths(rest - SEPARATOR * (n - 1), shares, row_minimums))
+    return widths
 
 
 def arrange(host: QMainWindow, arrangement: Arrangement, settings_dock: QDockWidget,
@@ -174,27 +207,24 @@ def arrange(host: QMainWindow, arrangement: Arrangement, settings_dock: QDockWid
         host.addDockWidget(right, dock)
         dock.close()
     minimums = [[_group_minimum(group, 0, tab_widths).width() for group in row] for row in rows]
-    _size_docks(host, arrangement, settings_dock, firsts, minimums, room, settings_width)
+    plan_widths(arrangement, rows, room, settings_width, tab_widths)
+    _size_docks(host, arrangement, settings_dock, firsts, _group_widths(arrangement, minimums, room, settings_width),
+                room, settings_width)
 
 
 def _size_docks(host: QMainWindow, arrangement: Arrangement, settings_dock: QDockWidget,
-                firsts: list[list[QDockWidget]], minimums: list[list[int]], room: QSize, settings_width: int):
+                firsts: list[list[QDockWidget]], widths: list[list[int]], room: QSize, settings_width: int):
     w, h = room.width(), room.height()
-    rest = w
     if arrangement.settings:
-        settings_w = max(settings_width + 8, int(min(400, 0.22 * w)))
-        rest = w - settings_w
-        host.resizeDocks([settings_dock, firsts[0][0]], [settings_w, rest], Qt.Orientation.Horizontal)
+        settings_w = _settings_width(room, settings_width)
+        host.resizeDocks([settings_dock, firsts[0][0]], [settings_w, w - settings_w], Qt.Orientation.Horizontal)
     if len(firsts) > 1:   # the top row (gradient through time) gets the larger share
         share = 0.55 if len(firsts[0]) > 1 else 0.5
         host.resizeDocks([firsts[0][0], firsts[1][0]], [int(share * h), int((1 - share) * h)],
                          Qt.Orientation.Vertical)
-    for row, row_minimums in zip(firsts, minimums):
+    for row, row_widths in zip(firsts, widths):
         if len(row) > 1:
-            first = (0.6 if arrangement.settings else 0.55) if len(row) == 2 else 1 / len(row)
-            shares = [first] + [(1 - first) / (len(row) - 1)] * (len(row) - 1)
-            host.resizeDocks(row, _widths(rest - SEPARATOR * (len(row) - 1), shares, row_minimums),
-                             Qt.Orientation.Horizontal)
+            host.resizeDocks(row, row_widths, Qt.Orientation.Horizontal)
 
 
 def _widths(total: int, shares: list[float], minimums: list[int]) -> list[int]:

@@ -4,8 +4,10 @@ overlay, captions and banner, and fitting the window to its screen.
 `WindowLayout(window)` owns all of it. The window hands it its docks and toolbar and calls `restore`/`save`
 with its QSettings; from then on it lays the docks out (explorer.window.layout) when the window is first
 shown, re-lays them out when the window is resized or moves to another screen, fits a saved geometry to the
-current screen, and switches modes. A saved dock layout is used only while it fits; otherwise the default
-arrangement for the room there is is built.
+current screen, and switches modes. The same room and the same panels give the same default arrangement,
+whatever was on screen before; a mode whose layout was a default arrangement is arranged anew when it comes back
+(on F5, on launch), so it follows the screen. Only a layout the user changed (a dock closed, moved, floated or
+tabbed) or a session's is saved and restored, and only while it fits; otherwise the default arrangement is built.
 """
 from __future__ import annotations
 
@@ -21,7 +23,6 @@ from gradflow.explorer.window.layout import Arrangement
 LAYOUT_KEYS = {False: "docks", True: "docks_presentation"}   # QSettings keys of each mode's dock layout
 LAYOUT_VERSION = 4          # bump when the set of docks or the arrangements change: old layouts are ignored
 RELAYOUT_DELAY_MS = 120     # a resize is laid out once it has settled this long
-RESIZE_RELAYOUT = 0.1       # the same arrangement is re-sized when the room changed by more than this share
 FIRST_LAUNCH = (1280, 800, 0.9)   # width, height, or this share of a larger screen
 SCENARIO_CHARS = 34         # the scenario picker's width: "Vanishing gradients in a tanh RNN" whole; longer titles
                             # are cut (the banner under it shows them whole) and the picker stays on the bar
@@ -39,7 +40,9 @@ class WindowLayout(QObject):
         self.host: QMainWindow = window.dock_host
         self.current: Arrangement | None = None   # the default arrangement on screen (None: a restored one)
         self._room = QSize()                       # the dock area it was sized for
-        self._saved: dict[bool, QByteArray | None] = {False: None, True: None}
+        self._arranged: tuple = ()                 # the docks' placement right after it was laid out (_placement)
+        self._chosen: dict[tuple, Arrangement] = {}   # _window_key() -> the arrangement chosen for it (_choice)
+        self._saved: dict[bool, QByteArray | None] = {False: None, True: None}   # mode -> a layout the user made
         self.companion = layout.DEFAULT_COMPANION
         self.captions = True
         self._banner = {False: False, True: True}   # mode -> explanation folded to its title
@@ -161,10 +164,12 @@ class WindowLayout(QObject):
     def save(self, store: QSettings) -> None:
         store.setValue("geometry", self.window.saveGeometry())
         store.setValue("window_size", self.window.size())
-        self._saved[self.presentation] = self.host.saveState(LAYOUT_VERSION)
+        self._keep_layout()
         for mode, key in LAYOUT_KEYS.items():
             if self._saved[mode] is not None:
                 store.setValue(key, self._saved[mode])
+            else:
+                store.remove(key)
         store.setValue("companion", self.companion)
         store.setValue("captions", "true" if self.captions else "false")
         for mode in (False, True):
@@ -225,22 +230,22 @@ class WindowLayout(QObject):
                 if handle is not None:
                     handle.screenChanged.connect(self._on_screen_changed)
                 QTimer.singleShot(0, self, self._on_first_show)
-            elif kind == QEvent.Type.Resize and self._shown_once:
-                self._timer.start()
+            elif kind in (QEvent.Type.Resize, QEvent.Type.Move) and self._shown_once:
+                self._timer.start()   # (a window manager places a window and adds its frame after it is shown)
         return False
 
     def _on_docks_asking(self):
         """The docks' minimum size grew (a panel re-measured its plots and legends once it showed a record):
-        when the default arrangement on screen no longer fits and another one does, it is laid out again once
-        it has settled (never squashed below the minimums). Only on growth, so no back and forth; a layout
+        when the default arrangement on screen no longer fits, another one is chosen once it has settled (never
+        squashed below the minimums). Only on growth, so no back and forth; a layout
         the user made or restored is left as it is."""
         need, last = self.host.minimumSizeHint(), self._need
         self._need = need
         if self.current is None or (need.width() <= last.width() and need.height() <= last.height()):
             return
         room = self.room()
-        if (need.width() > room.width() or need.height() > room.height()) and self._best(room) != self.current:
-            self._timer.start()
+        if need.width() > room.width() or need.height() > room.height():
+            self._timer.start()   # relayout chooses again if they still need more once it has settled
 
     @Slot()
     def _on_first_show(self):
@@ -276,24 +281,53 @@ class WindowLayout(QObject):
         probe.deleteLater()
         return widths
 
-    def _best(self, room: QSize) -> Arrangement:
-        """The arrangement of the current mode for a dock area of size `room` (layout.choose)."""
+    def _window_key(self) -> tuple:
+        """What the layout may follow: the mode, the companion, the window's size and whether it fills the
+        screen (not what the panels show at the moment, nor what was clicked)."""
         w = self.window
-        return layout.choose(self.candidates(), w.settings_dock, w.panel_docks, room, self._tab_bar(), self._tab_widths())
+        return self.presentation, self.presentation and self.companion, w.size().toTuple(), w.isFullScreen()
+
+    def _choice(self, room: QSize) -> Arrangement:
+        """The arrangement of the current mode for a dock area of size `room`: the one chosen before for the same
+        window (_window_key), so the same window gets the same layout whatever happened in between (F5 and back,
+        maximise and restore: the room is measured while the type and the banner still change); else the first
+        that fits (layout.choose). Only panels that no longer fit drop the choice (_forget_choice)."""
+        key = self._window_key()
+        if key not in self._chosen:
+            w = self.window
+            self._chosen[key] = layout.choose(self.candidates(), w.settings_dock, w.panel_docks, room,
+                                              w.settings_panel.minimumSizeHint().width(), self._tab_bar(),
+                                              self._tab_widths())
+        return self._chosen[key]
+
+    def _forget_choice(self) -> None:
+        self._chosen.pop(self._window_key(), None)
 
     def arrange_default(self) -> Arrangement:
         """The arrangement of the current mode with the most panels that fits (explorer.window.layout)."""
         w = self.window
         room = self.room()
-        chosen = self._best(room)
+        chosen = self._choice(room)
         layout.arrange(self.host, chosen, w.settings_dock, w.panel_docks, room,
                        w.settings_panel.minimumSizeHint().width(), self._tab_widths())
-        self.current, self._room = chosen, QSize(room)
+        self.current, self._room, self._arranged = chosen, QSize(room), self._placement()
         overlay = getattr(w, "overlay", None)
         if overlay is not None and not overlay.isHidden():
             overlay.raise_()
         self.fit_to_screen()
         return chosen
+
+    def _placement(self) -> tuple:
+        """Where each dock is: closed, floating, its area and the docks tabbed with it (not sizes, not the tab in
+        front)."""
+        docks = (self.window.settings_dock, *self.window.panel_docks.values())
+        return tuple((d.objectName(), d.isHidden(), d.isFloating(), self.host.dockWidgetArea(d).value,
+                      tuple(sorted(t.objectName() for t in self.host.tabifiedDockWidgets(d)))) for d in docks)
+
+    def _keep_layout(self) -> None:
+        """Remember the current mode's layout if the user made it (a default arrangement is made anew)."""
+        made = self.current is None or self._placement() != self._arranged
+        self._saved[self.presentation] = self.host.saveState(LAYOUT_VERSION) if made else None
 
     def _fits(self) -> bool:
         """The dock layout on screen needs no more room than there is."""
@@ -311,7 +345,8 @@ class WindowLayout(QObject):
     @Slot()
     def relayout(self):
         """After a resize or a move to another screen: the arrangement that fits now (a saved or hand-made
-        layout stays while it fits; the default arrangement is re-sized when the room changed a lot)."""
+        layout stays while it fits; the default arrangement is laid out again for the new room, so a window back at
+        its size has the docks it had there)."""
         if not self._shown_once:
             return
         self.fit_to_screen()
@@ -320,10 +355,9 @@ class WindowLayout(QObject):
             if not (self._fits() and self._titles_whole()):
                 self.arrange_default()
             return
-        best = self._best(room)
-        changed = (abs(room.width() - self._room.width()) > RESIZE_RELAYOUT * max(self._room.width(), 1)
-                   or abs(room.height() - self._room.height()) > RESIZE_RELAYOUT * max(self._room.height(), 1))
-        if best != self.current or changed or not self._fits():
+        if not self._fits():   # the panels need more room than the arrangement has here: choose again
+            self._forget_choice()
+        if self._choice(room) != self.current or room != self._room or not self._fits():
             self.arrange_default()
 
     def _restore_saved(self) -> bool:
@@ -342,6 +376,7 @@ class WindowLayout(QObject):
         self.window.banner_action.setChecked(True)
         self.window.banner.set_collapsed(False)
         self.captions_action.setChecked(True)
+        self._forget_choice()
         self.arrange_default()
 
     # -- modes ---------------------------------------------------------------------------------------------
@@ -350,7 +385,7 @@ class WindowLayout(QObject):
         """Presentation mode: large type; gradient through time and a companion, settings hidden. Each mode
         keeps its own layout."""
         if self._shown_once:
-            self._saved[self.presentation] = self.host.saveState(LAYOUT_VERSION)
+            self._keep_layout()
         self._banner[self.presentation] = self.window.banner.collapsed
         self.window.set_theme(self.window.theme.name, on)
         self.window.banner.set_collapsed(self._banner[on])
@@ -414,10 +449,27 @@ def _banner_key(presentation: bool) -> str:
     return f"banner_collapsed/{'presentation' if presentation else 'normal'}"
 
 
+class _KeepOnScreen(QObject):
+    """Fits its window to its screen again after the window is moved or resized: a window manager places a
+    window and adds its frame only once it is shown, so a fit before that does not count the frame."""
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() in (QEvent.Type.Move, QEvent.Type.Resize) and watched.isVisible():
+            QTimer.singleShot(0, self, self._fit)
+        return False
+
+    @Slot()
+    def _fit(self):
+        fit_to_screen(self.parent())
+
+
 def fit_to_screen(w: QWidget) -> None:
     """A window (frame included) inside its screen's available area (a full-screen window: inside the
-    screen): shrunk, then moved. A maximised or full-screen window that grew past it (its minimum size
-    grew while the type changed) gets the screen's area back."""
+    screen): shrunk, then moved; and again whenever it is moved or resized (_KeepOnScreen). A maximised or
+    full-screen window that grew past it (its minimum size grew while the type changed) gets the screen's
+    area back."""
+    if w.findChild(_KeepOnScreen, options=Qt.FindChildOption.FindDirectChildrenOnly) is None:
+        w.installEventFilter(_KeepOnScreen(w))
     screen = w.screen()
     if screen is None:
         return

@@ -1,0 +1,136 @@
+"""The app on real X screens with a window manager (Xvfb + openbox, explorer.xscreen), as a lecturer meets it at
+1280×720, 1366×768 and 1920×1080: the window manager decorates, places and maximises the window, keys arrive through
+the X server (xdotool), the frame is measured from outside (xwininfo, _NET_FRAME_EXTENTS).
+
+- The window, frame included, stays on the screen on launch, maximise and restore, F11 and back; its timeline and
+  status bar stay on it.
+- Presentation mode (F5): every companion (keys 1-8) beside the gradient plot, the window on the screen.
+- Layouts change only when the user or the screen asks: the same window on the same screen gets the same layout after
+  F5 and back, maximise and restore, F11 and back, and a click on the timeline while paused.
+- The comparison and sweep windows fit the screen.
+
+One app per screen size (a module fixture) runs the tests of that size in order; each leaves the window as it found it.
+Skipped where Xvfb, openbox, xdotool, x11-utils, ImageMagick or Qt's xcb libraries are missing (as on CI).
+"""
+from __future__ import annotations
+
+import pytest
+
+from gradflow.explorer import xscreen
+from gradflow.explorer.window.layout import COMPANIONS, GT
+
+pytestmark = pytest.mark.skipif(xscreen.missing() is not None, reason=f"real X screen: {xscreen.missing()}")
+
+SIZES = [(1280, 720), (1366, 768), (1920, 1080)]
+TOLERANCE = 4   # px a dock may move between two layouts of the same window (Qt's splitters round)
+
+
+@pytest.fixture(scope="module", params=SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+def on_screen(request, tmp_path_factory):
+    """(screen, app): the app on the default scenario, its first step drawn, on a real screen of that size."""
+    width, height = request.param
+    with xscreen.XScreen(width, height, tmp_path_factory.mktemp(f"x{width}x{height}")) as screen, \
+            screen.launch(GRADFLOW_ENGINE="thread") as app:
+        app.wait_for(lambda s: s["main"]["step"] >= 1)
+        yield screen, app
+
+
+def _inside(rect, area) -> bool:
+    x, y, w, h = rect
+    ax, ay, aw, ah = area
+    return ax <= x and ay <= y and x + w <= ax + aw and y + h <= ay + ah
+
+
+def _assert_on_screen(state: dict, title: str = "Gradient Flow Explorer"):
+    screen = state["screen"]
+    frame = state["x_frames"][title]
+    area = screen if title.startswith("Gradient") and state["main"]["fullscreen"] else state["available"]
+    assert _inside(frame, area), f"{title}: frame {frame} (with the window manager's) on {area}"
+    if title.startswith("Gradient"):
+        for bar in ("timeline", "status_bar"):
+            rect = state["main"][bar]
+            assert rect[3] > 0 and _inside(rect, area), f"{bar} at {rect} on {area}"
+
+
+def _layout(state: dict) -> dict:
+    """The dock layout a user sees: arrangement, tab groups, settings docked or not, where each dock in front is."""
+    main = state["main"]
+    return {"arrangement": main["arrangement"], "groups": main["groups"], "settings": main["settings"] is not None,
+            "docks": main["docks"]}
+
+
+def _assert_same_layout(after: dict, before: dict, what: str):
+    a, b = _layout(after), _layout(before)
+    assert {k: v for k, v in a.items() if k != "docks"} == {k: v for k, v in b.items() if k != "docks"}, \
+        f"after {what}: {a}, before: {b}"
+    for name, rect in b["docks"].items():
+        assert all(abs(p - q) <= TOLERANCE for p, q in zip(a["docks"][name], rect)), \
+            f"after {what}: {name} at {a['docks'][name]}, before at {rect}"
+
+
+def test_the_window_stays_on_the_screen_and_keeps_its_layout_through_maximise_and_full_screen(on_screen):
+    screen, app = on_screen
+    window = app.main_window()
+    launched = app.settle()
+    _assert_on_screen(launched)
+    assert launched["main"]["docks"], "no panel on screen"
+    for keys, what, states in ((xscreen.MAXIMIZE_KEY, "maximised", {"maximized_vert", "maximized_horz"}),
+                               ("F11", "full screen", {"fullscreen"})):
+        screen.key(window, keys)
+        state = app.settle()
+        assert states <= screen.states(window), f"{what}: the window manager's states {screen.states(window)}"
+        if keys == "F11":
+            assert state["x_frames"]["Gradient Flow Explorer"] == state["screen"], what
+        _assert_on_screen(state)
+        screen.key(window, keys)
+        back = app.settle()
+        _assert_on_screen(back)
+        assert back["x_frames"] == launched["x_frames"], f"back from {what}"
+        _assert_same_layout(back, launched, f"{what} and back")
+
+
+def test_presentation_puts_every_companion_beside_the_gradient_and_comes_back_to_the_same_layout(on_screen):
+    screen, app = on_screen
+    window = app.main_window()
+    before = app.settle()
+    screen.key(window, "F5")
+    for key, companion in enumerate(COMPANIONS, start=1):
+        screen.key(window, str(key))
+        state = app.settle()
+        main = state["main"]
+        where = f"presentation, key {key} ({companion}): "
+        assert main["presentation"] and main["companion"] == companion, where + str(main)
+        assert main["groups"] == sorted([[GT], [companion]]), where + f"tab groups {main['groups']}"
+        gradient, beside = main["docks"][GT], main["docks"][companion]
+        assert gradient[0] + gradient[2] <= beside[0] and abs(gradient[1] - beside[1]) <= TOLERANCE, \
+            where + f"gradient at {gradient}, {companion} at {beside}"
+        _assert_on_screen(state)
+    screen.key(window, "1", "F5")   # the companion it had, then back to normal mode
+    _assert_same_layout(app.settle(), before, "F5 and back")
+
+
+def test_a_click_on_the_timeline_while_paused_keeps_the_layout(on_screen):
+    screen, app = on_screen
+    window = app.main_window()
+    for step in range(2, 5):   # three more steps, fully recorded, paused
+        app.ask("call step")
+        app.wait_for(lambda s: s["main"]["step"] >= step)
+    before = app.settle()
+    x, y, w, h = before["main"]["slider"]
+    screen.click(x + 6, y + h // 2)                 # the oldest step kept
+    after = app.wait_for(lambda s: s["main"]["scrubbed"])
+    after = app.settle()
+    _assert_same_layout(after, before, "a click on the timeline")
+    app.ask("call go_live")
+
+
+def test_the_comparison_and_sweep_windows_fit_the_screen(on_screen):
+    screen, app = on_screen
+    app.ask("compare compare_rho")
+    app.window("Compare")
+    app.ask("trigger sweep_action")
+    app.window("Sweep")
+    state = app.settle()
+    for title in state["x_frames"]:
+        _assert_on_screen(state, title)
+    assert any(t.startswith("Compare") for t in state["x_frames"]) and any(t.startswith("Sweep") for t in state["x_frames"])
