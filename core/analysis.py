@@ -103,22 +103,32 @@ def jacobians_through_time(model, inputs: torch.Tensor, state0=None, activation:
 def jacobian_profile_of(J: torch.Tensor, bound: np.ndarray | None, state: str) -> JacobianProfile:
     """The profile of step Jacobians J (T, S, S), J[t−1] = ∂s_t/∂s_{t−1} for t = 1..T."""
     T = J.shape[0]
-    step_sigma = torch.linalg.matrix_norm(J, ord=2)  # (T,)
     log10_product = np.zeros(T)
+    # ∂s_T/∂s_t = J_T ⋯ J_{t+1} (index t here is 0-based step t+1), kept divided by its largest |entry|
+    # (10^log_scale) so it never over- or underflows; the 2-norms of all of them come from one batched call at the end
     product, log_scale = torch.eye(J.shape[1], dtype=J.dtype, device=J.device), 0.0
-    for t in range(T - 1, 0, -1):  # ∂s_T/∂s_t = J_T ⋯ J_{t+1}; index t here is 0-based step t+1
+    products, log_scales = [], []     # the scaled products for t = T−1 .. 1, then the full one (s_T/s_0)
+    lyapunov = None                   # ±inf once a product is 0 or overflows
+    for t in range(T - 1, 0, -1):
         product = product @ J[t]
-        scale = torch.linalg.matrix_norm(product, ord=2).item()
+        scale = product.abs().amax().item()
         if scale == 0.0 or not math.isfinite(scale):
-            log10_product[:t] = -math.inf if scale == 0.0 else math.inf
+            log10_product[:t] = lyapunov = -math.inf if scale == 0.0 else math.inf
             break
-        product /= scale
+        product = product / scale
         log_scale += math.log10(scale)
-        log10_product[t - 1] = log_scale
-    full = (product @ J[0]) if T > 0 else product
-    full_norm = torch.linalg.matrix_norm(full, ord=2).item()
-    lyapunov = (log_scale + math.log10(full_norm)) * math.log(10) / T if full_norm > 0 else -math.inf
-    return JacobianProfile(step_sigma.cpu().numpy(), log10_product, bound, lyapunov, state)
+        products.append(product)
+        log_scales.append(log_scale)
+    if lyapunov is None:
+        products.append(product @ J[0])
+    norms = torch.linalg.matrix_norm(torch.cat([J, torch.stack(products)]), ord=2).cpu().numpy() if products \
+        else torch.linalg.matrix_norm(J, ord=2).cpu().numpy()
+    step_sigma, product_norms = norms[:T], norms[T:T + len(log_scales)]      # (T,), one per scaled product
+    log10_product[T - 1 - len(log_scales):T - 1] = (np.asarray(log_scales) + np.log10(product_norms))[::-1]
+    if lyapunov is None:
+        full_norm = float(norms[-1])
+        lyapunov = (log_scale + math.log10(full_norm)) * math.log(10) / T if full_norm > 0 else -math.inf
+    return JacobianProfile(step_sigma, log10_product, bound, lyapunov, state)
 
 
 # -- why a gradient is exactly zero ------------------------------------------------------------------
