@@ -65,17 +65,17 @@ class SweepThread(QThread):
 
 
 class SweepWindow(QMainWindow):
-    """The sweep's fields, Start / Stop, progress and ETA, the live diagram and its exports. `theme`: default the
-    parent's (the main window's), followed when the parent changes it."""
+    """The sweep's fields, Start / Stop, progress and ETA, the live diagram and its exports; in the parent's theme
+    (the main window's, followed when it changes), without a parent the default one."""
 
     point_chosen = Signal(object)      # a double-clicked point's Config (seed 0)
 
-    def __init__(self, base: Config, parent: QWidget | None = None, theme: Theme | None = None):
+    def __init__(self, base: Config, parent: QWidget | None = None):
         super().__init__(parent)
         self.base = base
         self.setWindowTitle("Sweep")
         self.setObjectName("SweepWindow")
-        self.theme: Theme = theme or getattr(parent, "theme", None) or DEFAULT_THEME
+        self.theme: Theme = getattr(parent, "theme", None) or DEFAULT_THEME
         self.plan: Plan | None = None
         self.rows: list[dict[str, Any]] = []
         self.thread: SweepThread | None = None
