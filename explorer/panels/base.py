@@ -387,7 +387,7 @@ class Panel(QWidget):
         rows as then needed (it re-flows into more columns, or beside the plots, when there is room)."""
         for legend in self._legends:
             if legend.items:
-                legend.setMinimumWidth(_legend_entry_width(legend))
+                legend.setMinimumWidth(plotting.legend_entry_width(legend))
         for view in self._graphics:
             layout = view.ci
             mine = [legend for legend in self._legends if legend in layout.items and legend.items]
@@ -402,7 +402,7 @@ class Panel(QWidget):
             else:
                 flow = max(width, view.width()) if view.isVisible() else width
             for legend in mine:
-                entry = _legend_entry_width(legend)
+                entry = plotting.legend_entry_width(legend)
                 rows = math.ceil(len(legend.items) / max(1, int((flow - 16) // entry)))
                 below = rows * max(label.itemRect().height() for _, label in legend.items) + 4
                 if legend in beside:
@@ -480,8 +480,3 @@ def empty_corner(legend: pg.LegendItem, plot: pg.PlotItem, current: tuple[int, i
     counts = {corner: covered(corner) for corner in CORNERS}
     best = min(CORNERS, key=counts.__getitem__)
     return current if current is not None and counts[current] <= counts[best] else best
-
-
-def _legend_entry_width(legend: pg.LegendItem) -> float:
-    """The width of the legend's widest entry (sample and label), as plotting.fit_legend counts it."""
-    return max(label.itemRect().width() for _, label in legend.items) + 20 + 14

@@ -11,6 +11,9 @@ from gradflow.explorer.panels import plotting
 from gradflow.explorer.panels.base import Panel
 from gradflow.explorer.theme import Theme
 
+RHO_TEXT = "ρ<sup>T−t</sup> (ρ = {:.3f})"                                      # the theory lines' legend entries
+SIGMA_TEXT = "σ<sub>max</sub><sup>T−t</sup> (σ<sub>max</sub> = {:.3f})"
+
 
 class GradientTimePanel(Panel):
     title = "Gradient through time"
@@ -144,8 +147,8 @@ class GradientTimePanel(Panel):
         self.cell_curves[r].setPen(plotting.pen(c, theme.pen_width, plotting.DASH))
 
     def _update_legend(self, record: Record, R: int, has_cell: bool, has_zero: bool, has_inf: bool):
-        rho_text = f"ρ<sup>T−t</sup> (ρ = {record.spectral_radius:.3f})"
-        sigma_text = f"σ<sub>max</sub><sup>T−t</sup> (σ<sub>max</sub> = {record.sigma_max:.3f})"
+        rho_text = RHO_TEXT.format(record.spectral_radius)
+        sigma_text = SIGMA_TEXT.format(record.sigma_max)
         labels = tuple(record.row_labels[:R])
         has_linear = record.linear_prediction is not None
         key = (labels, has_cell, has_zero, has_inf, bool(self.trail_curves[-1].isVisible()), has_linear)
@@ -161,6 +164,8 @@ class GradientTimePanel(Panel):
                 self.legend.addItem(self.trail_curves[-1], f"previous {plotting.TRAIL} steps")
             self.legend.addItem(self.rho_line, rho_text)        # with their numbers: the columns fit them
             self.legend.addItem(self.sigma_line, sigma_text)
+            plotting.reserve_legend_text(self.legend, self.rho_line, RHO_TEXT.format(88.888))
+            plotting.reserve_legend_text(self.legend, self.sigma_line, SIGMA_TEXT.format(88.888))
             if has_linear:
                 self.legend.addItem(self.linear_line, "exact linear ‖(W<sub>hh</sub><sup>T</sup>)<sup>T−t</sup> "
                                                       "∂L/∂h<sub>T</sub>‖")

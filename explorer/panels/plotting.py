@@ -312,9 +312,36 @@ def new_legend(columns: int = 3) -> pg.LegendItem:
 
 def legend_width(legend: pg.LegendItem, columns: int = 1) -> float:
     """Pixel width the legend needs in `columns` columns (0 when empty)."""
-    if not legend.items:
+    return columns * legend_entry_width(legend) if legend.items else 0.0
+
+
+LEGEND_SAMPLE = 20 + 14   # px beside each entry's text: its sample and the gap
+
+
+def reserve_legend_text(legend: pg.LegendItem, item, widest: str) -> None:
+    """`widest`: the longest text `item`'s legend entry shows (its numbers at their longest). The legend's columns,
+    and the minimum size of the panel it is in, count that text, so neither changes as the numbers do, nor when a
+    panel behind a tab first draws its numbers (the same panels and the same room give the same layout)."""
+    legend.getLabel(item).widest = widest
+
+
+def legend_entry_width(legend: pg.LegendItem) -> float:
+    """The width of the legend's widest entry (sample, gap and text), each text at least its reserved widest
+    (reserve_legend_text)."""
+    return max(max(label.itemRect().width(), _reserved_width(label)) for _, label in legend.items) + LEGEND_SAMPLE
+
+
+def _reserved_width(label: pg.LabelItem) -> float:
+    widest = getattr(label, "widest", None)
+    if widest is None:
         return 0.0
-    return columns * (max(label.itemRect().width() for _, label in legend.items) + 20 + 14)
+    size = label.opts.get("size")
+    key = (widest, size, label.item.font().key())
+    if getattr(label, "_reserved", (None, 0.0))[0] != key:
+        doc = label.item.document().clone()   # the label's font and margins; its text as LabelItem styles it
+        doc.setHtml(f"<span style='font-size: {size}'>{widest}</span>" if size else widest)
+        label._reserved = (key, doc.size().width())
+    return label._reserved[1]
 
 
 def fit_legend(legend: pg.LegendItem, width: float):
@@ -323,7 +350,7 @@ def fit_legend(legend: pg.LegendItem, width: float):
     items = list(legend.items)
     if not items:
         return
-    widest = max(label.itemRect().width() for _, label in items) + 20 + 14   # sample + spacing
+    widest = legend_entry_width(legend)
     columns = max(1, min(len(items), getattr(legend, "max_columns", None) or len(items),
                          int(max(width - 16, 1) // widest)))
     key = (columns, len(items), tuple(id(label) for _, label in items))

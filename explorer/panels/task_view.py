@@ -126,8 +126,10 @@ class TaskViewPanel(Panel):
                                          labelOpts={"position": 0.96, "anchors": [(1, 0), (1, 0)]})
         self.sine_plot.addItem(self.train_end)
         self.sine_legend.addItem(self.data_curve, "data x<sub>t</sub>")
+        plotting.reserve_legend_text(self.sine_legend, self.data_curve, "data x<sub>t</sub> (MSE on t > 88888)")
         for k, curve in self.sine_curves.items():
             self.sine_legend.addItem(curve, f"{k}-step")
+            plotting.reserve_legend_text(self.sine_legend, curve, f"{k}-step: MSE 888.888")   # as _draw_sine writes
 
     def _build_text(self):
         self.text_page, layout = self._page()

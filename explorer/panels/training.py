@@ -65,6 +65,10 @@ class TrainingPanel(Panel):
                            (self.norm_curve, "‖g‖ before clip"), (self.clipped_curve, "‖g‖ after clip"),
                            (self.clipped_markers, "clipped")):
             self.legend.addItem(item, name)
+        for item, widest in ((self.loss_curve, "perplexity 8.88e+08 (step 888888)"),
+                             (self.baseline_sample, "baseline 8.88e-08"), (self.clipped_curve, "‖g‖ after (no clip)"),
+                             (self.clipped_markers, "clipped 888888/888888 steps")):   # what _draw writes there
+            plotting.reserve_legend_text(self.legend, item, widest)
 
         self.loss_range = plotting.StickyRange((-1.0, 0.0), step=0.5, margin=0.02, shrink_below=0.3, min_span=1.0)
         self.norm_range = plotting.StickyRange((-2.0, 1.0), step=0.5, margin=0.02, shrink_below=0.3, min_span=1.0)

@@ -219,7 +219,8 @@ class MainWindow(QMainWindow):
         self.drawer.dirty = True
 
     def set_fullscreen(self, on: bool):
-        self.showFullScreen() if on else self.showNormal()
+        state = self.windowState()   # back from full screen as it was before (maximised or not)
+        self.setWindowState(state | Qt.WindowState.WindowFullScreen if on else state & ~Qt.WindowState.WindowFullScreen)
 
     @Slot()
     def _on_banner_closed(self):

@@ -24,6 +24,8 @@ LAYOUT_KEYS = {False: "docks", True: "docks_presentation"}   # QSettings keys of
 LAYOUT_VERSION = 4          # bump when the set of docks or the arrangements change: old layouts are ignored
 RELAYOUT_DELAY_MS = 120     # a resize is laid out once it has settled this long
 FIRST_LAUNCH = (1280, 800, 0.9)   # width, height, or this share of a larger screen
+FILL_SCREENS_UP_TO = (1920, 1200)   # the first launch on a screen up to this size is maximised: a laptop or projector
+                                    # has no room to spare (at 1920x1080, 90% of it showed two panels, all of it four)
 SCENARIO_CHARS = 34         # the scenario picker's width: "Vanishing gradients in a tanh RNN" whole; longer titles
                             # are cut (the banner under it shows them whole) and the picker stays on the bar
 PRESENTATION_SCENARIO_CHARS = 16   # in large type: room for Next and the companion picker beside it at 1280 px
@@ -186,7 +188,8 @@ class WindowLayout(QObject):
         self._banner[self.presentation] = collapsed
 
     def restore_geometry(self, geometry: QByteArray | None) -> None:
-        """A saved geometry (fitted to the current screen), else the first-launch size."""
+        """A saved geometry (fitted to the current screen), else the first-launch size (maximised on a screen up to
+        FILL_SCREENS_UP_TO)."""
         w = self.window
         if geometry is not None:
             w.restoreGeometry(geometry)
@@ -196,7 +199,9 @@ class WindowLayout(QObject):
             if screen.width() > 0:
                 width = max(width, int(share * screen.width()))
                 height = max(height, int(share * screen.height()))
-            w.resize(width, height)
+            w.resize(width, height)   # its size once restored
+            if 0 < screen.width() <= FILL_SCREENS_UP_TO[0] and 0 < screen.height() <= FILL_SCREENS_UP_TO[1]:
+                w.setWindowState(w.windowState() | Qt.WindowState.WindowMaximized)   # (shown maximised)
         self.fit_to_screen()
 
     def restore_state(self, state: QByteArray) -> None:
@@ -450,12 +455,21 @@ def _banner_key(presentation: bool) -> str:
 
 
 class _KeepOnScreen(QObject):
-    """Fits its window to its screen again after the window is moved or resized: a window manager places a
-    window and adds its frame only once it is shown, so a fit before that does not count the frame."""
+    """Fits its window to its screen again once it has been moved, resized or (un)maximised and the window manager
+    is done: a window manager places a window and adds its frame only once it is shown, and tells its state, its
+    size and its frame's extents in separate events (a fit between them would measure a stale frame)."""
+
+    def __init__(self, window: QWidget):
+        super().__init__(window)
+        self._timer = QTimer(self)
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(RELAYOUT_DELAY_MS)
+        self._timer.timeout.connect(self._fit)
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if event.type() in (QEvent.Type.Move, QEvent.Type.Resize) and watched.isVisible():
-            QTimer.singleShot(0, self, self._fit)
+        if event.type() in (QEvent.Type.Move, QEvent.Type.Resize, QEvent.Type.WindowStateChange) \
+                and watched.isVisible():
+            self._timer.start()
         return False
 
     @Slot()
@@ -477,7 +491,9 @@ def fit_to_screen(w: QWidget) -> None:
     frame = w.frameGeometry()
     extra_w, extra_h = frame.width() - w.width(), frame.height() - w.height()
     if w.isFullScreen() or w.isMaximized():
-        if frame.width() > room.width() or frame.height() > room.height():
+        # the window manager sized it: only a window past the area is fitted (its client rectangle, not the frame:
+        # Qt learns the frame's new extents after the state, and a fit on stale ones would un-maximise it)
+        if not room.contains(w.geometry()):
             left, top = w.x() - frame.x(), w.y() - frame.y()
             w.setGeometry(room.x() + left, room.y() + top, room.width() - extra_w, room.height() - extra_h)
         return

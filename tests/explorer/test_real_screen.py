@@ -2,11 +2,13 @@
 1280×720, 1366×768 and 1920×1080: the window manager decorates, places and maximises the window, keys arrive through
 the X server (xdotool), the frame is measured from outside (xwininfo, _NET_FRAME_EXTENTS).
 
-- The window, frame included, stays on the screen on launch, maximise and restore, F11 and back; its timeline and
+- The first launch fills the screen (maximised): settings beside the panels from 768 px up, four panels or more at
+  1920x1080.
+- The window, frame included, stays on the screen on launch, restore and maximise, F11 and back; its timeline and
   status bar stay on it.
 - Presentation mode (F5): every companion (keys 1-8) beside the gradient plot, the window on the screen.
 - Layouts change only when the user or the screen asks: the same window on the same screen gets the same layout after
-  F5 and back, maximise and restore, F11 and back, and a click on the timeline while paused.
+  F5 and back, restore and maximise, F11 and back, and a click on the timeline while paused.
 - The comparison and sweep windows fit the screen.
 
 One app per screen size (a module fixture) runs the tests of that size in order; each leaves the window as it found it.
@@ -68,23 +70,42 @@ def _assert_same_layout(after: dict, before: dict, what: str):
             f"after {what}: {name} at {a['docks'][name]}, before at {rect}"
 
 
-def test_the_window_stays_on_the_screen_and_keeps_its_layout_through_maximise_and_full_screen(on_screen):
+MAXIMISED = {"maximized_vert", "maximized_horz"}
+
+
+def test_the_first_launch_fills_the_screen_with_settings_beside_the_panels_where_they_fit(on_screen):
+    screen, app = on_screen
+    launched = app.settle()
+    assert launched["main"]["maximized"] and MAXIMISED <= screen.states(app.main_window()), \
+        f"launched {launched['x_frames']}, the window manager's states {screen.states(app.main_window())}"
+    assert launched["x_frames"]["Gradient Flow Explorer"] == launched["available"]
+    _assert_on_screen(launched)
+    width, height = launched["screen"][2:]
+    if height >= 768:   # at 720 px the panels' plots leave no room for settings beside them (F2 shows them over)
+        assert launched["main"]["settings"] is not None and launched["main"]["arrangement"] != "bare", launched["main"]
+    if width >= 1920:   # a large screen shows more than two panels
+        assert len(launched["main"]["docks"]) >= 4, launched["main"]["groups"]
+
+
+def test_the_window_stays_on_the_screen_and_keeps_its_layout_through_restore_and_full_screen(on_screen):
     screen, app = on_screen
     window = app.main_window()
     launched = app.settle()
     _assert_on_screen(launched)
     assert launched["main"]["docks"], "no panel on screen"
-    for keys, what, states in ((xscreen.MAXIMIZE_KEY, "maximised", {"maximized_vert", "maximized_horz"}),
-                               ("F11", "full screen", {"fullscreen"})):
+    for keys, what, toggled in ((xscreen.MAXIMIZE_KEY, "restored", lambda s: not s & MAXIMISED),
+                                ("F11", "full screen", lambda s: "fullscreen" in s)):
         screen.key(window, keys)
         state = app.settle()
-        assert states <= screen.states(window), f"{what}: the window manager's states {screen.states(window)}"
+        assert toggled(screen.states(window)), f"{what}: the window manager's states {screen.states(window)}"
         if keys == "F11":
             assert state["x_frames"]["Gradient Flow Explorer"] == state["screen"], what
         _assert_on_screen(state)
         screen.key(window, keys)
         back = app.settle()
         _assert_on_screen(back)
+        states = screen.states(window)
+        assert MAXIMISED <= states and "fullscreen" not in states, f"back from {what}: {states}"
         assert back["x_frames"] == launched["x_frames"], f"back from {what}"
         _assert_same_layout(back, launched, f"{what} and back")
 
