@@ -44,7 +44,7 @@ LEGEND_ROOM = 1.3                         # a narrow panel shows its legend (und
                                           # than it needs: far from the edge, so showing it never tips the layout
 READOUT_SIDE = 0.36                       # share of a wide panel's width for the readout and legend column
 EDIT_HINT = "Drag an eigenvalue to move it (a complex pair moves together); it applies at the next step."
-ESTIMATE_NOTE = (f"ρ and σ_max only at this step (Krylov, relative residual ≤ {RITZ_TOL:g}): a matrix over "
+ESTIMATE_NOTE = (f"ρ and σ_max only at this step (Krylov, relative residual ≤ 1e{math.log10(RITZ_TOL):.0f}): a matrix over "
                  f"{FULL_SPECTRUM_MAX_SIZE} rows gets its eigenvalues on the steps drawn in detail")
 def conjugate_partner(eigenvalues: np.ndarray, index: int) -> int | None:
     """The index of λ_index's complex-conjugate partner, or None for a real eigenvalue."""
