@@ -2,7 +2,8 @@
 
 Question: what does recording everything cost? For each cell (RNN, GRU, LSTM; the diagonal
 cells minGRU, minLSTM, LRU), size (h=64, T=100, B=32 and h=128, T=200, B=32; the diagonal cells
-at h=64, B=32 and T = 100, 200, 400, to show how the cost grows with T) and loss (a character language
+at h=64, B=32 and T = 100, 200, 400, to show how the cost grows with T; --sizes for others, e.g. the
+large cells 256x100,1024x100) and loss (a character language
 model: cross-entropy at every step over the built-in text's ~28-symbol vocabulary;
 the adding problem: MSE at the last step) this times, side by side:
 
@@ -13,8 +14,9 @@ the adding problem: MSE at the last step) this times, side by side:
                 the recurrence h_t = a_t ⊙ h_{t−1} + b_t as a Python loop under autograd
 - instrumented: Trainer.step(detail=False): the same update plus every recorded
                 number: ‖∂L/∂h_t‖ for every t and row (and ‖∂L/∂c_t‖ for the LSTM),
-                per-parameter gradient norms, norm before/after clipping, eigenvalues
-                and singular values of W_hh, the Record.
+                per-parameter gradient norms, norm before/after clipping, the spectrum of
+                W_hh (every eigenvalue and singular value up to H = 128, else ρ and σ_max:
+                core.spectrum), the Record.
 - detail:       Trainer.step(detail=True): as above plus sample 0's hidden states,
                 cell states and gates and the contributions through time (what the
                 GUI asks for on the steps it draws).
