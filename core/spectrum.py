@@ -76,9 +76,11 @@ def spectrum(mats) -> tuple[np.ndarray, np.ndarray]:
 # -- what a step measures of the spectrum -------------------------------------------------------------------------
 # The one rule: a recurrent matrix of up to FULL_SPECTRUM_MAX_SIZE rows gets its full spectrum (LAPACK) at every
 # step; a larger one at the steps that keep detail (the ones a window draws), and ρ and σ_max of row 0 by
-# warm-started Krylov iterations at the others. Measured on the 2-core machine, one thread (benchmarks/README.md):
-# the full spectrum took ~1 ms at 64, ~5 ms at 128, ~55 ms at 256 and ~1.1 s at 1024, where a plain nn.RNN step
-# (T = 100, B = 32) takes ~30 ms at 256 and ~0.4 s at 1024; the Krylov estimate ~1-4 ms at 256 and ~40 ms at 1024.
+# warm-started Krylov iterations at the others. Measured per step on W_hh of training runs (adding, text; Adam),
+# one thread, the 2-core machine under load ~3 (benchmarks/README.md): the full spectrum 0.9 ms at H = 64, 5 ms at
+# 128, 29-48 ms at 256, 1-2.5 s at 1024; the estimate 2-3 ms at 64, 3-4 ms at 128, 3-14 ms at 256, 20-60 ms at 1024;
+# a plain nn.RNN step (T = 100, B = 32) ~30 ms at 256 and ~0.6 s at 1024. Up to 128 the full spectrum is the cheaper
+# or costs little more, and shows everything.
 FULL_SPECTRUM_MAX_SIZE = 128
 RITZ_TOL = 1e-6          # a Ritz value is taken once its relative residual ‖A x − θ x‖ / |θ| is at most this
 KRYLOV_MAX = 320         # a Krylov space that grows past this many vectors (or H/2) unconverged: LAPACK's value
