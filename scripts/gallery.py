@@ -1,6 +1,7 @@
 """Screenshots of the real windows for docs/gallery/: 1280×720, 1366×768 and 1920×1080, normal and presentation mode.
 
     python scripts/gallery.py [--out docs/gallery] [--steps 60] [--preset NAME] [--windows main,sweep]
+    python scripts/gallery.py --real-screen [--out docs/gallery] [--steps 60] [--preset NAME]
 
 Each screen size runs in a process of its own on Qt's offscreen platform with a screen of exactly that size.
 main (WxH-MODE.png): the main window, maximized, plays (the scenario's tour pauses at its first claimed step after
@@ -8,6 +9,8 @@ step 1, with that claim's message; other settings play `--steps` steps), pauses 
 sweep (WxH-MODE-sweep-heatmap.png, -sweep-lines.png): Run → Sweep… over the edge-of-chaos setting at its own
 size fitted to the screen, grabbed once a sweep has finished: σ_w × T (2 seeds) as a heatmap with the theory lines,
 and σ_w alone (4 seeds) as the mean with the seeds' band.
+--real-screen: main (WxH-MODE.png) and a comparison (WxH-normal-compare.png) as a lecturer meets them, on a real X
+screen with a window manager (real_screen; Xvfb, openbox, xdotool, ImageMagick).
 """
 from __future__ import annotations
 
@@ -95,12 +98,41 @@ def child(out: Path, steps: int, preset: str | None, tmp: Path, windows: list[st
         window.close()
 
 
+def real_screen(out: Path, width: int, height: int, steps: int, preset: str | None) -> None:
+    """The app as `gradflow` starts it on a real X screen of width × height with a window manager
+    (explorer.xscreen: Xvfb + openbox), the whole screen shot with the window manager's frames: WxH-MODE.png (the main
+    window as it launches, played `steps` steps or to the tour's first stop, paused; then F5) and
+    WxH-normal-compare.png (the comparison of compare_rho opened over it)."""
+    from gradflow.explorer import xscreen
+
+    with tempfile.TemporaryDirectory() as tmp, xscreen.XScreen(width, height, tmp) as screen, \
+            screen.launch(["--preset", preset] if preset else [], GRADFLOW_ENGINE="thread") as app:
+        window = app.main_window()
+        app.wait_for(lambda s: s["main"]["step"] >= 1)
+        app.ask("call play")
+        app.wait_for(lambda s: s["main"]["step"] >= steps or not s["main"]["playing"], seconds=600)
+        app.ask("call pause")
+        for mode in MODES:
+            if mode == "presentation":
+                screen.key(window, "F5")
+            state = app.settle()
+            path = screen.screenshot(out / f"{width}x{height}-{mode}.png")
+            print(f"{path}: {state['main']['arrangement']}", flush=True)
+        screen.key(window, "F5")
+        app.ask("compare compare_rho")
+        app.window("Compare")
+        app.settle()
+        print(screen.screenshot(out / f"{width}x{height}-normal-compare.png"), flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "gallery")
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--preset", default=None)
     parser.add_argument("--windows", default=",".join(WINDOWS), help="which windows to shoot: main, sweep or both")
+    parser.add_argument("--real-screen", action="store_true",
+                        help="shoot the app on real X screens with a window manager (Xvfb, openbox, xdotool, ImageMagick)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--tmp", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -111,8 +143,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         child(args.out, args.steps, args.preset, args.tmp, windows)
         return 0
+    if args.real_screen:
+        from gradflow.explorer import xscreen
+        if xscreen.missing():
+            parser.error(f"--real-screen {xscreen.missing()}")
     for width, height in SIZES:
-        shoot(args.out, width, height, args.steps, args.preset, args.windows)
+        if args.real_screen:
+            real_screen(args.out, width, height, args.steps, args.preset)
+        else:
+            shoot(args.out, width, height, args.steps, args.preset, args.windows)
     return 0
 
 
