@@ -173,8 +173,9 @@ def measure_point(config: Config, steps: int) -> dict[str, Any]:
     start = time.perf_counter()
     trainer = Trainer(config)
     losses, first, last, diverged_step = [], None, None, None
-    for _ in range(max(steps, 1)):
-        record = trainer.step(detail=False)
+    planned = max(steps, 1)
+    for i in range(planned):
+        record = trainer.step(detail=i == planned - 1)   # as gradflow run: the last step in full (its whole spectrum)
         losses.append(record.loss)
         first, last = first if first is not None else record, record
         if record.diverged and diverged_step is None:

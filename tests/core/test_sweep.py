@@ -58,12 +58,13 @@ def _trainer_metrics(config: Config, steps: int) -> dict[str, float]:
     """What `gradflow run` of `config` computes, in this process, on the sweep's one thread."""
     from gradflow.core.trainer import Trainer
     trainer = Trainer(config)
-    records = [trainer.step(detail=False) for _ in range(max(steps, 1))]
+    planned = max(steps, 1)
+    records = [trainer.step(detail=i == planned - 1) for i in range(planned)]   # as gradflow run
     kept = records[-max(1, math.ceil(0.1 * len(records))):]
     ratio = lambda r: float(np.log10(r.dh_norms[0, 0] / r.dh_norms[0, -1]))  # noqa: E731
     return {"loss_final": float(np.mean([r.loss for r in kept])), "grad_ratio_init": ratio(records[0]),
             "grad_ratio_final": ratio(records[-1]), "rho_init": records[0].spectral_radius,
-            "sigma_max_final": records[-1].sigma_max}
+            "rho_final": records[-1].spectral_radius, "sigma_max_final": records[-1].sigma_max}
 
 
 @pytest.mark.parametrize("steps", [0, 12])
@@ -80,6 +81,18 @@ def test_every_point_equals_a_trainer_run_of_its_config_bit_for_bit(tmp_path, mo
     if steps == 0:   # at initialisation: one forward and backward, nothing after it
         assert (frame["grad_ratio_init"] == frame["grad_ratio_final"]).all()
         assert (frame["rho_init"] == frame["rho_final"]).all()
+
+
+def test_a_large_cells_final_spectrum_is_exact_as_in_gradflow_run(tmp_path, monkeypatch):
+    """Above core.spectrum.FULL_SPECTRUM_MAX_SIZE rows a step between full spectra estimates ρ and σ_max; a point's
+    last step is in full, as gradflow run's is, so its rho_final and sigma_max_final are LAPACK's, bit for bit."""
+    from gradflow.core.spectrum import FULL_SPECTRUM_MAX_SIZE
+    base = SMALL.replace(hidden_size=FULL_SPECTRUM_MAX_SIZE + 32, spectral_radius=0.9)
+    frame = sweep(["seq_len=20"], base=base, seeds=1, steps=3, out=tmp_path / "s.csv", jobs=1)
+    monkeypatch.setenv("GRADFLOW_THREADS", "1")
+    row = frame.iloc[0]
+    for name, value in _trainer_metrics(base, 3).items():
+        assert row[name] == value, name
 
 
 def test_rows_hold_the_documented_columns_and_exact_zeros_say_their_cause(tmp_path):
