@@ -79,7 +79,7 @@ def child(out: Path, seconds: float, names: list[str], tmp: Path) -> None:
         wall = time.monotonic() - started
         wait(1.5)
         if preset.runs:
-            target._repaint()
+            target.draw_frame()
         else:
             window.draw_frame()
         wait(0.5)

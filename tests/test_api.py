@@ -123,6 +123,12 @@ def test_a_figure_is_the_apps_panel_as_png_svg_and_pdf(tmp_path):
     comparison = gradflow.Comparison("compare_rho", **SMALL)
     comparison.step()
     assert comparison.figure("training")._repr_png_().startswith(b"\x89PNG")
+    overlay = comparison.figure("gradient_time").view      # the app's panel, each run in its own style and label
+    pens = [curve.opts["pen"] for curve in overlay.run_curves.curves]
+    assert len({(pen.color().name(), pen.style()) for pen in pens}) == len({pen.style() for pen in pens}) == 3
+    assert [label.textItem.toPlainText() for label in overlay.run_curves.labels] == comparison.labels
+    for curve, run in zip(overlay.run_curves.curves, comparison.runs):
+        np.testing.assert_allclose(curve.yData, run.last.dh_norms[0], rtol=1e-6)
     with pytest.raises(ValueError, match="gradient_time, training"):
         comparison.figure("spectrum")
 

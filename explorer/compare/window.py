@@ -4,21 +4,20 @@
     open_comparison_dialog(parent)      # pick a comparison preset, or vary one setting of any preset
     open_windows()                      # the comparison windows open now
 
-The window trains the runs in an engine process — the same `explorer.engine.worker.EngineConnection` the main
-window uses, driving a Comparison instead of a Trainer (its records arrive as one list per step) —
-and overlays what they did on the same batch: the gradient through time of layer 1 (log axis) and the
-loss curves, one colour per run; below, each run's spectrum and hidden state side by side.
-Play / Pause / Step; closing the window stops the thread (stop → quit → wait).
+The window is made of the main window's parts: the same engine connection (`EngineConnection`, driving a
+Comparison instead of a Trainer: its records arrive as one list per step), the same panels with the runs overlaid
+(GradientTimePanel and TrainingPanel, each run in its colour and dash, labelled at its curves' ends, with its
+ρ^(T−t) line), the same paced frame loop (explorer.window.drawing: StepDrawer), timeline (scrubbed, every run
+shows that step), Play / Pause / Step, presentation mode (F5: large type, the overlays alone) and fitting to the
+screen; below the overlays, each run's spectrum and hidden state side by side. Closing it (or its main window)
+stops its engine (EngineConnection.close_for).
 """
 from __future__ import annotations
 
 import html
-import math
-from typing import Sequence
 
-import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Slot
+from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QFormLayout, QFrame, QHBoxLayout,
                                QLabel, QLineEdit, QMainWindow, QRadioButton, QScrollArea, QSplitter, QVBoxLayout, QWidget)
 
@@ -28,18 +27,21 @@ from gradflow.core.config import Config, ConfigError
 from gradflow.core.presets import Preset, load_preset, preset_names
 from gradflow.core.records import History, Record
 from gradflow.explorer.panels import plotting
-from gradflow.explorer.window.dialogs import ok_cancel
-from gradflow.explorer.window.presentation import fit_to_screen
 from gradflow.explorer.panels.base import Panel, themed_palette
+from gradflow.explorer.panels.gradient_time import GradientTimePanel
 from gradflow.explorer.panels.hidden_state import HiddenStatePanel
 from gradflow.explorer.panels.spectrum import SpectrumPanel
+from gradflow.explorer.panels.training import TrainingPanel
+from gradflow.explorer.theme import DEFAULT_THEME, THEMES, Theme, presentation
+from gradflow.explorer.window.dialogs import ok_cancel
+from gradflow.explorer.window.drawing import StepDrawer
+from gradflow.explorer.window.presentation import fit_to_screen
 from gradflow.explorer.window.run_controls import RunControls, run_toolbar
-from gradflow.explorer.window.run_state import RunState, frame_step
-from gradflow.explorer.theme import DEFAULT_THEME, Theme
+from gradflow.explorer.window.run_state import RunState, scrub_step
 from gradflow.explorer.window.style import compare_stylesheet
+from gradflow.explorer.window.timeline import TimelineBar
 from gradflow.explorer.engine.worker import EngineConnection
 
-FRAME_MS = 33                  # repaint at most ~30 times a second
 HISTORY_MB_PER_RUN = 16        # each run's GUI-side History cap (the main window's default is larger)
 PREFERRED_SIZE = (1280, 980)    # the window on a screen with room for it; a smaller screen gets its available area
 VARY_KEYS = {                  # setting -> values offered by default in the dialog
@@ -51,131 +53,6 @@ VARY_KEYS = {                  # setting -> values offered by default in the dia
 
 Runs = list[tuple[str, Config]]
 _open_windows: set["CompareWindow"] = set()   # keeps parentless windows alive until they close
-
-
-# -- the overlays ------------------------------------------------------------------------------------
-class RunsPanel(Panel):
-    """A panel that draws several runs at once: `show_runs(labels, records, histories)` (one per run)."""
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self.curves: list[pg.PlotDataItem] = []
-        self._labels: tuple[str, ...] = ()
-
-    def show_record(self, record: Record, history: History) -> None:
-        self.show_runs([""], [record], [history])
-
-    def show_runs(self, labels: Sequence[str], records: Sequence[Record], histories: Sequence[History]) -> None:
-        raise NotImplementedError
-
-    def _ensure_curves(self, plot: pg.PlotItem, legend: pg.LegendItem, labels: Sequence[str],
-                       records: Sequence[Record]):
-        while len(self.curves) < len(labels):
-            self.curves.append(plot.plot())
-            self._style_curve(len(self.curves) - 1, self.theme)
-        texts = tuple(f"{label} (diverged)" if r.diverged else label for label, r in zip(labels, records))
-        if texts != self._labels:
-            self._labels = texts
-            legend.clear()
-            for curve, text in zip(self.curves, texts):
-                legend.addItem(curve, text)
-            self._legend_extra(legend)
-            plotting.style_legend(legend, self.theme)
-            self.fit_legends()
-
-    def _legend_extra(self, legend: pg.LegendItem):
-        """Entries after the runs' (subclasses)."""
-
-    def _style_curve(self, i: int, theme: Theme):
-        self.curves[i].setPen(plotting.pen(theme.color(i), theme.pen_width))
-
-    def _restyle(self, theme: Theme):
-        for i in range(len(self.curves)):
-            self._style_curve(i, theme)
-
-
-class GradientOverlay(RunsPanel):
-    title = "Gradient through time, run by run"
-    caption = ("‖∂L/∂h_t‖ of layer 1 for each run, on the same batch. The further right a curve starts "
-               "falling, the sooner its gradient vanishes: whose reaches back to t = 1?")
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self.view = self.add_graphics()
-        self.plot = self.add_plot(plotting.new_plot(self.view.ci, 0, 0, "time step t", "‖∂L/∂h<sub>t</sub>‖",
-                                                    log_y=True, int_x=True))
-        self.legend = self.add_legend(plotting.new_legend(), self.view.ci, below=(1, 0, 1), beside=(0, 1, 1))
-        self.y_range = plotting.StickyRange((-6.0, 1.0), step=1.0, margin=0.03, shrink_below=0.6, min_span=2.0)
-        self.apply_theme(self.theme)
-
-    def show_runs(self, labels, records, histories) -> None:
-        self._ensure_curves(self.plot, self.legend, labels, records)
-        rows = [np.asarray(r.dh_norms[0], dtype=float) for r in records]
-        extent = plotting.finite_extent(np.concatenate(rows), positive=True)
-        if extent is not None:
-            self.y_range.update(max(math.log10(extent[0]), -plotting.LOG_CLAMP),
-                                min(math.log10(extent[1]), plotting.LOG_CLAMP))
-        self.plot.setYRange(self.y_range.lo, self.y_range.hi, padding=0)
-        ceiling = 10.0 ** self.y_range.hi
-        T = max(len(row) for row in rows)
-        for curve, row in zip(self.curves, rows):
-            y = row.copy()
-            y[y <= 0] = np.nan          # exactly 0 (a truncated window): a gap
-            y[np.isposinf(y)] = ceiling
-            curve.setData(np.arange(1, len(row) + 1, dtype=float), y)
-            curve.setVisible(True)
-        for curve in self.curves[len(rows):]:
-            curve.setVisible(False)
-        self.plot.setXRange(0.5, T + 0.5, padding=0)
-        notes = [plotting.nonfinite_note(f"‖∂L/∂h_t‖ {label}", row, "drawn at the top")
-                 for label, row in zip(labels, rows)]
-        self.set_alert(" · ".join(n for n in notes if n))
-        self.set_key(f"step {records[0].step} · layer 1 · the same minibatch for every run")
-
-
-class LossOverlay(RunsPanel):
-    title = "Loss, run by run"
-    caption = ("Training loss of each run on the same data with the same seed; dashed: the trivial predictor's "
-               "baseline. Whose loss leaves the baseline first?")
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self.view = self.add_graphics()
-        self.plot = self.add_plot(plotting.new_plot(self.view.ci, 0, 0, "training step", "loss", log_y=True,
-                                                    int_x=True))
-        self.legend = self.add_legend(plotting.new_legend(), self.view.ci, below=(1, 0, 1), beside=(0, 1, 1))
-        self.baseline = self.plot.plot()
-        self.baseline.setZValue(-5)
-        self.apply_theme(self.theme)
-
-    def _legend_extra(self, legend):
-        legend.addItem(self.baseline, "baseline")
-
-    def show_runs(self, labels, records, histories) -> None:
-        self._ensure_curves(self.plot, self.legend, labels, records)
-        last = 1
-        for curve, history in zip(self.curves, histories):
-            scalars = history.scalars()
-            steps, loss = scalars["step"], scalars["loss"]
-            y = np.where(np.isfinite(loss) & (loss > 0), loss, np.nan)
-            curve.setData(steps, y)
-            plotting.show_lone_point(curve, len(steps))
-            curve.setVisible(True)
-            if len(steps):
-                last = max(last, int(steps[-1]))
-        for curve in self.curves[len(histories):]:
-            curve.setVisible(False)
-        base = records[0].baseline
-        if base is not None and math.isfinite(base) and base > 0:
-            self.baseline.setData([0.5, last + 0.5], [base, base])
-        else:
-            self.baseline.setData([], [])
-        self.plot.enableAutoRange()
-        self.set_key(" · ".join(f"{label}: {r.loss:.4g}" for label, r in zip(labels, records)))
-
-    def _restyle(self, theme: Theme):
-        super()._restyle(theme)
-        self.baseline.setPen(plotting.pen(theme.muted, theme.pen_width * 0.75, plotting.DASH))
 
 
 class RunColumn(QWidget):
@@ -202,6 +79,9 @@ class RunColumn(QWidget):
     def panels(self) -> list[Panel]:
         return [self.spectrum, self.hidden]
 
+    def show_run(self, base_label: str, record: Record):
+        self.label.setText(f"{base_label}  ·  {'diverged' if record.diverged else f'loss {record.loss:.4g}'}")
+
     def apply_theme(self, theme: Theme):
         for panel in self.panels():
             panel.apply_theme(theme)
@@ -227,29 +107,30 @@ class CompareWindow(QMainWindow):
         fit_to_screen(self)   # on a smaller screen: as large as it allows (again once shown, frame included)
         self.theme: Theme = theme or getattr(parent, "theme", None) or DEFAULT_THEME
         self.runs = [RunState(min(c.history_mb, HISTORY_MB_PER_RUN) * 2**20) for c in self.configs]
-        self.shown: list[Record] | None = None           # what the panels drew last
-        self._dirty = False
         self._closing = False
 
         self.connection = EngineConnection(runs, max_rate)
         self.worker = self.connection.worker
         self._build(title, explanation)
         self._connect_worker()
-        self.frame_timer = QTimer(self)
-        self.frame_timer.setInterval(FRAME_MS)
-        self.frame_timer.timeout.connect(self._on_frame)
-        self.frame_timer.start()
+        self.drawer = StepDrawer(self.overlays, [column.panels() for column in self.columns], self.runs,
+                                 self.worker, self.timeline, self._on_drawn, self)   # ~30 times a second, paced
         if parent is not None:
             parent.installEventFilter(self)   # close with the main window
-        self.apply_theme(self.theme)
+        self.set_presentation(self.theme.presentation)
         self.connection.start()
 
     # -- construction -------------------------------------------------------------------------------------
     def _build(self, title: str, explanation: str):
         self.controls = RunControls(self, self.worker, "Play / Pause all runs (Space)",
-                                    "One optimizer step of every run, on the same batch (→)", self._repaint)
+                                    "One optimizer step of every run, on the same batch (→)", self.draw_frame)
         self.play_action, self.step_action = self.controls.play_action, self.controls.step_action
-        toolbar = run_toolbar(self, "Run", "compareToolbar", (self.play_action, self.step_action))
+        self.presentation_action = QAction("Presentation", self, checkable=True)
+        self.presentation_action.setShortcut(QKeySequence(Qt.Key.Key_F5))
+        self.presentation_action.setToolTip("Presentation mode: large type, the overlays alone (F5)")
+        self.presentation_action.toggled.connect(self.set_presentation)
+        toolbar = run_toolbar(self, "Run", "compareToolbar",
+                              (self.play_action, self.step_action, self.presentation_action))
         self.step_label = QLabel("building …")
         self.step_label.setContentsMargins(12, 0, 0, 0)
         toolbar.addWidget(self.step_label)
@@ -265,12 +146,13 @@ class CompareWindow(QMainWindow):
         same = ", ".join(f"{k} = {getattr(self.configs[0], k)}" for k in ("task", "seq_len", "batch_size", "seed"))
         self._header_parts = (title or " vs ".join(self.labels), explanation, same)
         column.addWidget(self.header)
-        splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
         overlays = QSplitter(Qt.Orientation.Horizontal)
-        self.gradient_overlay = GradientOverlay()
-        self.loss_overlay = LossOverlay()
-        overlays.addWidget(self.gradient_overlay)
-        overlays.addWidget(self.loss_overlay)
+        self.gradient_panel = GradientTimePanel(runs=self.labels)
+        self.training_panel = TrainingPanel(runs=self.labels)
+        self.overlays = [self.gradient_panel, self.training_panel]
+        for panel in self.overlays:
+            overlays.addWidget(panel)
         overlays.setSizes([620, 460])
         multiples = QWidget()
         row = QHBoxLayout(multiples)
@@ -278,16 +160,20 @@ class CompareWindow(QMainWindow):
         self.columns = [RunColumn(label, i) for i, label in enumerate(self.labels)]
         for run_column in self.columns:
             row.addWidget(run_column, 1)
-        below = QScrollArea()   # on a short screen the runs' columns scroll rather than push the window off it
-        below.setObjectName("compareRuns")
-        below.setWidget(multiples)
-        below.setWidgetResizable(True)
-        below.setFrameShape(QFrame.Shape.NoFrame)
-        below.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        splitter.addWidget(overlays)
-        splitter.addWidget(below)
-        splitter.setSizes([380, 560])
-        column.addWidget(splitter, 1)
+        self.below = QScrollArea()   # on a short screen the runs' columns scroll rather than push the window off it
+        self.below.setObjectName("compareRuns")
+        self.below.setWidget(multiples)
+        self.below.setWidgetResizable(True)
+        self.below.setFrameShape(QFrame.Shape.NoFrame)
+        self.below.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.splitter.addWidget(overlays)
+        self.splitter.addWidget(self.below)
+        self.splitter.setSizes([380, 560])
+        column.addWidget(self.splitter, 1)
+        self.timeline = TimelineBar(lambda: self.runs[0].history)   # scrub back: every run shows the step picked
+        self.timeline.scrubbed.connect(self._on_scrubbed)
+        self.timeline.live.connect(self._on_timeline_live)
+        column.addWidget(self.timeline)
         self.setCentralWidget(central)
 
     def _connect_worker(self):
@@ -306,16 +192,30 @@ class CompareWindow(QMainWindow):
         """The newest step's records, one per run (None before the first)."""
         return [run.latest for run in self.runs] if self.runs[0].latest is not None else None
 
+    shown = property(lambda self: self.drawer.shown, doc="What the panels drew last, one record per run.")
+
     def panels(self) -> list[Panel]:
-        return [self.gradient_overlay, self.loss_overlay] + [p for c in self.columns for p in c.panels()]
+        return self.overlays + [p for c in self.columns for p in c.panels()]
+
+    # -- theme, presentation mode ---------------------------------------------------------------------------
+    @Slot(bool)
+    def set_presentation(self, on: bool):
+        """Presentation mode: large type, and the overlays fill the window (the runs' small multiples hide)."""
+        if self.presentation_action.isChecked() != on:
+            self.presentation_action.setChecked(on)    # comes back here through toggled
+            return
+        self.apply_theme(presentation(THEMES.get(self.theme.name, DEFAULT_THEME), on))
+        self.below.setVisible(not on)
+        if self.isVisible():
+            fit_to_screen(self)
 
     def apply_theme(self, theme: Theme):
         self.theme = theme
         self.setPalette(themed_palette(self.palette(), theme))
         if self.parent() is None:   # with a parent (the main window) its style sheet reaches this window too
             self.setStyleSheet(compare_stylesheet(theme))
-        self.gradient_overlay.apply_theme(theme)
-        self.loss_overlay.apply_theme(theme)
+        for panel in self.overlays:
+            panel.apply_theme(theme)
         for run_column in self.columns:
             run_column.apply_theme(theme)
         self.header.setFont(plotting.font(theme))
@@ -323,6 +223,7 @@ class CompareWindow(QMainWindow):
         self.header.setText(f"<span style='font-size:{theme.font_pt * 1.3:.1f}pt; color:{theme.foreground}'>"
                             f"<b>{title}</b></span><br><span style='color:{theme.muted}'>"
                             f"{explanation + ' ' if explanation else ''}Every run: {same}, the same batches.</span>")
+        self.drawer.dirty = True
 
     # -- controls (GUI thread) ----------------------------------------------------------------------------
     def is_playing(self) -> bool:
@@ -342,7 +243,7 @@ class CompareWindow(QMainWindow):
     def _on_records(self, records: list[Record]):
         for run, record in zip(self.runs, records):
             run.add(record)
-        self._dirty = True
+        self.drawer.dirty = True
 
     @Slot(object, str)
     def _on_rebuild_failed(self, config, message: str):
@@ -358,32 +259,27 @@ class CompareWindow(QMainWindow):
         self.controls.show(False)
         self.step_label.setText(message)
 
-    # -- drawing -------------------------------------------------------------------------------------------
-    def frame_records(self) -> list[Record] | None:
-        """What the panels draw: the newest step, or while playing the newest detailed one (run_state.frame_step)."""
-        return frame_step(self.runs)
+    # -- timeline, drawing ----------------------------------------------------------------------------------
+    @Slot(object)
+    def _on_scrubbed(self, record: Record):
+        scrub_step(self.runs, record)
+        self.drawer.dirty = True
 
     @Slot()
-    def _on_frame(self):
-        if self._dirty:
-            self._repaint()
+    def _on_timeline_live(self):
+        scrub_step(self.runs, None)
+        self.drawer.dirty = True
 
-    def _repaint(self):
-        self._dirty = False
-        records = self.frame_records()
-        if records is None or (self.shown is not None and all(a is b for a, b in zip(records, self.shown))):
-            return
-        histories = self.histories
-        self.gradient_overlay.show_runs(self.labels, records, histories)
-        self.loss_overlay.show_runs(self.labels, records, histories)
-        for run_column, record, history in zip(self.columns, records, histories):
-            for panel in run_column.panels():
-                panel.show_record(record, history)
-            run_column.label.setText(f"{run_column.label.text().split('  ·')[0]}  ·  "
-                                     f"{'diverged' if record.diverged else f'loss {record.loss:.4g}'}")
-        self.shown = records
+    def draw_frame(self):
+        """Draw the frame step on the panels now (StepDrawer.draw)."""
+        self.drawer.draw()
+
+    def _on_drawn(self, records: list[Record]):
+        for run_column, label, record in zip(self.columns, self.labels, records):
+            run_column.show_run(label, record)
         state = "playing" if self.worker.is_playing() else "paused"
-        self.step_label.setText(f"step {records[0].step} · {len(records)} runs in lockstep · {state}")
+        scrubbed = "" if self.timeline.is_live else " (scrubbed back)"
+        self.step_label.setText(f"step {records[0].step}{scrubbed} · {len(records)} runs in lockstep · {state}")
 
     def showEvent(self, event):
         super().showEvent(event)
@@ -403,17 +299,11 @@ class CompareWindow(QMainWindow):
         if parent is None or not parent.isVisible():
             self.close()
 
-    def shutdown(self, timeout_ms: int = 10_000) -> bool:
-        """Stop training (stop -> quit -> wait); True if it ended in time."""
-        self.frame_timer.stop()
-        return self.connection.shutdown(timeout_ms)
-
     def closeEvent(self, event):
         if not self._closing:
             self._closing = True
-            if not self.shutdown(1000):   # a long step ends first
-                self.hide()
-                self.connection.thread.wait()
+            self.drawer.frame_timer.stop()
+            self.connection.close_for(self)
             _open_windows.discard(self)
         super().closeEvent(event)
 

@@ -286,6 +286,13 @@ class EngineConnection(QObject):
         self.thread.quit()
         return self.thread.wait(timeout_ms)
 
+    def close_for(self, window) -> None:
+        """`window` is closing: stop training (stop -> quit -> wait); a long step ends first, with the window
+        hidden meanwhile."""
+        if not self.shutdown(1000):
+            window.hide()
+            self.thread.wait()
+
     def is_running(self) -> bool:
         return self.thread.isRunning()
 

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QApplication
 
 from gradflow.explorer.export.figures import Dashboard, _encode, pdf_bytes, render_image, save_figure, svg_bytes
 
-COMPARISON_PANELS = ("gradient_time", "training")   # a comparison's figure: the comparison window's overlays
+COMPARISON_PANELS = ("gradient_time", "training")   # a comparison's figure: these panels with its runs overlaid
 
 
 def application() -> QApplication:
@@ -67,13 +67,13 @@ class Figure:
         if panel not in COMPARISON_PANELS:
             raise ValueError(f"a comparison's panel must be one of {', '.join(COMPARISON_PANELS)}, got {panel!r}")
         application()
-        from gradflow.explorer.compare.window import GradientOverlay, LossOverlay
-        overlay = {"gradient_time": GradientOverlay, "training": LossOverlay}[panel]()
+        from gradflow.explorer.panels.gradient_time import GradientTimePanel
+        from gradflow.explorer.panels.training import TrainingPanel
+        overlay = {"gradient_time": GradientTimePanel, "training": TrainingPanel}[panel](runs=comparison.labels)
         view = _view(overlay, theme, presentation, caption)
 
         def draw():
-            view.show_runs(comparison.labels, [run.last for run in comparison.runs],
-                           [run.trainer.history for run in comparison.runs])
+            view.show_runs([run.last for run in comparison.runs], [run.trainer.history for run in comparison.runs])
         return cls(view, draw, comparison.title, scale, size)
 
     def refresh(self) -> "Figure":

@@ -1,7 +1,9 @@
-"""‖∂L/∂h_t‖ against t on a log axis: the gradient that reaches each time step, with theory lines."""
+"""‖∂L/∂h_t‖ against t on a log axis: the gradient that reaches each time step, with theory lines; of one run, or
+of 2–4 runs overlaid (a comparison: `GradientTimePanel(runs=labels)`, then `show_runs(records, histories)`)."""
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 import numpy as np
 import pyqtgraph as pg
@@ -9,9 +11,11 @@ import pyqtgraph as pg
 from gradflow.core.records import History, Record
 from gradflow.explorer.panels import plotting
 from gradflow.explorer.panels.base import Panel
+from gradflow.explorer.panels.runs import RunCurves
 from gradflow.explorer.theme import Theme
 
 RHO_TEXT = "ρ<sup>T−t</sup> (ρ = {:.3f})"                                      # the theory lines' legend entries
+RUNS_RHO_TEXT = "thin: ρ<sup>T−t</sup> of each run, in its style"
 SIGMA_TEXT = "σ<sub>max</sub><sup>T−t</sup> (σ<sub>max</sub> = {:.3f})"
 
 
@@ -20,7 +24,8 @@ class GradientTimePanel(Panel):
     caption = ("How much of the loss's gradient reaches each time step. Straight line on this log axis = "
                "geometric decay: vanishing when it falls towards t = 1, exploding when it rises.")
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None, runs: Sequence[str] = ()):
+        """`runs`: the labels of 2–4 runs to overlay (show_runs); none: one run's layers (show_record)."""
         super().__init__(parent)
         self.view = self.add_graphics()
         self.plot = self.add_plot(plotting.new_plot(self.view.ci, 0, 0, "time step t", "", log_y=True, int_x=True))
@@ -47,6 +52,15 @@ class GradientTimePanel(Panel):
         self.ceiling = 10.0 ** self.y_range.hi    # where infinities are drawn
         self._seq_len = 0
         self._legend_key = None
+        self.run_labels = list(runs)
+        self.run_curves = RunCurves(self.plot, runs, z=3)               # layer 1's ‖∂L/∂h_t‖ of each run
+        self.run_theory = RunCurves(self.plot, runs, width=0.55, alpha=0.7, end_labels=False, z=6)   # its ρ^(T−t)
+        self.theory_sample = pg.PlotDataItem()                         # stands for the runs' theory lines
+        self._shown_runs: tuple[Record, ...] = ()
+        if runs:
+            self.caption_label.setText("‖∂L/∂h<sub>t</sub>‖ of layer 1 for each run, on the same batch; thin: its "
+                                       "ρ<sup>T−t</sup> line. The sooner a curve falls towards t = 1, the sooner "
+                                       "its gradient vanishes: whose reaches back to t = 1?")
         self.apply_theme(self.theme)
 
     # -- drawing ------------------------------------------------------------------------------
@@ -56,11 +70,7 @@ class GradientTimePanel(Panel):
         dh = np.asarray(record.dh_norms, dtype=float)                     # (R, T)
         dc = None if record.dc_norms is None else np.asarray(record.dc_norms, dtype=float)
         R, T = dh.shape
-        if T != self._seq_len:
-            self._seq_len = T
-            self.plot.setXRange(0.5, T + 0.5, padding=0)
-            self.plot.setLabel("bottom", f"time step t  (T = {T})")
-            self.y_range.reset()
+        self._set_seq_len(T)
         self._ensure_rows(R)
 
         both = dh if dc is None else np.concatenate([dh, dc])
@@ -92,6 +102,45 @@ class GradientTimePanel(Panel):
         if record.diverged:
             notes.append(f"step {record.step}: update refused ({record.diverged})")
         self.set_alert(" · ".join(n for n in notes if n))
+
+    def show_runs(self, records: Sequence[Record], histories: Sequence[History]) -> None:
+        """The runs named in the constructor, overlaid on the same batch: layer 1's ‖∂L/∂h_t‖ of each, in its
+        style with its label at the right end, and its ρ^(T−t) line (anchored as show_record's)."""
+        records = tuple(records)
+        if len(records) != len(self.run_labels):
+            raise ValueError(f"expected a record for each of the {len(self.run_labels)} runs, got {len(records)}")
+        if len(records) == len(self._shown_runs) and all(a is b for a, b in zip(records, self._shown_runs)):
+            return
+        self._shown_runs = records
+        if self._is_new_run(records[0]):
+            self._on_new_run()
+        rows = np.stack([np.asarray(r.dh_norms[0], dtype=float) for r in records])   # (runs, T): T is shared
+        T = rows.shape[1]
+        self._set_seq_len(T)
+        self._fit_y(rows, [])
+        ts = np.arange(1, T + 1, dtype=float)
+        self.run_theory.set_data([self._theory_line(row, r.spectral_radius, ts) for row, r in zip(rows, records)])
+        self.run_curves.set_texts([f"{label} (diverged)" if r.diverged else label
+                                   for label, r in zip(self.run_labels, records)])
+        self.run_curves.set_data([(ts, plotting.log_drawable(row, self.ceiling)) for row in rows])
+        zero_t, inf_t = ts[(rows == 0).any(axis=0)], ts[np.isinf(rows).any(axis=0)]
+        plotting.set_points(self.zero_markers, zero_t, np.full(len(zero_t), self.floor))
+        plotting.set_points(self.inf_markers, inf_t, np.full(len(inf_t), self.ceiling))
+        self._update_runs_legend(len(zero_t) > 0, len(inf_t) > 0)
+        self.place_inside_legends()
+        notes = [plotting.nonfinite_note(f"‖∂L/∂h_t‖ {label}", row, "▲ at the top")
+                 for label, row in zip(self.run_labels, rows)]
+        notes += [f"{label}: step {r.step} update refused ({r.diverged})"
+                  for label, r in zip(self.run_labels, records) if r.diverged]
+        self.set_alert(" · ".join(n for n in notes if n))
+        self.set_key(f"step {records[0].step} · layer 1 · the same minibatch for every run")
+
+    def _set_seq_len(self, T: int):
+        if T != self._seq_len:
+            self._seq_len = T
+            self.plot.setXRange(0.5, T + 0.5, padding=0)
+            self.plot.setLabel("bottom", f"time step t  (T = {T})")
+            self.y_range.reset()
 
     def _on_new_run(self):
         self.y_range.reset()
@@ -126,13 +175,17 @@ class GradientTimePanel(Panel):
         linear = record.linear_prediction
         drawn = ([], []) if linear is None else (ts, plotting.log_drawable(np.asarray(linear, float), self.ceiling))
         plotting.set_points(self.linear_line, *drawn)
-        ok = np.flatnonzero(np.isfinite(row0) & (row0 > 0))
         for line, base in ((self.rho_line, record.spectral_radius), (self.sigma_line, record.sigma_max)):
-            if not len(ok) or not (math.isfinite(base) and base > 0):
-                line.setData([], [])
-                continue
-            anchor = ok[-1]
-            line.setData(*straight_log_line(ts[0], ts[-1], ts[anchor], math.log10(row0[anchor]), math.log10(base)))
+            line.setData(*self._theory_line(row0, base, ts))
+
+    @staticmethod
+    def _theory_line(row0: np.ndarray, base: float, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """g_T · base^(T−t), anchored at the last step with a positive finite norm (empty without one)."""
+        ok = np.flatnonzero(np.isfinite(row0) & (row0 > 0))
+        if not len(ok) or not (math.isfinite(base) and base > 0):
+            return ts[:0], ts[:0]
+        anchor = ok[-1]
+        return straight_log_line(ts[0], ts[-1], ts[anchor], math.log10(row0[anchor]), math.log10(base))
 
     # -- rows, legend, theme ------------------------------------------------------------------
     def _ensure_rows(self, R: int):
@@ -182,7 +235,27 @@ class GradientTimePanel(Panel):
         if sigma is not None and sigma.text != sigma_text:
             sigma.setText(sigma_text)
 
+    def _update_runs_legend(self, has_zero: bool, has_inf: bool):
+        texts = tuple(item.textItem.toPlainText() for item in self.run_curves.labels)
+        key = (texts, has_zero, has_inf)
+        if key == self._legend_key:
+            return
+        self._legend_key = key
+        self.legend.clear()
+        for curve, text in zip(self.run_curves.curves, texts):
+            self.legend.addItem(curve, text)
+        self.legend.addItem(self.theory_sample, RUNS_RHO_TEXT)
+        if has_zero:
+            self.legend.addItem(self.zero_markers, "exactly 0 (no gradient), at floor")
+        if has_inf:
+            self.legend.addItem(self.inf_markers, "∞, clipped at top")
+        plotting.style_legend(self.legend, self.theme)
+        self.fit_legends()
+
     def _restyle(self, theme: Theme):
+        self.run_curves.apply_theme(theme)
+        self.run_theory.apply_theme(theme)
+        self.theory_sample.setPen(plotting.pen(theme.foreground, theme.pen_width * 0.55, alpha=0.7))
         self.plot.setLabel("left", "‖∂L/∂h<sub>t</sub>‖")
         plotting.style_axis(self.plot.getAxis("left"), theme)
         for r in range(len(self.row_curves)):

@@ -1,8 +1,10 @@
-"""Loss (or perplexity) and the gradient norm before and after clipping, against the training step."""
+"""Loss (or perplexity) and the gradient norm before and after clipping, against the training step; of one run, or
+of 2–4 runs overlaid (a comparison: `TrainingPanel(runs=labels)`, then `show_runs(records, histories)`)."""
 from __future__ import annotations
 
 import math
 import time
+from typing import Sequence
 
 import numpy as np
 import pyqtgraph as pg
@@ -10,6 +12,7 @@ import pyqtgraph as pg
 from gradflow.core.records import History, Record
 from gradflow.explorer.panels import plotting
 from gradflow.explorer.panels.base import Panel
+from gradflow.explorer.panels.runs import RunCurves
 from gradflow.explorer.theme import Theme
 
 MAX_MARKERS = 2000        # clipped-step markers drawn at most (evenly thinned beyond)
@@ -22,7 +25,8 @@ class TrainingPanel(Panel):
     caption = ("Top: is it learning? The loss should fall below the dashed baseline of a trivial predictor. "
                "Bottom: the gradient norm before and after clipping; spikes above θ are explosions the clip caught.")
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None, runs: Sequence[str] = ()):
+        """`runs`: the labels of 2–4 runs to overlay (show_runs); none: one run (show_record)."""
         super().__init__(parent)
         self.view = self.add_graphics()
         layout = self.view.ci
@@ -61,14 +65,30 @@ class TrainingPanel(Panel):
         self.clipped_curve.setZValue(3)
         self.clipped_markers.setZValue(4)
         self.loss_bad.setZValue(5)
-        for item, name in ((self.loss_curve, "loss"), (self.baseline_sample, "baseline"),
-                           (self.norm_curve, "‖g‖ before clip"), (self.clipped_curve, "‖g‖ after clip"),
-                           (self.clipped_markers, "clipped")):
-            self.legend.addItem(item, name)
-        for item, widest in ((self.loss_curve, "perplexity 8.88e+08 (step 888888)"),
-                             (self.baseline_sample, "baseline 8.88e-08"), (self.clipped_curve, "‖g‖ after (no clip)"),
-                             (self.clipped_markers, "clipped 888888/888888 steps")):   # what _draw writes there
-            plotting.reserve_legend_text(self.legend, item, widest)
+        self.run_labels = list(runs)
+        self.run_losses = RunCurves(self.loss_plot, runs, z=2)                 # each run's loss, labelled
+        self.run_norms = RunCurves(self.norm_plot, runs, end_labels=False, z=2)   # and its ‖g‖ before clipping
+        for curve in self.run_losses.curves + self.run_norms.curves:
+            curve.setClipToView(True)
+            curve.setDownsampling(auto=True, method="peak")
+        if runs:
+            self.caption_label.setText("Top: each run's loss on the same batches; it should fall below the dashed "
+                                       "baseline of a trivial predictor. Bottom: each run's gradient norm before "
+                                       "clipping, in the same style.")
+            for curve, label in zip(self.run_losses.curves, runs):
+                self.legend.addItem(curve, label)
+            self.legend.addItem(self.baseline_sample, "baseline")
+            plotting.reserve_legend_text(self.legend, self.baseline_sample, "baseline 8.88e-08")
+        else:
+            for item, name in ((self.loss_curve, "loss"), (self.baseline_sample, "baseline"),
+                               (self.norm_curve, "‖g‖ before clip"), (self.clipped_curve, "‖g‖ after clip"),
+                               (self.clipped_markers, "clipped")):
+                self.legend.addItem(item, name)
+            for item, widest in ((self.loss_curve, "perplexity 8.88e+08 (step 888888)"),
+                                 (self.baseline_sample, "baseline 8.88e-08"),
+                                 (self.clipped_curve, "‖g‖ after (no clip)"),
+                                 (self.clipped_markers, "clipped 888888/888888 steps")):   # what _draw writes there
+                plotting.reserve_legend_text(self.legend, item, widest)
 
         self.loss_range = plotting.StickyRange((-1.0, 0.0), step=0.5, margin=0.02, shrink_below=0.3, min_span=1.0)
         self.norm_range = plotting.StickyRange((-2.0, 1.0), step=0.5, margin=0.02, shrink_below=0.3, min_span=1.0)
@@ -101,35 +121,13 @@ class TrainingPanel(Panel):
             plotting.style_axis(self.loss_plot.getAxis("left"), self.theme)
 
         # -- loss --------------------------------------------------------------------------
-        baseline = record.baseline
-        if baseline is not None and perplexity:
-            baseline = math.exp(min(baseline, 700.0))
-        extent = plotting.finite_extent(loss, positive=True)
-        lo_hi = [math.log10(v) for v in extent] if extent else [self.loss_range.lo, self.loss_range.hi]
-        if baseline is not None and baseline > 0:
-            lo_hi = [min(lo_hi[0], math.log10(baseline)), max(lo_hi[1], math.log10(baseline))]
         bad = ~np.isfinite(loss)                      # ∞ or NaN: the step diverged
-        if bad.any():
-            lo_hi[1] += 0.5
-        self.loss_range.update(*lo_hi)
-        self.loss_ceiling = 10 ** (self.loss_range.hi - 0.04 * (self.loss_range.hi - self.loss_range.lo))
+        self._fit_loss(record, [loss])
         drawn = np.where(np.isposinf(loss), self.loss_ceiling, loss)
         self.loss_curve.setData(steps, drawn)
         plotting.show_lone_point(self.loss_curve, len(steps))
         bad_steps = steps[bad]
         self.loss_bad.setData(bad_steps, np.full(len(bad_steps), self.loss_ceiling))
-        self.loss_plot.setYRange(*self.loss_range.range, padding=0)
-        if baseline is not None and baseline > 0:
-            self.baseline_line.setPos(math.log10(baseline))
-            lo, hi = self.loss_range.range
-            above = (math.log10(baseline) - lo) < 0.7 * (hi - lo)      # label where the line leaves room
-            self.baseline_line.label.anchors = [(1, 1), (1, 1)] if above else [(1, 0), (1, 0)]
-            self.baseline_line.label.updatePosition()
-            self.baseline_line.setVisible(True)
-            self._set_label(self.baseline_sample, f"baseline {baseline:.3g}")
-        else:
-            self.baseline_line.setVisible(False)
-            self._set_label(self.baseline_sample, "baseline (none)")
         value = record.perplexity if perplexity else record.loss   # the step shown (scrubbed back: not the newest)
         name = "perplexity" if perplexity else "MSE"
         self._set_label(self.loss_curve, f"{name} {_fmt(value)} (step {record.step})")
@@ -142,15 +140,7 @@ class TrainingPanel(Panel):
 
         # -- gradient norm -------------------------------------------------------------------
         before, after, clip = s["grad_norm"][:n], s["grad_norm_clipped"][:n], s["clip"][:n]
-        extent = plotting.finite_extent(np.concatenate([before, after]), positive=True)
-        lo_hi = [math.log10(v) for v in extent] if extent else [self.norm_range.lo, self.norm_range.hi]
-        if record.clip is not None and record.clip > 0:
-            lo_hi = [min(lo_hi[0], math.log10(record.clip)), max(lo_hi[1], math.log10(record.clip))]
-        inf_norm = np.isinf(before)
-        if inf_norm.any():
-            lo_hi[1] += 0.5
-        self.norm_range.update(*lo_hi)
-        ceiling = 10 ** (self.norm_range.hi - 0.04 * (self.norm_range.hi - self.norm_range.lo))
+        ceiling = self._fit_norm([before, after], record.clip)
         self.norm_curve.setData(steps, np.where(np.isposinf(before), ceiling, before))
         self.clipped_curve.setData(steps, np.where(np.isposinf(after), ceiling, after))
         for curve in (self.norm_curve, self.clipped_curve):
@@ -161,21 +151,109 @@ class TrainingPanel(Panel):
         if len(idx) > MAX_MARKERS:
             idx = idx[np.linspace(0, len(idx) - 1, MAX_MARKERS).astype(int)]
         self.clipped_markers.setData(steps[idx], np.minimum(before[idx], ceiling))
-        self.norm_plot.setYRange(*self.norm_range.range, padding=0)
-        if record.clip is not None:
-            self.clip_line.setPos(math.log10(record.clip))
-            self.clip_line.label.setFormat(f"θ = {record.clip:g}")
-            self.clip_line.setVisible(True)
-        else:
-            self.clip_line.setVisible(False)
+        self._draw_clip(record.clip)
         clipping = record.clip is not None or was_clipped.any()
         self._set_label(self.clipped_curve, "‖g‖ after clip" if clipping else "‖g‖ after (no clip)")
         self._set_label(self.clipped_markers, f"clipped {int(was_clipped.sum())}/{n} steps" if clipping else "clipped (θ off)")
-        scrubbed = bool(n) and bool(record.step < steps[-1])
+        self._draw_steps(record, steps)
+
+    def show_runs(self, records: Sequence[Record], histories: Sequence[History]) -> None:
+        """The runs named in the constructor, overlaid: each run's loss (perplexity for a text task), labelled at
+        its right end, and its ‖g‖ before clipping below, in its style; one baseline (the runs share their data)."""
+        if len(records) != len(self.run_labels):
+            raise ValueError(f"expected a record for each of the {len(self.run_labels)} runs, got {len(records)}")
+        record = records[0]
+        if self._is_new_run(record):
+            self.loss_range.reset()
+            self.norm_range.reset()
+            self._last_draw, self._x_hi = 0.0, None
+        key = (record.step, tuple(len(h) for h in histories))
+        if self._last == key:
+            return
+        self._last = key
+        perplexity = record.perplexity is not None
+        if perplexity is not self.uses_perplexity:
+            self.uses_perplexity = perplexity
+            self.loss_plot.setLabel("left", "perplexity" if perplexity else "MSE")
+            plotting.style_axis(self.loss_plot.getAxis("left"), self.theme)
+        series = []
+        for history in histories:
+            s = history.scalars()
+            n = min(len(v) for v in s.values())
+            series.append((s["step"][:n], (s["perplexity"] if perplexity else s["loss"])[:n], s["grad_norm"][:n]))
+        self._fit_loss(record, [loss for _, loss, _ in series])
+        ceiling = self._fit_norm([before for _, _, before in series], None)
+        steps = max((steps for steps, _, _ in series), key=len)
+        self._draw_steps(record, steps)        # the x range first: the end labels keep apart by screen size
+        self.run_norms.set_data([(st, np.where(np.isposinf(b), ceiling, b)) for st, _, b in series])
+        self.run_losses.set_texts([f"{label} (diverged)" if r.diverged else label
+                                   for label, r in zip(self.run_labels, records)])
+        self.run_losses.set_data([(st, np.where(np.isposinf(loss), self.loss_ceiling, loss))
+                                  for st, loss, _ in series])
+        for curve, r, label in zip(self.run_losses.curves, records, self.run_labels):
+            self._set_label(curve, f"{label} (diverged)" if r.diverged else label)
+        clips = {r.clip for r in records}
+        self._draw_clip(clips.pop() if len(clips) == 1 else None)
+        notes = [f"{label}: {int((~np.isfinite(loss)).sum())} step(s) with a non-finite loss"
+                 for label, (_, loss, _) in zip(self.run_labels, series) if (~np.isfinite(loss)).any()]
+        notes += [f"{label}: step {r.step} update refused ({r.diverged})"
+                  for label, r in zip(self.run_labels, records) if r.diverged]
+        self.set_alert(" · ".join(notes))
+        name = "perplexity" if perplexity else "MSE"
+        self.set_key(f"step {record.step} · {name}: " + " · ".join(
+            f"{label} {_fmt(r.perplexity if perplexity else r.loss)}" for label, r in zip(self.run_labels, records)))
+
+    def _fit_loss(self, record: Record, losses: list[np.ndarray]):
+        """The loss plot's sticky log range over `losses` and the baseline; the baseline line and its entry."""
+        baseline = record.baseline
+        if baseline is not None and record.perplexity is not None:
+            baseline = math.exp(min(baseline, 700.0))
+        extent = plotting.finite_extent(np.concatenate(losses), positive=True)
+        lo_hi = [math.log10(v) for v in extent] if extent else [self.loss_range.lo, self.loss_range.hi]
+        if baseline is not None and baseline > 0:
+            lo_hi = [min(lo_hi[0], math.log10(baseline)), max(lo_hi[1], math.log10(baseline))]
+        if any((~np.isfinite(loss)).any() for loss in losses):
+            lo_hi[1] += 0.5
+        self.loss_range.update(*lo_hi)
+        self.loss_ceiling = 10 ** (self.loss_range.hi - 0.04 * (self.loss_range.hi - self.loss_range.lo))
+        self.loss_plot.setYRange(*self.loss_range.range, padding=0)
+        if baseline is not None and baseline > 0:
+            self.baseline_line.setPos(math.log10(baseline))
+            lo, hi = self.loss_range.range
+            above = (math.log10(baseline) - lo) < 0.7 * (hi - lo)      # label where the line leaves room
+            self.baseline_line.label.anchors = [(1, 1), (1, 1)] if above else [(1, 0), (1, 0)]
+            self.baseline_line.label.updatePosition()
+            self.baseline_line.setVisible(True)
+            self._set_label(self.baseline_sample, f"baseline {baseline:.3g}")
+        else:
+            self.baseline_line.setVisible(False)
+            self._set_label(self.baseline_sample, "baseline (none)")
+
+    def _fit_norm(self, norms: list[np.ndarray], clip: float | None) -> float:
+        """The norm plot's sticky log range over `norms` and θ; returns where ∞ is drawn."""
+        extent = plotting.finite_extent(np.concatenate(norms), positive=True)
+        lo_hi = [math.log10(v) for v in extent] if extent else [self.norm_range.lo, self.norm_range.hi]
+        if clip is not None and clip > 0:
+            lo_hi = [min(lo_hi[0], math.log10(clip)), max(lo_hi[1], math.log10(clip))]
+        if any(np.isinf(norm).any() for norm in norms):
+            lo_hi[1] += 0.5
+        self.norm_range.update(*lo_hi)
+        self.norm_plot.setYRange(*self.norm_range.range, padding=0)
+        return 10 ** (self.norm_range.hi - 0.04 * (self.norm_range.hi - self.norm_range.lo))
+
+    def _draw_clip(self, clip: float | None):
+        if clip is not None:
+            self.clip_line.setPos(math.log10(clip))
+            self.clip_line.label.setFormat(f"θ = {clip:g}")
+        self.clip_line.setVisible(clip is not None)
+
+    def _draw_steps(self, record: Record, steps: np.ndarray):
+        """The x range over the recorded `steps` (room to grow); the step shown marked when it is not the newest."""
+        scrubbed = bool(len(steps)) and bool(record.step < steps[-1])
         for line in self.shown_lines:
             line.setPos(record.step)
             line.setVisible(scrubbed)
-        first, last = (max(0.0, steps[0] - 0.5), steps[-1] + 0.5) if n else (0.0, 1.5)
+        first, last = (max(0.0, steps[0] - 0.5), steps[-1] + 0.5) if len(steps) else (0.0, 1.5)
         self._x_hi = plotting.room_to_grow(self._x_hi, first, last)
         self.loss_plot.setXRange(first, self._x_hi, padding=0.01)
 
@@ -186,6 +264,8 @@ class TrainingPanel(Panel):
             self.fit_legends()
 
     def _restyle(self, theme: Theme):
+        self.run_losses.apply_theme(theme)
+        self.run_norms.apply_theme(theme)
         for line in self.shown_lines:
             line.setPen(plotting.pen(theme.foreground, 1.0, plotting.DASH, alpha=0.6))
         self.loss_curve.setPen(plotting.pen(theme.color(0), theme.pen_width))

@@ -1,7 +1,9 @@
 """Drawing is throttled: records arrive as fast as the engine trains; the panels are drawn from a timer, at most
 about 32 times a second, with the run's frame record (explorer.window.run_state), and only where they are on
 screen (a panel behind a tab or closed catches up when it is shown). While training runs, a FramePacer lowers
-the frame rate when drawing costs more than the window's share of the CPU: the window slows, never training."""
+the frame rate when drawing costs more than the window's share of the CPU: the window slows, never training.
+The main window draws one run (FrameDrawer), the comparison window runs trained in lockstep (StepDrawer), both
+in the same paced frame loop (PacedFrames)."""
 from __future__ import annotations
 
 import math
@@ -13,7 +15,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Slot
 from PySide6.QtWidgets import QWidget
 
 from gradflow.core.records import History, Record
-from gradflow.explorer.window.run_state import RunState
+from gradflow.explorer.window.run_state import RunState, frame_step
 from gradflow.explorer.window.status import StatusReadout, StepRate
 from gradflow.explorer.window.timeline import TimelineBar
 
@@ -130,28 +132,58 @@ class FramePacer:
         return self.period
 
 
-class FrameDrawer(QObject):
-    """Draws `run`'s frame record on `panels` from `frame_timer` when `dirty` (set it when there is something
-    new to show), then the status readout. `shown_record`: what the panels drew last. A panel that raises is
-    reported to `panel_failed` and the others are still drawn. `pacer` sets the frame period; `clock` is the
-    wall clock frames are timed by."""
+class PacedFrames(QObject):
+    """The frame loop both windows draw by: `frame_timer` polls every FRAME_POLL_MS, a frame comes every
+    `pacer.period` (FramePacer: stretched while drawing costs more than the window's CPU share), the `timeline`
+    re-reads its history, and `draw()` runs when `dirty` (set it when there is something new to show), else
+    `_idle()`. `clock` is the wall clock frames are timed by. Subclasses implement `draw()`."""
 
-    def __init__(self, panels: Sequence[QWidget], run: RunState, worker: Any, timeline: TimelineBar,
-                 readout: StatusReadout, overlay: QWidget, rate: StepRate, panel_failed: PanelError,
-                 parent: QObject, pacer: FramePacer | None = None, clock: Callable[[], float] = time.perf_counter):
+    def __init__(self, worker: Any, timeline: TimelineBar, parent: QObject, pacer: FramePacer | None = None,
+                 clock: Callable[[], float] = time.perf_counter):
         super().__init__(parent)
-        self.panels, self.run, self.worker, self.timeline = panels, run, worker, timeline
-        self.readout, self.overlay, self.rate, self.panel_failed = readout, overlay, rate, panel_failed
+        self.worker, self.timeline = worker, timeline
         self.pacer, self.clock = pacer or FramePacer(clock=clock), clock
-        self.shown_record: Record | None = None
         self.dirty = False
         self._next_frame_at = 0.0
-        self._drawn: dict = {}                               # panel -> the record it shows
         self.frame_timer = QTimer(self)
         self.frame_timer.setInterval(FRAME_POLL_MS)
         self.frame_timer.setTimerType(Qt.TimerType.PreciseTimer)
         self.frame_timer.timeout.connect(self._on_frame)
         self.frame_timer.start()
+
+    @Slot()
+    def _on_frame(self):
+        now = self.clock()
+        if now < self._next_frame_at:
+            return
+        period = self.pacer.frame(self.worker.is_playing(), self.worker.isolated)
+        # keep the cadence (a poll's lateness is not carried over); after a slow frame, wait half a period
+        self._next_frame_at = max(self._next_frame_at + period, now + period / 2)
+        self.timeline.refresh()
+        if self.dirty:
+            self.draw()
+        else:
+            self._idle()
+
+    def draw(self):
+        raise NotImplementedError
+
+    def _idle(self):
+        """A frame with nothing new to draw (subclasses)."""
+
+
+class FrameDrawer(PacedFrames):
+    """Draws `run`'s frame record on `panels` (PacedFrames), then the status readout. `shown_record`: what the
+    panels drew last. A panel that raises is reported to `panel_failed` and the others are still drawn."""
+
+    def __init__(self, panels: Sequence[QWidget], run: RunState, worker: Any, timeline: TimelineBar,
+                 readout: StatusReadout, overlay: QWidget, rate: StepRate, panel_failed: PanelError,
+                 parent: QObject, pacer: FramePacer | None = None, clock: Callable[[], float] = time.perf_counter):
+        super().__init__(worker, timeline, parent, pacer, clock)
+        self.panels, self.run = panels, run
+        self.readout, self.overlay, self.rate, self.panel_failed = readout, overlay, rate, panel_failed
+        self.shown_record: Record | None = None
+        self._drawn: dict = {}                               # panel -> the record it shows
 
     def redraw_all(self):
         """Every panel draws the frame record again (the run went back, or is another run)."""
@@ -166,18 +198,8 @@ class FrameDrawer(QObject):
                 except Exception as e:  # noqa: BLE001 - one panel must not stop the others
                     self.panel_failed(panel, e)
 
-    @Slot()
-    def _on_frame(self):
-        now = self.clock()
-        if now < self._next_frame_at:
-            return
-        period = self.pacer.frame(self.worker.is_playing(), self.worker.isolated)
-        # keep the cadence (a poll's lateness is not carried over); after a slow frame, wait half a period
-        self._next_frame_at = max(self._next_frame_at + period, now + period / 2)
-        self.timeline.refresh()
-        if self.dirty:
-            self.draw()
-        elif self.run.latest is not None and self.worker.is_playing():
+    def _idle(self):
+        if self.run.latest is not None and self.worker.is_playing():
             self.readout.rate.setText(f"{self.rate.rate():.1f} steps/s")
 
     def draw(self):
@@ -200,6 +222,33 @@ class FrameDrawer(QObject):
         self.overlay.hide()
         status = self.run.scrubbed or self.run.latest          # the scrubbed step's values while scrubbed back
         self.readout.show_record(status, self.rate.rate() if self.worker.is_playing() else 0.0)
+
+
+class StepDrawer(PacedFrames):
+    """Draws runs trained in lockstep (PacedFrames): their frame step (run_state.frame_step) on `overlays`, panels
+    that overlay every run (`show_runs(records, histories)`), and on `columns`, one list of panels per run
+    (`show_record`); then `drawn(records)`. `shown`: the records drawn last, one per run."""
+
+    def __init__(self, overlays: Sequence[QWidget], columns: Sequence[Sequence[QWidget]], runs: Sequence[RunState],
+                 worker: Any, timeline: TimelineBar, drawn: Callable[[list[Record]], None], parent: QObject,
+                 pacer: FramePacer | None = None, clock: Callable[[], float] = time.perf_counter):
+        super().__init__(worker, timeline, parent, pacer, clock)
+        self.overlays, self.columns, self.runs, self._drawn = overlays, columns, runs, drawn
+        self.shown: list[Record] | None = None
+
+    def draw(self):
+        self.dirty = False
+        records = frame_step(self.runs)
+        if records is None or (self.shown is not None and all(a is b for a, b in zip(records, self.shown))):
+            return
+        histories = [run.history for run in self.runs]
+        for panel in self.overlays:
+            panel.show_runs(records, histories)
+        for panels, record, history in zip(self.columns, records, histories):
+            for panel in panels:
+                panel.show_record(record, history)
+        self.shown = records
+        self._drawn(records)
 
 
 def on_screen(widget: QWidget) -> bool:

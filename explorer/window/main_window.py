@@ -533,7 +533,5 @@ class MainWindow(QMainWindow):
             self.session_files.wait_for_saves()
             self._save_settings()
             self.drawer.frame_timer.stop()
-            if not self.connection.shutdown(1000):   # stop -> quit -> wait; a long step ends first
-                self.hide()
-                self.connection.thread.wait()
+            self.connection.close_for(self)
         super().closeEvent(event)

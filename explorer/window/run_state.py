@@ -10,7 +10,8 @@ the panels draw.
     run.adopt(history, records)      # an opened session's run replaces this one
     run.reset(history_bytes)         # a new model: nothing recorded yet
 
-The main window keeps one; the comparison window one per run, drawn in lockstep by `frame_step`.
+The main window keeps one; the comparison window one per run, drawn in lockstep by `frame_step` (and scrubbed
+together by `scrub_step`).
 Records are never mutated after the engine sent them, so a state only swaps references.
 """
 from __future__ import annotations
@@ -83,9 +84,12 @@ class RunState:
 
 
 def frame_step(runs: Sequence[RunState]) -> list[Record] | None:
-    """What the panels of runs trained in lockstep draw: every run's newest record, or while playing every
-    run's newest detailed one (the same step for all: a lockstep step is detailed for every run or none).
-    Any run's refused update shows the newest step of all. None until every run has a record."""
+    """What the panels of runs trained in lockstep draw: the step picked on the timeline while it is scrubbed back
+    (scrub_step); else every run's newest record, or while playing every run's newest detailed one (the same step
+    for all: a lockstep step is detailed for every run or none). Any run's refused update shows the newest step of
+    all. None until every run has a record."""
+    if runs and all(run.scrubbed is not None for run in runs):
+        return [run.scrubbed for run in runs]
     latest = [run.latest for run in runs]
     if not latest or any(r is None for r in latest):
         return None
@@ -93,3 +97,16 @@ def frame_step(runs: Sequence[RunState]) -> list[Record] | None:
         return latest
     detailed = [run.latest_detailed for run in runs]
     return detailed if all(r is not None for r in detailed) else latest
+
+
+def scrub_step(runs: Sequence[RunState], record: Record | None):
+    """Every run draws the step of `record` (picked on the timeline, from the first run's history): its own record
+    of that step, or the newest it keeps before it (a run's history may keep fewer steps); None follows the newest
+    again."""
+    for run in runs:
+        if record is None:
+            run.scrub(None)
+            continue
+        kept = [r for r in (*run.history.pinned.values(), *run.history.records) if r.hidden is not None]
+        before = [r for r in kept if r.step <= record.step]
+        run.scrub(max(before, key=lambda r: r.step) if before else min(kept, key=lambda r: r.step, default=None))

@@ -1,4 +1,6 @@
-"""Comparing runs: the comparison window steps its runs in lockstep on the same data and overlays them; its dialog
+"""Comparing runs: the comparison window steps its runs in lockstep on the same data and overlays them in the main
+window's panels (each run in its colour and dash, labelled at its curves' ends, with its theory line), scrubs them
+on the timeline, has presentation mode; its dialog
 offers a preset's runs or one setting varied; a comparison scenario, picked in the main window or given as
 `gradflow --preset compare_*`, opens it; closing it (or its main window) stops its engine quietly."""
 from __future__ import annotations
@@ -13,6 +15,8 @@ from gradflow.core.presets import DEFAULT_PRESET, load_preset, preset_names
 from gradflow.explorer import app
 from gradflow.explorer.compare import window as compare
 from gradflow.explorer.compare.window import CompareDialog, CompareWindow, open_comparison, open_comparison_dialog, vary_runs
+from gradflow.explorer.panels.gradient_time import GradientTimePanel
+from gradflow.explorer.panels.training import TrainingPanel
 from gradflow.explorer.window.main_window import MainWindow
 from panel_helpers import gaps   # tests/explorer is on sys.path
 from window_helpers import LECTURE_SIZE, SMALL, WAIT_MS
@@ -45,22 +49,97 @@ def test_compare_window_steps_its_runs_in_lockstep_on_the_same_data(qtbot, compa
     assert first.model != second.model
 
 
-def test_compare_overlays_have_one_curve_per_run_with_each_runs_data(qtbot, compare_window):
+def test_compare_panels_overlay_one_curve_per_run_with_each_runs_data(qtbot, compare_window):
     window = compare_window
     window.step()
     qtbot.waitUntil(lambda: window.shown is not None and window.shown[0].step == 2, timeout=WAIT_MS)
     records = window.shown
-    grad, loss = window.gradient_overlay, window.loss_overlay
-    assert len([c for c in grad.curves if c.isVisible()]) == 2
-    for curve, record in zip(grad.curves, records):
+    grad, training = window.gradient_panel, window.training_panel
+    assert isinstance(grad, GradientTimePanel) and isinstance(training, TrainingPanel)   # the main window's panels
+    for curve, record in zip(grad.run_curves.curves, records):
         np.testing.assert_array_equal(curve.xData, np.arange(1, record.seq_len + 1))
         np.testing.assert_allclose(curve.yData, gaps(record.dh_norms[0]), equal_nan=True)
-    assert [label.text for _, label in grad.legend.items] == window.labels
-    for curve, history in zip(loss.curves, window.histories):
+    assert [label.text for _, label in grad.legend.items][:2] == window.labels
+    for curve, history in zip(training.run_losses.curves, window.histories):
         np.testing.assert_allclose(curve.yData, history.scalars()["loss"])
+    for curve, history in zip(training.run_norms.curves, window.histories):
+        np.testing.assert_allclose(curve.yData, history.scalars()["grad_norm"])
     for column, record in zip(window.columns, records):
         assert len(column.spectrum.scatter.getData()[0]) == record.eigenvalues.shape[1]
         np.testing.assert_allclose(column.hidden.image.image, record.hidden[0].T, rtol=1e-6)
+
+
+def test_each_run_has_its_own_colour_and_dash_and_its_label_at_its_curves_end(qtbot):
+    window = CompareWindow(small_runs(3), "three cells")
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(lambda: window.shown is not None, timeout=WAIT_MS)
+    for runs in (window.gradient_panel.run_curves, window.training_panel.run_losses):
+        pens = [curve.opts["pen"] for curve in runs.curves]
+        assert len({pen.color().name() for pen in pens}) == 3          # told apart by colour ...
+        assert len({pen.style() for pen in pens}) == 3                 # ... and by dash, in greyscale too
+        texts = [item.textItem.toPlainText() for item in runs.labels]
+        assert texts == window.labels
+        for curve, item in zip(runs.curves, runs.labels):
+            assert item.isVisible()
+            assert item.pos().x() == pytest.approx(curve.xData[-1])   # at the right end of its own curve
+            assert item.color.name() == curve.opts["pen"].color().name()
+        boxes = [item.mapRectToScene(item.boundingRect()) for item in runs.labels]
+        assert not any(a.intersects(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])   # none covers another
+    window.close()
+
+
+def test_each_runs_theory_line_is_its_closed_form_rho_line(qtbot):
+    """compare_rho: linear RNNs with W_hh = ρQ, the loss at the last step: ‖∂L/∂h_t‖ = ρ^(T−t)‖∂L/∂h_T‖ exactly,
+    and each run's theory line is that line, in the run's style."""
+    runs = [(label, config.replace(seq_len=30, hidden_size=12, batch_size=4))
+            for label, config in load_preset("compare_rho").runs]
+    window = CompareWindow(runs, "ρ")
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(lambda: window.shown is not None, timeout=WAIT_MS)
+    panel = window.gradient_panel
+    for (_, config), record, theory, curve in zip(runs, window.shown, panel.run_theory.curves,
+                                                  panel.run_curves.curves):
+        T, rho = config.seq_len, config.spectral_radius
+        g_T = record.dh_norms[0][-1]
+        t, y = theory.xData, theory.yData
+        assert t[0] == 1 and t[-1] == T
+        np.testing.assert_allclose(y, g_T * rho ** (T - t), rtol=1e-4)
+        ts = np.arange(1, T + 1)
+        np.testing.assert_allclose(curve.yData, g_T * rho ** (T - ts), rtol=1e-4)   # the curve lies on it
+        assert theory.opts["pen"].color().name() == curve.opts["pen"].color().name()
+        assert theory.opts["pen"].style() == curve.opts["pen"].style()
+    window.close()
+
+
+def test_scrubbing_the_timeline_shows_an_earlier_step_of_every_run(qtbot, compare_window):
+    window = compare_window
+    window.play()
+    qtbot.waitUntil(lambda: len(window.timeline.records()) >= 4, timeout=WAIT_MS)
+    window.pause()
+    window.timeline.refresh()
+    picked = window.timeline.records()[0]
+    window.timeline.scrub_to(0)
+    window.draw_frame()
+    assert [r.step for r in window.shown] == [picked.step] * 2
+    for curve, history in zip(window.gradient_panel.run_curves.curves, window.histories):
+        record = next(r for r in history.records if r.step == picked.step)
+        np.testing.assert_allclose(curve.yData, gaps(record.dh_norms[0]), equal_nan=True)
+    assert all(line.isVisible() and line.value() == picked.step for line in window.training_panel.shown_lines)
+    window.timeline.go_live()
+    window.draw_frame()
+    assert window.shown[0].step > picked.step and window.timeline.is_live
+
+
+def test_presentation_mode_enlarges_the_type_and_leaves_the_overlays_alone(qtbot, compare_window):
+    window = compare_window
+    normal_pt = window.gradient_panel.theme.font_pt
+    window.presentation_action.trigger()
+    assert window.theme.presentation and window.gradient_panel.theme.font_pt > normal_pt
+    assert not window.below.isVisible() and window.gradient_panel.isVisible()
+    window.presentation_action.trigger()
+    assert not window.theme.presentation and window.below.isVisible()
 
 
 def test_closing_the_compare_window_stops_its_thread(qtbot):
@@ -73,7 +152,7 @@ def test_closing_the_compare_window_stops_its_thread(qtbot):
     connection = window.connection
     window.close()
     assert not connection.thread.isRunning()
-    assert not window.frame_timer.isActive()
+    assert not window.drawer.frame_timer.isActive()
 
 
 def test_closing_a_comparison_then_its_main_window_at_once_is_quiet(qtbot, open_window):
