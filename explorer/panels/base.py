@@ -20,6 +20,7 @@ SIDE_RATIO = 1.2   # legends go beside the plots when the room left for them is 
 PLOT_MIN = (220, 130)   # the smallest data area (a ViewBox, px) any plot is given: text around it yields first
 UI_ONLY = "uiOnly"      # widget property: a hint for the screen that exported figures leave out (mark_ui_only)
 CAPTION_SHARE = 0.2     # a caption (or footer line) wraps only while that takes at most this share of the panel
+CAPTION_SHARE_PRESENTATION = 0.12   # in presentation type: the plots first (a long caption is one line + tooltip)
 
 
 class YieldingLabel(QLabel):
@@ -421,14 +422,16 @@ class Panel(QWidget):
         self._fit_texts()
 
     def _fit_texts(self) -> None:
-        """Captions and footer lines wrap while each takes at most CAPTION_SHARE of the panel's height and
-        all of them fit in what the plots' minimum sizes leave; else they yield to the plots: one line each."""
+        """Captions and footer lines wrap while each takes at most CAPTION_SHARE of the panel's height
+        (CAPTION_SHARE_PRESENTATION in presentation type) and all of them fit in what the plots' minimum sizes
+        leave; else they yield to the plots: one line each."""
         labels = [label for label in self.yielding_labels if not label.isHidden()]
         if not labels:
             return
         one_line = sum(label.minimumSizeHint().height() for label in labels)   # what the layout's minimum counts
         spare = self.height() - self.layout().minimumSize().height() + one_line
-        room = min(int(CAPTION_SHARE * self.height()), spare // len(labels))
+        share = CAPTION_SHARE_PRESENTATION if self.theme.presentation else CAPTION_SHARE
+        room = min(int(share * self.height()), spare // len(labels))
         for label in labels:
             label.fit(room)
 

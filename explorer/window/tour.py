@@ -69,5 +69,5 @@ class Tour:
         where = f"stop {self.stops.index(stop) + 1} of {len(self.stops)}"
         after = f"Next: step {later[0].step:,}." if later else "The tour ends here: Play goes on freely."
         self.window.message_bar.show_message(
-            "tour", f"<b>Step {step:,}</b> ({where})<br>" + "<br>".join(lines) + f"<br>{after}",
+            "tour", f"<b>Step {step:,}</b> ({where}) · {after}<br>" + "<br>".join(lines),
             (("Next ▶", self.window.play),) if later else ())
