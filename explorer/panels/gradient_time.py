@@ -30,7 +30,8 @@ class GradientTimePanel(Panel):
         self.view = self.add_graphics()
         self.plot = self.add_plot(plotting.new_plot(self.view.ci, 0, 0, "time step t", "", log_y=True, int_x=True))
         self.legend = self.add_legend(plotting.new_legend(), self.view.ci, below=(1, 0, 1), beside=(0, 1, 1),
-                                      inside=self.plot)   # on a projector: in the plot's empty corner
+                                      inside=None if runs else self.plot)   # one run, on a projector: in the plot's
+                                                                            # empty corner (runs: their curves' own)
 
         self.trail_curves = [self.plot.plot() for _ in range(plotting.TRAIL)]     # oldest first
         for curve in self.trail_curves:
@@ -53,7 +54,8 @@ class GradientTimePanel(Panel):
         self._seq_len = 0
         self._legend_key = None
         self.run_labels = list(runs)
-        self.run_curves = RunCurves(self.plot, runs, z=3)               # layer 1's ‖∂L/∂h_t‖ of each run
+        self.run_curves = RunCurves(self.plot, runs, end="left", z=3)   # layer 1's ‖∂L/∂h_t‖ of each run, labelled
+                                                                        # at t = 1, where the runs differ
         self.run_theory = RunCurves(self.plot, runs, width=0.55, alpha=0.7, end_labels=False, z=6)   # its ρ^(T−t)
         self.theory_sample = pg.PlotDataItem()                         # stands for the runs' theory lines
         self._shown_runs: tuple[Record, ...] = ()
@@ -105,7 +107,8 @@ class GradientTimePanel(Panel):
 
     def show_runs(self, records: Sequence[Record], histories: Sequence[History]) -> None:
         """The runs named in the constructor, overlaid on the same batch: layer 1's ‖∂L/∂h_t‖ of each, in its
-        style with its label at the right end, and its ρ^(T−t) line (anchored as show_record's)."""
+        style with its label at t = 1 (how far back its gradient reaches), and its ρ^(T−t) line (anchored as
+        show_record's)."""
         records = tuple(records)
         if len(records) != len(self.run_labels):
             raise ValueError(f"expected a record for each of the {len(self.run_labels)} runs, got {len(records)}")

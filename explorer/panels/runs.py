@@ -3,6 +3,7 @@ colour from the theme's palette *and* a dash pattern (told apart in greyscale, o
 colour-blind eyes), and its curves carry its label at their right end.
 
     losses = RunCurves(plot, ["RNN", "GRU"])                   # one curve per run, labelled at its right end
+    profiles = RunCurves(plot, labels, end="left")             # ... or at its left end (where the runs differ)
     theory = RunCurves(plot, labels, width=0.6, alpha=0.6, end_labels=False)
     losses.set_data([(steps_a, loss_a), (steps_b, loss_b)])   # after the plot's ranges are set
     losses.apply_theme(theme)                                  # from the panel's _restyle
@@ -27,18 +28,21 @@ def run_pen(theme: Theme, index: int, width: float = 1.0, alpha: float = 1.0):
 
 
 class RunCurves:
-    """One curve per run in `plot`, each in its run's style (run_pen); with `end_labels`, the run's label at the
-    right end of its curve, in its colour, the labels pushed apart so that none covers another."""
+    """One curve per run in `plot`, each in its run's style (run_pen); with `end_labels`, the run's label just above
+    the `end` ("right" or "left") of its curve, in its colour, the labels pushed apart so that none covers another."""
 
     def __init__(self, plot: pg.PlotItem, labels: Sequence[str], width: float = 1.0, alpha: float = 1.0,
-                 end_labels: bool = True, z: float = 0.0):
-        self.plot, self.width, self.alpha = plot, width, alpha
+                 end_labels: bool = True, end: str = "right", z: float = 0.0):
+        if end not in ("right", "left"):
+            raise ValueError(f"end must be 'right' or 'left', got {end!r}")
+        self.plot, self.width, self.alpha, self.end = plot, width, alpha, end
         self.curves = [plot.plot() for _ in labels]
         for curve in self.curves:
             curve.setZValue(z)
         self.labels: list[pg.TextItem] = []
         if end_labels:
-            self.labels = [pg.TextItem(label, anchor=(1, 1)) for label in labels]
+            anchor = (1, 1) if end == "right" else (0, 1)     # the text inside the plot, above the curve's end
+            self.labels = [pg.TextItem(label, anchor=anchor) for label in labels]
             for text in self.labels:
                 text.setZValue(30)
                 plot.addItem(text, ignoreBounds=True)
@@ -60,20 +64,20 @@ class RunCurves:
             plotting.set_points(curve, x, y)
             plotting.show_lone_point(curve, len(x))
         if self.labels:
-            self._ends = [self._right_end(x, y) for x, y in data]
+            self._ends = [self._end_of(x, y) for x, y in data]
             self._place()
 
     def _on_view_changed(self, *_):
         if self._ends:
             self._place()
 
-    def _right_end(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float] | None:
-        """(x, y) in view coordinates (log10 y on a log axis) of the last finite point drawn, or None."""
+    def _end_of(self, x: np.ndarray, y: np.ndarray) -> tuple[float, float] | None:
+        """(x, y) in view coordinates (log10 y on a log axis) of the last (or first) finite point drawn, or None."""
         y = np.asarray(y, dtype=float)
         ok = np.flatnonzero(np.isfinite(y) & (y > 0 if self._log_y else True))
         if not len(ok):
             return None
-        i = ok[-1]
+        i = ok[-1] if self.end == "right" else ok[0]
         return float(x[i]), math.log10(y[i]) if self._log_y else float(y[i])
 
     def _place(self) -> None:
@@ -96,7 +100,7 @@ class RunCurves:
             ys[j] = min(ys[j], top if j == len(ys) - 1 else ys[j + 1] - gap)
         for j, k in enumerate(order):
             (x, _), item = shown[k]
-            item.setPos(min(x, x_hi), ys[j])
+            item.setPos(min(max(x, x_lo), x_hi), ys[j])
 
     def apply_theme(self, theme: Theme) -> None:
         for i, curve in enumerate(self.curves):
@@ -104,5 +108,3 @@ class RunCurves:
         for i, item in enumerate(self.labels):
             item.setColor(plotting.color(theme.color(i)))
             item.setFont(plotting.font(theme, bold=True))
-            item.fill = plotting.brush(theme.background, 0.75)
-            item.update()

@@ -72,6 +72,7 @@ class TrainingPanel(Panel):
             curve.setClipToView(True)
             curve.setDownsampling(auto=True, method="peak")
         if runs:
+            self.baseline_line.label.setPosition(0.02)      # at the left: the runs' labels are at the right
             self.caption_label.setText("Top: each run's loss on the same batches; it should fall below the dashed "
                                        "baseline of a trivial predictor. Bottom: each run's gradient norm before "
                                        "clipping, in the same style.")
@@ -221,7 +222,8 @@ class TrainingPanel(Panel):
             self.baseline_line.setPos(math.log10(baseline))
             lo, hi = self.loss_range.range
             above = (math.log10(baseline) - lo) < 0.7 * (hi - lo)      # label where the line leaves room
-            self.baseline_line.label.anchors = [(1, 1), (1, 1)] if above else [(1, 0), (1, 0)]
+            side = 0 if self.run_labels else 1                          # at the left beside runs' end labels
+            self.baseline_line.label.anchors = [(side, 1), (side, 1)] if above else [(side, 0), (side, 0)]
             self.baseline_line.label.updatePosition()
             self.baseline_line.setVisible(True)
             self._set_label(self.baseline_sample, f"baseline {baseline:.3g}")

@@ -69,12 +69,12 @@ def test_compare_panels_overlay_one_curve_per_run_with_each_runs_data(qtbot, com
         np.testing.assert_allclose(column.hidden.image.image, record.hidden[0].T, rtol=1e-6)
 
 
-def test_each_run_has_its_own_colour_and_dash_and_its_label_at_its_curves_end(qtbot):
+def test_each_run_has_its_own_colour_and_dash_and_its_label_at_an_end_of_its_curve(qtbot):
     window = CompareWindow(small_runs(3), "three cells")
     qtbot.addWidget(window)
     window.show()
     qtbot.waitUntil(lambda: window.shown is not None, timeout=WAIT_MS)
-    for runs in (window.gradient_panel.run_curves, window.training_panel.run_losses):
+    for runs, end in ((window.gradient_panel.run_curves, 0), (window.training_panel.run_losses, -1)):
         pens = [curve.opts["pen"] for curve in runs.curves]
         assert len({pen.color().name() for pen in pens}) == 3          # told apart by colour ...
         assert len({pen.style() for pen in pens}) == 3                 # ... and by dash, in greyscale too
@@ -82,7 +82,7 @@ def test_each_run_has_its_own_colour_and_dash_and_its_label_at_its_curves_end(qt
         assert texts == window.labels
         for curve, item in zip(runs.curves, runs.labels):
             assert item.isVisible()
-            assert item.pos().x() == pytest.approx(curve.xData[-1])   # at the right end of its own curve
+            assert item.pos().x() == pytest.approx(curve.xData[end])   # at an end of its own curve: t = 1, the newest step
             assert item.color.name() == curve.opts["pen"].color().name()
         boxes = [item.mapRectToScene(item.boundingRect()) for item in runs.labels]
         assert not any(a.intersects(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])   # none covers another

@@ -106,17 +106,20 @@ def test_presentation_keeps_every_companion_beside_the_gradient_inside_the_scree
             assert w >= GRADIENT_AREA_720P[0] and h >= GRADIENT_AREA_720P[1], where + f"gradient data area {w}×{h}"
 
 
-@pytest.mark.parametrize("screen", SIZES[:2], ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES[:2]])
-def test_the_comparison_window_fits_a_small_screen(screen, tmp_path):
-    """Four runs compared on a 720p or 768p screen: the window (1280×980 where there is room) fits the screen's
-    available area, and its plots keep their data areas."""
-    (r,) = _run("compare", screen, tmp_path)
-    sx, sy, sw, sh = r["screen"]
-    fx, fy, fw, fh = r["frame"]
-    assert sx <= fx and sy <= fy and fx + fw <= sx + sw and fy + fh <= sy + sh, f"frame {r['frame']} on {r['screen']}"
-    assert r["plots"], r
-    for name, w, h in r["plots"]:
-        assert w >= MIN_PLOT[0] and h >= MIN_PLOT[1], f"{name} {w}×{h}"
+@pytest.mark.parametrize("screen", SIZES[:3], ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES[:3]])
+def test_the_comparison_window_fits_the_screen(screen, tmp_path):
+    """Four runs compared on a 720p, 768p or 1080p screen, in normal and presentation mode: the window (1280×980
+    where there is room) fits the screen's available area, and every plot on screen keeps its data area."""
+    results = _run("compare", screen, tmp_path)
+    assert [r["presentation"] for r in results] == [False, True]
+    for r in results:
+        where = f"{screen} presentation={r['presentation']}: "
+        sx, sy, sw, sh = r["screen"]
+        fx, fy, fw, fh = r["frame"]
+        assert sx <= fx and sy <= fy and fx + fw <= sx + sw and fy + fh <= sy + sh, where + f"frame {r['frame']}"
+        assert r["plots"], where
+        for name, w, h in r["plots"]:
+            assert w >= MIN_PLOT[0] and h >= MIN_PLOT[1], where + f"{name} {w}×{h}"
 
 
 SWEEP_AREA = (480, 300)   # the sweep window's plot: its data area at least this, the diagram being the window's point
@@ -270,12 +273,19 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
         while window.shown is None and time.monotonic() < end:
             app.processEvents()
             time.sleep(0.01)
-        screen, frame = window.screen().availableGeometry(), window.frameGeometry()
-        plots = [(type(panel).__name__, round(plot.vb.sceneBoundingRect().width()),
-                  round(plot.vb.sceneBoundingRect().height())) for panel in window.panels() for plot in panel.plots()]
-        print("RESULT " + json.dumps({"screen": [screen.x(), screen.y(), screen.width(), screen.height()],
-                                      "frame": [frame.x(), frame.y(), frame.width(), frame.height()],
-                                      "plots": plots}), flush=True)
+        for on in (False, True):
+            window.set_presentation(on)
+            for _ in range(20):
+                app.processEvents()
+                time.sleep(0.01)
+            screen, frame = window.screen().availableGeometry(), window.frameGeometry()
+            plots = [(type(panel).__name__, round(plot.vb.sceneBoundingRect().width()),
+                      round(plot.vb.sceneBoundingRect().height()))
+                     for panel in window.panels() if panel.isVisible() for plot in panel.plots()]
+            print("RESULT " + json.dumps({"presentation": on,
+                                          "screen": [screen.x(), screen.y(), screen.width(), screen.height()],
+                                          "frame": [frame.x(), frame.y(), frame.width(), frame.height()],
+                                          "plots": plots}), flush=True)
         window.close()
         return
     if mode == "sweep":
