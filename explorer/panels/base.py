@@ -452,33 +452,44 @@ class Panel(QWidget):
 
 
 CORNERS = ((0, 0), (1, 0), (0, 1), (1, 1))   # (x, y) fractions of the view box: top left, top right, ...
+CORNER_SAMPLES = 200   # empty_corner samples curves at this many even steps across the view
 
 
 def empty_corner(legend: pg.LegendItem, plot: pg.PlotItem, current: tuple[int, int] | None) -> tuple[int, int]:
-    """The corner of `plot`'s data area where `legend` (at its size now) covers fewest points of the plot's
-    curves; `current` when no other corner covers fewer (top left when there is none yet)."""
+    """The corner of `plot`'s data area where `legend` (at its size now) covers least of the plot's curves: each
+    curve sampled at even steps of x (a theory line of two points counts along its length) and weighted by its pen's
+    opacity (the faint trail of earlier steps counts less than the current curve); `current` when no other corner
+    covers less (top left when there is nothing drawn yet)."""
     view = plot.vb
     rect, size = view.viewRect(), view.boundingRect()
     if size.width() <= 0 or size.height() <= 0 or rect.width() == 0 or rect.height() == 0:
         return current or CORNERS[0]
     share_w = min(1.0, (legend.boundingRect().width() + 8) / size.width())
     share_h = min(1.0, (legend.boundingRect().height() + 6) / size.height())
-    xs, ys = [], []
+    xs, ys, weights = [], [], []
     for item in plot.listDataItems():
-        if item.isVisible():
-            x, y = item.getData()
-            if x is not None and y is not None and len(x):
-                xs.append(np.asarray(x, dtype=float))
-                ys.append(np.asarray(y, dtype=float))
+        x, y = item.getData() if item.isVisible() else (None, None)
+        if x is None or y is None:
+            continue
+        x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        finite = np.isfinite(x) & np.isfinite(y)
+        if finite.sum() < 2:
+            continue
+        order = np.argsort(x[finite])
+        along = np.arange(x[finite][order[0]], x[finite][order[-1]], rect.width() / CORNER_SAMPLES)
+        xs.append(along)
+        ys.append(np.interp(along, x[finite][order], y[finite][order]))
+        weights.append(np.full(len(along), pg.mkPen(item.opts.get("pen")).color().alphaF()))
     if not xs:
         return current or CORNERS[0]
     fx = (np.concatenate(xs) - rect.left()) / rect.width()     # 0 at the left, 1 at the right
     fy = (rect.bottom() - np.concatenate(ys)) / rect.height()  # 0 at the top (larger y is higher), 1 at the bottom
+    weight = np.concatenate(weights)
 
-    def covered(corner: tuple[int, int]) -> int:
+    def covered(corner: tuple[int, int]) -> float:
         in_x = fx >= 1 - share_w if corner[0] else fx <= share_w
         in_y = fy >= 1 - share_h if corner[1] else fy <= share_h
-        return int(np.count_nonzero(in_x & in_y & np.isfinite(fx) & np.isfinite(fy)))
+        return float(weight[in_x & in_y].sum())
 
     counts = {corner: covered(corner) for corner in CORNERS}
     best = min(CORNERS, key=counts.__getitem__)

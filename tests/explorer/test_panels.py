@@ -682,3 +682,26 @@ def test_captions_and_footers_yield_to_the_plots_when_the_panel_is_short(qtbot):
                    key=lambda rect: rect.top())
     assert all(upper.bottom() < lower.top() for upper, lower in zip(shown, shown[1:]) if upper.left() < lower.right()
                and lower.left() < upper.right()), [r.getRect() for r in shown]
+
+
+def test_an_inside_legend_avoids_a_line_that_crosses_a_corner_between_its_ends(qtbot):
+    """A theory line is drawn from two points: the legend's corner is chosen by where the lines run, not by where
+    their points are. A line crosses the top left corner between its ends (both outside every corner); short
+    curves of a few points sit in the other three corners."""
+    from gradflow.explorer.panels.base import empty_corner
+    widget = pg.PlotWidget()
+    qtbot.addWidget(widget)
+    widget.resize(600, 400)
+    widget.show()
+    qtbot.waitExposed(widget)
+    plot = widget.getPlotItem()
+    plot.plot([0, 40], [5, 15], pen="w")                        # through the top left, from the left's middle
+    for x0, y in ((90, 9.8), (2, 0.2), (90, 0.2)):              # top right, bottom left, bottom right
+        plot.plot(np.linspace(x0, x0 + 8, 3), [y] * 3, pen="w")
+    plot.setXRange(0, 100, padding=0)
+    plot.setYRange(0, 10, padding=0)
+    legend = pg.LegendItem()
+    legend.setParentItem(plot.vb)
+    legend.addItem(plot.listDataItems()[0], "a label of some width")
+    QApplication.processEvents()
+    assert empty_corner(legend, plot, None) != (0, 0)
