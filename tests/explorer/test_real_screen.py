@@ -132,7 +132,7 @@ def test_presentation_puts_every_companion_beside_the_gradient_and_comes_back_to
 
 def test_a_click_on_the_timeline_while_paused_keeps_the_layout(on_screen):
     screen, app = on_screen
-    window = app.main_window()
+    app.main_window()
     for step in range(2, 5):   # three more steps, fully recorded, paused
         app.ask("call step")
         app.wait_for(lambda s: s["main"]["step"] >= step)
