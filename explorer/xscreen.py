@@ -316,6 +316,7 @@ def _probe(args: list[str]) -> int:
 
     from gradflow.core.presets import load_preset
     from gradflow.explorer import app as gradflow_app
+    from gradflow.explorer.compare import window as compare_window
     from gradflow.explorer.window.main_window import MainWindow
 
     qt = QApplication([sys.argv[0]])
@@ -331,18 +332,21 @@ def _probe(args: list[str]) -> int:
             return {"screen": list(screen.geometry().getRect()), "available": list(screen.availableGeometry().getRect()),
                     "windows": {w.windowTitle(): list(w.frameGeometry().getRect())
                                 for w in QApplication.topLevelWidgets() if w.isWindow() and w.isVisible()},
-                    "main": window_state(window)}
+                    "main": window_state(window),
+                    "compare_steps": [c.latest[0].step if c.latest else 0 for c in compare_window.open_windows()]}
         if verb == "trigger":
             getattr(window, name).trigger()
         elif verb == "call":
             getattr(window, name)()
         elif verb == "compare":
             window.scenarios.open_comparison(load_preset(name))
+        elif verb == "compare-call":   # on the newest comparison window
+            getattr(compare_window.open_windows()[-1], name)()
         elif verb == "quit":
             QApplication.closeAllWindows()
             qt.quit()
         else:
-            raise ValueError(f"probe commands: state, trigger ACTION, call METHOD, compare PRESET, quit; got {command!r}")
+            raise ValueError(f"probe commands: state, trigger ACTION, call METHOD, compare PRESET, compare-call METHOD, quit; got {command!r}")
         return "ok"
 
     def on_stdin():

@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SIZES = ((1280, 720), (1366, 768), (1920, 1080))
 MODES = ("normal", "presentation")
 WINDOWS = ("main", "sweep")
+COMPARE_STEPS = 200   # compare_rho's caption speaks of step 200
 SWEEP_PRESET, SWEEP_HIDDEN = "compare_edge_of_chaos", 64   # the mean-field setting: every theory line holds
 SWEEPS = (("heatmap", ["sigma_w=0.5:3:11", "seq_len=10:200:6log"], 2),   # (name, grid, seeds), at initialisation
           ("lines", ["sigma_w=0.5:3:11"], 4))
@@ -102,7 +103,7 @@ def real_screen(out: Path, width: int, height: int, steps: int, preset: str | No
     """The app as `gradflow` starts it on a real X screen of width × height with a window manager
     (explorer.xscreen: Xvfb + openbox), the whole screen shot with the window manager's frames: WxH-MODE.png (the main
     window as it launches, played `steps` steps or to the tour's first stop, paused; then F5) and
-    WxH-normal-compare.png (the comparison of compare_rho opened over it)."""
+    WxH-normal-compare.png (the comparison of compare_rho opened over it, played to step COMPARE_STEPS)."""
     from gradflow.explorer import xscreen
 
     with tempfile.TemporaryDirectory() as tmp, xscreen.XScreen(width, height, tmp) as screen, \
@@ -121,6 +122,9 @@ def real_screen(out: Path, width: int, height: int, steps: int, preset: str | No
         screen.key(window, "F5")
         app.ask("compare compare_rho")
         app.window("Compare")
+        app.ask("compare-call play")
+        app.wait_for(lambda s: s["compare_steps"][-1] >= COMPARE_STEPS, seconds=600)
+        app.ask("compare-call pause")
         app.settle()
         print(screen.screenshot(out / f"{width}x{height}-normal-compare.png"), flush=True)
 
