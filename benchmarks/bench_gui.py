@@ -142,9 +142,10 @@ def open_window(app, config, size: tuple[int, int], presentation: bool, full_rat
 
 def window_round(window, seconds: float) -> dict:
     """The window plays for `seconds`, then pauses (timed_play), with each frame's update time (the panels taking
-    the new record, ms), the intervals between frames (update + paint + waiting, ms) and frames/s."""
+    the new record, ms), the intervals between frames (update + paint + waiting, ms) and frames/s. It plays
+    freely, as Play does past a scenario's last tour stop: the tour would pause it at each claimed step."""
     del window.frame_starts[:], window.frame_updates[:]
-    run = timed_play(window.play, window.pause, window.worker, seconds)
+    run = timed_play(window.controls.play, window.pause, window.worker, seconds)
     starts = list(window.frame_starts)
     return {**run, "updates": list(window.frame_updates), "fps": len(starts) / run["elapsed"],
             "intervals": [(b - a) * 1e3 for a, b in zip(starts, starts[1:])]}
