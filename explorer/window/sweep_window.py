@@ -79,7 +79,6 @@ class SweepWindow(QMainWindow):
         self.plan: Plan | None = None
         self.rows: list[dict[str, Any]] = []
         self.thread: SweepThread | None = None
-        self._running = False   # from Start until the thread's end has been shown (_on_finished)
         self.table: Table | None = None
         self._folder = tempfile.TemporaryDirectory(prefix="gradflow-sweep-")
         self._runs = 0
@@ -216,7 +215,6 @@ class SweepWindow(QMainWindow):
         self.figure.clear()
         self._started = time.monotonic()
         self._show_running(True)
-        self._running = True
         self.thread.start()
         return True
 
@@ -229,8 +227,7 @@ class SweepWindow(QMainWindow):
             self.status_label.setText(f"Stopping: ending the running points ({len(self.rows)} finished, kept) …")
 
     def is_running(self) -> bool:
-        """A sweep was started and its end is not shown yet (its thread may have ended a moment before)."""
-        return self._running
+        return self.thread is not None and self.thread.isRunning()
 
     def _show_running(self, running: bool):
         self.start_button.setEnabled(not running)
@@ -263,7 +260,6 @@ class SweepWindow(QMainWindow):
         elif self.table is not None:
             self.status_label.setText(f"Done: {done} points in {duration(time.monotonic() - self._started)}.")
         self._show_running(False)
-        self._running = False
         self.redraw()
 
     def frame(self) -> pd.DataFrame:

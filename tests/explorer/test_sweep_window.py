@@ -93,7 +93,8 @@ def test_stop_ends_the_running_point_at_once_and_keeps_every_finished_row(qtbot)
     window.stop_button.click()
     assert window.status_label.text().startswith("Stopping: ending the running points (1 finished, kept)")
     assert not window.stop_button.isEnabled()
-    qtbot.waitUntil(lambda: not window.is_running(), timeout=30_000)
+    # the thread ends, then its queued `finished` shows the end: wait for both
+    qtbot.waitUntil(lambda: not window.is_running() and window.table is not None, timeout=30_000)
     assert window.status_label.text() == "Stopped: 1 of 2 points (every finished point kept)."
     frame = window.frame()
     assert len(frame) == 1 and frame["spectral_radius"][0] == 10 and frame["diverged_step"][0] == 1
