@@ -225,12 +225,7 @@ class GradientTimePanel(Panel):
             if has_linear:
                 self.legend.addItem(self.linear_line, "exact linear ‖(W<sub>hh</sub><sup>T</sup>)<sup>T−t</sup> "
                                                       "∂L/∂h<sub>T</sub>‖")
-            if has_zero:
-                self.legend.addItem(self.zero_markers, "exactly 0 (no gradient), at floor")
-            if has_inf:
-                self.legend.addItem(self.inf_markers, "∞, clipped at top")
-            plotting.style_legend(self.legend, self.theme)
-            self.fit_legends()
+            self._finish_legend(has_zero, has_inf)
         rho = self.legend.getLabel(self.rho_line)
         sigma = self.legend.getLabel(self.sigma_line)
         if rho is not None and rho.text != rho_text:
@@ -248,6 +243,10 @@ class GradientTimePanel(Panel):
         for curve, text in zip(self.run_curves.curves, texts):
             self.legend.addItem(curve, text)
         self.legend.addItem(self.theory_sample, RUNS_RHO_TEXT)
+        self._finish_legend(has_zero, has_inf)
+
+    def _finish_legend(self, has_zero: bool, has_inf: bool):
+        """The markers' entries where they are drawn, after the curves' (one run or several), then style and fit."""
         if has_zero:
             self.legend.addItem(self.zero_markers, "exactly 0 (no gradient), at floor")
         if has_inf:

@@ -73,6 +73,14 @@ def test_every_plot_keeps_its_data_area_and_the_window_fits_the_screen(screen, s
                 f"{advance} px title, inside its bar: {inside}, scroll buttons shown: {scrolling}"
 
 
+def _assert_frame_on_screen(r: dict, where: str):
+    """The window's frame (window manager's decoration included) lies in the screen's area the result names."""
+    sx, sy, sw, sh = r["screen"]
+    fx, fy, fw, fh = r["frame"]
+    assert sx <= fx and sy <= fy and fx + fw <= sx + sw and fy + fh <= sy + sh, \
+        where + f"frame {r['frame']} on a screen of {r['screen']}"
+
+
 GRADIENT_AREA_720P = (560, 300)   # the gradient plot's data area in presentation mode on a 1280×720 screen
 
 
@@ -86,10 +94,8 @@ def test_presentation_keeps_every_companion_beside_the_gradient_inside_the_scree
     assert len(results) == 1 + 8 + 1                 # maximised; presentation with each companion; full screen
     for r in results:
         where = f"{screen} {r['step']}: "
-        sx, sy, sw, sh = r["screen"]
-        fx, fy, fw, fh = r["frame"]
-        assert sx <= fx and sy <= fy and fx + fw <= sx + sw and fy + fh <= sy + sh, \
-            where + f"frame {r['frame']} on a screen of {r['screen']}"
+        _assert_frame_on_screen(r, where)
+        sy, sh = r["screen"][1], r["screen"][3]
         for bar in ("timeline", "status bar"):
             tx, ty, tw, th = r[bar]
             assert th > 0 and sy <= ty and ty + th <= sy + sh, where + f"{bar} at {r[bar]}, screen {r['screen']}"
@@ -114,9 +120,7 @@ def test_the_comparison_window_fits_the_screen(screen, tmp_path):
     assert [r["presentation"] for r in results] == [False, True]
     for r in results:
         where = f"{screen} presentation={r['presentation']}: "
-        sx, sy, sw, sh = r["screen"]
-        fx, fy, fw, fh = r["frame"]
-        assert sx <= fx and sy <= fy and fx + fw <= sx + sw and fy + fh <= sy + sh, where + f"frame {r['frame']}"
+        _assert_frame_on_screen(r, where)
         assert r["plots"], where
         for name, w, h in r["plots"]:
             assert w >= MIN_PLOT[0] and h >= MIN_PLOT[1], where + f"{name} {w}×{h}"
@@ -135,10 +139,7 @@ def test_the_sweep_window_fits_the_screen_and_its_diagram_keeps_its_room(screen,
     assert [(r["mode"], r["keys"]) for r in results] == [(m, k) for m in ("normal", "presentation") for k in (2, 1)]
     for r in results:
         where = f"{screen} {r['mode']}, {r['keys']} key(s): "
-        sx, sy, sw, sh = r["screen"]
-        fx, fy, fw, fh = r["frame"]
-        assert sx <= fx and sy <= fy and fx + fw <= sx + sw and fy + fh <= sy + sh, \
-            where + f"frame {r['frame']} on {r['screen']}"
+        _assert_frame_on_screen(r, where)
         assert r["status"].startswith("Done"), where + r["status"]
         need, room = r["settings_need"], r["settings"]
         assert need[0] <= room[0] and need[1] <= room[1], where + f"settings need {need}, have {room}"
