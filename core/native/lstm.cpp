@@ -4,6 +4,7 @@
 // operation rounds as its torch counterpart in the Python loops, so the two agree to the last bit where the
 // Python loops' vectorised torch ops do (tests/core/test_native_lstm.py). Same buffers, same layout, same
 // formulas as the Python loops: engine gate order o, i, f, g; xh rows [1, x, h]; see core/models.py.
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/extension.h>
 
 #include <cmath>
@@ -59,6 +60,17 @@ void backward_row(const T* __restrict__ dh, const T* __restrict__ carry, T s, bo
   }
 }
 
+// x (M, K) @ Wᵀ by oneDNN, W (N, K) packed once per optimizer step by mkldnn::_reorder_linear_weight -> (M, N).
+// The same op as the Python loops' core.models._PackedMatmul, so the same bits.
+at::Tensor packed_linear(const at::Tensor& x, const at::Tensor& packed) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("mkldnn::_linear_pointwise", "")
+                       .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
+                                         c10::string_view, c10::List<std::optional<at::Scalar>>,
+                                         std::optional<c10::string_view>)>();
+  return op.call(x, packed, std::nullopt, "none", c10::List<std::optional<at::Scalar>>(), std::nullopt);
+}
+
 void check(const at::Tensor& t, const at::Tensor& like, const char* name) {
   TORCH_CHECK(t.is_contiguous() && t.scalar_type() == like.scalar_type() && t.device().is_cpu(),
               name, ": expected a contiguous CPU tensor of the row's dtype");
@@ -69,7 +81,7 @@ void check(const at::Tensor& t, const at::Tensor& like, const char* name) {
 // -> gates (T, B, 4H), ig = i ⊙ g and tc = tanh c_t (T, B, H); h_t, c_t into their rows of xh, c_buf.
 // A forward row's step t reads row t and writes row t+1; a reverse row's reads row t+1 and writes row t.
 void lstm_forward(at::Tensor xh, at::Tensor c_buf, at::Tensor wct, at::Tensor gates, at::Tensor ig,
-                  at::Tensor tc, bool reverse) {
+                  at::Tensor tc, bool reverse, std::optional<at::Tensor> packed) {
   for (auto* t : {&xh, &c_buf, &wct, &gates, &ig, &tc}) check(*t, xh, "lstm_forward");
   const int64_t T = gates.size(0), B = gates.size(1), H = tc.size(2), K = xh.size(2);
   AT_DISPATCH_FLOATING_TYPES(xh.scalar_type(), "lstm_forward", [&] {
@@ -78,7 +90,10 @@ void lstm_forward(at::Tensor xh, at::Tensor c_buf, at::Tensor wct, at::Tensor ga
     for (int64_t k = 0; k < T; ++k) {
       const int64_t t = reverse ? T - 1 - k : k, cur = reverse ? t : t + 1, prv = reverse ? t + 1 : t;
       at::Tensor a = gates.select(0, t);                                      // (B, 4H)
-      at::mm_out(a, xh.select(0, prv), wct);
+      if (packed)
+        a.copy_(packed_linear(xh.select(0, prv), *packed));
+      else
+        at::mm_out(a, xh.select(0, prv), wct);
       // sigmoid and tanh: ATen's kernels on the same views as the Python loops, so the same bits (a chaotic
       // run amplifies one ulp of exp into a different trajectory); the products are single roundings in both.
       a.narrow(1, 0, 3 * H).sigmoid_();
@@ -100,11 +115,12 @@ void lstm_forward(at::Tensor xh, at::Tensor c_buf, at::Tensor wct, at::Tensor ga
 
 // Backward time loop, processed steps last to first. dh (T, B, H) holds the direct part of ∂L/∂h_t and
 // gets the recurrent part added; -> dc (T, B, H) ∂L/∂c_t, d_g (T, B, 5H): d_o, d_i, d_f, d_g, fdc of backward_row.
-// w_hh (4H, H), gate order o, i, f, g. scales: empty, or per processed step k the factor on the carry
+// w_hh (4H, H), gate order o, i, f, g; packed_hh: W_hhᵀ packed for oneDNN, or none. scales: empty, or per processed step k the factor on the carry
 // into step k (0: detached); g_c_last (B, H): the gradient into the final c, if any.
 void lstm_backward(at::Tensor dh, at::Tensor dc, at::Tensor d_g, at::Tensor gates, at::Tensor xh,
                    at::Tensor c_buf, at::Tensor ig, at::Tensor tc, at::Tensor w_hh, bool reverse,
-                   std::vector<double> scales, std::optional<at::Tensor> g_c_last) {
+                   std::vector<double> scales, std::optional<at::Tensor> g_c_last,
+                   std::optional<at::Tensor> packed_hh) {
   for (auto* t : {&dh, &dc, &d_g, &gates, &xh, &c_buf, &ig, &tc, &w_hh}) check(*t, dh, "lstm_backward");
   if (g_c_last) check(*g_c_last, dh, "lstm_backward");
   const int64_t T = dh.size(0), B = dh.size(1), H = dh.size(2), K = xh.size(2);
@@ -119,7 +135,11 @@ void lstm_backward(at::Tensor dh, at::Tensor dc, at::Tensor d_g, at::Tensor gate
       const scalar_t* carry = nullptr;
       int64_t ldc = 5 * H;
       if (s != 0.0) {
-        dh.select(0, t).addmm_(d_g.select(0, next).narrow(1, 0, 4 * H), w_hh, 1.0, s);  // + s W_hhᵀ ∂L/∂a_{t+1}
+        at::Tensor d_a = d_g.select(0, next).narrow(1, 0, 4 * H);           // ∂L/∂a_{t+1}
+        if (packed_hh)
+          dh.select(0, t).add_(packed_linear(d_a, *packed_hh), s);
+        else
+          dh.select(0, t).addmm_(d_a, w_hh, 1.0, s);                          // + s W_hhᵀ ∂L/∂a_{t+1}
         carry = pd + next * B * 5 * H + 4 * H;
       } else if (next < 0 && g_c_last) {
         carry = g_c_last->data_ptr<scalar_t>();

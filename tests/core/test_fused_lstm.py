@@ -173,10 +173,8 @@ def test_lstm_engine_equals_lstmcell_autograd(loops, layers, bidirectional, trun
             close(row.gates[name], gates[..., k * H:(k + 1) * H], f"gate {name} row {r}")
 
 
-def test_float32_matches_float64():
+def float32_against_float64(net, x, state):
     """The float32 engine (the app's dtype) against the float64 one: same numbers to float32 accuracy."""
-    net = build(2, True)
-    x, state = inputs(net, True)
     results = []
     for dtype in (torch.double, torch.float):
         net = net.to(dtype)
@@ -189,6 +187,30 @@ def test_float32_matches_float64():
         net.zero_grad(set_to_none=True)
     for a, b in zip(*results):
         torch.testing.assert_close(a, b, rtol=2e-4, atol=1e-6)
+
+
+def test_float32_matches_float64():
+    net = build(2, True)
+    float32_against_float64(net, *inputs(net, True))
+
+
+@pytest.mark.parametrize("kind", ["python", "compiled"])
+def test_float32_from_packed_min_hidden_on_multiplies_by_packed_weights_and_matches_float64(kind, request,
+                                                                                             monkeypatch):
+    """From PACKED_MIN_HIDDEN on a float32 row multiplies by oneDNN-packed weights, forward and backward, in
+    both loops; below it, and in float64, by MKL's GEMM. Same numbers as float64 to float32 accuracy."""
+    request.getfixturevalue("use_compiled" if kind == "compiled" else "use_python")
+    packs, pack = [], models._pack
+    monkeypatch.setattr(models, "_pack", lambda w, like: packs.append((like.dtype, pack(w, like))) or packs[-1][1])
+    torch.manual_seed(0)
+    net = RecurrentNet(Config(model="lstm", hidden_size=models.PACKED_MIN_HIDDEN, num_layers=2, bidirectional=True),
+                       I, O).double()
+    x = torch.randn(T, B, I, dtype=torch.double)
+    state = tuple(torch.randn(net.num_rows, B, models.PACKED_MIN_HIDDEN, dtype=torch.double) * 0.5 for _ in "hc")
+    float32_against_float64(net, x, state)
+    assert [dtype for dtype, _ in packs] == [torch.double] * 8 + [torch.float] * 8   # forward + backward, 4 rows
+    assert [p is None for _, p in packs] == [True] * 8 + [False] * 8
+    assert pack(build(1, False).float().rnn.weight_hh_l0, torch.zeros(B, H)) is None   # H = 6: MKL's GEMM
 
 
 def test_workspaces_are_reused_and_never_overwrite_what_is_held():
