@@ -42,10 +42,12 @@ class Comparison:
         """Every run's newest update was refused (a diverged run alone just reports it and goes on)."""
         return all(trainer.halted for trainer in self.trainers)
 
-    def step(self, detail: bool = True, preview: bool = False, jacobians: bool = False) -> list[Record]:
+    def step(self, detail: bool = True, preview: bool = False, jacobians: bool = False,
+             spectrum: bool | None = None) -> list[Record]:
         """One optimizer step of every run, on the same batch (core.protocol.Engine); a diverged run just
         reports it."""
-        return [trainer.step(detail=detail, preview=preview, jacobians=jacobians) for trainer in self.trainers]
+        return [trainer.step(detail=detail, preview=preview, jacobians=jacobians, spectrum=spectrum)
+                for trainer in self.trainers]
 
     def update(self, **changes: Any) -> list[Config]:
         """Live settings (core.config.LIVE_KEYS) for every run; the configs now in force."""

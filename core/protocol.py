@@ -26,9 +26,11 @@ class Engine(Protocol[StepResult]):
         only repeat that, so the loop pauses."""
         ...
 
-    def step(self, detail: bool = True, preview: bool = False, jacobians: bool = False) -> StepResult:
+    def step(self, detail: bool = True, preview: bool = False, jacobians: bool = False,
+             spectrum: bool | None = None) -> StepResult:
         """One optimizer step of every run. `detail` adds hidden/cell/gate arrays and contributions through
-        time, `preview` the task view, `jacobians` the Jacobians through time (layer 1, sample 0)."""
+        time, `preview` the task view, `jacobians` the Jacobians through time (layer 1, sample 0), `spectrum`
+        the full spectrum of a matrix over core.spectrum.FULL_SPECTRUM_MAX_SIZE rows (None: on detailed steps)."""
         ...
 
     def update(self, **changes: Any) -> Any:

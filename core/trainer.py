@@ -122,13 +122,16 @@ class Trainer:
         return new
 
     # -- the step ------------------------------------------------------------------------
-    def step(self, detail: bool = True, preview: bool = False, jacobians: bool = False) -> Record:
+    def step(self, detail: bool = True, preview: bool = False, jacobians: bool = False,
+             spectrum: bool | None = None) -> Record:
         """One optimizer step. `detail` adds hidden/cell/gate arrays and contributions through time;
-        `preview` adds the task view; `jacobians` adds Jacobians through time (layer 1, sample 0)."""
+        `preview` adds the task view; `jacobians` adds Jacobians through time (layer 1, sample 0);
+        `spectrum` the full spectrum of a matrix over core.spectrum.FULL_SPECTRUM_MAX_SIZE rows (None: on
+        detailed steps; a smaller matrix always gets it)."""
         with engine_threads_used():
-            return self._step(detail, preview, jacobians)
+            return self._step(detail, preview, jacobians, detail if spectrum is None else spectrum)
 
-    def _step(self, detail: bool, preview: bool, jacobians: bool) -> Record:
+    def _step(self, detail: bool, preview: bool, jacobians: bool, full_spectrum: bool) -> Record:
         start = time.perf_counter()
         cfg, model, cell = self.config, self.model, self.cell
         if self._rescale_to is not None:
@@ -154,7 +157,7 @@ class Trainer:
         if trace.is_lstm:
             norms += [torch.linalg.vector_norm(row.dc, dim=(1, 2)) for row in trace.rows]
         measured = torch.cat(norms).double().cpu().numpy()  # the step's one device -> host transfer
-        spectrum = cell.spectrum(model, trace, self._spectrum, full=detail)  # of the W that made these gradients
+        spectrum = cell.spectrum(model, trace, self._spectrum, full=full_spectrum)  # of the W that made these gradients
         loss_value, grad_norm = float(measured[0]), float(measured[1])
         n = len(params)
         dh_norms = measured[2 + n:2 + n + R * T].reshape(R, T)

@@ -38,6 +38,7 @@ IDLE_POLL_S = 0.1           # how often an idle loop looks at the stop flag
 BATCH_INTERVAL_S = 0.010    # the engine process sends the records of the last 10 ms at once
 JACOBIAN_INTERVAL_S = 0.5   # Jacobians through time at most twice a second while a panel wants them ...
 JACOBIAN_COST_FACTOR = 5.0  # ... and at most 1/5 of the time (they cost 3-10 plain steps)
+SPECTRUM_COST_FACTOR = 3.0  # a large matrix's full spectrum (1-3 s at H = 1024) on at most 1/3 of the time
 
 RunSpec = Config | Sequence[tuple[str, Config]]   # one run, or 2-4 labelled runs in lockstep
 Emit = Callable[..., None]                        # emit(signal_name, *args)
@@ -80,6 +81,7 @@ class Flags:
         self.step_requested = event()      # coalesces Step presses (key auto-repeat)
         self.rebuild_requested = event()   # a new model is coming: no closing step for the old one
         self.want_jacobians = value("b", 0)
+        self.want_spectrum = value("b", 1)  # the full spectrum of a large matrix (core.spectrum) on detailed steps
         self.max_rate = value("d", 0.0)    # steps per second, 0: as fast as possible
         self.last_step = value("q", 0)     # the step of the last record computed (0: none)
         self.pause_at = value("q", 0)      # play pauses after this step, computed in full (0: no stop; a tour)
@@ -131,7 +133,7 @@ class EngineLoop:
         last_start = 0.0
         was_playing = False
         last_detail = last_preview = -1e9   # so the first step after Play is detailed and previewed
-        next_jacobians = 0.0
+        next_jacobians = next_spectrum = 0.0
         while not flags.stop.is_set():
             if not flags.playing.is_set():
                 if was_playing:
@@ -161,15 +163,18 @@ class EngineLoop:
             stop = flags.pause_at.value == flags.last_step.value + 1     # a tour's stop: shown in full, then pause
             preview = stop or now - last_preview >= PREVIEW_INTERVAL_S
             jacobians = self._jacobians_wanted() and now >= next_jacobians
-            detail = stop or jacobians or now - last_detail >= DETAIL_INTERVAL_S   # the window draws detailed records
-            if self._step(detail=detail, preview=preview, jacobians=jacobians) is None:  # an exception: reported
-                continue
+            spectrum = self._spectrum_wanted() and (stop or now >= next_spectrum)
+            detail = stop or jacobians or spectrum or now - last_detail >= DETAIL_INTERVAL_S   # what the window draws
+            if self._step(detail=detail, preview=preview, jacobians=jacobians, spectrum=spectrum) is None:
+                continue   # an exception: reported
             if stop:
                 flags.pause_at.value = 0
                 flags.playing.clear()
+            cost = time.perf_counter() - now
             if jacobians:
-                cost = time.perf_counter() - now
                 next_jacobians = now + max(JACOBIAN_INTERVAL_S, JACOBIAN_COST_FACTOR * cost)
+            if spectrum:
+                next_spectrum = now + SPECTRUM_COST_FACTOR * cost
             if detail:
                 last_detail = now
             if preview:
@@ -192,7 +197,7 @@ class EngineLoop:
         flags = self.flags
         if (self.engine is not None and not self._last_complete and not self.engine.halted
                 and not (flags.stop.is_set() or flags.step_requested.is_set() or flags.rebuild_requested.is_set())):
-            self._step(detail=True, preview=True, jacobians=self._jacobians_wanted())
+            self._step_in_full()
         self.emit("paused", flags.last_step.value)
 
     def _drain_commands(self):
@@ -221,7 +226,7 @@ class EngineLoop:
         elif command.kind == "step":
             self.flags.step_requested.clear()
             if self.engine is not None:
-                self._step(detail=True, preview=True, jacobians=self._jacobians_wanted())
+                self._step_in_full()
         elif command.kind == "call":
             try:
                 result = command.call(self.engine)
@@ -245,7 +250,7 @@ class EngineLoop:
         self.flags.pause_at.value = 0
         self._last_complete = True
         self.emit("rebuilt", spec)
-        self._step(detail=True, preview=True, jacobians=self._jacobians_wanted())  # so no panel is ever empty
+        self._step_in_full()  # so no panel is ever empty
 
     def _report_native(self, result=None):
         """native_status(state, lstm, text) when the compiled LSTM loops' state (core.native.state) or the kind
@@ -263,17 +268,27 @@ class EngineLoop:
     def _jacobians_wanted(self) -> bool:
         return bool(self.flags.want_jacobians.value)
 
-    def _step(self, detail: bool, preview: bool, jacobians: bool = False):
-        """One step of the engine; emits its result (core.protocol.Engine). None after an exception."""
+    def _spectrum_wanted(self) -> bool:
+        return bool(self.flags.want_spectrum.value)
+
+    def _step_in_full(self):
+        """A step with everything a panel on screen asks for (a Step, a pause, a new model)."""
+        return self._step(detail=True, preview=True, jacobians=self._jacobians_wanted(),
+                          spectrum=self._spectrum_wanted())
+
+    def _step(self, detail: bool, preview: bool, jacobians: bool = False, spectrum: bool = False):
+        """One step of the engine; emits its result (core.protocol.Engine). None after an exception.
+        `spectrum`: the full spectrum of a matrix over core.spectrum.FULL_SPECTRUM_MAX_SIZE rows (a smaller one
+        always gets it)."""
         try:
-            result = self.engine.step(detail=detail, preview=preview, jacobians=jacobians)
+            result = self.engine.step(detail=detail, preview=preview, jacobians=jacobians, spectrum=spectrum)
         except Exception as e:  # noqa: BLE001 - the GUI shows it; the loop keeps serving commands
             self.flags.playing.clear()
             self.emit("failed", f"Step {self.flags.last_step.value + 1} failed: {type(e).__name__}: {e}",
                       traceback.format_exc())
             return None
         self.flags.last_step.value = self.engine.steps_done
-        self._last_complete = detail and preview
+        self._last_complete = detail and preview and (spectrum or not self._spectrum_wanted())
         self.emit("record_ready", result)
         self._report_native(result)
         if self.engine.halted:

@@ -131,14 +131,23 @@ class TrainingWorker(QObject):
         and its result are pickled: use an importable function (functools.partial, operator.methodcaller)."""
         self._commands.put(Command("call", call=fn, tag=tag))
 
-    def set_wanted(self, jacobians: bool = False):
-        """Which costly extras are on screen (read between steps): `jacobians` asks for Jacobians
-        through time on some steps (throttled, see explorer.engine.loop); False stops computing them."""
-        self._flags.want_jacobians.value = bool(jacobians)
+    def set_wanted(self, jacobians: bool | None = None, spectrum: bool | None = None):
+        """Which costly extras are on screen (read between steps; None leaves one as it is): `jacobians` asks
+        for Jacobians through time on some steps, `spectrum` for the full spectrum of a matrix over
+        core.spectrum.FULL_SPECTRUM_MAX_SIZE rows on the detailed ones (both throttled by their cost, see
+        explorer.engine.loop). Jacobians start unwanted, the spectrum wanted."""
+        if jacobians is not None:
+            self._flags.want_jacobians.value = bool(jacobians)
+        if spectrum is not None:
+            self._flags.want_spectrum.value = bool(spectrum)
 
     @property
     def wants_jacobians(self) -> bool:
         return bool(self._flags.want_jacobians.value)
+
+    @property
+    def wants_spectrum(self) -> bool:
+        return bool(self._flags.want_spectrum.value)
 
     def set_max_rate(self, steps_per_second: float | None):
         self._flags.max_rate.value = steps_per_second or 0.0
@@ -241,6 +250,7 @@ class TrainingWorker(QObject):
         self._flags = Flags(self._context)
         self._flags.max_rate.value = old.max_rate.value
         self._flags.want_jacobians.value = old.want_jacobians.value
+        self._flags.want_spectrum.value = old.want_spectrum.value
         self._commands, dead = PickledQueue(self._context), self._commands
         dead.close()
 

@@ -30,7 +30,8 @@ DEEPER_PANELS: tuple[type[Panel], ...] = (ContributionsPanel, LstmHighwayPanel, 
 def connect_panels(panels, worker) -> None:
     """Let each panel that talks to the worker wire itself (GUI thread, once after the worker exists):
     SpectrumPanel sends eigenvalue edits and undo through `worker.call`; JacobiansPanel tells
-    `worker.set_wanted(jacobians=...)` whether it is on screen. Other panels ignore it."""
+    `worker.set_wanted(jacobians=...)` whether it is on screen, SpectrumPanel `set_wanted(spectrum=...)`. Other
+    panels ignore it."""
     for panel in panels:
         connect = getattr(panel, "connect_to_worker", None)
         if connect is not None:

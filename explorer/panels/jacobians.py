@@ -6,16 +6,16 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, QTimer, Slot
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
 from gradflow.core.records import History, Record
 from gradflow.explorer.panels import plotting
 from gradflow.explorer.panels.base import Panel
+from gradflow.explorer.panels.visibility import OnScreenWatch
 from gradflow.explorer.theme import Theme
 
 SCAN = 400          # records searched back in the history for the newest one with Jacobians
-POLL_MS = 250       # how often a connected panel tells the worker whether it is on screen
 
 
 class DecadeAxis(plotting.IntegerAxis):
@@ -23,11 +23,6 @@ class DecadeAxis(plotting.IntegerAxis):
 
     def tickStrings(self, values, scale, spacing):
         return [plotting.decade_label(int(round(v))) if abs(v - round(v)) < 1e-9 else "" for v in values]
-
-
-def on_screen(widget) -> bool:
-    """Shown and not parked behind another tab (Qt keeps tabbed docks 'visible', off-screen)."""
-    return widget.isVisible() and not widget.visibleRegion().isEmpty()
 
 
 class JacobiansPanel(Panel):
@@ -72,30 +67,17 @@ class JacobiansPanel(Panel):
         self._has_bound = False
         self._drawn: Record | None = None     # the record whose Jacobians are on screen
         self._shown = None
-        self._worker = None
-        self._wanted: bool | None = None
-        self._poll: QTimer | None = None
+        self._watch: OnScreenWatch | None = None
         self.apply_theme(self.theme)
         self._set_waiting()
 
     # -- wiring ---------------------------------------------------------------------------------
     def connect_to_worker(self, worker) -> None:
         """Ask `worker` (explorer.engine.worker.TrainingWorker) for Jacobians only while this panel is on screen
-        (polled every POLL_MS in the GUI thread: hidden docks and background tabs cost nothing)."""
-        self._worker = worker
-        if self._poll is None:
-            self._poll = QTimer(self)
-            self._poll.setInterval(POLL_MS)
-            self._poll.timeout.connect(self._on_poll)
-        self._poll.start()
-        self._on_poll()
-
-    @Slot()
-    def _on_poll(self):
-        wanted = on_screen(self)
-        if self._worker is not None and wanted != self._wanted:
-            self._wanted = wanted
-            self._worker.set_wanted(jacobians=wanted)
+        (explorer.panels.visibility: hidden docks and background tabs cost nothing)."""
+        if self._watch is not None:
+            self._watch.deleteLater()
+        self._watch = OnScreenWatch(self, lambda seen: worker.set_wanted(jacobians=seen))
 
     # -- drawing ------------------------------------------------------------------------------
     def show_record(self, record: Record, history: History) -> None:

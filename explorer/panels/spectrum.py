@@ -33,6 +33,7 @@ from gradflow.core.records import History, Record
 from gradflow.core.spectrum import FULL_SPECTRUM_MAX_SIZE, RITZ_TOL, record_verdict
 from gradflow.explorer.panels import plotting
 from gradflow.explorer.panels.base import Panel, YieldingLabel, mark_ui_only
+from gradflow.explorer.panels.visibility import OnScreenWatch
 from gradflow.explorer.theme import Theme
 
 CIRCLE = np.exp(1j * np.linspace(0, 2 * np.pi, 129))   # 128 chords: 0.1 px from the arc at a 330 px radius
@@ -45,7 +46,8 @@ LEGEND_ROOM = 1.3                         # a narrow panel shows its legend (und
 READOUT_SIDE = 0.36                       # share of a wide panel's width for the readout and legend column
 EDIT_HINT = "Drag an eigenvalue to move it (a complex pair moves together); it applies at the next step."
 ESTIMATE_NOTE = (f"ρ and σ_max only at this step (Krylov, relative residual ≤ 1e{math.log10(RITZ_TOL):.0f}): a matrix over "
-                 f"{FULL_SPECTRUM_MAX_SIZE} rows gets its eigenvalues on the steps drawn in detail")
+                 f"{FULL_SPECTRUM_MAX_SIZE} rows gets its eigenvalues on some drawn steps, as often as their cost "
+                 f"allows while this panel is shown")
 def conjugate_partner(eigenvalues: np.ndarray, index: int) -> int | None:
     """The index of λ_index's complex-conjugate partner, or None for a real eigenvalue."""
     value = complex(eigenvalues[index])
@@ -156,6 +158,7 @@ class SpectrumPanel(Panel):
         self._eig = np.zeros(0, complex)               # row 0 of the record on screen (what indices refer to)
         self._undoable = 0
         self._worker = None
+        self._watch: OnScreenWatch | None = None   # while connected: tells the worker whether this panel is seen
         self.scatter.set_drag_handler(self._on_drag)
         self._show_edit_controls(False)
         self.apply_theme(self.theme)
@@ -185,7 +188,8 @@ class SpectrumPanel(Panel):
         """Make the panel editable and send its edits to `worker` (explorer.engine.worker.TrainingWorker):
         eigenvalue_edited -> worker.call(EDIT_TAG, trainer.edit_eigenvalue(...)), undo_requested ->
         worker.call(UNDO_TAG, trainer.undo_matrix_edit()); the answers come back on worker.call_done
-        (queued to a bound slot of this GUI-thread panel). Calling it again with the same worker does nothing."""
+        (queued to a bound slot of this GUI-thread panel). While it is on screen, it asks the worker for a large
+        matrix's full spectrum (worker.set_wanted). Calling it again with the same worker does nothing."""
         if worker is self._worker:
             return
         if self._worker is not None:
@@ -196,6 +200,9 @@ class SpectrumPanel(Panel):
         self._worker = worker
         worker.call_done.connect(self._on_call_done)
         self.set_editable(True)
+        if self._watch is not None:
+            self._watch.deleteLater()
+        self._watch = OnScreenWatch(self, lambda seen: worker.set_wanted(spectrum=seen))
 
     @Slot(int, int, object)
     def _on_eigenvalue_edited(self, row: int, index: int, value: complex):

@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Slot
 from PySide6.QtWidgets import QWidget
 
 from gradflow.core.records import History, Record
+from gradflow.explorer.panels.visibility import on_screen
 from gradflow.explorer.window.run_state import RunState, frame_step
 from gradflow.explorer.window.status import StatusReadout, StepRate
 from gradflow.explorer.window.timeline import TimelineBar
@@ -249,8 +250,3 @@ class StepDrawer(PacedFrames):
                 panel.show_record(record, history)
         self.shown = records
         self._drawn(records)
-
-
-def on_screen(widget: QWidget) -> bool:
-    """Shown and not parked behind another tab (Qt keeps tabbed docks 'visible', moved off-screen)."""
-    return widget.isVisible() and not widget.visibleRegion().isEmpty()

@@ -15,7 +15,7 @@ from gradflow.core.presets import Preset
 from gradflow.core.records import History, Record
 from gradflow.explorer import errors
 from gradflow.explorer.window.dialogs import AnimationDialog, PanelExportDialog
-from gradflow.explorer.window.drawing import on_screen
+from gradflow.explorer.panels.visibility import on_screen
 from gradflow.explorer.window.file_dialogs import ask_save_path, folder_problem
 from gradflow.explorer.window.widgets import DockTitleBar
 

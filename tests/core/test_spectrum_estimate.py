@@ -130,3 +130,14 @@ def test_records_say_what_they_hold_and_exports_follow():
     assert trainer.history.earlier(full, 4, "eigenvalues") == []     # the earlier record holds no eigenvalues
     arrays = run_arrays(trainer.history, trainer.config, full)
     np.testing.assert_array_equal(arrays["last_eigenvalues"], full.eigenvalues)
+
+
+def test_the_caller_decides_which_steps_get_the_full_spectrum_of_a_large_matrix():
+    """`spectrum` overrides `detail` (the window asks for it only while the spectrum panel is seen); a matrix of
+    up to FULL_SPECTRUM_MAX_SIZE rows gets it always."""
+    large = Trainer(Config(hidden_size=H, seq_len=5, batch_size=2, task="adding"))
+    assert large.step().has_full_spectrum                                            # detail, by default
+    assert not large.step(detail=True, spectrum=False).has_full_spectrum
+    assert large.step(detail=False, spectrum=True).has_full_spectrum
+    small = Trainer(Config(hidden_size=FULL_SPECTRUM_MAX_SIZE, seq_len=5, batch_size=2, task="adding"))
+    assert small.step(detail=False, spectrum=False).has_full_spectrum

@@ -648,16 +648,18 @@ def test_jacobians_panel_finds_the_newest_profile_in_the_history_and_waits_witho
     assert panel.waiting_note.text == ""
 
 
-def test_a_connected_jacobians_panel_wants_them_only_while_on_screen(qtbot):
+@pytest.mark.parametrize("cls,wanted", [(JacobiansPanel, "wants_jacobians"), (SpectrumPanel, "wants_spectrum")])
+def test_a_connected_panel_wants_its_costly_extra_only_while_on_screen(qtbot, cls, wanted):
     worker = TrainingWorker(JACOBIAN_CONFIGS["rnn"])               # not started: set_wanted only sets a flag
-    panel = make(qtbot, JacobiansPanel, LARGE)
-    others = [make(qtbot, cls, LARGE) for cls in (ContributionsPanel, LstmHighwayPanel)]
+    panel = make(qtbot, cls, LARGE)
+    others = [make(qtbot, other, LARGE) for other in (ContributionsPanel, LstmHighwayPanel)]
     connect_panels([panel, *others], worker)
-    assert not worker.wants_jacobians                      # not shown yet
+    assert not getattr(worker, wanted)                     # not shown yet
     panel.show()
-    qtbot.waitUntil(lambda: worker.wants_jacobians, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: getattr(worker, wanted), timeout=WAIT_MS)
     panel.hide()
-    qtbot.waitUntil(lambda: not worker.wants_jacobians, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: not getattr(worker, wanted), timeout=WAIT_MS)
+    assert not worker.wants_jacobians or cls is JacobiansPanel   # each panel sets its own flag only
 
 
 def test_captions_and_footers_yield_to_the_plots_when_the_panel_is_short(qtbot):

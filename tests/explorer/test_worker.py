@@ -304,6 +304,31 @@ def test_jacobians_while_playing_come_at_most_every_half_second(qtbot, session):
     assert all(r.hidden is not None for r in during)
 
 
+def test_a_large_matrix_gets_its_full_spectrum_only_while_wanted_and_at_most_a_third_of_the_time(qtbot):
+    """Over FULL_SPECTRUM_MAX_SIZE rows the eigenvalues cost (seconds at H = 1024): detailed steps get them only
+    while the spectrum panel is seen (the flag starts set), a Step and the closing step of a pause in full."""
+    from gradflow.core.spectrum import FULL_SPECTRUM_MAX_SIZE
+    from gradflow.explorer.engine.loop import SPECTRUM_COST_FACTOR
+
+    s, rec = start(qtbot, SMALL.replace(hidden_size=FULL_SPECTRUM_MAX_SIZE + 32), isolated=False)
+    assert s.worker.wants_spectrum and rec.records[0].has_full_spectrum       # the first step: in full
+    s.worker.set_wanted(spectrum=False)
+    s.worker.step_once()
+    qtbot.waitUntil(lambda: len(rec.records) == 2, timeout=WAIT_MS)
+    assert rec.records[-1].hidden is not None and not rec.records[-1].has_full_spectrum   # detailed, ρ and σ_max
+    s.worker.set_wanted(spectrum=True)
+    s.worker.play()
+    qtbot.waitUntil(lambda: rec.records[-1].step >= 30, timeout=WAIT_MS)
+    s.worker.pause()
+    qtbot.waitUntil(lambda: len(rec.paused_at) == 1, timeout=WAIT_MS)
+    assert rec.records[-1].has_full_spectrum                                 # a pause ends on a complete step
+    played = rec.records[2:-1]
+    full = [r for r in played if r.has_full_spectrum]
+    assert full and full[0] is played[0]                                     # the first step after Play
+    assert len(full) < len(played) / (SPECTRUM_COST_FACTOR / 2), "steps without it go on between them"
+    assert s.shutdown(SHUTDOWN_MS)
+
+
 # -- one worker, one thread, two kinds of engine: a Trainer or a Comparison in lockstep ------------------
 def test_the_same_worker_drives_a_comparison_in_lockstep(qtbot):
     runs = [("tanh", SMALL), ("lstm", SMALL.replace(model="lstm"))]
