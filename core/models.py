@@ -683,11 +683,13 @@ class RecurrentNet(StackedRows, nn.Module):
         return self.row_weights(row)[1][chunk * H:(chunk + 1) * H]
 
     @torch.no_grad()
-    def rescale_recurrent(self, radius: float):
-        """Scale each row's W_hh so its largest |eigenvalue| equals `radius`."""
+    def rescale_recurrent(self, radius: float, meters=None):
+        """Scale each row's W_hh so its largest |eigenvalue| equals `radius`. meters: one core.spectrum.SpectrumMeter
+        per row, kept from step to step (a large W_hh's ρ by warm-started Krylov, to RITZ_TOL), or None (LAPACK)."""
         for row in range(self.num_rows):
             w = self.recurrent_matrix(row)
-            current = torch.linalg.eigvals(w.double()).abs().max().item()
+            current = (meters[row].spectral_radius(w) if meters is not None
+                       else torch.linalg.eigvals(w.double()).abs().max().item())
             if current > 0:
                 w.mul_(radius / current)
 

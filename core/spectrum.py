@@ -134,10 +134,23 @@ class SpectrumMeter:
         if not torch.isfinite(w).all():
             self._starts.clear()
             return Spectrum(None, None, math.nan, math.nan, ESTIMATED)
-        rho = self._largest("rho", lambda v: w @ v, w, lambda: torch.linalg.eigvals(w).abs().max())
+        rho = self._radius(w)
         gram = lambda v: w.T @ (w @ v)   # noqa: E731  WᵀW: its largest eigenvalue is σ_max²
         sigma2 = self._largest("sigma", gram, w, lambda: torch.linalg.svdvals(w)[0] ** 2)
         return Spectrum(None, None, rho, math.sqrt(sigma2), ESTIMATED)
+
+    def spectral_radius(self, matrix) -> float:
+        """ρ of one (H, H) matrix (a torch tensor): LAPACK's up to FULL_SPECTRUM_MAX_SIZE rows, else Krylov from
+        this meter's previous answer (hold_spectral_radius re-imposes ρ after every step)."""
+        import torch
+        w = matrix.detach().to("cpu", torch.float64)
+        if w.shape[-1] <= FULL_SPECTRUM_MAX_SIZE or not torch.isfinite(w).all():
+            return torch.linalg.eigvals(w).abs().max().item()
+        return self._radius(w)
+
+    def _radius(self, w) -> float:
+        import torch
+        return self._largest("rho", lambda v: w @ v, w, lambda: torch.linalg.eigvals(w).abs().max())
 
     def _largest(self, key: str, apply, w, exact) -> float:
         """|θ| of the largest Ritz pair of `apply` from the kept start vector; LAPACK's value (`exact`) if the

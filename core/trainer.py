@@ -14,6 +14,7 @@ import math
 import os
 import sys
 import time
+from collections import defaultdict
 from typing import Any
 
 import numpy as np
@@ -104,6 +105,7 @@ class Trainer:
         self._xi_rng = torch.Generator().manual_seed(config.seed)  # randomized truncation draws
         self._rescale_to: float | None = None
         self._spectrum = SpectrumMeter()   # warm-started ρ and σ_max between full spectra
+        self._held = defaultdict(lambda: SpectrumMeter(seed=1))   # row -> hold_spectral_radius's warm-started ρ
         self._matrix_edits: list[tuple[int, torch.Tensor]] = []  # undo stack: (row, W_hh before the edit)
 
     # -- settings that apply at the next step --------------------------------------
@@ -183,7 +185,7 @@ class Trainer:
                 torch.stack(torch._foreach_norm(grads))).item() if clipped else grad_norm  # measured, not assumed
             self.optimizer.step()
             if cfg.hold_spectral_radius:  # ρ stays where it was set while the rest trains
-                model.rescale_recurrent(cfg.spectral_radius)
+                model.rescale_recurrent(cfg.spectral_radius, self._held)
             self._carried_state = detach_state(final_state)
         else:  # refuse the update: weights, optimizer and carried state stay as they were
             grad_norm_clipped = grad_norm

@@ -141,3 +141,20 @@ def test_the_caller_decides_which_steps_get_the_full_spectrum_of_a_large_matrix(
     assert large.step(detail=False, spectrum=True).has_full_spectrum
     small = Trainer(Config(hidden_size=FULL_SPECTRUM_MAX_SIZE, seq_len=5, batch_size=2, task="adding"))
     assert small.step(detail=False, spectrum=False).has_full_spectrum
+
+
+def test_holding_the_spectral_radius_of_a_large_matrix_uses_the_warm_krylov_estimate(monkeypatch):
+    """hold_spectral_radius re-imposes ρ after every step: over FULL_SPECTRUM_MAX_SIZE rows without LAPACK's
+    eigvals (seconds at H = 1024), every row's ρ still equal to the held value to RITZ_TOL."""
+    trainer = Trainer(Config(hidden_size=H, seq_len=5, batch_size=2, task="adding", num_layers=2,
+                             spectral_radius=0.9, hold_spectral_radius=True, lr=1e-2))
+    calls = []
+    eigvals = torch.linalg.eigvals
+    monkeypatch.setattr(torch.linalg, "eigvals", lambda w: calls.append(w.shape) or eigvals(w))
+    for _ in range(4):
+        trainer.step(detail=False)
+    assert (H, H) not in calls
+    monkeypatch.undo()
+    for row in range(trainer.model.num_rows):
+        rho = torch.linalg.eigvals(trainer.model.recurrent_matrix(row).detach().double()).abs().max().item()
+        assert rho == pytest.approx(0.9, rel=2 * RITZ_TOL)
