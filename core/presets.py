@@ -29,6 +29,13 @@ TEACHING_ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
 
 
 @dataclass(frozen=True)
+class Pace:
+    """A scenario's pace on its guided tour: steps before `until` play at most `steps_per_second` ([[pace]])."""
+    until: int
+    steps_per_second: float
+
+
+@dataclass(frozen=True)
 class Preset:
     name: str          # file stem, e.g. "vanishing"
     title: str
@@ -36,6 +43,11 @@ class Preset:
     config: Config     # the base config (the first run's, for a comparison)
     runs: tuple[tuple[str, Config], ...] = ()  # a comparison: (label, config) per run, from [[runs]]
     claims: tuple[Claim, ...] = ()  # what the explanation promises, checked by tests/core/test_claims.py
+    pace: tuple[Pace, ...] = ()     # the tour's pace, by step (explorer.window.tour), `until` ascending
+
+    def pace_at(self, step: int) -> float | None:
+        """The tour's steps/s for optimizer step `step` (1 = the first), None: as fast as the speed setting."""
+        return next((p.steps_per_second for p in self.pace if step < p.until), None)
 
 
 def preset_dir() -> Path:
@@ -79,9 +91,28 @@ def load_preset(name_or_path: str) -> Preset:
             raise ConfigError("claims must be an array of tables: [[claims]]")
         base = runs[0][1] if runs else config
         claims = tuple(parse_claim(table, i, base, runs) for i, table in enumerate(claims))
+        pace = _pace(values.get("pace", []))
     except ConfigError as e:
         raise ConfigError(f"preset {path.name}: {e}") from None
-    return Preset(path.stem, title, " ".join(explanation.split()), base, runs, claims)
+    return Preset(path.stem, title, " ".join(explanation.split()), base, runs, claims, pace)
+
+
+def _pace(tables) -> tuple[Pace, ...]:
+    """[[pace]] tables: until = a step (> 1), steps_per_second = a rate (> 0); `until` ascending."""
+    if not isinstance(tables, list):
+        raise ConfigError("pace must be an array of tables: [[pace]] with until and steps_per_second")
+    pace = []
+    for i, table in enumerate(tables):
+        if not isinstance(table, dict) or set(table) != {"until", "steps_per_second"}:
+            raise ConfigError(f"pace[{i}] must have exactly the keys until and steps_per_second, got {table!r}")
+        until, rate = table["until"], table["steps_per_second"]
+        if isinstance(until, bool) or not isinstance(until, int) or until <= (pace[-1].until if pace else 1):
+            raise ConfigError(f"pace[{i}].until must be a step number above {pace[-1].until if pace else 1} "
+                              f"(each [[pace]] ends after the one before), got {until!r}")
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate < float("inf"):
+            raise ConfigError(f"pace[{i}].steps_per_second must be a number above 0, got {rate!r}")
+        pace.append(Pace(until, float(rate)))
+    return tuple(pace)
 
 
 def _run(base: Config, index: int, run: dict) -> tuple[str, Config]:

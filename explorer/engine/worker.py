@@ -153,6 +153,11 @@ class TrainingWorker(QObject):
         self._flags.max_rate.value = steps_per_second or 0.0
         self._wake()
 
+    @property
+    def max_rate(self) -> float | None:
+        """Steps per second at most; None: as fast as it goes."""
+        return self._flags.max_rate.value or None
+
     def stop(self):
         self._flags.stop.set()
         self._flags.playing.clear()

@@ -250,7 +250,12 @@ class MainWindow(QMainWindow):
         self.worker.rebuild(self.settings_panel.config)
 
     def choose_speed(self, index: int):
-        self.worker.set_max_rate(self.speed_combo.itemData(index))
+        self.apply_speed()
+
+    def apply_speed(self):
+        """The Speed setting, or the scenario's pace on its tour where that is slower (explorer.window.tour)."""
+        rates = [rate for rate in (self.speed_combo.currentData(), self.tour.pace()) if rate]
+        self.worker.set_max_rate(min(rates) if rates else None)
 
     def show_run_state(self, playing: bool):
         self.readout.set_state("▶ running" if playing else "■ paused")

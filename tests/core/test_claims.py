@@ -146,6 +146,27 @@ def test_a_bad_claim_is_refused_naming_the_preset_and_the_key(tmp_path, claim, n
     assert named in str(error.value) and "claims[0]" in str(error.value)
 
 
+def test_a_scenarios_pace_is_read_by_step(tmp_path):
+    preset = load_preset(_preset_file(tmp_path, "[[pace]]\nuntil = 50\nsteps_per_second = 5\n"
+                                                "[[pace]]\nuntil = 200\nsteps_per_second = 20.5\n"))
+    assert [preset.pace_at(step) for step in (1, 49, 50, 199, 200)] == [5.0, 5.0, 20.5, 20.5, None]
+    assert load_preset(_preset_file(tmp_path, "")).pace_at(1) is None
+    assert load_preset("vanishing").pace_at(1) is not None                 # the default scenario has one
+
+
+@pytest.mark.parametrize("pace,named", [
+    ("until = 50", "exactly the keys"),
+    ("until = 50\nsteps_per_second = 0", "steps_per_second"),
+    ("until = 50\nsteps_per_second = \"fast\"", "steps_per_second"),
+    ("until = 1\nsteps_per_second = 5", "until"),
+    ("until = 50\nsteps_per_second = 5\n[[pace]]\nuntil = 40\nsteps_per_second = 5", "pace[1].until"),
+])
+def test_a_bad_pace_is_refused_naming_the_preset_and_the_key(tmp_path, pace, named):
+    with pytest.raises(ConfigError, match="scenario.toml") as error:
+        load_preset(_preset_file(tmp_path, f"[[pace]]\n{pace}\n"))
+    assert named in str(error.value)
+
+
 def test_every_kind_is_documented_in_the_vocabulary():
     import gradflow.core.claims
     assert [kind for kind in KINDS if f"``{kind}``" not in gradflow.core.claims.__doc__] == []

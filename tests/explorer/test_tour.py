@@ -31,6 +31,7 @@ def test_play_stops_at_each_claimed_step_and_shows_what_was_measured(qtbot, open
     window = open_window(config=preset.config)                   # the scenario's own config: the tour is on
     assert window.tour.active
     window.play_action.trigger()
+    assert window.worker.max_rate == preset.pace_at(2) == 20      # the scenario's pace: 20 steps/s to step 200
     wait_paused(qtbot, window)
     qtbot.waitUntil(lambda: "Step 40" in window.message_bar.text(), timeout=WAIT_MS)   # the pause's other slot
     assert window.latest.step == 40 and window.shown_record.step == 40
@@ -38,6 +39,7 @@ def test_play_stops_at_each_claimed_step_and_shows_what_was_measured(qtbot, open
     text = window.message_bar.text()
     assert "Step 40" in text and "Near step 40 σ_max rises above 1.2" in text and "measured: sigma_max = " in text
     assert "✗" not in text                                       # the same run as the claims test's: it holds
+    assert "Next: step 200, played at 20 steps/s (the scenario's pace)" in text
     window.next_action.trigger()
     qtbot.waitUntil(lambda: window.latest.step == 200 and not window.is_playing(), timeout=10 * WAIT_MS)
     wait_paused(qtbot, window)
@@ -50,6 +52,21 @@ def test_play_stops_at_each_claimed_step_and_shows_what_was_measured(qtbot, open
     headless = dict(check_run(preset, None))
     at_200 = [outcome.measured for i, outcome in headless.items() if preset.claims[i].last_step == 200]
     assert at_200 and all(measured in text for measured in at_200)
+
+
+def test_the_speed_setting_slows_the_scenarios_pace_and_other_settings_drop_it(qtbot, open_window):
+    preset = load_preset("vanishing")
+    window = open_window(config=preset.config)
+    window.speed_combo.setCurrentText("5 steps/s")                 # slower than the pace: it wins
+    window.play_action.trigger()
+    assert window.worker.max_rate == 5
+    window.speed_combo.setCurrentText("unlimited")
+    assert window.worker.max_rate == 20
+    window.play_action.trigger()                                   # pause
+    wait_paused(qtbot, window)
+    window.settings_panel.set_config(preset.config.replace(lr=preset.config.lr / 2))   # the tour is off
+    window.play_action.trigger()
+    assert not window.tour.active and window.worker.max_rate is None
 
 
 def test_with_other_settings_play_plays_on(qtbot, open_window):
