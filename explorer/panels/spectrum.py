@@ -104,6 +104,7 @@ class SpectrumPanel(Panel):
         self.readout = plotting.WrappedLabel("", justify="left")      # block name, ρ, σ_max, verdict
         self.readout_text = ""                               # the same, as plain text
         self._readout_html = ""
+        self._readout_shown: tuple | None = None   # (html, colour, size) the readout label holds
         self._wide: bool | None = None
         self._readout_height = 0.0
         self._legend_shown = True   # a short narrow panel folds the legend away (the plot keeps its size)
@@ -386,19 +387,19 @@ class SpectrumPanel(Panel):
         name, paren, detail = block.partition(" (")        # "W_hn (GRU candidate ...)": name, then what it is
         detail = paren.strip() + detail
         self.readout_text = f"{block}{row}\nρ = {rho:.3f}\nσ_max = {sigma:.3f}\n{verdict}"
-        if self.compact:
-            self._readout_html = (f"<b>{_html(name)}</b> &nbsp; ρ = {rho:.3f} &nbsp;·&nbsp; σ<sub>max</sub> = "
-                                  f"{sigma:.3f}<br><span style='color:{self.theme.muted}'>{verdict_html}</span>")
-            self.readout.setText(self._readout_html, color=self.theme.foreground, size=f"{self.theme.font_pt}pt")
-            return
         big = f"font-size:{self.theme.font_pt * 1.3:.1f}pt"
-        self._readout_html = (
+        html = (f"<b>{_html(name)}</b> &nbsp; ρ = {rho:.3f} &nbsp;·&nbsp; σ<sub>max</sub> = "
+                f"{sigma:.3f}<br><span style='color:{self.theme.muted}'>{verdict_html}</span>") if self.compact else (
             f"<span style='{big}'><b>{_html(name)}</b></span>{_html(row)}<br>"
             + (f"<span style='color:{self.theme.muted}'>{_html(detail)}</span><br>" if detail else "") +
             f"<span style='{big}'>ρ = {rho:.3f}</span> &nbsp;·&nbsp; "
             f"<span style='{big}'>σ<sub>max</sub> = {sigma:.3f}</span><br>"
             f"<span style='color:{self.theme.muted}'>{verdict_html}</span>")
-        self.readout.setText(self._readout_html, color=self.theme.foreground, size=f"{self.theme.font_pt}pt")
+        shown = (html, self.theme.foreground, self.theme.font_pt)
+        if shown == self._readout_shown:   # ρ and σ_max to 3 decimals: most frames while playing (a relayout each)
+            return
+        self._readout_html, self._readout_shown = html, shown
+        self.readout.setText(html, color=self.theme.foreground, size=f"{self.theme.font_pt}pt")
         self._update_arrangement()
 
     def resizeEvent(self, event):
