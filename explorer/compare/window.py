@@ -8,18 +8,21 @@ The window is made of the main window's parts: the same engine connection (`Engi
 Comparison instead of a Trainer: its records arrive as one list per step), the same panels with the runs overlaid
 (GradientTimePanel and TrainingPanel, each run in its colour and dash, labelled at its curves' ends, with its
 ρ^(T−t) line), the same paced frame loop (explorer.window.drawing: StepDrawer), timeline (scrubbed, every run
-shows that step), Play / Pause / Step, presentation mode (F5: large type, the overlays alone) and fitting to the
-screen; below the overlays, each run's spectrum and hidden state side by side. Closing it (or its main window)
-stops its engine (EngineConnection.close_for).
+shows that step), Play / Pause / Step, presentation mode (F5: large type, the overlays alone), full screen (F11) and
+the main window's first-launch size (maximised on a screen up to 1920×1200) and fit to the screen; each run's
+spectrum, with its hidden state where there is room, in a row of its own: under the two overlays on a tall screen,
+under the gradient beside the training plots on a short one (CompareWindow.arrange), never scrolled away. Closing
+it (or its main window) stops its engine (EngineConnection.close_for).
 """
 from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Slot
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QFormLayout, QFrame, QHBoxLayout,
-                               QLabel, QLineEdit, QMainWindow, QRadioButton, QScrollArea, QSplitter, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QFormLayout, QGridLayout, QHBoxLayout, QLabel,
+                               QLineEdit, QMainWindow, QRadioButton, QSizePolicy, QSplitter, QToolBar, QToolButton,
+                               QVBoxLayout, QWidget)
 
 from gradflow.core.cells import CELL_KEYS
 from gradflow.core.compare import MAX_RUNS, MIN_RUNS, check_runs
@@ -35,7 +38,7 @@ from gradflow.explorer.panels.training import TrainingPanel
 from gradflow.explorer.theme import DEFAULT_THEME, THEMES, Theme, presentation
 from gradflow.explorer.window.dialogs import ok_cancel
 from gradflow.explorer.window.drawing import StepDrawer
-from gradflow.explorer.window.presentation import fit_to_screen
+from gradflow.explorer.window.presentation import WindowLayout, fit_to_screen
 from gradflow.explorer.window.run_controls import RunControls, run_toolbar
 from gradflow.explorer.window.run_state import RunState, scrub_step
 from gradflow.explorer.window.style import compare_stylesheet
@@ -43,7 +46,12 @@ from gradflow.explorer.window.timeline import TimelineBar
 from gradflow.explorer.engine.worker import EngineConnection
 
 HISTORY_MB_PER_RUN = 16        # each run's GUI-side History cap (the main window's default is larger)
-PREFERRED_SIZE = (1280, 980)    # the window on a screen with room for it; a smaller screen gets its available area
+SPECTRUM_MIN = (220, 130)      # a run's spectrum plot's smallest data area (px): small multiples get the smallest
+                               # any plot gets (panels.base.PLOT_MIN; the main window's spectrum asks for 220×180)
+HIDDEN_MIN = (220, 130)        # and its hidden state's (shown only where the column has room for it)
+RUNS_SHARE = 0.42              # of the height under the header the runs' row starts with (the overlays the rest)
+FOLD_BELOW = 900               # on a screen shorter than this (px) the explanation starts folded to its title
+SIDE_BY_SIDE = 1.6             # a run's column this many times wider than tall: hidden state beside its spectrum
 VARY_KEYS = {                  # setting -> values offered by default in the dialog
     "model": "rnn, gru, lstm",
     "spectral_radius": "0.9, 1.0, 1.1",
@@ -56,37 +64,117 @@ _open_windows: set["CompareWindow"] = set()   # keeps parentless windows alive u
 
 
 class RunColumn(QWidget):
-    """One run's small multiples: its label, its spectrum and its hidden state."""
+    """One run's small multiples: its label, its spectrum and its hidden state. The spectrum always shows; the
+    hidden state beside it where the column is wide (SIDE_BY_SIDE), under it where the column is tall enough for
+    both, and not at all where it is not (the spectrum keeps the room: it is what tells the runs apart)."""
+
+    ARRANGEMENTS = ("beside", "under", "spectrum")
 
     def __init__(self, label: str, index: int, parent: QWidget | None = None):
         super().__init__(parent)
         self.index = index
         self.label = QLabel(label)
         self.label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)   # never widens the column
         self.spectrum = SpectrumPanel()
         self.hidden = HiddenStatePanel()
         self.spectrum.set_compact(True)
-        self.spectrum.setMinimumHeight(240)
+        self.spectrum.plot.vb.setMinimumSize(*SPECTRUM_MIN)
+        self.hidden.plot.vb.setMinimumSize(*HIDDEN_MIN)
         for panel in (self.spectrum, self.hidden):
             panel.caption_label.setVisible(False)   # the captions are the main window's; here, the runs speak
-        column = QVBoxLayout(self)
-        column.setContentsMargins(0, 0, 0, 0)
-        column.setSpacing(2)
-        column.addWidget(self.label)
-        column.addWidget(self.spectrum, 5)
-        column.addWidget(self.hidden, 4)
+            panel.fit_minimums()
+        self.spectrum.view.installEventFilter(self)
+        self.grid = QGridLayout(self)
+        self.grid.setContentsMargins(0, 0, 0, 0)
+        self.grid.setSpacing(2)
+        self.arrangement = ""
+        self._readout_height = -1.0
+        self.arrange("spectrum")
 
     def panels(self) -> list[Panel]:
         return [self.spectrum, self.hidden]
 
     def show_run(self, base_label: str, record: Record):
         self.label.setText(f"{base_label}  ·  {'diverged' if record.diverged else f'loss {record.loss:.4g}'}")
+        self._fit_readout()
+
+    def _fit_readout(self):
+        """The spectrum asks for the room of its readout's lines (a compact SpectrumPanel does not re-measure when
+        its readout's text wraps to more or fewer lines)."""
+        height = self.spectrum.readout.minimumHeight()
+        if height != self._readout_height:
+            self._readout_height = height
+            self.spectrum.fit_minimums()
 
     def apply_theme(self, theme: Theme):
         for panel in self.panels():
             panel.apply_theme(theme)
         self.label.setFont(plotting.font(theme, 1.25, bold=True))
         self.label.setStyleSheet(f"color: {theme.color(self.index)};")
+        self._fit()
+
+    # -- arrangement --------------------------------------------------------------------------------------
+    def minimumSizeHint(self):
+        """The label and the spectrum alone: the hidden state only takes room the column has."""
+        spectrum = self.spectrum.minimumSizeHint()
+        return QSize(spectrum.width(), self.label.sizeHint().height() + self.grid.spacing() + spectrum.height())
+
+    def choose(self, width: int, height: int) -> str:
+        """The arrangement for a column of width × height px (see the class doc)."""
+        body = height - self.label.sizeHint().height() - self.grid.spacing()
+        spectrum, hidden = self.spectrum.minimumSizeHint(), self.hidden.minimumSizeHint()
+        if width >= SIDE_BY_SIDE * body and width >= spectrum.width() + hidden.width() + self.grid.spacing() \
+                and body >= max(spectrum.height(), hidden.height()):
+            return "beside"
+        if body >= 1.5 * spectrum.height() + hidden.height() and width >= hidden.width():
+            return "under"
+        return "spectrum"
+
+    def arrange(self, arrangement: str) -> None:
+        if arrangement not in self.ARRANGEMENTS:
+            raise ValueError(f"arrangement must be one of {', '.join(self.ARRANGEMENTS)}, got {arrangement!r}")
+        if arrangement == self.arrangement:
+            return
+        self.arrangement = arrangement
+        for widget in (self.label, self.spectrum, self.hidden):
+            self.grid.removeWidget(widget)
+        for row in range(3):
+            self.grid.setRowStretch(row, 0)
+        for col in range(2):
+            self.grid.setColumnStretch(col, 0)
+        if arrangement == "beside":
+            self.grid.addWidget(self.label, 0, 0, 1, 2)
+            self.grid.addWidget(self.spectrum, 1, 0)
+            self.grid.addWidget(self.hidden, 1, 1)
+            self.grid.setRowStretch(1, 1)
+            self.grid.setColumnStretch(0, 1)
+            self.grid.setColumnStretch(1, 1)
+        else:
+            self.grid.addWidget(self.label, 0, 0)
+            self.grid.addWidget(self.spectrum, 1, 0)
+            self.grid.setRowStretch(1, 5)
+            self.grid.setColumnStretch(0, 1)
+            if arrangement == "under":
+                self.grid.addWidget(self.hidden, 2, 0)
+                self.grid.setRowStretch(2, 3)
+        self.hidden.setVisible(arrangement != "spectrum")
+
+    def _fit(self):
+        self.arrange(self.choose(self.width(), self.height()))
+
+    def resizeEvent(self, event):
+        super().resizeEvent(event)
+        self._fit()
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.spectrum.view and event.type() == QEvent.Type.Resize:
+            # the readout (block, ρ, σ_max; the verdict) wraps in the spectrum's width rather than run out of it
+            wrap = max(plotting.WrappedLabel.MIN_WIDTH, self.spectrum.view.width() - 16)
+            if self.spectrum.readout.item.textWidth() != wrap:
+                self.spectrum.readout.set_wrap_width(wrap)
+                self._fit_readout()
+        return False
 
 
 # -- the window ---------------------------------------------------------------------------------------
@@ -103,8 +191,8 @@ class CompareWindow(QMainWindow):
         self.configs = [config for _, config in runs]
         self.setWindowTitle(f"Compare: {title or ' vs '.join(self.labels)}")
         self.setObjectName("CompareWindow")
-        self.resize(*PREFERRED_SIZE)
-        fit_to_screen(self)   # on a smaller screen: as large as it allows (again once shown, frame included)
+        WindowLayout.restore_geometry(_Sizing(self), None)   # the main window's first launch: maximised on a screen
+                                                             # up to 1920×1200, most of a larger one; kept on it
         self.theme: Theme = theme or getattr(parent, "theme", None) or DEFAULT_THEME
         self.runs = [RunState(min(c.history_mb, HISTORY_MB_PER_RUN) * 2**20) for c in self.configs]
         self._closing = False
@@ -129,8 +217,12 @@ class CompareWindow(QMainWindow):
         self.presentation_action.setShortcut(QKeySequence(Qt.Key.Key_F5))
         self.presentation_action.setToolTip("Presentation mode: large type, the overlays alone (F5)")
         self.presentation_action.toggled.connect(self.set_presentation)
+        self.fullscreen_action = QAction("Full screen", self, checkable=True)
+        self.fullscreen_action.setShortcut(QKeySequence(Qt.Key.Key_F11))
+        self.fullscreen_action.setToolTip("Full screen (F11)")
+        self.fullscreen_action.toggled.connect(self.set_fullscreen)
         toolbar = run_toolbar(self, "Run", "compareToolbar",
-                              (self.play_action, self.step_action, self.presentation_action))
+                              (self.play_action, self.step_action, self.presentation_action, self.fullscreen_action))
         self.step_label = QLabel("building …")
         self.step_label.setContentsMargins(12, 0, 0, 0)
         toolbar.addWidget(self.step_label)
@@ -140,35 +232,47 @@ class CompareWindow(QMainWindow):
         central.setAutoFillBackground(True)
         column = QVBoxLayout(central)
         column.setContentsMargins(6, 4, 6, 4)
+        same = ", ".join(f"{k} = {getattr(self.configs[0], k)}" for k in ("task", "seq_len", "batch_size", "seed"))
+        self._header_parts = (title or " vs ".join(self.labels), explanation, same)
+        self.fold_button = QToolButton()
+        self.fold_button.setAutoRaise(True)
+        self.fold_button.setToolTip("Fold the explanation to its title, or unfold it")
+        self.fold_button.clicked.connect(lambda: self.set_folded(not self.folded))
         self.header = QLabel()
         self.header.setWordWrap(True)
         self.header.setTextFormat(Qt.TextFormat.RichText)
-        same = ", ".join(f"{k} = {getattr(self.configs[0], k)}" for k in ("task", "seq_len", "batch_size", "seed"))
-        self._header_parts = (title or " vs ".join(self.labels), explanation, same)
-        column.addWidget(self.header)
-        self.splitter = QSplitter(Qt.Orientation.Vertical)
-        overlays = QSplitter(Qt.Orientation.Horizontal)
+        self.header.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)   # wraps, never widens
+        header = QHBoxLayout()
+        header.setContentsMargins(0, 0, 0, 0)
+        header.addWidget(self.fold_button, 0, Qt.AlignmentFlag.AlignTop)
+        header.addWidget(self.header, 1)
+        column.addLayout(header)
+        screen = self.screen().availableGeometry() if self.screen() is not None else None
+        self.folded = screen is not None and 0 < screen.height() < FOLD_BELOW   # room for the plots first
         self.gradient_panel = GradientTimePanel(runs=self.labels)
         self.training_panel = TrainingPanel(runs=self.labels)
         self.overlays = [self.gradient_panel, self.training_panel]
-        for panel in self.overlays:
-            overlays.addWidget(panel)
-        overlays.setSizes([620, 460])
-        multiples = QWidget()
-        row = QHBoxLayout(multiples)
+        self.below = QWidget()   # the runs' small multiples, side by side: every run's spectrum on screen
+        self.below.setObjectName("compareRuns")
+        row = QHBoxLayout(self.below)
         row.setContentsMargins(0, 0, 0, 0)
         self.columns = [RunColumn(label, i) for i, label in enumerate(self.labels)]
         for run_column in self.columns:
             row.addWidget(run_column, 1)
-        self.below = QScrollArea()   # on a short screen the runs' columns scroll rather than push the window off it
-        self.below.setObjectName("compareRuns")
-        self.below.setWidget(multiples)
-        self.below.setWidgetResizable(True)
-        self.below.setFrameShape(QFrame.Shape.NoFrame)
-        self.below.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.splitter.addWidget(overlays)
+        self.splitter = QSplitter()   # "rows": (gradient | training) over the runs; "columns": (gradient over
+        self.inner = QSplitter()      # the runs) | training. See arrange().
+        for splitter in (self.splitter, self.inner):
+            splitter.setChildrenCollapsible(False)
+        self.inner.addWidget(self.gradient_panel)
+        self.inner.addWidget(self.training_panel)
+        self.splitter.addWidget(self.inner)
         self.splitter.addWidget(self.below)
-        self.splitter.setSizes([380, 560])
+        self.arrangement = ""
+        self._needs: tuple = ()    # the minimum sizes arrange() chose for (it chooses again when they change)
+        self._placed: tuple = ()   # (arrangement, size) the splitters were last shared out for
+        self.arrange("rows")
+        for widget in (self.splitter, self.below, *self.overlays):
+            widget.installEventFilter(self)
         column.addWidget(self.splitter, 1)
         self.timeline = TimelineBar(lambda: self.runs[0].history)   # scrub back: every run shows the step picked
         self.timeline.scrubbed.connect(self._on_scrubbed)
@@ -206,6 +310,8 @@ class CompareWindow(QMainWindow):
             return
         self.apply_theme(presentation(THEMES.get(self.theme.name, DEFAULT_THEME), on))
         self.below.setVisible(not on)
+        self._placed = ()
+        self._rearrange()
         if self.isVisible():
             fit_to_screen(self)
 
@@ -219,11 +325,33 @@ class CompareWindow(QMainWindow):
         for run_column in self.columns:
             run_column.apply_theme(theme)
         self.header.setFont(plotting.font(theme))
-        title, explanation, same = (html.escape(p, quote=False) for p in self._header_parts)
-        self.header.setText(f"<span style='font-size:{theme.font_pt * 1.3:.1f}pt; color:{theme.foreground}'>"
-                            f"<b>{title}</b></span><br><span style='color:{theme.muted}'>"
-                            f"{explanation + ' ' if explanation else ''}Every run: {same}, the same batches.</span>")
+        self.fold_button.setFont(plotting.font(theme))
+        self.fold_button.setStyleSheet(f"color: {theme.foreground}; border: none;")
+        self.set_folded(self.folded)
         self.drawer.dirty = True
+
+    def set_folded(self, folded: bool):
+        """The header: the title alone (folded; the explanation in its tooltip) or with the explanation."""
+        self.folded = bool(folded)
+        theme = self.theme
+        title, explanation, same = (html.escape(p, quote=False) for p in self._header_parts)
+        text = (f"<span style='font-size:{theme.font_pt * 1.3:.1f}pt; color:{theme.foreground}'><b>{title}</b></span>")
+        if not self.folded:
+            text += (f"<br><span style='color:{theme.muted}'>{explanation + ' ' if explanation else ''}"
+                     f"Every run: {same}, the same batches.</span>")
+        self.header.setText(text)
+        self.header.setToolTip(f"{explanation} Every run: {same}, the same batches." if self.folded else "")
+        self.fold_button.setText("▸" if self.folded else "▾")
+
+    @Slot(bool)
+    def set_fullscreen(self, on: bool):
+        """F11: the whole screen, and back to the state before (maximised or not)."""
+        if self.fullscreen_action.isChecked() != on:
+            self.fullscreen_action.setChecked(on)   # comes back here through toggled
+            return
+        state = self.windowState()
+        self.setWindowState(state | Qt.WindowState.WindowFullScreen if on
+                            else state & ~Qt.WindowState.WindowFullScreen)
 
     # -- controls (GUI thread) ----------------------------------------------------------------------------
     def is_playing(self) -> bool:
@@ -274,7 +402,18 @@ class CompareWindow(QMainWindow):
         """Draw the frame step on the panels now (StepDrawer.draw)."""
         self.drawer.draw()
 
+    @Slot()
+    def _check_needs(self):
+        """The panels measured what they show (a record, a wrapped readout): the arrangement and the splitters'
+        sizes may no longer fit their minimums."""
+        needs = tuple(w.minimumSizeHint().toTuple() for w in (self.gradient_panel, self.training_panel, self.below))
+        if needs != self._needs:
+            self._needs = needs
+            self._placed = ()
+            self._rearrange()
+
     def _on_drawn(self, records: list[Record]):
+        self._check_needs()
         for run_column, label, record in zip(self.columns, self.labels, records):
             run_column.show_run(label, record)
         state = "playing" if self.worker.is_playing() else "paused"
@@ -285,9 +424,93 @@ class CompareWindow(QMainWindow):
         super().showEvent(event)
         fit_to_screen(self)
 
+    # -- arrangement ---------------------------------------------------------------------------------------
+    ARRANGEMENTS = ("rows", "columns")
+
+    def arrange(self, arrangement: str) -> None:
+        """"rows": the overlays side by side over the runs' row, RUNS_SHARE of the height to the runs (a screen
+        with the height for both); "columns": the gradient over the runs' row at the left, the training plots
+        the whole height at the right (a short screen, 1280×720 or 1366×768: the training panel's two plots
+        and the runs' spectra do not fit under each other, beside each other they do)."""
+        if arrangement not in self.ARRANGEMENTS:
+            raise ValueError(f"arrangement must be one of {', '.join(self.ARRANGEMENTS)}, got {arrangement!r}")
+        if arrangement == self.arrangement:
+            return
+        self.arrangement = arrangement
+        rows = arrangement == "rows"
+        if rows:
+            self.inner.insertWidget(1, self.training_panel)
+            self.splitter.insertWidget(1, self.below)
+        else:
+            self.inner.insertWidget(1, self.below)
+            self.splitter.insertWidget(1, self.training_panel)
+        self.splitter.setOrientation(Qt.Orientation.Vertical if rows else Qt.Orientation.Horizontal)
+        self.inner.setOrientation(Qt.Orientation.Horizontal if rows else Qt.Orientation.Vertical)
+        self._placed = ()
+        self._share_out()
+
+    def choose(self) -> str:
+        """The arrangement for the window's size now: "rows" where the overlays and the runs' row fit under each
+        other, else "columns" where they fit beside the training panel, else "rows"."""
+        room = self.splitter.size() if self.splitter.isVisible() else self._room()
+        if not self.below.isVisibleTo(self):
+            return "rows"
+        handle = self.splitter.handleWidth()
+        gradient, training, runs = (w.minimumSizeHint() for w in (self.gradient_panel, self.training_panel, self.below))
+        if max(gradient.height(), training.height()) + handle + runs.height() <= room.height():
+            return "rows"
+        if max(gradient.width(), runs.width()) + handle + training.width() <= room.width() \
+                and gradient.height() + handle + runs.height() <= room.height():
+            return "columns"
+        return "rows"
+
+    def _room(self) -> QSize:
+        """The splitter's size in a window of this size (before the window is laid out)."""
+        central = self.centralWidget()
+        margins = central.layout().contentsMargins()
+        used = sum(central.layout().itemAt(i).sizeHint().height() for i in range(central.layout().count())
+                   if central.layout().itemAt(i).widget() is not self.splitter)
+        toolbar = sum(bar.sizeHint().height() for bar in self.findChildren(QToolBar))
+        return QSize(self.width() - margins.left() - margins.right(),
+                     self.height() - toolbar - used - margins.top() - margins.bottom()
+                     - central.layout().spacing() * (central.layout().count() - 1))
+
+    def _rearrange(self):
+        """Choose the arrangement again (the window's size or the panels' minimum sizes changed)."""
+        self.arrange(self.choose())
+        self._share_out()
+
+    def _share_out(self):
+        """The splitters' sizes for the arrangement: RUNS_SHARE of the height to the runs' row (at least its
+        minimum); in "rows" the gradient 58% of the width, in "columns" the training panel 32% (at least their
+        minimums). Again only when the arrangement or the splitter's size changed (a dragged handle stays)."""
+        size = self.splitter.size()
+        key = (self.arrangement, size.toTuple())
+        if size.height() <= 0 or key == self._placed:
+            return
+        self._placed = key
+        if self.arrangement == "rows":
+            runs = max(round(RUNS_SHARE * size.height()), self.below.minimumSizeHint().height())
+            self.splitter.setSizes([size.height() - runs, runs] if self.below.isVisibleTo(self) else [1, 0])
+            training = max(round(0.42 * size.width()), self.training_panel.minimumSizeHint().width())
+            self.inner.setSizes([size.width() - training, training])
+        else:
+            training = max(round(0.32 * size.width()), self.training_panel.minimumSizeHint().width())
+            self.splitter.setSizes([size.width() - training, training])
+            runs = max(round(RUNS_SHARE * size.height()), self.below.minimumSizeHint().height())
+            self.inner.setSizes([size.height() - runs, runs])
+
+    def resizeEvent(self, event):
+        super().resizeEvent(event)
+        self._rearrange()
+
     # -- close ---------------------------------------------------------------------------------------------
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if watched is self.parent() and event.type() == QEvent.Type.Close:
+        if watched is self.splitter and event.type() == QEvent.Type.Resize:
+            self._rearrange()
+        elif event.type() == QEvent.Type.LayoutRequest and watched in (self.below, *self.overlays):
+            QTimer.singleShot(0, self, self._check_needs)
+        elif watched is self.parent() and event.type() == QEvent.Type.Close:
             # close too, unless the parent stays open (with `self` as context, Qt drops the call if this
             # window is deleted first)
             QTimer.singleShot(0, self, self._on_parent_closing)
@@ -306,6 +529,17 @@ class CompareWindow(QMainWindow):
             self.connection.close_for(self)
             _open_windows.discard(self)
         super().closeEvent(event)
+
+
+class _Sizing:
+    """What WindowLayout.restore_geometry sizes: a window (`window`) and its fit to the screen (`fit_to_screen`),
+    so a comparison opens as the main window first does (presentation.FIRST_LAUNCH, FILL_SCREENS_UP_TO)."""
+
+    def __init__(self, window: QWidget):
+        self.window = window
+
+    def fit_to_screen(self) -> None:
+        fit_to_screen(self.window)
 
 
 # -- the dialog --------------------------------------------------------------------------------------------

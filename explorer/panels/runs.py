@@ -1,8 +1,8 @@
 """Several runs in one plot (a comparison's runs, trained in lockstep): each run keeps one style everywhere, a
 colour from the theme's palette *and* a dash pattern (told apart in greyscale, on a washed-out projector and by
-colour-blind eyes), and its curves carry its label at their right end.
+colour-blind eyes), and its curves carry its label at an end, the labels kept apart.
 
-    losses = RunCurves(plot, ["RNN", "GRU"])                   # one curve per run, labelled at its right end
+    losses = RunCurves(plot, ["RNN", "GRU"])                   # one curve per run, labelled beside its right end
     profiles = RunCurves(plot, labels, end="left")             # ... or at its left end (where the runs differ)
     theory = RunCurves(plot, labels, width=0.6, alpha=0.6, end_labels=False)
     losses.set_data([(steps_a, loss_a), (steps_b, loss_b)])   # after the plot's ranges are set
@@ -20,6 +20,7 @@ from gradflow.explorer.panels import plotting
 from gradflow.explorer.theme import Theme
 
 DASHES = (plotting.SOLID, plotting.DASH, plotting.DASH_DOT, plotting.DOT)   # run i's pattern (2-4 runs)
+LABEL_GAP = 3   # px between two end labels, and between a right end and its label
 
 
 def run_pen(theme: Theme, index: int, width: float = 1.0, alpha: float = 1.0):
@@ -28,21 +29,23 @@ def run_pen(theme: Theme, index: int, width: float = 1.0, alpha: float = 1.0):
 
 
 class RunCurves:
-    """One curve per run in `plot`, each in its run's style (run_pen); with `end_labels`, the run's label just above
-    the `end` ("right" or "left") of its curve, in its colour, the labels pushed apart so that none covers another."""
+    """One curve per run in `plot`, each in its run's style (run_pen); with `end_labels`, the run's label at the `end`
+    of its curve, in its colour: beside a "right" end (in the room the x range keeps to grow), above a "left" one; the
+    labels pushed apart vertically so that none covers or touches another (LABEL_GAP)."""
 
     def __init__(self, plot: pg.PlotItem, labels: Sequence[str], width: float = 1.0, alpha: float = 1.0,
                  end_labels: bool = True, end: str = "right", z: float = 0.0):
         if end not in ("right", "left"):
             raise ValueError(f"end must be 'right' or 'left', got {end!r}")
         self.plot, self.width, self.alpha, self.end = plot, width, alpha, end
+        # beside a right end, centred on it (the x range has room to grow there); above a left end (t = 1)
+        self._anchor = (0, 0.5) if end == "right" else (0, 1)
         self.curves = [plot.plot() for _ in labels]
         for curve in self.curves:
             curve.setZValue(z)
         self.labels: list[pg.TextItem] = []
         if end_labels:
-            anchor = (1, 1) if end == "right" else (0, 1)     # the text inside the plot, above the curve's end
-            self.labels = [pg.TextItem(label, anchor=anchor) for label in labels]
+            self.labels = [pg.TextItem(label, anchor=self._anchor) for label in labels]
             for text in self.labels:
                 text.setZValue(30)
                 plot.addItem(text, ignoreBounds=True)
@@ -81,26 +84,32 @@ class RunCurves:
         return float(x[i]), math.log10(y[i]) if self._log_y else float(y[i])
 
     def _place(self) -> None:
+        """Each label at its curve's end (beside a right end, vertically centred on it; above a left end), the
+        labels pushed apart vertically, LABEL_GAP px between them, inside the view."""
         ends = self._ends
         (x_lo, x_hi), (y_lo, y_hi) = self.plot.vb.viewRange()
-        per_px = self.plot.vb.viewPixelSize()[1] or (y_hi - y_lo) / 300
+        px_x, px_y = self.plot.vb.viewPixelSize()
+        px_x, px_y = px_x or (x_hi - x_lo) / 400, px_y or (y_hi - y_lo) / 300
         shown = [(end, item) for end, item in zip(ends, self.labels) if end is not None]
         for end, item in zip(ends, self.labels):
             item.setVisible(end is not None)
         if not shown:
             return
-        heights = [item.boundingRect().height() * per_px for _, item in shown]
-        gap = max(heights)
+        below = 1 - self._anchor[1]                                          # share of a label under its position
+        heights = [item.boundingRect().height() * px_y for _, item in shown]
+        gap = LABEL_GAP * px_y
         order = sorted(range(len(shown)), key=lambda k: shown[k][0][1])      # bottom to top
-        ys = [min(max(shown[k][0][1], y_lo), y_hi) for k in order]          # label bottoms at the curves' ends
-        for j in range(1, len(ys)):                                          # push upwards apart ...
-            ys[j] = max(ys[j], ys[j - 1] + gap)
-        top = y_hi - gap
-        for j in reversed(range(len(ys))):                                   # ... and back under the top
-            ys[j] = min(ys[j], top if j == len(ys) - 1 else ys[j + 1] - gap)
+        bottoms = [min(max(shown[k][0][1] - below * heights[k], y_lo), y_hi - heights[k]) for k in order]
+        for j in range(1, len(bottoms)):                                     # push upwards apart ...
+            bottoms[j] = max(bottoms[j], bottoms[j - 1] + heights[order[j - 1]] + gap)
+        for j in reversed(range(len(bottoms))):                              # ... and back under the top
+            top = y_hi if j == len(bottoms) - 1 else bottoms[j + 1] - gap
+            bottoms[j] = min(bottoms[j], top - heights[order[j]])
         for j, k in enumerate(order):
             (x, _), item = shown[k]
-            item.setPos(min(max(x, x_lo), x_hi), ys[j])
+            if self.end == "right":   # beside the end where the view has room, else as far right as it fits
+                x = min(x + LABEL_GAP * px_x, x_hi - item.boundingRect().width() * px_x)
+            item.setPos(min(max(x, x_lo), x_hi), bottoms[j] + below * heights[k])
 
     def apply_theme(self, theme: Theme) -> None:
         for i, curve in enumerate(self.curves):
@@ -108,3 +117,5 @@ class RunCurves:
         for i, item in enumerate(self.labels):
             item.setColor(plotting.color(theme.color(i)))
             item.setFont(plotting.font(theme, bold=True))
+        if self._ends:
+            self._place()   # their size changed with the type

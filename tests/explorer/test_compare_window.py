@@ -6,7 +6,9 @@ offers a preset's runs or one setting varied; a comparison scenario, picked in t
 from __future__ import annotations
 
 import numpy as np
+import pyqtgraph as pg
 import pytest
+from PySide6.QtCore import QPointF
 from PySide6.QtWidgets import QApplication
 
 from gradflow.core.compare import DATA_KEYS
@@ -15,8 +17,11 @@ from gradflow.core.presets import DEFAULT_PRESET, load_preset, preset_names
 from gradflow.explorer import app
 from gradflow.explorer.compare import window as compare
 from gradflow.explorer.compare.window import CompareDialog, CompareWindow, open_comparison, open_comparison_dialog, vary_runs
+from gradflow.explorer.panels import runs as runs_module
 from gradflow.explorer.panels.gradient_time import GradientTimePanel
+from gradflow.explorer.panels.runs import RunCurves
 from gradflow.explorer.panels.training import TrainingPanel
+from gradflow.explorer.theme import DEFAULT_THEME, presentation
 from gradflow.explorer.window.main_window import MainWindow
 from panel_helpers import gaps   # tests/explorer is on sys.path
 from window_helpers import LECTURE_SIZE, SMALL, WAIT_MS
@@ -82,11 +87,86 @@ def test_each_run_has_its_own_colour_and_dash_and_its_label_at_an_end_of_its_cur
         assert texts == window.labels
         for curve, item in zip(runs.curves, runs.labels):
             assert item.isVisible()
-            assert item.pos().x() == pytest.approx(curve.xData[end])   # at an end of its own curve: t = 1, the newest step
+            box = item.mapRectToScene(item.boundingRect())
+            at = curve.mapToScene(QPointF(curve.xData[end], 0)).x()    # an end of its own curve: t = 1, the newest step
+            if end == 0:
+                assert box.left() == pytest.approx(at, abs=1)                   # above its start
+            else:
+                assert at <= box.left() <= at + runs_module.LABEL_GAP + 1       # beside its end (room to grow)
             assert item.color.name() == curve.opts["pen"].color().name()
         boxes = [item.mapRectToScene(item.boundingRect()) for item in runs.labels]
         assert not any(a.intersects(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])   # none covers another
     window.close()
+
+
+def test_end_labels_of_runs_ending_together_keep_apart_beside_their_ends(qtbot):
+    """Three losses ending at about the same value (ρ = 0.9 and 1.0 at the end of compare_rho): their labels stand
+    beside the curves' ends, LABEL_GAP px apart (none covers or touches another), inside the plot; again after
+    the type grows (presentation mode)."""
+    plot_widget = pg.PlotWidget()
+    qtbot.addWidget(plot_widget)
+    plot_widget.resize(500, 300)
+    plot_widget.show()
+    qtbot.waitExposed(plot_widget)
+    plot = plot_widget.getPlotItem()
+    plot.setLogMode(y=True)
+    plot.setXRange(0, 250, padding=0)
+    plot.setYRange(-2, 3, padding=0)
+    runs = RunCurves(plot, ["ρ = 0.9", "ρ = 1.0", "ρ = 1.1"])
+    steps = np.arange(1, 201, dtype=float)
+    runs.apply_theme(DEFAULT_THEME)
+    runs.set_data([(steps, np.full(200, 0.205)), (steps, np.full(200, 0.200)), (steps, np.full(200, 0.21))])
+    for theme in (DEFAULT_THEME, presentation(DEFAULT_THEME, True)):
+        runs.apply_theme(theme)
+        boxes = sorted((item.mapRectToScene(item.boundingRect()) for item in runs.labels), key=lambda r: r.top())
+        for upper, lower in zip(boxes, boxes[1:]):
+            assert lower.top() - upper.bottom() >= runs_module.LABEL_GAP - 0.5, f"{upper} and {lower} touch"
+        view = plot.vb.sceneBoundingRect()
+        end = plot.vb.mapViewToScene(QPointF(200, 0)).x()
+        for box in boxes:
+            assert view.contains(box), f"label {box} outside the plot {view}"
+            assert box.left() >= end, "beside the curve's end, not over the curve"
+
+
+def test_each_run_gets_the_theory_line_the_main_windows_gradient_panel_draws_for_its_cell(qtbot):
+    """compare_cells (RNN, GRU, LSTM): each run's thin theory line is the ρ^(T−t) line the main window's gradient
+    panel draws for that run's record (one rule, in GradientTimePanel: drawn where it draws it, empty where it
+    draws none)."""
+    window = CompareWindow(small_runs(3), "cells")
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitUntil(lambda: window.shown is not None, timeout=WAIT_MS)
+    single = GradientTimePanel()
+    qtbot.addWidget(single)
+    for record, history, theory in zip(window.shown, window.histories, window.gradient_panel.run_theory.curves):
+        single.show_record(record, history)
+        x, y = single.rho_line.getData()
+        tx, ty = theory.getData()
+        if x is None or not len(x):
+            assert ty is None or not len(ty), "a theory line the main window does not draw"
+            continue
+        np.testing.assert_allclose(tx, x)
+        np.testing.assert_allclose(ty, y, rtol=1e-9)
+    window.close()
+
+
+def test_f11_fills_the_screen_and_comes_back_maximised(qtbot, compare_window):
+    window = compare_window
+    assert window.isMaximized()              # as the main window's first launch on a screen up to 1920×1200
+    window.fullscreen_action.trigger()
+    qtbot.waitUntil(window.isFullScreen, timeout=WAIT_MS)
+    window.fullscreen_action.trigger()
+    qtbot.waitUntil(lambda: not window.isFullScreen(), timeout=WAIT_MS)
+    assert window.isMaximized()
+
+
+def test_the_folded_explanation_unfolds_and_the_runs_row_keeps_every_spectrum(qtbot, compare_window):
+    window = compare_window
+    folded = window.folded
+    window.fold_button.click()
+    assert window.folded is not folded
+    assert ("Every run:" in window.header.text()) is folded
+    assert window.below.isVisible() and all(column.spectrum.isVisible() for column in window.columns)
 
 
 def test_each_runs_theory_line_is_its_closed_form_rho_line(qtbot):

@@ -1,0 +1,142 @@
+"""The comparison window on the screens a lecture hall has (1280×720, 1366×768, 1920×1080, 4K at 2× and at 1×):
+it opens as the main window first does (maximised on a screen up to 1920×1200, most of a larger one) and its
+frame stays inside the screen on launch, restore, maximise and F11 and back.
+
+What a lecturer gets (decided here): every run's spectrum plot on screen without scrolling, at every size; on a
+short screen (1280×720, 1366×768) the explanation folds to its title and the window is laid out in columns (the
+gradient over the runs' spectra at the left, the training plots the whole height at the right: the training
+panel's two plots and the spectra do not fit under each other there), on a taller one in rows (the two overlays
+side by side over the runs' row). Every plot on screen keeps at least 220×130 px of data area (as in
+test_layout_sizes), the runs' spectra included; a run's hidden state shows only where its column has room for it.
+
+The offscreen platform's screen size is fixed when the application starts, so each size runs in a process of its
+own (this file is its program: `python test_compare_layout.py`), as test_layout_sizes does.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gradflow.explorer.offscreen import offscreen_platform
+
+ROOT = Path(__file__).resolve().parents[2]
+SIZES = [(1280, 720, 1), (1366, 768, 1), (1920, 1080, 1), (3840, 2160, 2), (3840, 2160, 1)]   # physical px, scale
+MIN_PLOT = (220, 130)
+TIMEOUT_S = 300
+WAIT_S = 60   # a deadline for conditions awaited on a busy machine, never a pause
+
+
+def _run(screen: tuple[int, int, int], tmp: Path) -> list[dict]:
+    width, height, scale = screen
+    env = dict(os.environ, QT_QPA_PLATFORM=offscreen_platform(tmp, width, height), QT_SCALE_FACTOR=str(scale),
+               GRADFLOW_ENGINE="thread", PYTHONPATH=str(ROOT))
+    out = subprocess.run([sys.executable, __file__], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=TIMEOUT_S)
+    assert out.returncode == 0, out.stderr[-4000:]
+    return [json.loads(line[len("RESULT "):]) for line in out.stdout.splitlines() if line.startswith("RESULT ")]
+
+
+@pytest.mark.parametrize("screen", SIZES, ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES])
+def test_the_comparison_fits_the_screen_and_shows_every_runs_spectrum(screen, tmp_path):
+    results = _run(screen, tmp_path)
+    assert [r["step"] for r in results] == ["launch", "restored", "maximised", "full screen", "back"]
+    logical = (screen[0] // screen[2], screen[1] // screen[2])
+    short = logical[1] < 900
+    for r in results:
+        where = f"{screen} {r['step']}: "
+        sx, sy, sw, sh = r["screen"]
+        fx, fy, fw, fh = r["frame"]
+        assert sx <= fx and sy <= fy and fx + fw <= sx + sw and fy + fh <= sy + sh, \
+            where + f"frame {r['frame']} on a screen of {r['screen']}"
+        assert r["spectra"] and len(r["spectra"]) == 3, where + str(r["spectra"])
+        for w, h, seen_w, seen_h in r["spectra"]:   # each run's spectrum plot whole on screen: no scrolling
+            assert w >= MIN_PLOT[0] and h >= MIN_PLOT[1], where + f"spectrum data area {w}×{h}"
+            assert (seen_w, seen_h) == (w, h), where + f"spectrum data area {w}×{h}, {seen_w}×{seen_h} of it seen"
+        for name, w, h in r["plots"]:
+            assert w >= MIN_PLOT[0] and h >= MIN_PLOT[1], where + f"{name} data area {w}×{h}"
+        assert r["arrangement"] == ("columns" if short else "rows"), where + r["arrangement"]
+    launch = results[0]
+    fills = logical[0] <= 1920 and logical[1] <= 1200
+    assert launch["maximized"] == fills, f"{screen}: maximised {launch['maximized']}"   # as the main window
+    if not fills:   # most of a larger screen, as the main window's first launch
+        assert launch["frame"][2] >= 0.85 * launch["screen"][2] and launch["frame"][3] >= 0.85 * launch["screen"][3]
+    assert launch["folded"] == short, f"{screen}: explanation folded {launch['folded']}"
+    assert results[3]["fullscreen"] and not results[4]["fullscreen"]
+    assert results[4]["maximized"], "back from F11 as before it (maximised)"
+
+
+# -- the program each screen size runs --------------------------------------------------------------------------------
+def _child() -> None:
+    import time
+
+    from PySide6.QtWidgets import QApplication
+
+    from gradflow.core.presets import load_preset
+    from gradflow.explorer.compare.window import CompareWindow
+
+    app = QApplication([])
+    preset = load_preset("compare_rho")
+    runs = [(label, c.replace(seq_len=30, hidden_size=16, batch_size=4)) for label, c in preset.runs]
+    window = CompareWindow(runs, preset.title, preset.explanation)
+    window.show()
+
+    def until(condition, what: str):
+        end = time.monotonic() + WAIT_S
+        while not condition():
+            if time.monotonic() > end:
+                raise TimeoutError(what)
+            app.processEvents()
+            time.sleep(0.005)
+
+    def settled():
+        """Window state applied, the window inside its screen, its layout done and its first frame drawn."""
+        app.processEvents()
+        frame, room = window.frameGeometry(), window.screen().availableGeometry()
+        if window.isFullScreen():
+            room = window.screen().geometry()
+        return room.contains(frame) and not window.centralWidget().layout().geometry().isEmpty()
+
+    def report(step: str, wanted):
+        until(lambda: wanted() and settled(), f"{step}: window state and fit")
+        window.draw_frame()
+        app.processEvents()
+        window.centralWidget().layout().activate()
+        screen = window.screen().geometry() if window.isFullScreen() else window.screen().availableGeometry()
+        frame = window.frameGeometry()
+        spectra = []
+        for column in window.columns:
+            vb = column.spectrum.plot.vb
+            rect = vb.mapRectToScene(vb.boundingRect())
+            view = column.spectrum.view
+            seen = view.viewport().visibleRegion().boundingRect()   # what its ancestors leave of it on screen
+            shown = view.mapFromScene(rect).boundingRect().intersected(seen)
+            spectra.append([round(rect.width()), round(rect.height()),
+                            min(round(rect.width()), shown.width()), min(round(rect.height()), shown.height())])
+        plots = [(type(panel).__name__, round(plot.vb.sceneBoundingRect().width()),
+                  round(plot.vb.sceneBoundingRect().height()))
+                 for panel in window.panels() if panel.isVisible() for plot in panel.plots()]
+        print("RESULT " + json.dumps({
+            "step": step, "screen": list(screen.getRect()), "frame": list(frame.getRect()),
+            "maximized": window.isMaximized(), "fullscreen": window.isFullScreen(), "folded": window.folded,
+            "arrangement": window.arrangement, "spectra": spectra, "plots": plots}), flush=True)
+
+    until(lambda: window.shown is not None, "the first step drawn")
+    report("launch", lambda: True)
+    window.showNormal()
+    report("restored", lambda: not window.isMaximized())
+    window.showMaximized()
+    report("maximised", window.isMaximized)
+    window.fullscreen_action.trigger()
+    report("full screen", window.isFullScreen)
+    window.fullscreen_action.trigger()
+    report("back", lambda: not window.isFullScreen())
+    window.close()
+
+
+if __name__ == "__main__":
+    _child()
