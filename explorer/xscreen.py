@@ -297,7 +297,8 @@ def window_state(window) -> dict:
     groups = sorted(sorted([name] + [d.objectName().removeprefix("dock_") for d in host.tabifiedDockWidgets(dock)])
                     for name, dock in docks.items() if name in in_front)
     settings = window.settings_dock
-    gradient = window.panel("GradientTimePanel").plot.vb.sceneBoundingRect()
+    panel = window.panel("GradientTimePanel")
+    gradient = panel.plot.vb.sceneBoundingRect()
     latest = window.latest
     return {"presentation": window.theme.presentation, "fullscreen": window.isFullScreen(),
             "maximized": window.isMaximized(), "arrangement": layouts.current.name if layouts.current else None,
@@ -305,8 +306,23 @@ def window_state(window) -> dict:
             "settings": _rect(settings, False) if settings.isVisible() and not settings.isFloating() else None,
             "timeline": _rect(window.timeline), "status_bar": _rect(window.statusBar()),
             "slider": _rect(window.timeline.slider), "gradient_area": [round(gradient.width()), round(gradient.height())],
+            "gradient_legend": _legend_state(panel),
             "step": latest.step if latest is not None else 0, "playing": window.is_playing(),
             "scrubbed": not window.timeline.is_live}
+
+
+def _legend_state(panel) -> dict:
+    """Where the gradient plot's legend is (inside the plot, beside or under it), its text's scale inside, and
+    whether a drawn curve (explorer.panels.plotting.drawn_segments) meets its rectangle."""
+    from gradflow.explorer.panels import plotting
+
+    legend = panel.legend
+    place = {"inside": "inside", True: "beside", False: "under"}.get(getattr(legend, "_beside", None), "none")
+    box = legend.mapRectToItem(panel.plot.vb, legend.boundingRect())
+    covers = place == "inside" and plotting.segments_meet(plotting.drawn_segments(panel.plot), box.left(), box.top(),
+                                                          box.right(), box.bottom())
+    return {"place": place, "text_scale": getattr(legend, "text_scale", 1.0) if place == "inside" else 1.0,
+            "covers": covers, "size": [round(box.width()), round(box.height())]}
 
 
 def _probe(args: list[str]) -> int:

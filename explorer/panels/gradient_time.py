@@ -10,13 +10,16 @@ import pyqtgraph as pg
 
 from gradflow.core.records import History, Record
 from gradflow.explorer.panels import plotting
-from gradflow.explorer.panels.base import Panel
+from gradflow.explorer.panels.base import CORNERS, Panel, empty_corner
 from gradflow.explorer.panels.runs import RunCurves
 from gradflow.explorer.theme import Theme
 
 RHO_TEXT = "ρ<sup>T−t</sup> (ρ = {:.3f})"                                      # the theory lines' legend entries
 RUNS_RHO_TEXT = "thin: ρ<sup>T−t</sup> of each run, in its style"
 SIGMA_TEXT = "σ<sub>max</sub><sup>T−t</sup> (σ<sub>max</sub> = {:.3f})"
+INSIDE_TEXT_SCALES = (1.0, 0.85, 0.7, 0.6)   # the legend's text inside the plot (presentation) against the theme's: the
+                                       # largest that leaves the drawn curves clear in some corner
+LEGEND_CLEARANCE = 4.0                 # px between a legend inside the plot and any drawn curve
 
 
 class GradientTimePanel(Panel):
@@ -29,9 +32,14 @@ class GradientTimePanel(Panel):
         super().__init__(parent)
         self.view = self.add_graphics()
         self.plot = self.add_plot(plotting.new_plot(self.view.ci, 0, 0, "time step t", "", log_y=True, int_x=True))
-        self.legend = self.add_legend(plotting.new_legend(), self.view.ci, below=(1, 0, 1), beside=(0, 1, 1),
+        self.view.ci.setContentsMargins(2, 2, 6, 2)   # no colour bar: its end labels need no room above the plot
+        self._inside_scale = 0                        # index of INSIDE_TEXT_SCALES the legend inside the plot uses
+        legend = plotting.new_legend()
+        legend.text_scale = INSIDE_TEXT_SCALES[0]
+        self.legend = self.add_legend(legend, self.view.ci, below=(1, 0, 1), beside=(0, 1, 1),
                                       inside=None if runs else self.plot)   # one run, on a projector: in the plot's
                                                                             # empty corner (runs: their curves' own)
+        self.plot.vb.sigResized.connect(self.place_inside_legends)   # the curves moved on the screen: clear still?
 
         self.trail_curves = [self.plot.plot() for _ in range(plotting.TRAIL)]     # oldest first
         for curve in self.trail_curves:
@@ -147,6 +155,90 @@ class GradientTimePanel(Panel):
 
     def _on_new_run(self):
         self.y_range.reset()
+        self._legend_back_inside()
+
+    # -- the legend inside the plot (presentation) ------------------------------------------
+    def place_inside_legends(self) -> None:
+        """The legend inside the plot (presentation type, one run) never covers a drawn curve: it stays where it is
+        while the curves leave it clear, else it goes to a corner they leave clear (the emptiest first), its text
+        smaller where no corner is clear at its size (INSIDE_TEXT_SCALES); where none is at the smallest, it goes
+        beside or under the plot (the panel's own slots) until the next run or theme. Its text grows back a size
+        once the curves leave room for it (with twice the clearance), and to its largest when its entries change.
+        Called after each draw and whenever the plot's data area changes size."""
+        legend = self.legend
+        if getattr(legend, "_beside", None) != "inside" or not legend.items:
+            return
+        segments = plotting.drawn_segments(self.plot)
+        if self._inside_scale > 0 and self._larger_clear(segments):
+            self._set_inside_scale(self._inside_scale - 1)   # room again for larger text: one size up a draw
+        elif legend._corner is not None and self._legend_clear(segments, legend._corner):
+            self._anchor_legend(legend._corner)
+            return
+        for index in range(self._inside_scale, len(INSIDE_TEXT_SCALES)):
+            self._set_inside_scale(index)
+            preferred = empty_corner(legend, self.plot, legend._corner)
+            corner = next((c for c in (preferred, *CORNERS) if self._legend_clear(segments, c)), None)
+            if corner is not None:
+                self._anchor_legend(corner)
+                return
+        legend._inside = None        # no corner is clear: beside or under the plot
+        self._replace_legend()
+
+    def _anchor_legend(self, corner: tuple[int, int]):
+        """The legend at `corner`, where legend_rect_at puts it: pyqtgraph's anchor places it again when the plot's
+        size changes, not its own (a smaller text, other entries), so it is anchored again when it is elsewhere."""
+        left, top, _, _ = self.legend_rect_at(corner)
+        at = self.legend.mapToItem(self.plot.vb, 0, 0)
+        if abs(at.x() - left) > 0.5 or abs(at.y() - top) > 0.5:
+            self.legend._corner = None
+        self._anchor_inside(self.legend, corner)
+
+    def legend_rect_at(self, corner: tuple[int, int], grow: float = 1.0) -> tuple[float, float, float, float]:
+        """left, top, right, bottom of the legend (its size × `grow`) at `corner` of the data area (as
+        Panel._anchor_inside puts it), in the data area's pixels."""
+        view = self.plot.vb.boundingRect()
+        width, height = self.legend.boundingRect().width() * grow, self.legend.boundingRect().height() * grow
+        left = corner[0] * (view.width() - width) + 8 - 16 * corner[0]
+        top = corner[1] * (view.height() - height) + 6 - 12 * corner[1]
+        return left, top, left + width, top + height
+
+    def _legend_clear(self, segments, corner: tuple[int, int], grow: float = 1.0, clearance: float = LEGEND_CLEARANCE
+                      ) -> bool:
+        return not plotting.segments_meet(segments, *self.legend_rect_at(corner, grow), clearance=clearance)
+
+    def _larger_clear(self, segments) -> bool:
+        """Whether the legend one text size up (its size now scaled as its text: an overestimate, its samples and
+        margins keep their size) leaves the curves clear, with twice the clearance, in some corner: it grows only
+        where it will not shrink again at once."""
+        grow = INSIDE_TEXT_SCALES[self._inside_scale - 1] / INSIDE_TEXT_SCALES[self._inside_scale]
+        return any(self._legend_clear(segments, corner, grow, 2 * LEGEND_CLEARANCE) for corner in CORNERS)
+
+    def _set_inside_scale(self, index: int):
+        if index != self._inside_scale:
+            self._inside_scale = index
+            self.legend.text_scale = INSIDE_TEXT_SCALES[index]
+            plotting.style_legend(self.legend, self.theme)
+
+    def _legend_back_inside(self):
+        """The legend at its largest text, and back inside the plot where presentation type puts it there."""
+        self._set_inside_scale(0)
+        if not self.run_labels and self.legend._inside is None:
+            self.legend._inside = self.plot
+            self._replace_legend()
+
+    def fit_legends(self) -> None:
+        super().fit_legends()
+        if getattr(self.legend, "_beside", None) != "inside":
+            plotting.release_anchor(self.legend)   # out of the plot: the plot's resizing no longer moves it
+        elif hasattr(self, "row_curves"):          # (not while __init__ adds it)
+            self.view.ci.layout.activate()         # the plot at its size with the new fonts, then the legend's place
+            self.place_inside_legends()
+
+    def _replace_legend(self):
+        """The legend placed again (Panel._place_legend), and the plot given the room it now has at once, so the
+        corners are judged at the plot's new size."""
+        self.fit_legends()
+        self.view.ci.layout.activate()
 
     def _fit_y(self, values: np.ndarray, trail: list[np.ndarray]):
         """Sticky log10 range over the positive finite norms (trail included), with room for the
@@ -225,6 +317,7 @@ class GradientTimePanel(Panel):
             if has_linear:
                 self.legend.addItem(self.linear_line, "exact linear ‖(W<sub>hh</sub><sup>T</sup>)<sup>T−t</sup> "
                                                       "∂L/∂h<sub>T</sub>‖")
+            self._set_inside_scale(0)   # its largest text again, where a corner leaves it clear
             self._finish_legend(has_zero, has_inf)
         rho = self.legend.getLabel(self.rho_line)
         sigma = self.legend.getLabel(self.sigma_line)
@@ -255,11 +348,13 @@ class GradientTimePanel(Panel):
         self.fit_legends()
 
     def _restyle(self, theme: Theme):
+        self._legend_back_inside()
         self.run_curves.apply_theme(theme)
         self.run_theory.apply_theme(theme)
         self.theory_sample.setPen(plotting.pen(theme.foreground, theme.pen_width * 0.55, alpha=0.7))
         self.plot.setLabel("left", "‖∂L/∂h<sub>t</sub>‖")
         plotting.style_axis(self.plot.getAxis("left"), theme)
+        plotting.tighten_bottom_axis(self.plot.getAxis("bottom"), theme)   # the plot takes the height it frees
         for r in range(len(self.row_curves)):
             self._style_row(r, theme)
         base = theme.color(0)

@@ -242,6 +242,17 @@ def style_axis(axis: pg.AxisItem, theme: Theme):
         axis.setWidth(int(theme.font_pt * 6.5))  # and stacked plots line up
 
 
+def tighten_bottom_axis(axis: pg.AxisItem, theme: Theme):
+    """A bottom axis (styled by style_axis) a few px shorter: its tick labels half as far from the frame, its title's
+    text box with a 2 px margin (Qt's is 4), so the plot above takes ~6 px more height (at presentation size). The
+    title's text still ends inside the space pyqtgraph leaves under the axis (it draws the title 5 px past it)."""
+    axis.setStyle(tickTextOffset=int(2 * theme.scale))
+    if axis.label.document().documentMargin() != 2:
+        axis.label.document().setDocumentMargin(2)
+    axis._adjustSize()   # pyqtgraph's own: the axis's height from its label's new box, then the label placed again
+    axis.resizeEvent()
+
+
 def style_plot(plot: pg.PlotItem, theme: Theme, grid: bool = True):
     for name in AXES:
         style_axis(plot.getAxis(name), theme)
@@ -250,14 +261,49 @@ def style_plot(plot: pg.PlotItem, theme: Theme, grid: bool = True):
 
 
 def style_legend(legend: pg.LegendItem, theme: Theme):
+    inside = getattr(legend, "_beside", None) == "inside"
     legend.setPen(pen(theme.muted, 1.0, alpha=0.0))
     # inside a plot (presentation type) on a veil of the background, so that its text reads over a curve
-    legend.setBrush(brush(theme.background, 0.85 if getattr(legend, "_beside", None) == "inside" else 0.0))
+    legend.setBrush(brush(theme.background, 0.85 if inside else 0.0))
+    size = f"{round(theme.font_pt * (getattr(legend, 'text_scale', 1.0) if inside else 1.0), 1)}pt"
     legend.opts["labelTextColor"] = color(theme.foreground)
-    legend.opts["labelTextSize"] = f"{theme.font_pt}pt"
+    legend.opts["labelTextSize"] = size
     for _, label in legend.items:
-        label.setText(label.text, color=theme.foreground, size=f"{theme.font_pt}pt")
+        label.setText(label.text, color=theme.foreground, size=size)
     legend.updateSize()
+    _snug_inside(legend)
+
+
+def release_anchor(item: pg.GraphicsWidget) -> None:
+    """Undo pyqtgraph's `anchor` (GraphicsWidgetAnchor): the item no longer follows the item it was anchored to.
+    A legend anchored inside a plot's data area and then put into a layout beside or under it kept following the
+    data area's resizes, and was drawn over the plot where the anchor put it (seen after presentation → normal)."""
+    parent = getattr(item, "_GraphicsWidgetAnchor__parent", None)
+    if parent is not None:
+        parent.geometryChanged.disconnect(item._GraphicsWidgetAnchor__geometryChanged)
+        item._GraphicsWidgetAnchor__parent = None
+
+
+INSIDE_MARGINS = (4, 1, 4, 1)   # px around the entries of a legend inside its plot (pyqtgraph's own: 9 each side)
+
+
+def _snug_inside(legend: pg.LegendItem):
+    """A legend inside its plot (Panel.add_legend's `inside`, presentation type; its `text_scale` sets its text
+    against the theme's) takes no more of the plot than its entries: narrow margins, and a box as large as its
+    layout (pyqtgraph's own box leaves out the layout's margins and spacing, so its text ran past its veil)."""
+    inside = getattr(legend, "_beside", None) == "inside"
+    if inside and not hasattr(legend, "_own_margins"):
+        legend._own_margins = legend.layout.getContentsMargins()
+    margins = INSIDE_MARGINS if inside else getattr(legend, "_own_margins", None)
+    if margins is not None and legend.layout.getContentsMargins() != tuple(float(m) for m in margins):
+        legend.layout.setContentsMargins(*margins)
+        legend.updateSize()
+    if inside and legend.items:
+        legend.setMinimumSize(0, 0)   # what it needs beside or under a plot (Panel.fit_minimums): no size inside it
+        legend.layout.invalidate()
+        legend.layout.activate()
+        hint = legend.layout.effectiveSizeHint(Qt.SizeHint.PreferredSize)
+        legend.setGeometry(0, 0, math.ceil(hint.width()), math.ceil(hint.height()))
 
 
 def style_colorbar(bar: pg.ColorBarItem, theme: Theme):
@@ -367,6 +413,7 @@ def fit_legend(legend: pg.LegendItem, width: float):
     legend.layout.invalidate()
     legend.updateSize()
     legend.updateGeometry()
+    _snug_inside(legend)
 
 
 class WrappedLabel(pg.LabelItem):
@@ -531,3 +578,56 @@ def safe_log10(values: np.ndarray) -> np.ndarray:
     """log10 with 0 -> -inf and negative/NaN -> NaN, silently."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.log10(np.asarray(values, dtype=float))
+
+
+# -- what a plot draws, in its data area's pixels ----------------------------------------------------------------------
+def drawn_segments(plot: pg.PlotItem) -> np.ndarray:
+    """Every visible curve and marker of `plot` as segments in its data area's pixels (the ViewBox's own
+    coordinates, y down): rows of x0, y0, x1, y1, reach, where reach is half the pen's width (a line) or the marker's
+    half size (a marker, a segment of length 0). A curve's gaps (non-finite points) are no segments."""
+    view = plot.vb
+    to_px = view.childTransform()   # view (data, log10 where the axis is log) -> the ViewBox's pixels
+    rows = []
+    for item in plot.listDataItems():
+        if not item.isVisible():
+            continue
+        x, y = item.getData()
+        if x is None or y is None or len(x) == 0:
+            continue
+        x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        px = to_px.m11() * x + to_px.m21() * y + to_px.dx()
+        py = to_px.m12() * x + to_px.m22() * y + to_px.dy()
+        finite = np.isfinite(px) & np.isfinite(py)
+        line = pg.mkPen(item.opts.get("pen"))
+        if line.style() != Qt.PenStyle.NoPen and len(px) > 1:
+            both = finite[:-1] & finite[1:]
+            reach = max(line.widthF(), 1.0) / 2
+            rows.append(np.column_stack([px[:-1][both], py[:-1][both], px[1:][both], py[1:][both],
+                                         np.full(both.sum(), reach)]))
+        if item.opts.get("symbol") is not None:
+            reach = (item.opts.get("symbolSize") or 0) / 2 + 1
+            rows.append(np.column_stack([px[finite], py[finite], px[finite], py[finite],
+                                         np.full(finite.sum(), reach)]))
+    return np.concatenate(rows) if rows else np.zeros((0, 5))
+
+
+def segments_meet(segments: np.ndarray, left: float, top: float, right: float, bottom: float,
+                  clearance: float = 0.0) -> bool:
+    """Whether any segment (drawn_segments), its pen's reach and `clearance` px included, touches the rectangle
+    (in the same pixels): each segment is clipped to the rectangle grown by both (Liang–Barsky)."""
+    if not len(segments):
+        return False
+    x0, y0, x1, y1, reach = segments.T
+    grow = reach + clearance
+    dx, dy = x1 - x0, y1 - y0
+    t0, t1 = np.zeros(len(segments)), np.ones(len(segments))
+    hit = np.ones(len(segments), dtype=bool)
+    for p, q in ((-dx, x0 - (left - grow)), (dx, (right + grow) - x0), (-dy, y0 - (top - grow)),
+                 (dy, (bottom + grow) - y0)):
+        parallel = p == 0
+        hit &= ~(parallel & (q < 0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.where(parallel, 0.0, q / np.where(parallel, 1.0, p))
+        t0 = np.where(~parallel & (p < 0), np.maximum(t0, r), t0)
+        t1 = np.where(~parallel & (p > 0), np.minimum(t1, r), t1)
+    return bool((hit & (t0 <= t1)).any())

@@ -126,6 +126,63 @@ def test_the_comparison_window_fits_the_screen(screen, tmp_path):
             assert w >= MIN_PLOT[0] and h >= MIN_PLOT[1], where + f"{name} {w}×{h}"
 
 
+TITLE_BAR = 20   # px a window manager's title bar takes from a maximised window (openbox's: 19); offscreen has none
+
+
+@pytest.mark.parametrize("screen", SIZES[:3], ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES[:3]])
+def test_at_the_tours_stop_the_gradient_legend_covers_no_curve_and_the_plot_keeps_its_room(screen, tmp_path):
+    """The default scenario in presentation mode, maximised under a title bar, played to its tour's step-40 stop
+    (the banner then shows the stop's three lines): the gradient plot's legend, inside the plot, covers no drawn
+    curve (every visible curve and marker, sampled along its segments at least every pixel, in scene coordinates,
+    lies outside the legend's rectangle), and on a 1280×720 screen the plot's data area is at least 560×300 px."""
+    (r,) = _run("tour", screen, tmp_path)
+    where = f"{screen} at step {r['step']}: "
+    assert r["step"] == 40 and not r["playing"], where + "not at the tour's step-40 stop"
+    assert r["legend_entries"] >= 4, where + f"{r['legend_entries']} legend entries"
+    if r["legend"] == "inside":
+        assert not r["covered"], where + f"the legend at {r['legend_rect']} covers {r['covered'][:5]}"
+    w, h = r["gradient_area"]
+    if screen[:2] == (1280, 720):
+        assert w >= GRADIENT_AREA_720P[0] and h >= GRADIENT_AREA_720P[1], where + f"gradient data area {w}×{h}"
+        assert r["legend"] == "inside", where + f"the legend {r['legend']}, not in an empty corner of the plot"
+
+
+def test_the_gradient_legend_leaves_the_plot_only_when_the_curves_fill_every_corner(qtbot):
+    """In presentation type the gradient plot's legend sits inside the plot where the drawn curves leave a corner
+    clear of it (its text smaller where needed), beside or under the plot when a curve runs through every corner,
+    and inside again with the next theme."""
+    import numpy as np
+    from panel_helpers import Run, feed, make   # tests/explorer is on sys.path
+
+    from gradflow.core.config import Config
+    from gradflow.explorer.panels import GradientTimePanel, plotting
+    from gradflow.explorer.theme import THEMES, presentation
+
+    panel = make(qtbot, GradientTimePanel, (700, 420))
+    panel.apply_theme(presentation(THEMES["dark"]))
+    panel.show()
+    qtbot.waitExposed(panel)
+    feed(panel, Run(Config(model="rnn", seq_len=30, hidden_size=16, batch_size=8), [{}] * 3))
+    legend = panel.legend
+
+    def clear() -> bool:
+        view = panel.plot.vb
+        box = legend.mapRectToItem(view, legend.boundingRect())
+        return not plotting.segments_meet(plotting.drawn_segments(panel.plot), box.left(), box.top(), box.right(),
+                                          box.bottom())
+
+    assert legend._beside == "inside" and clear()
+    area = panel.plot.vb.viewRect()
+    xs = np.linspace(area.left(), area.right(), 40)
+    zigzag = panel.plot.plot(xs, 10.0 ** np.where(np.arange(40) % 2, area.top(), area.bottom()))   # log y
+    panel.place_inside_legends()
+    assert legend._beside != "inside", "a legend in a corner every curve runs through"
+    panel.plot.removeItem(zigzag)
+    panel.apply_theme(presentation(THEMES["light"]))
+    panel.place_inside_legends()
+    assert legend._beside == "inside" and clear()
+
+
 SWEEP_AREA = (480, 300)   # the sweep window's plot: its data area at least this, the diagram being the window's point
 
 
@@ -321,6 +378,48 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
                     "plot": [round(vb.width()), round(vb.height())]}), flush=True)
                 sweeping.close()
             window.close()
+        return
+    if mode == "tour":
+        import numpy as np
+        from PySide6.QtCore import QPointF
+
+        store = QSettings(str(tmp / "tour.ini"), QSettings.Format.IniFormat)
+        store.setValue("presentation", "true")
+        window = MainWindow(settings=store)    # the default scenario, with its tour
+        window.showMaximized()
+        settle(window)
+        area = window.screen().availableGeometry()
+        window.setGeometry(area.adjusted(0, TITLE_BAR, 0, 0))
+        settle(window)
+        window.play()
+        end = time.monotonic() + TIMEOUT_S / 2
+        while window.is_playing() and time.monotonic() < end:   # the tour pauses at its stop
+            app.processEvents()
+            time.sleep(0.01)
+        settle(window)
+        panel = window.panel("GradientTimePanel")
+        view, legend = panel.plot.vb, panel.legend
+        box = legend.sceneBoundingRect()
+        covered = []
+        for item in panel.plot.listDataItems():
+            x, y = item.getData()
+            if not item.isVisible() or x is None or not len(x):
+                continue
+            points = [view.mapViewToScene(QPointF(float(a), float(b))) for a, b in zip(x, y)
+                      if np.isfinite(a) and np.isfinite(b)]
+            line = item.opts.get("pen") is not None
+            for a, b in zip(points, points[1:]) if line and len(points) > 1 else zip(points, points):
+                n = int(max(abs(b.x() - a.x()), abs(b.y() - a.y()))) + 1
+                hit = next((a + (b - a) * (k / n) for k in range(n + 1) if box.contains(a + (b - a) * (k / n))), None)
+                if hit is not None:
+                    covered.append([item.name() or type(item).__name__, round(hit.x()), round(hit.y())])
+        plot = view.sceneBoundingRect()
+        print("RESULT " + json.dumps({
+            "step": window.latest.step, "playing": window.is_playing(),
+            "gradient_area": [round(plot.width()), round(plot.height())],
+            "legend": getattr(legend, "_beside", None), "legend_entries": len(legend.items),
+            "legend_rect": [round(v) for v in box.getRect()], "covered": covered}), flush=True)
+        window.close()
         return
     if mode == "companions":
         from gradflow.explorer.window import layout
