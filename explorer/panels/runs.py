@@ -70,6 +70,12 @@ class RunCurves:
             self._ends = [self._end_of(x, y) for x, y in data]
             self._place()
 
+    def label_room(self) -> float:
+        """The px a right end's labels take beside it (0 without labels): what the x range should leave there."""
+        if self.end != "right" or not self.labels:
+            return 0.0
+        return LABEL_GAP + max(item.boundingRect().width() for item in self.labels)
+
     def _on_view_changed(self, *_):
         if self._ends:
             self._place()

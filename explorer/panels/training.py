@@ -185,7 +185,8 @@ class TrainingPanel(Panel):
         self._fit_loss(record, [loss for _, loss, _ in series])
         ceiling = self._fit_norm([before for _, _, before in series], None)
         steps = max((steps for steps, _, _ in series), key=len)
-        self._draw_steps(record, steps)        # the x range first: the end labels keep apart by screen size
+        self._draw_steps(record, steps, self.run_losses.label_room())   # the x range first, with room for the
+                                                                         # end labels beside the curves' ends
         self.run_norms.set_data([(st, np.where(np.isposinf(b), ceiling, b)) for st, _, b in series])
         self.run_losses.set_texts([f"{label} (diverged)" if r.diverged else label
                                    for label, r in zip(self.run_labels, records)])
@@ -249,13 +250,17 @@ class TrainingPanel(Panel):
             self.clip_line.label.setFormat(f"θ = {clip:g}")
         self.clip_line.setVisible(clip is not None)
 
-    def _draw_steps(self, record: Record, steps: np.ndarray):
-        """The x range over the recorded `steps` (room to grow); the step shown marked when it is not the newest."""
+    def _draw_steps(self, record: Record, steps: np.ndarray, right_px: float = 0.0):
+        """The x range over the recorded `steps` (room to grow), with at least `right_px` px right of the newest
+        step (the runs' end labels); the step shown marked when it is not the newest."""
         scrubbed = bool(len(steps)) and bool(record.step < steps[-1])
         for line in self.shown_lines:
             line.setPos(record.step)
             line.setVisible(scrubbed)
         first, last = (max(0.0, steps[0] - 0.5), steps[-1] + 0.5) if len(steps) else (0.0, 1.5)
+        width = self.loss_plot.vb.width()
+        if right_px and width > 0:   # in steps at the range's scale now (a range that grows leaves more)
+            last += right_px * (max(self._x_hi or last, last) - first) / width
         self._x_hi = plotting.room_to_grow(self._x_hi, first, last)
         self.loss_plot.setXRange(first, self._x_hi, padding=0.01)
 
