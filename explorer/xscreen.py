@@ -11,8 +11,8 @@ ImageMagick's `import`.
 
 The probe is this module run in the app's process (`python -m gradflow.explorer.xscreen [gradflow args]`): it starts
 the app through explorer.app.main and answers lines on stdin (`state`, `trigger ACTION`, `call METHOD`, `compare
-PRESET`, `quit`) with
-one JSON line on stdout. Every process started here runs in a session of its own and is ended with its group.
+PRESET`, `compare-call METHOD`, `sweep GRID[;GRID] SEEDS STEPS` (fills the newest sweep window, opened by
+`trigger sweep_action`, and starts it), `quit`) with one JSON line on stdout. Every process started here runs in a session of its own and is ended with its group.
 """
 from __future__ import annotations
 
@@ -180,6 +180,11 @@ class XScreen:
         subprocess.run(["xdotool", "mousemove", "--sync", str(x), str(y), "click", "1"], env=self.env(), check=True,
                        timeout=ANSWER_S)
 
+    def activate(self, window: int) -> None:
+        """The window raised and given the focus, as a click on it does."""
+        subprocess.run(["xdotool", "windowactivate", "--sync", str(window)], env=self.env(), check=True,
+                       timeout=ANSWER_S)
+
     def resize(self, window: int, width: int, height: int) -> None:
         subprocess.run(["xdotool", "windowsize", str(window), str(width), str(height)], env=self.env(), check=True,
                        timeout=ANSWER_S)
@@ -325,6 +330,34 @@ def _legend_state(panel) -> dict:
             "covers": covers, "size": [round(box.width()), round(box.height())]}
 
 
+def sweep_state(window) -> dict:
+    """What a sweep window shows, as plain data: its X window (for XScreen.frame), running or not, its status line,
+    the points finished; on the
+    screen: its settings column (and the size its controls need), the diagram's view and plot's data area, the
+    diagram's layout against its view (a layout larger than its view is cut)."""
+    canvas = window.figure.canvas
+    plot = window.plot
+    area = plot.vb.sceneBoundingRect() if plot is not None else None
+    return {"x_id": int(window.winId()), "running": window.is_running(), "status": window.status_label.text(),
+            "rows": len(window.rows),
+            "finished": window.table is not None, "settings": _rect(window.settings),
+            "settings_need": list(window.settings.minimumSizeHint().toTuple()), "diagram": _rect(canvas),
+            "layout": [round(canvas.ci.size().width()), round(canvas.ci.size().height())],
+            "view": list(canvas.viewport().size().toTuple()),
+            "plot": [round(area.width()), round(area.height())] if area is not None else None}
+
+
+def _start_sweep(window, spec: str) -> Any:
+    """`GRID[;GRID] SEEDS STEPS` filled in the newest sweep window and started (Start's own check of the grid)."""
+    grids, seeds, steps = spec.rsplit(" ", 2)
+    texts = grids.split(";")
+    for edit, text in zip(window.grid_edits, texts + [""] * (len(window.grid_edits) - len(texts))):
+        edit.setText(text)
+    window.seeds_spin.setValue(int(seeds))
+    window.steps_spin.setValue(int(steps))
+    return "ok" if window.start() else {"error": window.status_label.text()}
+
+
 def _probe(args: list[str]) -> int:
     from PySide6.QtCore import QSocketNotifier
     from PySide6.QtGui import QGuiApplication
@@ -334,11 +367,15 @@ def _probe(args: list[str]) -> int:
     from gradflow.explorer import app as gradflow_app
     from gradflow.explorer.compare import window as compare_window
     from gradflow.explorer.window.main_window import MainWindow
+    from gradflow.explorer.window.sweep_window import SweepWindow
 
     qt = QApplication([sys.argv[0]])
 
     def main_window() -> MainWindow:
         return next(w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow))
+
+    def sweeps() -> list[SweepWindow]:   # the open sweep windows, oldest first
+        return [w for w in main_window().findChildren(SweepWindow) if w.isVisible()]
 
     def answer(command: str) -> Any:
         verb, _, name = command.partition(" ")
@@ -349,7 +386,8 @@ def _probe(args: list[str]) -> int:
                     "windows": {w.windowTitle(): list(w.frameGeometry().getRect())
                                 for w in QApplication.topLevelWidgets() if w.isWindow() and w.isVisible()},
                     "main": window_state(window),
-                    "compare_steps": [c.latest[0].step if c.latest else 0 for c in compare_window.open_windows()]}
+                    "compare_steps": [c.latest[0].step if c.latest else 0 for c in compare_window.open_windows()],
+                    "sweeps": [sweep_state(w) for w in sweeps()]}
         if verb == "trigger":
             getattr(window, name).trigger()
         elif verb == "call":
@@ -358,11 +396,14 @@ def _probe(args: list[str]) -> int:
             window.scenarios.open_comparison(load_preset(name))
         elif verb == "compare-call":   # on the newest comparison window
             getattr(compare_window.open_windows()[-1], name)()
+        elif verb == "sweep":          # on the newest sweep window (Run → Sweep… opens one)
+            return _start_sweep(sweeps()[-1], name)
         elif verb == "quit":
             QApplication.closeAllWindows()
             qt.quit()
         else:
-            raise ValueError(f"probe commands: state, trigger ACTION, call METHOD, compare PRESET, compare-call METHOD, quit; got {command!r}")
+            raise ValueError("probe commands: state, trigger ACTION, call METHOD, compare PRESET, compare-call METHOD, "
+                             f"sweep GRID[;GRID] SEEDS STEPS, quit; got {command!r}")
         return "ok"
 
     def on_stdin():

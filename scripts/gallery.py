@@ -1,7 +1,7 @@
 """Screenshots of the real windows for docs/gallery/: 1280×720, 1366×768 and 1920×1080, normal and presentation mode.
 
     python scripts/gallery.py [--out docs/gallery] [--steps 60] [--preset NAME] [--windows main,sweep]
-    python scripts/gallery.py --real-screen [--out docs/gallery] [--steps 60] [--preset NAME]
+    python scripts/gallery.py --real-screen [--out docs/gallery] [--steps 60] [--preset NAME] [--sizes 1280x720,...]
 
 Each screen size runs in a process of its own on Qt's offscreen platform with a screen of exactly that size.
 main (WxH-MODE.png): the main window, maximized, plays (the scenario's tour pauses at its first claimed step after
@@ -9,8 +9,9 @@ step 1, with that claim's message; other settings play `--steps` steps), pauses 
 sweep (WxH-MODE-sweep-heatmap.png, -sweep-lines.png): Run → Sweep… over the edge-of-chaos setting at its own
 size fitted to the screen, grabbed once a sweep has finished: σ_w × T (2 seeds) as a heatmap with the theory lines,
 and σ_w alone (4 seeds) as the mean with the seeds' band.
---real-screen: main (WxH-MODE.png) and a comparison (WxH-normal-compare.png) as a lecturer meets them, on a real X
-screen with a window manager (real_screen; Xvfb, openbox, xdotool, ImageMagick).
+--real-screen: main (WxH-MODE.png), a comparison (WxH-normal-compare.png) and Run → Sweep… with a finished sweep
+(WxH-MODE-sweep.png) as a lecturer meets them, on a real X screen with a window manager (real_screen; Xvfb, openbox,
+xdotool, ImageMagick).
 """
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ COMPARE_STEPS = 200   # compare_rho's caption speaks of step 200
 SWEEP_PRESET, SWEEP_HIDDEN = "compare_edge_of_chaos", 64   # the mean-field setting: every theory line holds
 SWEEPS = (("heatmap", ["sigma_w=0.5:3:11", "seq_len=10:200:6log"], 2),   # (name, grid, seeds), at initialisation
           ("lines", ["sigma_w=0.5:3:11"], 4))
+REAL_SWEEP = "spectral_radius=0.5:1.5:11;seq_len=10:100:4 1 0"   # the probe's sweep: the main window's config over
+                                                                  # ρ × T, 1 seed, at initialisation (44 points)
 
 
 def shoot(out: Path, width: int, height: int, steps: int, preset: str | None, windows: str) -> None:
@@ -103,7 +106,9 @@ def real_screen(out: Path, width: int, height: int, steps: int, preset: str | No
     """The app as `gradflow` starts it on a real X screen of width × height with a window manager
     (explorer.xscreen: Xvfb + openbox), the whole screen shot with the window manager's frames: WxH-MODE.png (the main
     window as it launches, played `steps` steps or to the tour's first stop, paused; then F5) and
-    WxH-normal-compare.png (the comparison of compare_rho opened over it, played to step COMPARE_STEPS)."""
+    WxH-normal-compare.png (the comparison of compare_rho opened over it, played to step COMPARE_STEPS) and
+    WxH-MODE-sweep.png (Run → Sweep… over the main window's config, REAL_SWEEP finished, in front; then F5 on the main
+    window, which the sweep window follows)."""
     from gradflow.explorer import xscreen
 
     with tempfile.TemporaryDirectory() as tmp, xscreen.XScreen(width, height, tmp) as screen, \
@@ -127,6 +132,22 @@ def real_screen(out: Path, width: int, height: int, steps: int, preset: str | No
         app.ask("compare-call pause")
         app.settle()
         print(screen.screenshot(out / f"{width}x{height}-normal-compare.png"), flush=True)
+        app.ask("trigger sweep_action")
+        app.window("Sweep")
+        started = app.ask(f"sweep {REAL_SWEEP}")
+        if started != "ok":
+            raise RuntimeError(f"the sweep did not start: {started}")
+        finished = app.wait_for(lambda s: s["sweeps"] and s["sweeps"][-1]["finished"], seconds=600)
+        sweep = finished["sweeps"][-1]["x_id"]
+        for mode in MODES:
+            if mode == "presentation":
+                screen.key(window, "F5")
+                app.wait_for(lambda s: s["main"]["presentation"])
+            screen.activate(sweep)
+            state = app.settle()
+            path = screen.screenshot(out / f"{width}x{height}-{mode}-sweep.png")
+            print(f"{path}: {state['sweeps'][-1]['status']}", flush=True)
+        screen.key(window, "F5")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--preset", default=None)
     parser.add_argument("--windows", default=",".join(WINDOWS), help="which windows to shoot: main, sweep or both")
+    parser.add_argument("--sizes", default=",".join(f"{w}x{h}" for w, h in SIZES),
+                        help="the screens, WIDTHxHEIGHT separated by commas")
     parser.add_argument("--real-screen", action="store_true",
                         help="shoot the app on real X screens with a window manager (Xvfb, openbox, xdotool, ImageMagick)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -151,7 +174,11 @@ def main(argv: list[str] | None = None) -> int:
         from gradflow.explorer import xscreen
         if xscreen.missing():
             parser.error(f"--real-screen {xscreen.missing()}")
-    for width, height in SIZES:
+    try:
+        sizes = [tuple(int(n) for n in size.split("x")) for size in args.sizes.split(",")]
+    except ValueError:
+        parser.error(f"--sizes takes WIDTHxHEIGHT,..., got {args.sizes}")
+    for width, height in sizes:
         if args.real_screen:
             real_screen(args.out, width, height, args.steps, args.preset)
         else:

@@ -153,6 +153,7 @@ def test_the_gradient_legend_leaves_the_plot_only_when_the_curves_fill_every_cor
     and inside again with the next theme."""
     import numpy as np
     from panel_helpers import Run, feed, make   # tests/explorer is on sys.path
+    from PySide6.QtWidgets import QApplication
 
     from gradflow.core.config import Config
     from gradflow.explorer.panels import GradientTimePanel, plotting
@@ -181,6 +182,15 @@ def test_the_gradient_legend_leaves_the_plot_only_when_the_curves_fill_every_cor
     panel.apply_theme(presentation(THEMES["light"]))
     panel.place_inside_legends()
     assert legend._beside == "inside" and clear()
+    panel.apply_theme(THEMES["light"])            # normal type: beside or under the plot, off its data area
+    for _ in range(5):
+        QApplication.processEvents()
+    panel.resize(720, 440)                        # the data area resizes: the legend no longer follows it
+    for _ in range(5):
+        QApplication.processEvents()
+    assert legend._beside != "inside"
+    assert not legend.sceneBoundingRect().intersects(panel.plot.vb.sceneBoundingRect()), \
+        f"legend at {legend.sceneBoundingRect()}, data area at {panel.plot.vb.sceneBoundingRect()}"
 
 
 SWEEP_AREA = (480, 300)   # the sweep window's plot: its data area at least this, the diagram being the window's point

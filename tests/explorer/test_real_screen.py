@@ -7,9 +7,13 @@ the X server (xdotool), the frame is measured from outside (xwininfo, _NET_FRAME
 - The window, frame included, stays on the screen on launch, restore and maximise, F11 and back; its timeline and
   status bar stay on it.
 - Presentation mode (F5): every companion (keys 1-8) beside the gradient plot, the window on the screen.
+- At the default tour's step-40 stop in presentation mode, the gradient plot's legend covers no drawn curve, and
+  at 1280×720 the plot's data area is at least 560×300 px.
 - Layouts change only when the user or the screen asks: the same window on the same screen gets the same layout after
   F5 and back, restore and maximise, F11 and back, and a click on the timeline while paused.
-- The comparison and sweep windows fit the screen.
+- The comparison and sweep windows fit the screen; a small sweep runs with the sweep window's frame, its settings
+  column (every control whole) and its diagram on the screen, before and after it finishes, in normal and
+  presentation mode.
 
 One app per screen size (a module fixture) runs the tests of that size in order; each leaves the window as it found it.
 Skipped where Xvfb, openbox, xdotool, x11-utils, ImageMagick or Qt's xcb libraries are missing (as on CI).
@@ -155,3 +159,74 @@ def test_the_comparison_and_sweep_windows_fit_the_screen(on_screen):
     for title in state["x_frames"]:
         _assert_on_screen(state, title)
     assert any(t.startswith("Compare") for t in state["x_frames"]) and any(t.startswith("Sweep") for t in state["x_frames"])
+
+
+SWEEP = "spectral_radius=0.5,1.5;seq_len=10,20 1 0"   # 2 × 2 points, 1 seed, at initialisation: seconds
+SWEEP_AREA = (480, 300)   # the sweep plot's data area at least this (as test_layout_sizes asks offscreen)
+
+
+def _assert_sweep_on_screen(screen, state: dict, where: str) -> dict:
+    """The newest sweep window: its frame (measured from outside) in the screen's available area; its settings
+    column on it with the room its controls need; its diagram on it, laid out inside its view."""
+    sweep = state["sweeps"][-1]
+    area = state["available"]
+    frame = screen.frame(sweep["x_id"])
+    assert _inside(frame, area), f"{where}: the sweep window's frame {frame} on {area}"
+    settings, need = sweep["settings"], sweep["settings_need"]
+    assert _inside(settings, area) and settings[2] >= need[0] and settings[3] >= need[1], \
+        f"{where}: settings at {settings}, their controls need {need}, on {area}"
+    diagram = sweep["diagram"]
+    assert diagram[3] > 0 and _inside(diagram, area), f"{where}: diagram at {diagram} on {area}"
+    assert sweep["layout"][0] <= sweep["view"][0] and sweep["layout"][1] <= sweep["view"][1], \
+        f"{where}: the diagram's layout {sweep['layout']} in a view of {sweep['view']}"
+    return sweep
+
+
+def test_a_small_sweep_runs_with_its_settings_and_diagram_on_the_screen(on_screen):
+    """Run → Sweep…, a 2 × 2 grid at initialisation started through the probe (the window's own fields and Start):
+    before it starts, once it has finished (every point drawn), and in presentation mode (F5 on the main window;
+    the sweep window follows its type), the sweep window, its settings and its diagram stay on the screen."""
+    screen, app = on_screen
+    app.ask("trigger sweep_action")
+    app.window("Sweep")
+    _assert_sweep_on_screen(screen, app.settle(), "opened")
+    assert app.ask(f"sweep {SWEEP}") == "ok"
+    app.wait_for(lambda s: s["sweeps"][-1]["finished"], seconds=300)
+    done = _assert_sweep_on_screen(screen, app.settle(), "finished")
+    assert done["status"].startswith("Done: 4 points") and done["rows"] == 4, done["status"]
+    assert done["plot"][0] >= SWEEP_AREA[0] and done["plot"][1] >= SWEEP_AREA[1], f"sweep data area {done['plot']}"
+    window = app.main_window()
+    screen.key(window, "F5")
+    presented = app.wait_for(lambda s: s["main"]["presentation"])
+    screen.activate(presented["sweeps"][-1]["x_id"])
+    shown = _assert_sweep_on_screen(screen, app.settle(), "presentation")
+    assert shown["plot"][0] >= SWEEP_AREA[0] and shown["plot"][1] >= SWEEP_AREA[1], f"sweep data area {shown['plot']}"
+    screen.key(window, "F5")
+    app.wait_for(lambda s: not s["main"]["presentation"])
+
+
+GRADIENT_AREA_720P = (560, 300)
+
+
+def test_at_the_tours_step_40_stop_the_gradient_legend_covers_no_curve(on_screen):
+    """Played to the default tour's step-40 stop (the banner then shows the stop's lines), then F5: the gradient
+    plot's legend sits inside the plot clear of every drawn curve (or beside or under it), and on a 1280×720
+    screen the plot keeps a data area of at least 560×300 px. (Last: it leaves the run at step 40.)"""
+    screen, app = on_screen
+    window = app.main_window()
+    app.ask("call play")
+    app.wait_for(lambda s: not s["main"]["playing"] and s["main"]["step"] >= 40, seconds=600)
+    screen.key(window, "F5")
+    app.wait_for(lambda s: s["main"]["presentation"])
+    state = app.settle()
+    main = state["main"]
+    assert main["step"] == 40, f"paused at step {main['step']}, not at the tour's stop"
+    legend = main["gradient_legend"]
+    assert not legend["covers"], f"the legend ({legend}) covers a curve"
+    if state["screen"][2:] == [1280, 720]:
+        w, h = main["gradient_area"]
+        assert w >= GRADIENT_AREA_720P[0] and h >= GRADIENT_AREA_720P[1], f"gradient data area {w}×{h}, legend {legend}"
+        assert legend["place"] == "inside", legend
+    _assert_on_screen(state)
+    screen.key(window, "F5")
+    app.wait_for(lambda s: not s["main"]["presentation"])
