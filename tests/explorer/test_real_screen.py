@@ -15,6 +15,8 @@ the X server (xdotool), the frame is measured from outside (xwininfo, _NET_FRAME
   column (every control whole) and its diagram on the screen, before and after it finishes, in normal and
   presentation mode.
 
+- On a 3840×2160 screen (at 1× and 2×) the window fits and every companion sits beside the gradient plot.
+
 One app per screen size (a module fixture) runs the tests of that size in order; each leaves the window as it found it.
 Skipped where Xvfb, openbox, xdotool, x11-utils, ImageMagick or Qt's xcb libraries are missing (as on CI).
 """
@@ -47,10 +49,14 @@ def _inside(rect, area) -> bool:
     return ax <= x and ay <= y and x + w <= ax + aw and y + h <= ay + ah
 
 
-def _assert_on_screen(state: dict, title: str = "Gradient Flow Explorer"):
+def _assert_on_screen(state: dict, title: str = "Gradient Flow Explorer", scale: float = 1):
+    """The window's frame (from outside: the X server's pixels, `scale` times Qt's where Qt scales) in the screen's
+    available area (the whole screen in full screen), its timeline and status bar on it."""
     screen = state["screen"]
-    frame = state["x_frames"][title]
+    frame = [v / scale for v in state["x_frames"][title]]
     area = screen if title.startswith("Gradient") and state["main"]["fullscreen"] else state["available"]
+    if scale != 1:   # Qt's rectangles in its px, rounded: a window at an odd X pixel (openbox's 19 px title) is 1 off
+        area = [area[0] - 1, area[1] - 1, area[2] + 2, area[3] + 2]
     assert _inside(frame, area), f"{title}: frame {frame} (with the window manager's) on {area}"
     if title.startswith("Gradient"):
         for bar in ("timeline", "status_bar"):
@@ -114,10 +120,10 @@ def test_the_window_stays_on_the_screen_and_keeps_its_layout_through_restore_and
         _assert_same_layout(back, launched, f"{what} and back")
 
 
-def test_presentation_puts_every_companion_beside_the_gradient_and_comes_back_to_the_same_layout(on_screen):
-    screen, app = on_screen
+def _assert_every_companion_beside_the_gradient(screen, app, scale: float = 1):
+    """F5, then keys 1-8: each companion docked beside the gradient plot (not behind it in a tab), the window on
+    the screen; left in presentation mode."""
     window = app.main_window()
-    before = app.settle()
     screen.key(window, "F5")
     for key, companion in enumerate(COMPANIONS, start=1):
         screen.key(window, str(key))
@@ -129,7 +135,14 @@ def test_presentation_puts_every_companion_beside_the_gradient_and_comes_back_to
         gradient, beside = main["docks"][GT], main["docks"][companion]
         assert gradient[0] + gradient[2] <= beside[0] and abs(gradient[1] - beside[1]) <= TOLERANCE, \
             where + f"gradient at {gradient}, {companion} at {beside}"
-        _assert_on_screen(state)
+        _assert_on_screen(state, scale=scale)
+
+
+def test_presentation_puts_every_companion_beside_the_gradient_and_comes_back_to_the_same_layout(on_screen):
+    screen, app = on_screen
+    window = app.main_window()
+    before = app.settle()
+    _assert_every_companion_beside_the_gradient(screen, app)
     screen.key(window, "1", "F5")   # the companion it had, then back to normal mode
     _assert_same_layout(app.settle(), before, "F5 and back")
 
@@ -159,6 +172,27 @@ def test_the_comparison_and_sweep_windows_fit_the_screen(on_screen):
     for title in state["x_frames"]:
         _assert_on_screen(state, title)
     assert any(t.startswith("Compare") for t in state["x_frames"]) and any(t.startswith("Sweep") for t in state["x_frames"])
+
+
+@pytest.mark.parametrize("scale", [1, 2], ids=["4k@1x", "4k@2x"])
+def test_on_a_4k_screen_the_window_fits_and_every_companion_sits_beside_the_gradient(scale, tmp_path):
+    """A 3840×2160 screen, as Qt draws on it unscaled and at 2× (QT_SCALE_FACTOR, as a 4K projector is driven): the
+    first launch's window (maximised at 2×, where the screen counts as 1920×1080; a share of the screen at 1×) and,
+    in presentation mode, every companion beside the gradient plot stay on the screen. (~20 s each here; the app
+    ~0.8 GB, Xvfb ~0.15 GB.)"""
+    env = {"GRADFLOW_ENGINE": "thread"} | ({"QT_SCALE_FACTOR": str(scale)} if scale != 1 else {})
+    with xscreen.XScreen(3840, 2160, tmp_path) as screen, screen.launch(**env) as app:
+        app.wait_for(lambda s: s["main"]["step"] >= 1)
+        launched = app.settle()
+        assert launched["screen"][2:] == [3840 // scale, 2160 // scale], launched["screen"]
+        _assert_on_screen(launched, scale=scale)
+        if scale == 2:   # the window manager's state: Qt's own reads not maximised here at 2× (its frame
+                         # 1920×1081 in its rounded px, fitted to the screen once more?), an open question
+            states = screen.states(app.main_window())
+            assert MAXIMISED <= states, f"{launched['x_frames']}, the window manager's states {states}, " \
+                f"Qt's maximised: {launched['main']['maximized']}"
+        assert len(launched["main"]["docks"]) >= 4, launched["main"]["groups"]
+        _assert_every_companion_beside_the_gradient(screen, app, scale)
 
 
 SWEEP = "spectral_radius=0.5,1.5;seq_len=10,20 1 0"   # 2 × 2 points, 1 seed, at initialisation: seconds
