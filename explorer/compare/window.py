@@ -38,7 +38,7 @@ from gradflow.explorer.panels.training import TrainingPanel
 from gradflow.explorer.theme import DEFAULT_THEME, THEMES, Theme, presentation
 from gradflow.explorer.window.dialogs import ok_cancel
 from gradflow.explorer.window.drawing import StepDrawer
-from gradflow.explorer.window.presentation import WindowLayout, fit_to_screen
+from gradflow.explorer.window.presentation import first_launch, fit_to_screen
 from gradflow.explorer.window.run_controls import RunControls, run_toolbar
 from gradflow.explorer.window.run_state import RunState, scrub_step
 from gradflow.explorer.window.style import compare_stylesheet
@@ -84,12 +84,10 @@ class RunColumn(QWidget):
         for panel in (self.spectrum, self.hidden):
             panel.caption_label.setVisible(False)   # the captions are the main window's; here, the runs speak
             panel.fit_minimums()
-        self.spectrum.view.installEventFilter(self)
         self.grid = QGridLayout(self)
         self.grid.setContentsMargins(0, 0, 0, 0)
         self.grid.setSpacing(2)
         self.arrangement = ""
-        self._readout_height = -1.0
         self.arrange("spectrum")
 
     def panels(self) -> list[Panel]:
@@ -97,15 +95,6 @@ class RunColumn(QWidget):
 
     def show_run(self, base_label: str, record: Record):
         self.label.setText(f"{base_label}  ·  {'diverged' if record.diverged else f'loss {record.loss:.4g}'}")
-        self._fit_readout()
-
-    def _fit_readout(self):
-        """The spectrum asks for the room of its readout's lines (a compact SpectrumPanel does not re-measure when
-        its readout's text wraps to more or fewer lines)."""
-        height = self.spectrum.readout.minimumHeight()
-        if height != self._readout_height:
-            self._readout_height = height
-            self.spectrum.fit_minimums()
 
     def apply_theme(self, theme: Theme):
         for panel in self.panels():
@@ -167,15 +156,6 @@ class RunColumn(QWidget):
         super().resizeEvent(event)
         self._fit()
 
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if watched is self.spectrum.view and event.type() == QEvent.Type.Resize:
-            # the readout (block, ρ, σ_max; the verdict) wraps in the spectrum's width rather than run out of it
-            wrap = max(plotting.WrappedLabel.MIN_WIDTH, self.spectrum.view.width() - 16)
-            if self.spectrum.readout.item.textWidth() != wrap:
-                self.spectrum.readout.set_wrap_width(wrap)
-                self._fit_readout()
-        return False
-
 
 # -- the window ---------------------------------------------------------------------------------------
 class CompareWindow(QMainWindow):
@@ -191,8 +171,7 @@ class CompareWindow(QMainWindow):
         self.configs = [config for _, config in runs]
         self.setWindowTitle(f"Compare: {title or ' vs '.join(self.labels)}")
         self.setObjectName("CompareWindow")
-        WindowLayout.restore_geometry(_Sizing(self), None)   # the main window's first launch: maximised on a screen
-                                                             # up to 1920×1200, most of a larger one; kept on it
+        first_launch(self)   # as the main window's first launch: maximised on a screen up to 1920×1200
         self.theme: Theme = theme or getattr(parent, "theme", None) or DEFAULT_THEME
         self.runs = [RunState(min(c.history_mb, HISTORY_MB_PER_RUN) * 2**20) for c in self.configs]
         self._closing = False
@@ -529,17 +508,6 @@ class CompareWindow(QMainWindow):
             self.connection.close_for(self)
             _open_windows.discard(self)
         super().closeEvent(event)
-
-
-class _Sizing:
-    """What WindowLayout.restore_geometry sizes: a window (`window`) and its fit to the screen (`fit_to_screen`),
-    so a comparison opens as the main window first does (presentation.FIRST_LAUNCH, FILL_SCREENS_UP_TO)."""
-
-    def __init__(self, window: QWidget):
-        self.window = window
-
-    def fit_to_screen(self) -> None:
-        fit_to_screen(self.window)
 
 
 # -- the dialog --------------------------------------------------------------------------------------------

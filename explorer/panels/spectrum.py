@@ -407,7 +407,8 @@ class SpectrumPanel(Panel):
         super().resizeEvent(event)
 
     def _update_arrangement(self):
-        if self.compact:
+        if self.compact:   # small multiples: the readout above the plot, wrapped in its width
+            self._wrap_readout(self.view.width() - 16)
             return
         side = max(READOUT_SIDE * self.width(), plotting.legend_width(self.legend, 2))
         wide = self.width() - side - 60 > 0.8 * self.height()
@@ -419,7 +420,10 @@ class SpectrumPanel(Panel):
             self._arrange(wide)
         # the readout wraps in the room of its column (beside the plot or above it): it never widens the panel
         # and never runs into the axes' labels
-        self.readout.set_wrap_width(max(120, int(side) if wide else self.view.width() - 30))
+        self._wrap_readout(int(side) if wide else self.view.width() - 30)
+
+    def _wrap_readout(self, width: int):
+        self.readout.set_wrap_width(max(plotting.WrappedLabel.MIN_WIDTH, width))
         if self.readout.minimumHeight() != self._readout_height:   # its lines changed: the view asks anew
             self._readout_height = self.readout.minimumHeight()
             self.fit_minimums()

@@ -32,6 +32,20 @@ PRESENTATION_SCENARIO_CHARS = 16   # in large type: room for Next and the compan
 COMPANION_CHARS = 16        # "1 Spectrum of W_hh" whole (a proportional font); longer panel names are cut (number keys pick them too)
 
 
+def first_launch(window: QWidget) -> None:
+    """A window's size where nothing was saved (the main window's first launch, every comparison window):
+    maximised on a screen up to FILL_SCREENS_UP_TO, else FIRST_LAUNCH's share of it; fitted to the screen."""
+    screen = window.screen().availableGeometry() if window.screen() is not None else QRect()
+    width, height, share = FIRST_LAUNCH
+    if screen.width() > 0:
+        width = max(width, int(share * screen.width()))
+        height = max(height, int(share * screen.height()))
+    window.resize(width, height)   # its size once restored
+    if 0 < screen.width() <= FILL_SCREENS_UP_TO[0] and 0 < screen.height() <= FILL_SCREENS_UP_TO[1]:
+        window.setWindowState(window.windowState() | Qt.WindowState.WindowMaximized)   # (shown maximised)
+    fit_to_screen(window)
+
+
 class WindowLayout(QObject):
     """The window's layout: see the module docstring. `window`: the MainWindow (its dock_host,
     settings_dock, panel_docks, panels, toolbar, banner, presentation_action and set_theme are used)."""
@@ -190,19 +204,11 @@ class WindowLayout(QObject):
     def restore_geometry(self, geometry: QByteArray | None) -> None:
         """A saved geometry (fitted to the current screen), else the first-launch size (maximised on a screen up to
         FILL_SCREENS_UP_TO)."""
-        w = self.window
         if geometry is not None:
-            w.restoreGeometry(geometry)
+            self.window.restoreGeometry(geometry)
+            self.fit_to_screen()
         else:
-            screen = w.screen().availableGeometry() if w.screen() is not None else QRect()
-            width, height, share = FIRST_LAUNCH
-            if screen.width() > 0:
-                width = max(width, int(share * screen.width()))
-                height = max(height, int(share * screen.height()))
-            w.resize(width, height)   # its size once restored
-            if 0 < screen.width() <= FILL_SCREENS_UP_TO[0] and 0 < screen.height() <= FILL_SCREENS_UP_TO[1]:
-                w.setWindowState(w.windowState() | Qt.WindowState.WindowMaximized)   # (shown maximised)
-        self.fit_to_screen()
+            first_launch(self.window)
 
     def restore_state(self, state: QByteArray) -> None:
         """A session's dock layout for the current mode (used once the window has measured its type)."""

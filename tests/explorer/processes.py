@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -91,3 +93,17 @@ def wait_gone(pids: list[int], timeout: float) -> list[int]:
     while (left := [pid for pid in pids if alive(pid)]) and time.monotonic() < deadline:
         time.sleep(0.05)
     return left
+
+
+def run_child(argv: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
+    """subprocess.run(argv, capture_output=True, text=True) in a session of its own: past `timeout` the whole
+    session is killed, its own children too (one left holding the output pipes would keep run() waiting)."""
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                          **kwargs) as child:
+        try:
+            out, err = child.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            out, err = child.communicate()
+            pytest.fail(f"{' '.join(argv)} ran past {timeout:.0f} s; its last output:\n{err[-4000:]}")
+    return subprocess.CompletedProcess(argv, child.returncode, out, err)

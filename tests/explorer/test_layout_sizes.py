@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from gradflow.explorer.offscreen import offscreen_platform
+from processes import run_child   # tests/explorer is on sys.path
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = [(1280, 720, 1), (1366, 768, 1), (1920, 1080, 1), (3840, 2160, 2)]   # physical px, scale factor
@@ -32,8 +32,7 @@ def _run(mode: str, screen: tuple[int, int, int], tmp: Path, *args: str) -> list
     width, height, scale = screen
     env = dict(os.environ, QT_QPA_PLATFORM=offscreen_platform(tmp, width, height), QT_SCALE_FACTOR=str(scale),
                GRADFLOW_ENGINE="thread", PYTHONPATH=str(ROOT))
-    out = subprocess.run([sys.executable, __file__, mode, str(tmp), *args], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=TIMEOUT_S)
+    out = run_child([sys.executable, __file__, mode, str(tmp), *args], TIMEOUT_S, cwd=ROOT, env=env)
     assert out.returncode == 0, out.stderr[-4000:]
     return [json.loads(line[len("RESULT "):]) for line in out.stdout.splitlines() if line.startswith("RESULT ")]
 
