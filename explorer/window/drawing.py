@@ -23,9 +23,9 @@ from gradflow.explorer.window.timeline import TimelineBar
 FRAME_PERIOD_S = 0.031      # a frame at most every 31 ms (~32 fps: the target is >= 30) ...
 FRAME_POLL_MS = 6           # ... looked for every 6 ms, so a frame comes at most that late
 SLOWEST_FRAME_S = 0.2       # while training, the pacer stretches the period up to this (5 fps), never further
-WINDOW_SHARE = 0.75         # engine in its own process: the window's process uses at most this share of the
-                            # cores the engine leaves (2 cores, bench_gui at 1920x1080 presentation: the window at
-                            # 0.59 of a core drew 31.5 fps with training at 0.98× the windowless engine)
+WINDOW_SHARE = 0.9          # engine in its own process: the window's process uses at most this share of the
+                            # cores the engine leaves (2 cores, bench_gui at 1920x1080 presentation, load 1.4-1.7:
+                            # 30.2-32.2 fps with training at 0.95-1.00× the windowless engine; 0.75 gave 28.2-28.4)
 THREAD_SHARE = 1 / 3        # engine in a thread (GRADFLOW_ENGINE=thread) or one core: a third of the time
 COST_SMOOTHING = 0.25       # weight of the newest frame in the pacer's running CPU cost per frame
 STALE_GAP_S = 2 * SLOWEST_FRAME_S   # frames further apart: the window was away (blocked), not drawing
