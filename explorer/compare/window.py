@@ -20,9 +20,9 @@ import html
 
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QFormLayout, QGridLayout, QHBoxLayout, QLabel,
-                               QLineEdit, QMainWindow, QRadioButton, QSizePolicy, QSplitter, QToolBar, QToolButton,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QFormLayout, QFrame, QGridLayout, QHBoxLayout,
+                               QLabel, QLineEdit, QMainWindow, QRadioButton, QScrollArea, QSizePolicy, QSplitter,
+                               QToolBar, QToolButton, QVBoxLayout, QWidget)
 
 from gradflow.core.cells import CELL_KEYS
 from gradflow.core.compare import MAX_RUNS, MIN_RUNS, check_runs
@@ -157,6 +157,37 @@ class RunColumn(QWidget):
         self._fit()
 
 
+class RunsRow(QScrollArea):
+    """The runs' columns side by side, each as wide as the others. Where the window is narrower than all of them
+    (4 runs on a 1280×720 screen) they scroll sideways rather than push the window off its screen: its minimum
+    width is one run's, its minimum height theirs and the scroll bar's."""
+
+    def __init__(self, columns: list[RunColumn]):
+        super().__init__()
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setWidgetResizable(True)
+        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        row = QWidget()
+        layout = QHBoxLayout(row)
+        layout.setContentsMargins(0, 0, 0, 0)
+        for column in columns:
+            layout.addWidget(column, 1)
+        self.setWidget(row)
+        for widget in (self.viewport(), row):   # the window's background through them (setWidget turned it on)
+            widget.setAutoFillBackground(False)
+        row.installEventFilter(self)
+
+    def minimumSizeHint(self) -> QSize:
+        row = self.widget().minimumSizeHint()
+        one = max(column.minimumSizeHint().width() for column in self.widget().findChildren(RunColumn))
+        return QSize(min(row.width(), one), row.height() + self.horizontalScrollBar().sizeHint().height())
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.widget() and event.type() == QEvent.Type.LayoutRequest:
+            self.updateGeometry()   # the runs' minimums changed: so did this row's
+        return False
+
+
 # -- the window ---------------------------------------------------------------------------------------
 class CompareWindow(QMainWindow):
     """2–4 runs in lockstep (see module doc). `runs`: [(label, Config), ...] that share their data keys
@@ -231,13 +262,8 @@ class CompareWindow(QMainWindow):
         self.gradient_panel = GradientTimePanel(runs=self.labels)
         self.training_panel = TrainingPanel(runs=self.labels)
         self.overlays = [self.gradient_panel, self.training_panel]
-        self.below = QWidget()   # the runs' small multiples, side by side: every run's spectrum on screen
-        self.below.setObjectName("compareRuns")
-        row = QHBoxLayout(self.below)
-        row.setContentsMargins(0, 0, 0, 0)
         self.columns = [RunColumn(label, i) for i, label in enumerate(self.labels)]
-        for run_column in self.columns:
-            row.addWidget(run_column, 1)
+        self.below = RunsRow(self.columns)   # the runs' small multiples, side by side
         self.splitter = QSplitter()   # "rows": (gradient | training) over the runs; "columns": (gradient over
         self.inner = QSplitter()      # the runs) | training. See arrange().
         for splitter in (self.splitter, self.inner):
@@ -250,7 +276,7 @@ class CompareWindow(QMainWindow):
         self._needs: tuple = ()    # the minimum sizes arrange() chose for (it chooses again when they change)
         self._placed: tuple = ()   # (arrangement, size) the splitters were last shared out for
         self.arrange("rows")
-        for widget in (self.splitter, self.below, *self.overlays):
+        for widget in (self.splitter, self.below.widget(), *self.overlays):
             widget.installEventFilter(self)
         column.addWidget(self.splitter, 1)
         self.timeline = TimelineBar(lambda: self.runs[0].history)   # scrub back: every run shows the step picked
@@ -430,7 +456,8 @@ class CompareWindow(QMainWindow):
 
     def choose(self) -> str:
         """The arrangement for the window's size now: "rows" where the overlays and the runs' row fit under each
-        other, else "columns" where they fit beside the training panel, else "rows"."""
+        other, else "columns" where the gradient and the runs' row fit under each other beside the training panel
+        (the runs' row scrolls sideways where it is narrower than all its runs), else "rows"."""
         room = self.splitter.size() if self.splitter.isVisible() else self._room()
         if not self.below.isVisibleTo(self):
             return "rows"
@@ -438,8 +465,7 @@ class CompareWindow(QMainWindow):
         gradient, training, runs = (w.minimumSizeHint() for w in (self.gradient_panel, self.training_panel, self.below))
         if max(gradient.height(), training.height()) + handle + runs.height() <= room.height():
             return "rows"
-        if max(gradient.width(), runs.width()) + handle + training.width() <= room.width() \
-                and gradient.height() + handle + runs.height() <= room.height():
+        if gradient.height() + handle + runs.height() <= room.height():   # the runs' row may scroll sideways
             return "columns"
         return "rows"
 
@@ -461,8 +487,8 @@ class CompareWindow(QMainWindow):
 
     def _share_out(self):
         """The splitters' sizes for the arrangement: RUNS_SHARE of the height to the runs' row (at least its
-        minimum); in "rows" the gradient 58% of the width, in "columns" the training panel 32% (at least their
-        minimums). Again only when the arrangement or the splitter's size changed (a dragged handle stays)."""
+        minimum); in "rows" the gradient 58% of the width, in "columns" the training panel 32% or less, so that
+        the runs' row need not scroll (at least their minimums). Again only when the arrangement or the splitter's size changed (a dragged handle stays)."""
         size = self.splitter.size()
         key = (self.arrangement, size.toTuple())
         if size.height() <= 0 or key == self._placed:
@@ -473,8 +499,10 @@ class CompareWindow(QMainWindow):
             self.splitter.setSizes([size.height() - runs, runs] if self.below.isVisibleTo(self) else [1, 0])
             training = max(round(0.42 * size.width()), self.training_panel.minimumSizeHint().width())
             self.inner.setSizes([size.width() - training, training])
-        else:
-            training = max(round(0.32 * size.width()), self.training_panel.minimumSizeHint().width())
+        else:   # the training panel 32%, less where the runs' row would scroll, never below its minimum
+            whole = self.below.widget().minimumSizeHint().width() + self.splitter.handleWidth()
+            training = max(min(round(0.32 * size.width()), size.width() - whole),
+                           self.training_panel.minimumSizeHint().width())
             self.splitter.setSizes([size.width() - training, training])
             runs = max(round(RUNS_SHARE * size.height()), self.below.minimumSizeHint().height())
             self.inner.setSizes([size.height() - runs, runs])
@@ -487,7 +515,7 @@ class CompareWindow(QMainWindow):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.splitter and event.type() == QEvent.Type.Resize:
             self._rearrange()
-        elif event.type() == QEvent.Type.LayoutRequest and watched in (self.below, *self.overlays):
+        elif event.type() == QEvent.Type.LayoutRequest and watched in (self.below.widget(), *self.overlays):
             QTimer.singleShot(0, self, self._check_needs)
         elif watched is self.parent() and event.type() == QEvent.Type.Close:
             # close too, unless the parent stays open (with `self` as context, Qt drops the call if this

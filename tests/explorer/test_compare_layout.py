@@ -31,10 +31,10 @@ TIMEOUT_S = 300
 WAIT_S = 60   # a deadline for conditions awaited on a busy machine, never a pause
 
 
-def _run(screen: tuple[int, int, int], tmp: Path) -> list[dict]:
+def _run(screen: tuple[int, int, int], tmp: Path, runs: int = 3) -> list[dict]:
     width, height, scale = screen
     env = dict(os.environ, QT_QPA_PLATFORM=offscreen_platform(tmp, width, height), QT_SCALE_FACTOR=str(scale),
-               GRADFLOW_ENGINE="thread", PYTHONPATH=str(ROOT))
+               GRADFLOW_ENGINE="thread", PYTHONPATH=str(ROOT), COMPARE_RUNS=str(runs))
     out = run_child([sys.executable, __file__], TIMEOUT_S, cwd=ROOT, env=env)
     assert out.returncode == 0, out.stderr[-4000:]
     return [json.loads(line[len("RESULT "):]) for line in out.stdout.splitlines() if line.startswith("RESULT ")]
@@ -69,6 +69,25 @@ def test_the_comparison_fits_the_screen_and_shows_every_runs_spectrum(screen, tm
     assert results[4]["maximized"], "back from F11 as before it (maximised)"
 
 
+@pytest.mark.parametrize("screen", [(1280, 720, 1), (1920, 1080, 1)], ids=["1280x720", "1920x1080"])
+def test_four_runs_fit_the_screen_and_scroll_sideways_only_where_they_must(screen, tmp_path):
+    """The most runs the Compare dialog offers: at 1280×720 their spectra are wider together than the room beside
+    the training panel, so the runs' row scrolls sideways (the window stays on its screen); at 1920×1080 all four
+    are whole."""
+    for r in _run(screen, tmp_path, runs=4):
+        where = f"{screen} {r['step']}: "
+        sx, sy, sw, sh = r["screen"]
+        fx, fy, fw, fh = r["frame"]
+        assert sx <= fx and sy <= fy and fx + fw <= sx + sw and fy + fh <= sy + sh, \
+            where + f"frame {r['frame']} on a screen of {r['screen']}"
+        assert len(r["spectra"]) == 4 and all(w >= MIN_PLOT[0] and h >= MIN_PLOT[1] for w, h, _, _ in r["spectra"])
+        whole = [(seen_w, seen_h) == (w, h) for w, h, seen_w, seen_h in r["spectra"]]
+        if screen[0] >= 1920:
+            assert all(whole), where + str(r["spectra"])
+        else:
+            assert whole[:2] == [True, True] and not all(whole), where + str(r["spectra"])
+
+
 # -- the program each screen size runs --------------------------------------------------------------------------------
 def _child() -> None:
     import time
@@ -81,6 +100,8 @@ def _child() -> None:
     app = QApplication([])
     preset = load_preset("compare_rho")
     runs = [(label, c.replace(seq_len=30, hidden_size=16, batch_size=4)) for label, c in preset.runs]
+    if os.environ["COMPARE_RUNS"] == "4":   # the most the Compare dialog offers
+        runs.append(("ρ = 1.2", runs[-1][1].replace(spectral_radius=1.2)))
     window = CompareWindow(runs, preset.title, preset.explanation)
     window.show()
 
