@@ -6,9 +6,12 @@ import json
 from pathlib import Path
 
 
-def offscreen_platform(directory: str | Path, width: int, height: int) -> str:
-    """Write a width × height screen description into `directory`; returns the QT_QPA_PLATFORM value using it."""
-    config = Path(directory) / f"screen_{width}x{height}.json"
-    config.write_text(json.dumps({"screens": [{"name": "screen", "x": 0, "y": 0, "width": width, "height": height,
-                                               "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]}))
+def offscreen_platform(directory: str | Path, width: int, height: int, beside: tuple[int, int] | None = None) -> str:
+    """Write a width × height screen description into `directory` (and a second screen of size `beside` to its
+    right, where given); returns the QT_QPA_PLATFORM value using it."""
+    sizes = [(width, height)] + ([beside] if beside else [])
+    screens = [{"name": f"screen{i}", "x": sum(w for w, _ in sizes[:i]), "y": 0, "width": w, "height": h,
+                "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1} for i, (w, h) in enumerate(sizes)]
+    config = Path(directory) / ("screens_" + "_".join(f"{w}x{h}" for w, h in sizes) + ".json")
+    config.write_text(json.dumps({"screens": screens}))
     return f"offscreen:configfile={config}"

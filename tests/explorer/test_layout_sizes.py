@@ -28,9 +28,9 @@ MIN_PLOT = (220, 130)
 TIMEOUT_S = 300
 
 
-def _run(mode: str, screen: tuple[int, int, int], tmp: Path, *args: str) -> list[dict]:
+def _run(mode: str, screen: tuple[int, int, int], tmp: Path, *args: str, beside=None) -> list[dict]:
     width, height, scale = screen
-    env = dict(os.environ, QT_QPA_PLATFORM=offscreen_platform(tmp, width, height), QT_SCALE_FACTOR=str(scale),
+    env = dict(os.environ, QT_QPA_PLATFORM=offscreen_platform(tmp, width, height, beside), QT_SCALE_FACTOR=str(scale),
                GRADFLOW_ENGINE="thread", PYTHONPATH=str(ROOT))
     out = run_child([sys.executable, __file__, mode, str(tmp), *args], TIMEOUT_S, cwd=ROOT, env=env)
     assert out.returncode == 0, out.stderr[-4000:]
@@ -213,6 +213,24 @@ def test_the_sweep_window_fits_the_screen_and_its_diagram_keeps_its_room(screen,
         assert layout[0] <= view[0] and layout[1] <= view[1], where + f"diagram {layout} in a view of {view}"
         w, h = r["plot"]
         assert w >= SWEEP_AREA[0] and h >= SWEEP_AREA[1], where + f"data area {w}×{h}"
+
+
+@pytest.mark.parametrize("presentation", [False, True], ids=["normal", "presentation"])
+def test_a_window_moved_to_a_smaller_screen_fits_it_and_back_gets_its_layout_again(presentation, tmp_path):
+    """Two screens side by side, 1920×1080 and 1280×720: the window opened on the large one, restored and dragged
+    onto the small one, fits it with every plot keeping its data area and every tab title whole; maximised back
+    on the large one it has the layout it opened with."""
+    launched, moved, back = _run("move", (1920, 1080, 1), tmp_path, str(presentation), beside=(1280, 720))
+    assert moved["screen"] == [1920, 0, 1280, 720]
+    _assert_frame_on_screen(moved, "moved: ")
+    for name, w, h in moved["plots"]:
+        assert w >= MIN_PLOT[0] and h >= MIN_PLOT[1], f"moved: {name} data area {w}×{h}"
+    need, room = moved["docks_need"], moved["dock_area"]
+    assert need[0] <= room[0] and need[1] <= room[1], f"moved: docks need {need} in a dock area of {room}"
+    assert all(width >= advance and inside for _, width, advance, inside, _ in moved["tabs"]), moved["tabs"]
+    assert moved["layout"] != launched["layout"] or presentation, "the small screen gets a leaner arrangement"
+    assert back["screen"] == launched["screen"] == [0, 0, 1920, 1080]
+    assert back["layout"] == launched["layout"] and back["plots"] == launched["plots"], (launched, back)
 
 
 def test_a_resized_window_is_laid_out_again(tmp_path):
@@ -469,6 +487,25 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
         window.showFullScreen()
         settle(window)
         report("full screen")
+        window.close()
+        return
+    if mode == "move":   # a second screen, 1280×720, to the right of the first
+        window = open_window(tmp / "move.ini", args[0] == "True")
+        small = app.screens()[1].availableGeometry()
+        for step in ("launched", "moved", "back"):
+            if step == "moved":
+                window.showNormal()
+                settle(window, 0.3)
+                window.move(small.x() + 20, small.y() + 20)
+            elif step == "back":
+                window.showNormal()
+                settle(window, 0.3)
+                window.move(40, 40)
+                window.showMaximized()
+            settle(window)
+            result = measure(window)
+            result.update(step=step, layout=window.layouts.current.name if window.layouts.current else "")
+            print("RESULT " + json.dumps(result), flush=True)
         window.close()
         return
     if mode == "resize":
