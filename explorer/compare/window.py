@@ -554,6 +554,11 @@ class CompareDialog(QDialog):
         self.preset_combo = QComboBox()
         for name, preset in self.presets.items():
             self.preset_combo.addItem(f"{preset.title}  [{name}]", name)
+        # as wide as ~40 characters, not its longest title (which took a 1280 px screen's width in presentation
+        # type); its list still shows each title whole
+        self.preset_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.preset_combo.setMinimumContentsLength(40)
+        self.preset_combo.view().setMinimumWidth(self.preset_combo.view().sizeHintForColumn(0))
         self.from_preset = QRadioButton("the runs of this comparison preset")
         self.vary = QRadioButton("vary one setting:")
         self.mode = QButtonGroup(self)

@@ -233,6 +233,17 @@ def test_a_window_moved_to_a_smaller_screen_fits_it_and_back_gets_its_layout_aga
     assert back["layout"] == launched["layout"] and back["plots"] == launched["plots"], (launched, back)
 
 
+@pytest.mark.parametrize("presentation", [False, True], ids=["normal", "presentation"])
+def test_every_dialog_fits_a_1280x720_screen(presentation, tmp_path):
+    """The window's own dialogs (export, animation, continue after a divergence, compare) and an error box with
+    its details shown, over the main window in either type: each frame inside the screen (in presentation type
+    the compare dialog's longest scenario title once made it 1530 px wide)."""
+    results = _run("dialogs", (1280, 720, 1), tmp_path, str(presentation))
+    assert [r["dialog"] for r in results] == ["export", "animation", "continue", "compare", "error with details"]
+    for r in results:
+        _assert_frame_on_screen(r, f"{r['dialog']}: ")
+
+
 def test_a_resized_window_is_laid_out_again(tmp_path):
     """From 1366 to 1920 wide (one screen of 1920×1080): the docks follow; the settings do not keep half."""
     (r,) = _run("resize", (1920, 1080, 1), tmp_path)
@@ -506,6 +517,33 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
             result = measure(window)
             result.update(step=step, layout=window.layouts.current.name if window.layouts.current else "")
             print("RESULT " + json.dumps(result), flush=True)
+        window.close()
+        return
+    if mode == "dialogs":
+        from PySide6.QtWidgets import QMessageBox
+
+        from gradflow.explorer.compare.window import CompareDialog
+        from gradflow.explorer.window.dialogs import AnimationDialog, ContinueDialog, PanelExportDialog
+
+        window = open_window(tmp / "dialogs.ini", args[0] == "True")
+        error = QMessageBox(QMessageBox.Icon.Critical, "Error in training", "The training step raised an exception.",
+                            QMessageBox.StandardButton.Close, window)
+        error.setDetailedText("Traceback\n" + "\n".join(f"  File 'cell.py', line {i}, in f{i}" for i in range(80)))
+        dialogs = {"export": PanelExportDialog([(p.title, type(p).__name__) for p in window.panels], window),
+                   "animation": AnimationDialog([("Dashboard", "dashboard")], window),
+                   "continue": ContinueDialog(window.settings_panel.config, "at step 37 the loss was not finite",
+                                              None, window),
+                   "compare": CompareDialog(window, DEFAULT_PRESET), "error with details": error}
+        for name, dialog in dialogs.items():
+            dialog.show()
+            settle(window, 0.2)
+            if dialog is error:   # "Show Details…"
+                next(b for b in error.buttons() if error.buttonRole(b) == QMessageBox.ButtonRole.ActionRole).click()
+                settle(window, 0.2)
+            screen, frame = dialog.screen().availableGeometry(), dialog.frameGeometry()
+            print("RESULT " + json.dumps({"dialog": name, "screen": list(screen.getRect()),
+                                          "frame": list(frame.getRect())}), flush=True)
+            dialog.close()
         window.close()
         return
     if mode == "resize":
