@@ -24,6 +24,17 @@ def make(qtbot, cls, size: tuple[int, int] = (640, 420)):
     return panel
 
 
+def shown_plot(qtbot, width: int, height: int):
+    """A pyqtgraph PlotWidget of width × height, owned by qtbot, shown and exposed: its PlotItem."""
+    import pyqtgraph as pg
+    widget = pg.PlotWidget()
+    qtbot.addWidget(widget)
+    widget.resize(width, height)
+    widget.show()
+    qtbot.waitExposed(widget)
+    return widget.getPlotItem()
+
+
 def feed(panel, run):
     """Show every record of `run` (an object with .records and .history), oldest first."""
     for record in run.records:

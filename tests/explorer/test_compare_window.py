@@ -6,7 +6,6 @@ offers a preset's runs or one setting varied; a comparison scenario, picked in t
 from __future__ import annotations
 
 import numpy as np
-import pyqtgraph as pg
 import pytest
 from PySide6.QtCore import QPointF
 from PySide6.QtWidgets import QApplication
@@ -23,7 +22,7 @@ from gradflow.explorer.panels.runs import RunCurves
 from gradflow.explorer.panels.training import TrainingPanel
 from gradflow.explorer.theme import DEFAULT_THEME, presentation
 from gradflow.explorer.window.main_window import MainWindow
-from panel_helpers import gaps   # tests/explorer is on sys.path
+from panel_helpers import gaps, shown_plot   # tests/explorer is on sys.path
 from window_helpers import LECTURE_SIZE, SMALL, WAIT_MS
 
 
@@ -103,12 +102,7 @@ def test_end_labels_of_runs_ending_together_keep_apart_beside_their_ends(qtbot):
     """Three losses ending at about the same value (ρ = 0.9 and 1.0 at the end of compare_rho): their labels stand
     beside the curves' ends, LABEL_GAP px apart (none covers or touches another), inside the plot; again after
     the type grows (presentation mode)."""
-    plot_widget = pg.PlotWidget()
-    qtbot.addWidget(plot_widget)
-    plot_widget.resize(500, 300)
-    plot_widget.show()
-    qtbot.waitExposed(plot_widget)
-    plot = plot_widget.getPlotItem()
+    plot = shown_plot(qtbot, 500, 300)
     plot.setLogMode(y=True)
     plot.setXRange(0, 250, padding=0)
     plot.setYRange(-2, 3, padding=0)

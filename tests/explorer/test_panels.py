@@ -26,7 +26,8 @@ from gradflow.explorer.panels.gradient_time import straight_log_line
 from gradflow.explorer.panels.lstm_highway import NOT_LSTM
 from gradflow.explorer.panels.spectrum import ESTIMATE_NOTE
 from gradflow.explorer.theme import THEMES, presentation
-from panel_helpers import JACOBIAN_CONFIGS, LARGE, Run, feed, gaps, jacobian_run, make   # tests/explorer is on sys.path
+from panel_helpers import (JACOBIAN_CONFIGS, LARGE, Run, feed, gaps, jacobian_run, make,   # tests/explorer is on sys.path
+                           shown_plot)
 from window_helpers import WAIT_MS
 
 SMALL = dict(hidden_size=16, batch_size=8)
@@ -691,12 +692,7 @@ def test_an_inside_legend_avoids_a_line_that_crosses_a_corner_between_its_ends(q
     their points are. A line crosses the top left corner between its ends (both outside every corner); short
     curves of a few points sit in the other three corners."""
     from gradflow.explorer.panels.base import empty_corner
-    widget = pg.PlotWidget()
-    qtbot.addWidget(widget)
-    widget.resize(600, 400)
-    widget.show()
-    qtbot.waitExposed(widget)
-    plot = widget.getPlotItem()
+    plot = shown_plot(qtbot, 600, 400)
     plot.plot([0, 40], [5, 15], pen="w")                        # through the top left, from the left's middle
     for x0, y in ((90, 9.8), (2, 0.2), (90, 0.2)):              # top right, bottom left, bottom right
         plot.plot(np.linspace(x0, x0 + 8, 3), [y] * 3, pen="w")
