@@ -25,14 +25,14 @@ def make(qtbot, cls, size: tuple[int, int] = (640, 420)):
 
 
 def shown_plot(qtbot, width: int, height: int):
-    """A pyqtgraph PlotWidget of width × height, owned by qtbot, shown and exposed: its PlotItem."""
+    """A pyqtgraph PlotWidget of width × height, shown and exposed (hold it: qtbot keeps a weak reference)."""
     import pyqtgraph as pg
     widget = pg.PlotWidget()
     qtbot.addWidget(widget)
     widget.resize(width, height)
     widget.show()
     qtbot.waitExposed(widget)
-    return widget.getPlotItem()
+    return widget
 
 
 def feed(panel, run):

@@ -102,7 +102,8 @@ def test_end_labels_of_runs_ending_together_keep_apart_beside_their_ends(qtbot):
     """Three losses ending at about the same value (ρ = 0.9 and 1.0 at the end of compare_rho): their labels stand
     beside the curves' ends, LABEL_GAP px apart (none covers or touches another), inside the plot; again after
     the type grows (presentation mode)."""
-    plot = shown_plot(qtbot, 500, 300)
+    widget = shown_plot(qtbot, 500, 300)
+    plot = widget.getPlotItem()
     plot.setLogMode(y=True)
     plot.setXRange(0, 250, padding=0)
     plot.setYRange(-2, 3, padding=0)

@@ -692,7 +692,8 @@ def test_an_inside_legend_avoids_a_line_that_crosses_a_corner_between_its_ends(q
     their points are. A line crosses the top left corner between its ends (both outside every corner); short
     curves of a few points sit in the other three corners."""
     from gradflow.explorer.panels.base import empty_corner
-    plot = shown_plot(qtbot, 600, 400)
+    widget = shown_plot(qtbot, 600, 400)
+    plot = widget.getPlotItem()
     plot.plot([0, 40], [5, 15], pen="w")                        # through the top left, from the left's middle
     for x0, y in ((90, 9.8), (2, 0.2), (90, 0.2)):              # top right, bottom left, bottom right
         plot.plot(np.linspace(x0, x0 + 8, 3), [y] * 3, pen="w")
