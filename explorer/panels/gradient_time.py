@@ -61,6 +61,7 @@ class GradientTimePanel(Panel):
         self.ceiling = 10.0 ** self.y_range.hi    # where infinities are drawn
         self._seq_len = 0
         self._legend_key = None
+        self._marked = (False, False)   # this run has drawn exact-zero / ∞ markers: their legend entries stay
         self.run_labels = list(runs)
         self.run_curves = RunCurves(self.plot, runs, end="left", z=3)   # layer 1's ‖∂L/∂h_t‖ of each run, labelled
                                                                         # at t = 1, where the runs differ
@@ -103,7 +104,7 @@ class GradientTimePanel(Panel):
         plotting.set_points(self.inf_markers, inf_t, np.full(len(inf_t), self.ceiling))
         self._draw_trail(earlier, ts)
         self._draw_theory(record, dh[0], ts)
-        self._update_legend(record, R, dc is not None, len(zero_t) > 0, len(inf_t) > 0)
+        self._update_legend(record, R, dc is not None, *self._mark(zero_t, inf_t))
         self.place_inside_legends()
 
         notes = [plotting.nonfinite_note("‖∂L/∂h_t‖", dh, "▲ at the top")]
@@ -137,7 +138,7 @@ class GradientTimePanel(Panel):
         zero_t, inf_t = ts[(rows == 0).any(axis=0)], ts[np.isinf(rows).any(axis=0)]
         plotting.set_points(self.zero_markers, zero_t, np.full(len(zero_t), self.floor))
         plotting.set_points(self.inf_markers, inf_t, np.full(len(inf_t), self.ceiling))
-        self._update_runs_legend(len(zero_t) > 0, len(inf_t) > 0)
+        self._update_runs_legend(*self._mark(zero_t, inf_t))
         self.place_inside_legends()
         notes = [plotting.nonfinite_note(f"‖∂L/∂h_t‖ {label}", row, "▲ at the top")
                  for label, row in zip(self.run_labels, rows)]
@@ -155,7 +156,14 @@ class GradientTimePanel(Panel):
 
     def _on_new_run(self):
         self.y_range.reset()
+        self._marked = (False, False)
         self._legend_back_inside()
+
+    def _mark(self, zero_t, inf_t) -> tuple[bool, bool]:
+        """Whether the legend names the exact-zero and the ∞ markers: once this run has drawn them (a run deep in
+        underflow has zeros at some steps, not others: a legend whose entries came and went would jump)."""
+        self._marked = (self._marked[0] or len(zero_t) > 0, self._marked[1] or len(inf_t) > 0)
+        return self._marked
 
     # -- the legend inside the plot (presentation) ------------------------------------------
     def place_inside_legends(self) -> None:

@@ -126,6 +126,25 @@ def test_gradient_time_truncated_zeros_are_greyed_markers_at_the_floor(qtbot):
     assert any("0" in label.text and "floor" in label.text for _, label in panel.legend.items)
 
 
+def test_the_zero_markers_legend_entry_stays_for_the_run_once_it_had_zeros(qtbot):
+    """Deep in underflow a run has exact zeros at some steps and not at others: the legend keeps naming the
+    markers for the rest of the run (an entry that came and went made the legend jump), and drops it for the
+    next run."""
+    import dataclasses
+    r = run("truncated")
+    panel = make(qtbot, GradientTimePanel)
+    zeros = r.last
+    none = dataclasses.replace(zeros, step=zeros.step + 1, dh_norms=np.where(zeros.dh_norms == 0, 1e-30, zeros.dh_norms))
+    named = lambda: any("floor" in label.text for _, label in panel.legend.items)   # noqa: E731
+    panel.show_record(zeros, r.history)
+    assert named()
+    panel.show_record(none, r.history)
+    assert panel.zero_markers.xData is None or len(panel.zero_markers.xData) == 0   # no marker at this step
+    assert named()
+    panel.show_record(run("rnn").records[0], r.history)                          # step 1: another run
+    assert not named()
+
+
 def test_gradient_time_trail_shows_earlier_records(qtbot):
     r = run("rnn")
     panel = make(qtbot, GradientTimePanel)
