@@ -206,6 +206,7 @@ class CompareWindow(QMainWindow):
         self.theme: Theme = theme or getattr(parent, "theme", None) or DEFAULT_THEME
         self.runs = [RunState(min(c.history_mb, HISTORY_MB_PER_RUN) * 2**20) for c in self.configs]
         self._closing = False
+        self._watching_screen = False   # screenChanged connected (at the first show: the window's handle exists)
 
         self.connection = EngineConnection(runs, max_rate)
         self.worker = self.connection.worker
@@ -427,7 +428,21 @@ class CompareWindow(QMainWindow):
 
     def showEvent(self, event):
         super().showEvent(event)
+        handle = self.windowHandle()
+        if handle is not None and not self._watching_screen:
+            self._watching_screen = True
+            handle.screenChanged.connect(self._on_screen_changed)
         fit_to_screen(self)
+
+    @Slot(object)
+    def _on_screen_changed(self, screen):
+        """Moved to another screen: on a short one the explanation folds (as it opens there), the arrangement is
+        chosen again, and once laid out the window fits that screen."""
+        if screen is not None and 0 < screen.availableGeometry().height() < FOLD_BELOW and not self.folded:
+            self.set_folded(True)
+        self._placed = ()
+        self._rearrange()
+        QTimer.singleShot(0, self, lambda: fit_to_screen(self))
 
     # -- arrangement ---------------------------------------------------------------------------------------
     ARRANGEMENTS = ("rows", "columns")

@@ -219,8 +219,12 @@ def test_the_sweep_window_fits_the_screen_and_its_diagram_keeps_its_room(screen,
 def test_a_window_moved_to_a_smaller_screen_fits_it_and_back_gets_its_layout_again(presentation, tmp_path):
     """Two screens side by side, 1920×1080 and 1280×720: the window opened on the large one, restored and dragged
     onto the small one, fits it with every plot keeping its data area and every tab title whole; maximised back
-    on the large one it has the layout it opened with."""
-    launched, moved, back = _run("move", (1920, 1080, 1), tmp_path, str(presentation), beside=(1280, 720))
+    on the large one it has the layout it opened with. The comparison and sweep windows fit the small one too."""
+    launched, moved, back, comparison, sweep = _run("move", (1920, 1080, 1), tmp_path, str(presentation),
+                                                    beside=(1280, 720))
+    for other in (comparison, sweep):   # the comparison and the sweep window, dragged across the same way
+        assert other["screen"] == [1920, 0, 1280, 720], other
+        _assert_frame_on_screen(other, f"{other['step']}: ")
     assert moved["screen"] == [1920, 0, 1280, 720]
     _assert_frame_on_screen(moved, "moved: ")
     for name, w, h in moved["plots"]:
@@ -517,6 +521,24 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
             result = measure(window)
             result.update(step=step, layout=window.layouts.current.name if window.layouts.current else "")
             print("RESULT " + json.dumps(result), flush=True)
+        from gradflow.explorer.compare.window import CompareWindow
+        from gradflow.explorer.window.sweep_window import open_sweep_window
+        preset = load_preset("compare_rho")
+        others = {"comparison": CompareWindow([(label, c.replace(seq_len=30, hidden_size=16))
+                                               for label, c in preset.runs], preset.title, preset.explanation),
+                  "sweep": open_sweep_window(window)}
+        for name, other in others.items():   # opened on the large screen, restored, dragged onto the small one
+            other.move(40, 40)
+            other.show()
+            settle(window, 0.5)
+            other.showNormal()
+            settle(window, 0.3)
+            other.move(small.x() + 20, small.y() + 20)
+            settle(window, 0.5)
+            screen, frame = other.screen().availableGeometry(), other.frameGeometry()
+            print("RESULT " + json.dumps({"step": f"{name} moved", "screen": list(screen.getRect()),
+                                          "frame": list(frame.getRect())}), flush=True)
+            other.close()
         window.close()
         return
     if mode == "dialogs":
