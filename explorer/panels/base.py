@@ -321,8 +321,7 @@ class Panel(QWidget):
     def _anchor_inside(legend: pg.LegendItem, corner: tuple[int, int]):
         if corner != legend._corner:
             legend._corner = corner
-            inset = (8 - 16 * corner[0], 6 - 12 * corner[1])
-            legend.anchor(itemPos=corner, parentPos=corner, offset=inset)
+            legend.anchor(itemPos=corner, parentPos=corner, offset=inside_inset(corner))
 
     def add_note(self, note: plotting.Note) -> plotting.Note:
         self._notes.append(note)
@@ -452,6 +451,13 @@ class Panel(QWidget):
 
 
 CORNERS = ((0, 0), (1, 0), (0, 1), (1, 1))   # (x, y) fractions of the view box: top left, top right, ...
+
+
+def inside_inset(corner: tuple[int, int]) -> tuple[int, int]:
+    """px from a legend inside its plot to the data area's `corner` (0/1 each: left/right, top/bottom) it sits at."""
+    return 8 - 16 * corner[0], 6 - 12 * corner[1]
+
+
 CORNER_SAMPLES = 200   # empty_corner samples curves at this many even steps across the view
 
 

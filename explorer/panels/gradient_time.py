@@ -10,7 +10,7 @@ import pyqtgraph as pg
 
 from gradflow.core.records import History, Record
 from gradflow.explorer.panels import plotting
-from gradflow.explorer.panels.base import CORNERS, Panel, empty_corner
+from gradflow.explorer.panels.base import CORNERS, Panel, empty_corner, inside_inset
 from gradflow.explorer.panels.runs import RunCurves
 from gradflow.explorer.theme import Theme
 
@@ -206,8 +206,9 @@ class GradientTimePanel(Panel):
         Panel._anchor_inside puts it), in the data area's pixels."""
         view = self.plot.vb.boundingRect()
         width, height = self.legend.boundingRect().width() * grow, self.legend.boundingRect().height() * grow
-        left = corner[0] * (view.width() - width) + 8 - 16 * corner[0]
-        top = corner[1] * (view.height() - height) + 6 - 12 * corner[1]
+        inset = inside_inset(corner)
+        left = corner[0] * (view.width() - width) + inset[0]
+        top = corner[1] * (view.height() - height) + inset[1]
         return left, top, left + width, top + height
 
     def _legend_clear(self, segments, corner: tuple[int, int], grow: float = 1.0, clearance: float = LEGEND_CLEARANCE
