@@ -1,7 +1,14 @@
-# Windows: install the project with its test extras into .venv and run the whole test suite (as scripts/test.sh).
+# Windows: install the project with its test extras into .venv and run the tests (as scripts/test.sh):
+# the full suite, or with -Fast the fast tier (everything not marked `slow`). Other arguments go to pytest.
+param([switch]$Fast)
 $ErrorActionPreference = "Stop"
 . "$PSScriptRoot\venv.ps1" -Extras "[test,cluster]"
 Set-Location $ProjectRoot
 $env:QT_QPA_PLATFORM = "offscreen"
-& $Python -m pytest tests @args
+
+if ($Fast) {
+    & $Python -m pytest -m "not slow" @args
+} else {
+    & $Python -m pytest --durations=20 @args
+}
 exit $LASTEXITCODE

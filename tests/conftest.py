@@ -1,9 +1,22 @@
 import os
 from pathlib import Path
 
+import pytest
+from runner_life import start_sweeper   # tests/ is on sys.path
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # Qt aborts without a display
 # The Python LSTM loops everywhere (the same on every machine, and no background build into the user's cache);
 # the compiled ones are built and checked explicitly (tests/core/compiled_lstm.py).
 os.environ.setdefault("GRADFLOW_NATIVE", "0")
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
+_SWEEPER = pytest.StashKey()
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "slow: the full tier only (scripts/test.sh runs it; scripts/test.sh --fast leaves it out): "
+                   "child processes that start an app, clusters, wheels, notebooks, every CPU kernel path")
+    # Nothing a test starts outlives the run: the sweeper ends what is left when this process ends, however
+    # it ends (tests/runner_life.py).
+    config.stash[_SWEEPER] = start_sweeper()

@@ -1,5 +1,23 @@
-"""Choosing torch's CPU kernels in a worker process, before it imports torch (tests/core/test_claims.py)."""
+"""The claims on torch's CPU kernel paths (tests/core/test_claims.py): choosing the kernels in a worker process
+before it imports torch, a digest of a run's numbers, and the record of the digests every path last passed with.
+
+Which paths run where they differ: a preset's claims are checked on the machine's own path in every full run.
+On the other paths (AVX2, the portable `default`) they run again only where the machine path's numbers
+differ from those recorded in claims_kernel_paths.json when every path last passed: the same engine code and
+torch compute the same numbers on every path as when they were checked there, so an unchanged digest on one
+path says the others are unchanged too. A change that moves any number (engine, preset, torch, another CPU or
+thread count: each is in the digest or its key) runs every path again for that preset.
+GRADFLOW_CLAIMS_RECORD=update runs every path and rewrites the record from the runs whose claims all held.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
 import os
+from pathlib import Path
+
+RECORD = Path(__file__).with_name("claims_kernel_paths.json")
+UPDATE = os.environ.get("GRADFLOW_CLAIMS_RECORD") == "update"
 
 
 def use_kernels(capability: str | None):
@@ -9,3 +27,38 @@ def use_kernels(capability: str | None):
         os.environ.pop("ATEN_CPU_CAPABILITY", None)
     else:
         os.environ["ATEN_CPU_CAPABILITY"] = capability
+
+
+def path_key(capability: str | None = None) -> str:
+    """Where numbers are computed: a kernel path (None: the one torch dispatches to here), torch's version
+    and the engine's threads."""
+    import torch
+
+    from gradflow.core.trainer import engine_threads
+    capability = (capability or torch.backends.cpu.get_cpu_capability()).upper()
+    return f"{capability}/torch {torch.__version__}/{engine_threads()} threads"
+
+
+def digested_run(name: str, run: str | None) -> tuple[list, str, str]:
+    """core.claims.check_run(name, run)'s outcomes, this process's path_key() and a digest of every step's
+    loss, ‖g‖ and ‖∂L/∂h_t‖ (the numbers the claims read grow out of these)."""
+    import numpy as np
+
+    from gradflow.core.claims import check_run
+    digest = hashlib.sha256()
+
+    def add(record):
+        digest.update(np.array([record.loss, record.grad_norm], dtype=np.float64).tobytes())
+        digest.update(np.ascontiguousarray(record.dh_norms, dtype=np.float64).tobytes())
+
+    outcomes = check_run(name, run, add)
+    return outcomes, path_key(), digest.hexdigest()
+
+
+def read_record() -> dict[str, dict[str, str]]:
+    """{"preset/run": {path_key: digest}} of the runs whose claims held on every path when last recorded."""
+    return json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
+
+
+def write_record(record: dict[str, dict[str, str]]) -> None:
+    RECORD.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -4,24 +4,25 @@ refused naming the preset and the key.
 Training for hundreds of steps amplifies the rounding of whichever kernels torch dispatches to (AVX-512,
 AVX2 or the portable ones), so a claim tuned on one machine can fail on another. Each preset is therefore
 checked on the machine's own path and, in worker processes started with ATEN_CPU_CAPABILITY set, on AVX2
-(where the CPU has it) and on the portable `default` path.
+(where the CPU has it) and on the portable `default` path where its numbers differ from those every path last
+passed with (tests/core/kernel_paths.py says how that is decided; such a path's test is skipped saying so).
 
 Each run of a preset (each member of a comparison) is trained once per path, as far as its last claim needs,
 and all its claims are checked on that one run (core.claims.check_run). The runs are independent, so they are
 spread over worker processes (as many as the engine's thread count leaves cores for), longest first; each test
-then waits for its own runs. With one worker the machine's path runs in this process. With the pool,
-`--durations` charges the waiting to the first tests; GRADFLOW_CLAIMS_WORKERS=1 runs the machine's path of
-every preset in its own test's time.
+then waits for its own runs, so `--durations` charges the waiting to the first tests.
 """
 import os
-from concurrent.futures import ProcessPoolExecutor
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing import get_context
 
+import kernel_paths   # tests/core is on sys.path
 import pytest
 import torch
-from kernel_paths import use_kernels   # tests/core is on sys.path
+from kernel_paths import UPDATE, digested_run, path_key, read_record, use_kernels, write_record   # tests/core
 
-from gradflow.core.claims import KINDS, check_claims, check_run, claim_runs, run_cost
+from gradflow.core.claims import KINDS, check_claims, claim_runs, run_cost
 from gradflow.core.config import ConfigError
 from gradflow.core.presets import load_preset, preset_names
 from gradflow.core.trainer import engine_threads
@@ -45,37 +46,103 @@ def test_every_preset_states_claims(name):
     assert load_preset(name).claims, f"{name}: a caption needs claims that back it"
 
 
+class ClaimRuns:
+    """The selected (preset, kernel path) pairs' digested runs (kernel_paths.digested_run), in worker processes:
+    the machine's path of every preset at once, costliest first; another path as soon as the machine's says
+    that it is needed (not recorded with these numbers, or GRADFLOW_CLAIMS_RECORD=update)."""
+
+    def __init__(self, selected: set[tuple[str, str]]):
+        self.others = {name: sorted(k for n, k in selected if n == name and k != MACHINE) for name, _ in selected}
+        self.record, self.lock, self.decided = read_record(), threading.Lock(), set()
+        self.pools: dict[str, ProcessPoolExecutor] = {}
+        self.futures: dict[tuple[str, str], dict[str | None, Future]] = {}   # (name, kernels) -> {run: future}
+        for _, name, run in sorted(((run_cost(preset, run), name, run) for name in self.others
+                                    for preset in [load_preset(name)] for run in claim_runs(preset)), reverse=True):
+            self._submit(name, MACHINE, run).add_done_callback(lambda _, name=name: self._decide(name))
+
+    def _submit(self, name: str, kernels: str, run: str | None) -> Future:
+        if kernels not in self.pools:
+            self.pools[kernels] = ProcessPoolExecutor(
+                WORKERS if kernels == MACHINE else max(1, WORKERS // 2), mp_context=get_context("spawn"),
+                initializer=use_kernels, initargs=(None if kernels == MACHINE else kernels,))
+        future = self.pools[kernels].submit(digested_run, name, run)
+        self.futures.setdefault((name, kernels), {})[run] = future
+        return future
+
+    def _decide(self, name: str) -> None:
+        """Once every machine-path run of `name` is done: submit its other paths that are not recorded."""
+        machine = self.futures[name, MACHINE].values()
+        with self.lock:
+            if name in self.decided or len(machine) < len(claim_runs(load_preset(name))) or \
+                    not all(f.done() for f in machine):
+                return
+            self.decided.add(name)
+            for kernels in self.others[name]:
+                if self.skip_reason(name, kernels) is None:
+                    for run in claim_runs(load_preset(name)):
+                        self._submit(name, kernels, run)
+
+    def skip_reason(self, name: str, kernels: str) -> str | None:
+        """Why `kernels` need not run for `name` (None: it must), from its finished machine-path runs."""
+        machine = self.futures[name, MACHINE]
+        if UPDATE or any(f.exception() for f in machine.values()):
+            return None
+        runs = {run: f.result()[1:] for run, f in machine.items()}   # run -> (path key, digest)
+        recorded = {run: self.record.get(f"{name}/{run}", {}) for run in runs}
+        if all(recorded[run].get(key) == digest and path_key(kernels) in recorded[run]
+               for run, (key, digest) in runs.items()):
+            return (f"{name}: the machine's numbers are those recorded when the {kernels} path last passed "
+                    f"(tests/core/{kernel_paths.RECORD.name})")
+        return None
+
+    def outcomes(self, name: str, kernels: str) -> list:
+        """The preset's claim outcomes on `kernels`, in preset order (pytest.skip where that path need not run)."""
+        if kernels != MACHINE:
+            for future in self.futures[name, MACHINE].values():
+                future.exception()   # wait
+            self._decide(name)
+            if reason := self.skip_reason(name, kernels):
+                pytest.skip(reason)
+        checked = dict(pair for future in self.futures[name, kernels].values() for pair in future.result()[0])
+        return [checked[i] for i in range(len(load_preset(name).claims))]
+
+    def record_passes(self) -> None:
+        """GRADFLOW_CLAIMS_RECORD=update: keep the digests of every run whose claims held on every path."""
+        record = dict(self.record)
+        for name, others in self.others.items():
+            paths = [MACHINE, *others]
+            runs = [self.futures.get((name, k), {}) for k in paths]
+            if len(paths) < len(KERNEL_PATHS) or any(len(by_run) < len(claim_runs(load_preset(name))) for by_run in runs) \
+                    or not all(
+                    f.done() and not f.exception() and all(o.holds for _, o in f.result()[0])
+                    for by_run in runs for f in by_run.values()):
+                continue
+            for run in claim_runs(load_preset(name)):
+                record[f"{name}/{run}"] = dict(by_run[run].result()[1:] for by_run in runs)
+        write_record(record)
+
+    def shutdown(self) -> None:
+        for pool in self.pools.values():
+            pool.shutdown(cancel_futures=True)
+
+
 @pytest.fixture(scope="module")
-def preset_runs(request):
-    """(name, kernel path) -> [future of check_run(name, run) for each run with claims]: every selected test's
-    runs, submitted at once to one pool per kernel path, the costliest first (absent: run in this process)."""
+def claim_runs_of_selected(request):
     selected = {(item.callspec.params["name"], item.callspec.params["kernels"]) for item in request.session.items
                 if getattr(item, "originalname", None) == HEADLESS}
-    in_pools = sorted((key for key in selected if WORKERS > 1 or key[1] != MACHINE), key=lambda key: key[1])
-    paths = sorted({kernels for _, kernels in in_pools})
-    pools = {kernels: ProcessPoolExecutor(
-        max_workers=max(1, WORKERS // len(paths)), mp_context=get_context("spawn"),
-        initializer=use_kernels, initargs=(None if kernels == MACHINE else kernels,)) for kernels in paths}
-    jobs = sorted(((run_cost(preset, run), name, kernels, run) for name, kernels in in_pools
-                   for preset in [load_preset(name)] for run in claim_runs(preset)),
-                  key=lambda job: -job[0])
-    futures: dict[tuple[str, str], list] = {}
-    for _, name, kernels, run in jobs:
-        futures.setdefault((name, kernels), []).append(pools[kernels].submit(check_run, name, run))
-    yield futures
-    for pool in pools.values():
-        pool.shutdown(cancel_futures=True)
+    runs = ClaimRuns(selected)
+    yield runs
+    if UPDATE:
+        runs.record_passes()
+    runs.shutdown()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kernels", KERNEL_PATHS)
 @pytest.mark.parametrize("name", PRESETS)
-def test_every_claim_of_every_preset_holds_headless(name, kernels, preset_runs):
+def test_every_claim_of_every_preset_holds_headless(name, kernels, claim_runs_of_selected):
     preset = load_preset(name)
-    if (name, kernels) not in preset_runs:
-        outcomes = check_claims(preset)
-    else:
-        checked = dict(pair for future in preset_runs[name, kernels] for pair in future.result())
-        outcomes = [checked[i] for i in range(len(preset.claims))]
+    outcomes = claim_runs_of_selected.outcomes(name, kernels)
     assert len(outcomes) == len(preset.claims)
     failed = [f"{o.claim.text!r}: measured {o.measured}" for o in outcomes if not o.holds]
     assert not failed, f"{name} ({kernels} kernels): " + "; ".join(failed)
