@@ -91,6 +91,7 @@ def install_arguments(tmp_path, torch_index_url: str) -> str:
     return next(line for line in calls.read_text().splitlines() if line.startswith("-m pip install"))
 
 
+@pytest.mark.slow
 def test_the_install_asks_an_index_that_answers_and_only_that(tmp_path, index):
     assert f"--extra-index-url {index} -e {ROOT}[test]" in install_arguments(tmp_path / "up", index)
     assert "--extra-index-url" not in install_arguments(tmp_path / "down", closed_port())

@@ -14,6 +14,7 @@ def _text(cell) -> str:
                    for output in cell.outputs)
 
 
+@pytest.mark.slow
 def test_the_quickstart_notebook_runs_in_a_kernel(tmp_path):
     notebook = nbformat.read(ROOT / "docs" / "notebooks" / "quickstart.ipynb", as_version=4)
     NotebookClient(notebook, timeout=300, kernel_name="python3",

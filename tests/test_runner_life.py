@@ -31,6 +31,7 @@ def _wait(condition, timeout: float) -> bool:
     return condition()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc; the sweeper is Linux's")
 def test_a_killed_test_run_leaves_no_process_behind(tmp_path):
     pids_file = tmp_path / "family.json"

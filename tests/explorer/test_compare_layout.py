@@ -24,6 +24,8 @@ import pytest
 from gradflow.explorer.offscreen import offscreen_platform
 from processes import run_child   # tests/explorer is on sys.path
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = [(1280, 720, 1), (1366, 768, 1), (1920, 1080, 1), (3840, 2160, 2), (3840, 2160, 1)]   # physical px, scale
 MIN_PLOT = (220, 130)

@@ -28,6 +28,7 @@ def engine_in_a_process(monkeypatch):
     monkeypatch.setenv(ENGINE_ENV, "process")
 
 
+@pytest.mark.slow
 def test_the_window_process_trains_through_the_engine_process_and_never_imports_torch(tmp_path):
     script = textwrap.dedent(f"""
         import os, sys, time
@@ -127,6 +128,7 @@ def block(inside, seconds: float, _trainer):
     time.sleep(seconds)
 
 
+@pytest.mark.slow
 @linux_only
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_or_sigterm_closes_the_app_cleanly(tmp_path, signum):

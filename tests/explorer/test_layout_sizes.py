@@ -45,6 +45,7 @@ def stale(tmp_path_factory) -> Path:
     return tmp / "saved.ini"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("screen", SIZES, ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES])
 def test_every_plot_keeps_its_data_area_and_the_window_fits_the_screen(screen, stale, tmp_path):
     results = _run("measure", screen, tmp_path, str(stale))
@@ -83,6 +84,7 @@ def _assert_frame_on_screen(r: dict, where: str):
 GRADIENT_AREA_720P = (560, 300)   # the gradient plot's data area in presentation mode on a 1280×720 screen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("screen", SIZES, ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES])
 def test_presentation_keeps_every_companion_beside_the_gradient_inside_the_screen(screen, tmp_path):
     """Maximised, then F5, then keys 1-8 one after the other, then F11: the window's frame never leaves the
@@ -111,6 +113,7 @@ def test_presentation_keeps_every_companion_beside_the_gradient_inside_the_scree
             assert w >= GRADIENT_AREA_720P[0] and h >= GRADIENT_AREA_720P[1], where + f"gradient data area {w}×{h}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("screen", SIZES[:3], ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES[:3]])
 def test_the_comparison_window_fits_the_screen(screen, tmp_path):
     """Four runs compared on a 720p, 768p or 1080p screen, in normal and presentation mode: the window (1280×980
@@ -128,6 +131,7 @@ def test_the_comparison_window_fits_the_screen(screen, tmp_path):
 TITLE_BAR = 20   # px a window manager's title bar takes from a maximised window (openbox's: 19); offscreen has none
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("screen", SIZES[:3], ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES[:3]])
 def test_at_the_tours_stop_the_gradient_legend_covers_no_curve_and_the_plot_keeps_its_room(screen, tmp_path):
     """The default scenario in presentation mode, maximised under a title bar, played to its tour's step-40 stop
@@ -195,6 +199,7 @@ def test_the_gradient_legend_leaves_the_plot_only_when_the_curves_fill_every_cor
 SWEEP_AREA = (480, 300)   # the sweep window's plot: its data area at least this, the diagram being the window's point
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("screen", SIZES[:3], ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES[:3]])
 def test_the_sweep_window_fits_the_screen_and_its_diagram_keeps_its_room(screen, tmp_path):
     """Run → Sweep… with a finished sweep (a heatmap over 2 keys, the seeds' band over 1), in normal and in
@@ -215,6 +220,7 @@ def test_the_sweep_window_fits_the_screen_and_its_diagram_keeps_its_room(screen,
         assert w >= SWEEP_AREA[0] and h >= SWEEP_AREA[1], where + f"data area {w}×{h}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("presentation", [False, True], ids=["normal", "presentation"])
 def test_a_window_moved_to_a_smaller_screen_fits_it_and_back_gets_its_layout_again(presentation, tmp_path):
     """Two screens side by side, 1920×1080 and 1280×720: the window opened on the large one, restored and dragged
@@ -237,6 +243,7 @@ def test_a_window_moved_to_a_smaller_screen_fits_it_and_back_gets_its_layout_aga
     assert back["layout"] == launched["layout"] and back["plots"] == launched["plots"], (launched, back)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("presentation", [False, True], ids=["normal", "presentation"])
 def test_every_dialog_fits_a_1280x720_screen(presentation, tmp_path):
     """The window's own dialogs (export, animation, continue after a divergence, compare) and an error box with
@@ -248,6 +255,7 @@ def test_every_dialog_fits_a_1280x720_screen(presentation, tmp_path):
         _assert_frame_on_screen(r, f"{r['dialog']}: ")
 
 
+@pytest.mark.slow
 def test_a_resized_window_is_laid_out_again(tmp_path):
     """From 1366 to 1920 wide (one screen of 1920×1080): the docks follow; the settings do not keep half."""
     (r,) = _run("resize", (1920, 1080, 1), tmp_path)

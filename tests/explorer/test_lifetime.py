@@ -11,6 +11,8 @@ import sys
 import textwrap
 import time
 
+import pytest
+
 from gradflow.explorer.engine import lifetime, worker as worker_module
 from gradflow.explorer.engine.worker import ENGINE_ENV
 from processes import descendants, linux_only, wait_for_engine_process, wait_gone   # tests/explorer is on sys.path
@@ -43,6 +45,7 @@ def _run_killed(args: list[str], env: dict) -> tuple[list[int], list[int], float
     return family, left, seconds
 
 
+@pytest.mark.slow
 @linux_only
 def test_sigkill_of_the_window_process_leaves_no_process_behind(tmp_path):
     env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path),
@@ -67,6 +70,7 @@ SPAWNED_WINDOW = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 @linux_only
 def test_sigkill_leaves_no_engine_process_behind_with_the_spawn_method_too(tmp_path):
     family, left, seconds = _run_killed(["-c", SPAWNED_WINDOW], {**os.environ, ENGINE_ENV: "process"})

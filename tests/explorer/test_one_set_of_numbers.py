@@ -29,6 +29,8 @@ RTOL = 1e-6   # float32 precision; a different first step differs by percents (e
 HEADLESS = """
 import sys
 from gradflow.core.cli import main
+
+pytestmark = pytest.mark.slow
 out, steps, names = sys.argv[1], sys.argv[2], sys.argv[3:]
 for name in names:   # one process for all presets: `gradflow run` once per preset, minus the imports
     if main(["--preset", name, "--steps", steps, "--json", f"{out}/{name}.json"]) != 0:

@@ -27,7 +27,7 @@ import pytest
 from gradflow.explorer import xscreen
 from gradflow.explorer.window.layout import COMPANIONS, GT
 
-pytestmark = pytest.mark.skipif(xscreen.missing() is not None, reason=f"real X screen: {xscreen.missing()}")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(xscreen.missing() is not None, reason=f"real X screen: {xscreen.missing()}")]
 
 SIZES = [(1280, 720), (1366, 768), (1920, 1080)]
 TOLERANCE = 4   # px a dock may move between two layouts of the same window (Qt's splitters round)
