@@ -1,5 +1,5 @@
 # Windows: install the project with its test extras into .venv and run the tests (as scripts/test.sh):
-# the full suite, or with -Fast the fast tier (everything not marked `slow`). Other arguments go to pytest.
+# the full suite, or with -Fast the fast tier (everything not marked `slow` or `window`). Other arguments go to pytest.
 param([switch]$Fast)
 $ErrorActionPreference = "Stop"
 . "$PSScriptRoot\venv.ps1" -Extras "[test,cluster]"
@@ -7,8 +7,8 @@ Set-Location $ProjectRoot
 $env:QT_QPA_PLATFORM = "offscreen"
 
 if ($Fast) {
-    & $Python -m pytest -m "not slow" @args
+    & $Python -m pytest -n auto --maxprocesses 4 --dist loadgroup -m "not slow and not window" @args
 } else {
-    & $Python -m pytest --durations=20 @args
+    & $Python -m pytest -n auto --maxprocesses 4 --dist loadgroup --durations=20 @args
 }
 exit $LASTEXITCODE

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Install the project with its test and cluster (Dask) extras into .venv (scripts/venv.sh) and run the tests.
+# Install the project with its test and cluster (Dask) extras into .venv (scripts/venv.sh) and run the tests,
+# spread over the cores by pytest-xdist (at most 4 workers: the claims and sweep tests start pools of their own).
 #   bash scripts/test.sh           the full suite (what CI runs), with the 20 slowest tests listed at the end
-#   bash scripts/test.sh --fast    the fast tier, for the edit-test loop: everything not marked `slow`
-# Any other arguments go to pytest (e.g. bash scripts/test.sh --fast tests/core -x).
+#   bash scripts/test.sh --fast    the fast tier, for the edit-test loop: the engine, API, CLI and model-level
+#                                  app tests (everything not marked `slow` or `window`)
+# Any other arguments go to pytest (e.g. bash scripts/test.sh --fast tests/core -x; -n 0 runs in one process).
 set -euo pipefail
 source "$(dirname "$0")/venv.sh" "[test,cluster]"
 cd "$project_root"
 export QT_QPA_PLATFORM=offscreen
+spread=(-n auto --maxprocesses 4 --dist loadgroup)
 if [ "${1:-}" = --fast ]; then
     shift
-    exec python -m pytest -m "not slow" "$@"
+    exec python -m pytest "${spread[@]}" -m "not slow and not window" "$@"
 fi
-exec python -m pytest --durations=20 "$@"
+exec python -m pytest "${spread[@]}" --durations=20 "$@"

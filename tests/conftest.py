@@ -16,7 +16,18 @@ _SWEEPER = pytest.StashKey()
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "slow: the full tier only (scripts/test.sh runs it; scripts/test.sh --fast leaves it out): "
-                   "child processes that start an app, clusters, wheels, notebooks, every CPU kernel path")
+                   "child processes that start an app, clusters, wheels, notebooks, compiled loops, kernel paths")
+    config.addinivalue_line("markers", "window: shows Qt widgets (set on every test that uses qtbot); the full "
+                                       "tier only")
     # Nothing a test starts outlives the run: the sweeper ends what is left when this process ends, however
     # it ends (tests/runner_life.py).
     config.stash[_SWEEPER] = start_sweeper()
+
+
+@pytest.hookimpl(tryfirst=True)   # before -m deselects by these marks
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "qtbot" in item.fixturenames:
+            item.add_marker(pytest.mark.window)
+        if "compiled_lstm" in item.fixturenames:   # a C++ build, once per run (tests/core/compiled_lstm.py)
+            item.add_marker(pytest.mark.slow)

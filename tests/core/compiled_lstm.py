@@ -1,11 +1,13 @@
-"""The compiled LSTM loops (core/native) for the tests: built by this test session, in a private directory,
+"""The compiled LSTM loops (core/native) for the tests: built once per test run, in a private directory,
 the way every install builds them (in the background, on first use), whatever is or is not in the user's
 cache. Where a C++ compiler exists a failed build fails the tests that need it; only where none exists
 are they skipped. Tests get the module through `use_compiled`/`use_python`, which switch engines only
 inside their monkeypatch (tests/conftest.py turns the compiled loops off for everything else)."""
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -27,6 +29,13 @@ class Counting:
         return call
 
 
+def _run_folder(tmp_path_factory) -> Path:
+    """This test run's temporary folder, shared by pytest-xdist's workers (one build for the whole run: the
+    builder lock of core.native makes a second worker wait for the first's build and load it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if "PYTEST_XDIST_WORKER" in os.environ else base
+
+
 @pytest.fixture(scope="session")
 def compiled_lstm(tmp_path_factory):
     """The module, built in the background into a private TORCH_EXTENSIONS_DIR (the first kernel() call
@@ -34,7 +43,7 @@ def compiled_lstm(tmp_path_factory):
     if native.compiler() is None:
         pytest.skip("no C++ compiler here: the compiled LSTM loops cannot be built")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path_factory.mktemp("torch_extensions")))
+        patch.setenv("TORCH_EXTENSIONS_DIR", str(_run_folder(tmp_path_factory) / "torch_extensions"))
         patch.setenv(native.ENV, "1")
         patch.setattr(native, "_module", None)
         patch.setattr(native, "_build", "none")

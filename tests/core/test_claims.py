@@ -138,6 +138,7 @@ def claim_runs_of_selected(request):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("claims")   # one pytest-xdist worker schedules every run (ClaimRuns)
 @pytest.mark.parametrize("kernels", KERNEL_PATHS)
 @pytest.mark.parametrize("name", PRESETS)
 def test_every_claim_of_every_preset_holds_headless(name, kernels, claim_runs_of_selected):

@@ -27,7 +27,8 @@ import pytest
 from gradflow.explorer import xscreen
 from gradflow.explorer.window.layout import COMPANIONS, GT
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(xscreen.missing() is not None, reason=f"real X screen: {xscreen.missing()}")]
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("xscreen"),   # one worker: one X server at a time
+              pytest.mark.skipif(xscreen.missing() is not None, reason=f"real X screen: {xscreen.missing()}")]
 
 SIZES = [(1280, 720), (1366, 768), (1920, 1080)]
 TOLERANCE = 4   # px a dock may move between two layouts of the same window (Qt's splitters round)
