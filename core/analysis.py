@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch.func import jacrev, vmap
 
-from gradflow.core.models import carry_scales
+from gradflow.core.trace import carry_scales
 
 ACTIVATION_DERIVATIVE = {  # φ'(a) written in terms of h = φ(a)
     "tanh": lambda h: 1 - h * h,
@@ -80,7 +80,7 @@ def jacobians_through_time(model, inputs: torch.Tensor, state0=None, activation:
     def step(s, xp):  # s (S,) -> s' (S,), S = H or 2H
         s2 = s.view(1, -1)
         packed = (s2[:, :H], s2[:, H:]) if lstm else s2
-        new, _ = model._cell(xp.view(1, -1), packed, w_hh, b_hh)
+        new, _ = model.cell_step(xp.view(1, -1), packed, w_hh, b_hh)
         return (torch.cat(new, dim=1) if lstm else new).view(-1)
 
     if state0 is None:
@@ -240,8 +240,8 @@ class _LocalHandOver:
             new = row.cell(x, state if len(state) > 1 else state[0])
             return tuple(new) if isinstance(new, (tuple, list)) else (new,)
         w_ih, w_hh, b_ih, b_hh = (w.detach() for w in self.model.row_weights(source))
-        new, _ = self.model._cell(torch.addmm(b_ih, x, w_ih.t()), state if row.is_lstm else state[0], w_hh, b_hh,
-                                  source)
+        new, _ = self.model.cell_step(torch.addmm(b_ih, x, w_ih.t()), state if row.is_lstm else state[0], w_hh, b_hh,
+                                      source)
         return new if row.is_lstm else (new,)
 
     @staticmethod

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from gradflow.core import cells
 from gradflow.core.config import LIVE_KEYS, Config, ConfigError
 from gradflow.core.analysis import linear_prediction, zero_causes
-from gradflow.core.models import Trace, detach_state
+from gradflow.core.trace import Trace, detach_state
 from gradflow.core.records import History, Record
 from gradflow.core.spectrum import SpectrumMeter, edit_eigenvalue, nearest_eigenvalue
 from gradflow.core.tasks import make_task

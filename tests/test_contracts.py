@@ -1,12 +1,13 @@
 """The code's contracts, checked by the test command: ruff's rules and the import contracts (import-linter) in
-pyproject.toml: core imports neither Qt nor the app, panels import no engine, the engine side of the process
-boundary imports no window, the run state imports no Qt."""
+pyproject.toml: the engine's layers (no import cycle), core imports neither Qt nor the app, panels import no engine,
+the engine side of the process boundary imports no window, the run state imports no Qt."""
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,14 @@ def test_every_import_contract_is_kept(tmp_path):
                           timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "0 broken" in done.stdout, done.stdout
+
+
+def test_every_engine_module_sits_in_a_layer():
+    """The layers contract names every module and package of core/, so a new one cannot bypass it."""
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(c for c in contracts if c["type"] == "layers" and c["containers"] == ["gradflow.core"])["layers"]
+    named = {name.strip() for layer in layers for name in layer.replace(":", "|").split("|")}
+    modules = {p.stem for p in (ROOT / "core").glob("*.py") if p.stem not in ("__init__", "__main__")}
+    packages = {p.parent.name for p in (ROOT / "core").glob("*/__init__.py")}
+    assert modules | packages == named
+

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from gradflow.core.analysis import JacobianProfile
     from gradflow.core.config import Config
-    from gradflow.core.models import RowTrace, Trace
+    from gradflow.core.trace import RowTrace, Trace
     from gradflow.core.spectrum import Spectrum, SpectrumMeter
 
 USER_CELL = "path/to/cell.py:ClassName"   # the config's form of a user's cell in a file (core/cells/user.py)

@@ -7,7 +7,7 @@ checked on the machine's own path and, in worker processes started with ATEN_CPU
 (where the CPU has it) and on the portable `default` path.
 
 Each run of a preset (each member of a comparison) is trained once per path, as far as its last claim needs,
-and all its claims are checked on that one run (core.claims.check_run). The runs are independent, so they are
+and all its claims are checked on that one run (core.claim_checks.check_run). The runs are independent, so they are
 spread over worker processes (as many as the engine's thread count leaves cores for), longest first; each test
 then waits for its own runs. With one worker the machine's path runs in this process. With the pool,
 `--durations` charges the waiting to the first tests; GRADFLOW_CLAIMS_WORKERS=1 runs the machine's path of
@@ -21,7 +21,8 @@ import pytest
 import torch
 from kernel_paths import use_kernels   # tests/core is on sys.path
 
-from gradflow.core.claims import KINDS, check_claims, check_run, claim_runs, run_cost
+from gradflow.core.claim_checks import check_claims, check_run, claim_runs, run_cost
+from gradflow.core.claims import KINDS
 from gradflow.core.config import ConfigError
 from gradflow.core.presets import load_preset, preset_names
 from gradflow.core.trainer import engine_threads
