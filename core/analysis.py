@@ -185,7 +185,7 @@ def zero_causes(model, trace, inputs: torch.Tensor, keep_grad_at, loss_at_last: 
                 elif not reach[r, t]:
                     codes[r, t] = TRUNCATION
                 else:
-                    sources = [(r, after, "carry")] if carried and reach[r, after] else []
+                    sources = [(r, after, "carry")] if after is not None and carried and reach[r, after] else []
                     sources += [(a, t, "input") for a in above if reach[a, t]]
                     live = [s for s in sources if not zero[s[0], s[1]]]
                     inherited = [codes[a, u] for a, u, _ in sources if zero[a, u]]

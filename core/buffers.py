@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import torch
 
+_use_count: Callable[[int], int] | None
 try:
     _use_count = torch._C._storage_Use_Count   # private; without it every buffer is simply fresh
 except AttributeError:  # pragma: no cover

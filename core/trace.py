@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
+from torch import nn
 
 KeepGradAt = Callable[[int], "float | None"]
 
@@ -69,18 +70,20 @@ class RowTrace:
     @property
     def dh(self) -> torch.Tensor:
         if self._dh is None:
+            assert self.h is not None, "a row's gradient is read after its forward"
             self._dh = self._retained(0) if self._pending else torch.zeros_like(self.h)
         return self._dh
 
     @property
     def dc(self) -> torch.Tensor | None:
-        if not self.is_lstm:
+        if self.c is None:   # no cell state
             return None
         if self._dc is None:
             self._dc = self._retained(1) if self._pending else torch.zeros_like(self.c)
         return self._dc
 
     def _retained(self, which: int) -> torch.Tensor:
+        assert self._pending is not None
         tensors = self._pending[which]
         return torch.stack([t.grad if t.grad is not None else torch.zeros_like(t) for t in tensors]).detach()
 
@@ -102,10 +105,25 @@ class Trace:
         return bool(self.rows) and self.rows[0].is_lstm
 
 
-class StackedRows:
-    """Layers × directions as rows (row = layer · directions + direction), as every net records them."""
+class StackedRows(nn.Module):
+    """A cell's network (Cell.build): layers × directions as rows (row = layer · directions + direction), as every
+    net records them, and what core.trainer uses of it besides nn.Module's own (forward: Cell's docstring)."""
     num_layers: int
     num_directions: int
+    hidden_size: int
+    head: nn.Linear                 # the read-out of the last layer, (T, B, H·D) -> (T, B, O)
+
+    def zero_state(self, batch_size: int):
+        """The state a sequence starts from: (L·D, B, H), or (h, c) of those."""
+        raise NotImplementedError
+
+    def recurrent_matrix(self, row: int) -> torch.Tensor:
+        """A row's (H, H) W_hh, for cells that have one (Cell.not_editable says which do not)."""
+        raise NotImplementedError
+
+    def rescale_recurrent(self, radius: float, meters=None) -> None:
+        """Scale each row's W_hh to spectral radius `radius` (cells that have one)."""
+        raise NotImplementedError
 
     @property
     def num_rows(self) -> int:

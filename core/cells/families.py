@@ -10,9 +10,12 @@ on this project's 2-core machine.
 """
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from gradflow.core.cells import Cell
+
+if TYPE_CHECKING:
+    from gradflow.core.diagonal import DiagonalRow
 
 ORTHOGONAL_BLOCK = "W_hh (held orthogonal: torch's orthogonal parametrization)"
 
@@ -77,8 +80,8 @@ class DiagonalCell(Cell):
     keys = frozenset({"bidirectional"})
     block: ClassVar[str]          # what its spectrum shows (the record's recurrent_block)
 
-    def row(self) -> type:
-        """The cell's maths: the nn.Module class of one row, x_t -> a_t, b_t (core.diagonal)."""
+    def row(self) -> type[DiagonalRow]:
+        """The cell's maths: the class of one row, x_t -> a_t, b_t (core.diagonal)."""
         raise NotImplementedError
 
     def build(self, config, input_size, output_size):
