@@ -250,7 +250,7 @@ def main(argv=None) -> int:
           f"flush_denormal={args.flush_denormal}, {reps} reps (+{warmup} warm-up), batch {BATCH}, "
           f"clip {CLIP}, optimizer {Config().optimizer}")
     if args.engine == "bptt":
-        print("engine: hand-written BPTT (core.models.RowBPTT) in every case; truncation, multi-layer,"
+        print("engine: hand-written BPTT (core.bptt.RowBPTT) in every case; truncation, multi-layer,"
               " bidirectional and carried state run on the same engine (no fallback)")
         print("LSTM row loops: " + ("compiled (core/native)" if env["native_lstm"] else "Python"))
     else:

@@ -45,7 +45,7 @@ def time_contributions(delta: torch.Tensor, h_prev: torch.Tensor) -> tuple[np.nd
 
 
 def row_contributions(row, delta: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """Contributions through time for one traced row (core.models.RowTrace, after backward), δ_t (T, B, H) its
+    """Contributions through time for one traced row (core.trace.RowTrace, after backward), δ_t (T, B, H) its
     cell's (core.cells.families.DenseCell.delta).
 
     -> (norms (T,) in sequence order, total (H, H)); total equals the row's W_hh-block gradient.
@@ -139,7 +139,7 @@ def zero_causes(model, trace, inputs: torch.Tensor, keep_grad_at, loss_at_last: 
                 dh_norms: np.ndarray) -> np.ndarray:
     """Why each exactly-zero ‖∂L/∂h_t‖ is zero: (R, T) int8 codes of core.records.ZERO_CAUSES.
 
-    dh_norms (R, T) as measured; trace: the step's core.models.Trace (after backward); inputs (T, B, I);
+    dh_norms (R, T) as measured; trace: the step's core.trace.Trace (after backward); inputs (T, B, I);
     keep_grad_at: the forward's truncation schedule (None: none). Rows are decided top layer first, each in
     the order its gradient flows (last processed step first):
 
