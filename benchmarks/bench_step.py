@@ -54,7 +54,7 @@ from torch import nn  # noqa: E402
 from gradflow.core import cells, native  # noqa: E402
 from gradflow.core.cells.families import DiagonalCell  # noqa: E402
 from gradflow.core.config import Config  # noqa: E402
-from gradflow.core.models import Trace  # noqa: E402
+from gradflow.core.trace import Trace  # noqa: E402
 from gradflow.core.spectrum import FULL_SPECTRUM_MAX_SIZE, SpectrumMeter  # noqa: E402
 from gradflow.core.trainer import OPTIMIZERS, Trainer  # noqa: E402
 
@@ -123,8 +123,8 @@ class PlainDiagonalStep(PlainStep):
         self._setup(trainer, list(self.net.parameters()))
 
     def forward(self, inputs):
-        net, lru = self.net, self.net.kind == "lru"
-        u = net.encoder(inputs) if lru else inputs            # (T, B, H) or (T, B, I)
+        net = self.net
+        u = inputs if net.encoder is None else net.encoder(inputs)   # (T, B, I) or (T, B, H): the LRU's encoding
         for cell in net.rows:
             a, b, _ = cell.recurrence(u)                      # a (T, B, H) or (H,), b (T, B, H)
             steps = a.unbind(0) if a.dim() == 3 else (a,) * b.shape[0]
@@ -133,7 +133,7 @@ class PlainDiagonalStep(PlainStep):
                 h = a_t * h + b_t
                 hs.append(h)
             h = torch.stack(hs)                               # (T, B, H)
-            u = cell.readout(h, u) if lru else h
+            u = cell.readout(h, u)                            # the LRU's residual block; h itself otherwise
         return u
 
 
@@ -250,7 +250,7 @@ def main(argv=None) -> int:
           f"flush_denormal={args.flush_denormal}, {reps} reps (+{warmup} warm-up), batch {BATCH}, "
           f"clip {CLIP}, optimizer {Config().optimizer}")
     if args.engine == "bptt":
-        print("engine: hand-written BPTT (core.models.RowBPTT) in every case; truncation, multi-layer,"
+        print("engine: hand-written BPTT (core.bptt.RowBPTT) in every case; truncation, multi-layer,"
               " bidirectional and carried state run on the same engine (no fallback)")
         print("LSTM row loops: " + ("compiled (core/native)" if env["native_lstm"] else "Python"))
     else:

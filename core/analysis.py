@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch.func import jacrev, vmap
 
-from gradflow.core.models import carry_scales
+from gradflow.core.trace import carry_scales
 
 ACTIVATION_DERIVATIVE = {  # φ'(a) written in terms of h = φ(a)
     "tanh": lambda h: 1 - h * h,
@@ -45,7 +45,7 @@ def time_contributions(delta: torch.Tensor, h_prev: torch.Tensor) -> tuple[np.nd
 
 
 def row_contributions(row, delta: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """Contributions through time for one traced row (core.models.RowTrace, after backward), δ_t (T, B, H) its
+    """Contributions through time for one traced row (core.trace.RowTrace, after backward), δ_t (T, B, H) its
     cell's (core.cells.families.DenseCell.delta).
 
     -> (norms (T,) in sequence order, total (H, H)); total equals the row's W_hh-block gradient.
@@ -80,7 +80,7 @@ def jacobians_through_time(model, inputs: torch.Tensor, state0=None, activation:
     def step(s, xp):  # s (S,) -> s' (S,), S = H or 2H
         s2 = s.view(1, -1)
         packed = (s2[:, :H], s2[:, H:]) if lstm else s2
-        new, _ = model._cell(xp.view(1, -1), packed, w_hh, b_hh)
+        new, _ = model.cell_step(xp.view(1, -1), packed, w_hh, b_hh)
         return (torch.cat(new, dim=1) if lstm else new).view(-1)
 
     if state0 is None:
@@ -139,7 +139,7 @@ def zero_causes(model, trace, inputs: torch.Tensor, keep_grad_at, loss_at_last: 
                 dh_norms: np.ndarray) -> np.ndarray:
     """Why each exactly-zero ‖∂L/∂h_t‖ is zero: (R, T) int8 codes of core.records.ZERO_CAUSES.
 
-    dh_norms (R, T) as measured; trace: the step's core.models.Trace (after backward); inputs (T, B, I);
+    dh_norms (R, T) as measured; trace: the step's core.trace.Trace (after backward); inputs (T, B, I);
     keep_grad_at: the forward's truncation schedule (None: none). Rows are decided top layer first, each in
     the order its gradient flows (last processed step first):
 
@@ -185,7 +185,7 @@ def zero_causes(model, trace, inputs: torch.Tensor, keep_grad_at, loss_at_last: 
                 elif not reach[r, t]:
                     codes[r, t] = TRUNCATION
                 else:
-                    sources = [(r, after, "carry")] if carried and reach[r, after] else []
+                    sources = [(r, after, "carry")] if after is not None and carried and reach[r, after] else []
                     sources += [(a, t, "input") for a in above if reach[a, t]]
                     live = [s for s in sources if not zero[s[0], s[1]]]
                     inherited = [codes[a, u] for a, u, _ in sources if zero[a, u]]
@@ -240,8 +240,8 @@ class _LocalHandOver:
             new = row.cell(x, state if len(state) > 1 else state[0])
             return tuple(new) if isinstance(new, (tuple, list)) else (new,)
         w_ih, w_hh, b_ih, b_hh = (w.detach() for w in self.model.row_weights(source))
-        new, _ = self.model._cell(torch.addmm(b_ih, x, w_ih.t()), state if row.is_lstm else state[0], w_hh, b_hh,
-                                  source)
+        new, _ = self.model.cell_step(torch.addmm(b_ih, x, w_ih.t()), state if row.is_lstm else state[0], w_hh, b_hh,
+                                      source)
         return new if row.is_lstm else (new,)
 
     @staticmethod

@@ -87,7 +87,8 @@ def run(argv: list[str] | None = None) -> int:
         print(f"gradflow: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
-    records, diverged, interrupted = None, [None] * len(runs), False
+    records, interrupted = None, False
+    diverged: list[dict[str, Any] | None] = [None] * len(runs)
     progress = Progress(args.steps, quiet=args.quiet)
     try:
         for i in range(args.steps):
@@ -107,7 +108,7 @@ def run(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     for (label, config), record, stop in zip(runs, records, diverged):
         print((f"{label}: " if label else "") + summary_line(config, record, stop, interrupted))
-    trainers = engine.trainers if len(runs) > 1 else [engine]
+    trainers = engine.trainers if isinstance(engine, Comparison) else [engine]
     try:
         write_run_files(args, [{"label": label, "config": config, "history": trainer.history, "last": record,
                                 "diverged": stop}
@@ -150,10 +151,10 @@ def write_run_files(args: argparse.Namespace, runs: list[dict[str, Any]]):
             raise OSError(e.errno, e.strerror, str(path)) from None
 
 
-def member_path(path: str, label: str) -> Path:
+def member_path(path: str | Path, label: str) -> Path:
     """run.csv, "orthogonal W_hh" -> run_orthogonal_W_hh.csv."""
-    path = Path(path)
-    return path.with_name(f"{path.stem}_{re.sub(r'[^A-Za-z0-9._-]+', '_', label).strip('_')}{path.suffix}")
+    file = Path(path)
+    return file.with_name(f"{file.stem}_{re.sub(r'[^A-Za-z0-9._-]+', '_', label).strip('_')}{file.suffix}")
 
 
 class Progress:

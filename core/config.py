@@ -15,10 +15,7 @@ from typing import Any
 
 from gradflow.core import cells
 from gradflow.core.cells import CELL_KEYS, USER_CELL
-
-
-class ConfigError(ValueError):
-    """A configuration key or value that is not allowed; the message names it."""
+from gradflow.core.errors import ConfigError   # the name every caller imports from here
 
 
 # Keys that take effect at the next step without rebuilding the model.

@@ -20,7 +20,7 @@ so backpropagation through time multiplies ∂L/∂h_t by conj(a_t) elementwise,
     area between lru_r_min and lru_r_max, phase uniform in 0..lru_max_phase.)
 
 ``DiagonalScan`` runs that recurrence forward and writes BPTT out by hand, so ∂L/∂h_t (direct part plus
-conj(a_{t+1}) ⊙ ∂L/∂h_{t+1}) is the very tensor the backward propagates, as in core.models' RowBPTT.
+conj(a_{t+1}) ⊙ ∂L/∂h_{t+1}) is the very tensor the backward propagates, as in core.bptt's RowBPTT.
 For the complex LRU state, ∂L/∂h_t is torch's gradient of a complex tensor, ∂L/∂Re h + i ∂L/∂Im h, so the
 recorded norm ‖∂L/∂h_t‖ (over batch and units) is the Frobenius norm of ∂L/∂(Re h_t, Im h_t).
 
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 import torch
@@ -40,9 +41,11 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from gradflow.core.analysis import JacobianProfile
-from gradflow.core.cells import cell_for
-from gradflow.core.config import Config
-from gradflow.core.models import KeepGradAt, RowTrace, StackedRows, Trace, carry_scales
+from gradflow.core.trace import KeepGradAt, RowTrace, StackedRows, Trace, carry_scales
+
+if TYPE_CHECKING:
+    from gradflow.core.cells.families import DiagonalCell
+    from gradflow.core.config import Config
 
 MAX_SPECTRUM_POINTS = 1024  # minGRU/minLSTM: diagonal entries per row in a record's spectrum
 
@@ -122,33 +125,70 @@ def ring_init(H: int, r_min: float, r_max: float, max_phase: float):
     return nu_log, theta_log
 
 
-class GatedRow(nn.Module):
-    """minGRU or minLSTM gates of one row: one linear map of x_t, weight (G·H, I) in the cell's gates order."""
+class DiagonalRow(nn.Module):
+    """One row of a diagonal cell (the cell's ``row()``): x_t -> a_t, b_t of h_t = a_t ⊙ h_{t−1} + b_t."""
+    encodes_input = False            # the first layer reads x_t itself (True: a linear encoding u_t (H,) of it)
+    complex_state = False
 
-    def __init__(self, kind: str, input_size: int, H: int):
+    def __init__(self, input_size: int, H: int, config: Config):
         super().__init__()
-        self.kind = kind
-        self.linear = nn.Linear(input_size, len(cell_for(kind).gates) * H)
+
+    def recurrence(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+        """x (T, B, I) -> a (T, B, H) or (H,), b (T, B, H) and the gates to record, name -> (T, B, H)."""
+        raise NotImplementedError
+
+    def readout(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+        """The row's output from h (T, B, H) and its input u: h itself."""
+        return h
+
+    def eigenvalues(self) -> torch.Tensor | None:
+        """λ (H,) where a_t = λ at every step; None where a_t depends on the input (DiagonalNet.spectrum)."""
+        return None
+
+
+class GatedRow(DiagonalRow):
+    """minGRU or minLSTM gates of one row: one linear map of x_t, weight (G·H, I) in the cell's gates order."""
+    chunks: int                      # G: the chunks of the map's output, one per gate
+
+    def __init__(self, input_size: int, H: int, config: Config):
+        super().__init__(input_size, H, config)
+        self.linear = nn.Linear(input_size, self.chunks * H)
 
     def recurrence(self, x):
-        """x (T, B, I) -> a, b (T, B, H) and the gates to record, name -> (T, B, H)."""
-        p = self.linear(x)                                                # (T, B, G·H)
-        if self.kind == "mingru":
-            p_z, cand = p.chunk(2, dim=2)
-            z = torch.sigmoid(p_z)
-            return 1 - z, z * cand, {"update": z, "candidate": cand}
-        p_f, p_i, cand = p.chunk(3, dim=2)
+        return self.decay_and_input(self.linear(x).chunk(self.chunks, dim=2))   # (T, B, G·H) -> G × (T, B, H)
+
+    def decay_and_input(self, chunks):
+        """The G chunks (T, B, H) -> a, b, gates."""
+        raise NotImplementedError
+
+
+class MinGruRow(GatedRow):
+    chunks = 2
+
+    def decay_and_input(self, chunks):
+        p_z, cand = chunks
+        z = torch.sigmoid(p_z)
+        return 1 - z, z * cand, {"update": z, "candidate": cand}
+
+
+class MinLstmRow(GatedRow):
+    chunks = 3
+
+    def decay_and_input(self, chunks):
+        p_f, p_i, cand = chunks
         f, i = torch.sigmoid(p_f), torch.sigmoid(p_i)
         total = f + i
         f_n, i_n = f / total, i / total
         return f_n, i_n * cand, {"forget": f_n, "input": i_n, "candidate": cand}
 
 
-class LruRow(nn.Module):
+class LruRow(DiagonalRow):
     """One LRU layer's parameters: ν, θ (H,), B = B_re + i B_im (H, H), C = C_re + i C_im (H, H), D (H,)."""
+    encodes_input = True
+    complex_state = True
 
-    def __init__(self, H: int, config: Config):
-        super().__init__()
+    def __init__(self, input_size: int, H: int, config: Config):
+        super().__init__(input_size, H, config)
         nu_log, theta_log = ring_init(H, config.lru_r_min, config.lru_r_max, config.lru_max_phase)
         self.nu_log, self.theta_log = nn.Parameter(nu_log), nn.Parameter(theta_log)
         self.B_re = nn.Parameter(torch.randn(H, H) / math.sqrt(2 * H))    # as the paper: B_re, B_im ~ N(0, 1/(2 H_in))
@@ -186,24 +226,25 @@ class DiagonalNet(StackedRows, nn.Module):
     The LRU's state is complex.
     """
 
-    def __init__(self, config: Config, input_size: int, output_size: int):
+    def __init__(self, config: Config, input_size: int, output_size: int, cell: DiagonalCell):
         super().__init__()
-        self.kind = config.model
+        Row = cell.row()                      # the cell's maths: GatedRow's subclasses or LruRow
         self.hidden_size = H = config.hidden_size
         self.num_layers = config.num_layers
         self.num_directions = 2 if config.bidirectional else 1
-        if self.kind == "lru":
-            self.encoder = nn.Linear(input_size, H)
-            self.rows = nn.ModuleList(LruRow(H, config) for _ in range(self.num_layers))
-        else:
-            self.rows = nn.ModuleList(
-                GatedRow(self.kind, input_size if layer == 0 else H * self.num_directions, H)
-                for layer in range(self.num_layers) for _ in range(self.num_directions))
+        self.complex_state = Row.complex_state
+        self.encoder = nn.Linear(input_size, H) if Row.encodes_input else None
+        width = H if self.encoder is not None else input_size              # the first layer's input
+        self.rows = nn.ModuleList(Row(width if layer == 0 else H * self.num_directions, H, config)
+                                  for layer in range(self.num_layers) for _ in range(self.num_directions))
         self.head = nn.Linear(H * self.num_directions, output_size)
+
+    def row_modules(self) -> list[DiagonalRow]:
+        return cast(list[DiagonalRow], list(self.rows))
 
     def zero_state(self, batch_size: int):
         w = self.head.weight
-        dtype = (torch.complex128 if w.dtype == torch.float64 else torch.complex64) if self.kind == "lru" else w.dtype
+        dtype = (torch.complex128 if w.dtype == torch.float64 else torch.complex64) if self.complex_state else w.dtype
         return torch.zeros(self.num_rows, batch_size, self.hidden_size, dtype=dtype, device=w.device)
 
     def forward(self, inputs, state=None, keep_grad_at: KeepGradAt | None = None, trace: Trace | None = None):
@@ -211,14 +252,13 @@ class DiagonalNet(StackedRows, nn.Module):
         if state is None:
             state = self.zero_state(B)
         scales = carry_scales(keep_grad_at, T)
-        lru = self.kind == "lru"
-        layer_input = self.encoder(inputs) if lru else inputs                # (T, B, I) or (T, B, H)
+        layer_input = inputs if self.encoder is None else self.encoder(inputs)   # (T, B, I) or (T, B, H)
         final = []
         for layer in range(self.num_layers):
             outs = []
             for direction in range(self.num_directions):
                 row = layer * self.num_directions + direction
-                cell = self.rows[row]
+                cell = self.row_modules()[row]
                 a, b, gates = cell.recurrence(layer_input)
                 row_trace = None
                 if trace is not None:
@@ -227,7 +267,7 @@ class DiagonalNet(StackedRows, nn.Module):
                     trace.rows.append(row_trace)
                 h = DiagonalScan.apply(a, b, state[row], _ScanSpec(bool(direction), scales, row_trace))
                 final.append(h[0 if direction else T - 1])
-                outs.append(cell.readout(h, layer_input) if lru else h)
+                outs.append(cell.readout(h, layer_input))
             layer_input = outs[0] if len(outs) == 1 else torch.cat(outs, dim=2)   # (T, B, H·D)
         return self.head(layer_input), torch.stack(final)
 
@@ -240,15 +280,30 @@ class DiagonalNet(StackedRows, nn.Module):
         time step (K = T·H), or at every s-th step ending with the last (K ≤ MAX_SPECTRUM_POINTS).
         A diagonal matrix's singular values are the moduli of its diagonal.
         """
-        if self.kind == "lru":
-            eig = torch.stack([row.eigenvalues() for row in self.rows])                  # (R, H)
+        lams = [row.eigenvalues() for row in self.row_modules()]
+        if all(lam is not None for lam in lams):
+            eig = torch.stack(cast(list[torch.Tensor], lams))                            # (R, H)
         else:
-            decay = torch.stack([row.decay[:, 0] for row in trace.rows])                  # (R, T, H)
+            decay = torch.stack([_filled(row).decay[:, 0] for row in trace.rows])        # (R, T, H)
             T, H = decay.shape[1:]
             stride = math.ceil(T * H / MAX_SPECTRUM_POINTS)
             eig = decay.flip(1)[:, ::stride].flip(1).reshape(len(trace.rows), -1)        # (R, K)
-        eig = eig.detach().to("cpu", torch.complex128).numpy()
-        return eig, -np.sort(-np.abs(eig), axis=1)
+        values = eig.detach().to("cpu", torch.complex128).numpy()
+        return values, -np.sort(-np.abs(values), axis=1)
+
+
+class _Filled(Protocol):
+    """A DiagonalRowTrace after its forward: every tensor set."""
+    reverse: bool
+    h0: torch.Tensor
+    h: torch.Tensor
+    decay: torch.Tensor
+    dh: torch.Tensor
+
+
+def _filled(row: RowTrace) -> _Filled:
+    assert isinstance(row, DiagonalRowTrace) and row.h0 is not None and row.h is not None and row.decay is not None
+    return cast(_Filled, row)
 
 
 def step_contributions(row: DiagonalRowTrace) -> tuple[np.ndarray, np.ndarray]:
@@ -257,17 +312,19 @@ def step_contributions(row: DiagonalRowTrace) -> tuple[np.ndarray, np.ndarray]:
 
     -> (norms (T,) ‖term_t‖ over units, total (H,) Σ_t term_t)
     """
-    h0u = row.h0.unsqueeze(0)
-    prev = torch.cat([row.h[1:], h0u]) if row.reverse else torch.cat([h0u, row.h[:-1]])   # (T, B, H)
-    terms = (row.dh * prev.conj()).sum(1)                                                   # (T, H)
+    r = _filled(row)
+    h0u = r.h0.unsqueeze(0)
+    prev = torch.cat([r.h[1:], h0u]) if r.reverse else torch.cat([h0u, r.h[:-1]])   # (T, B, H)
+    terms = (r.dh * prev.conj()).sum(1)                                                   # (T, H)
     return torch.linalg.vector_norm(terms, dim=1).double().cpu().numpy(), terms.sum(0).cpu().numpy()
 
 
 def jacobian_profile(row: DiagonalRowTrace):
     """Jacobians through time of one traced forward row, sample 0, exactly: J_t = diag(a_t), so
     ‖∂h_T/∂h_t‖₂ = max_j Π_{s>t} |a_{s,j}|, summed in logs (no under- or overflow)."""
-    T = row.h.shape[0]
-    decay = row.decay[:, 0] if row.decay.dim() == 3 else row.decay.expand(T, -1)            # (T, H)
+    r = _filled(row)
+    T = r.h.shape[0]
+    decay = r.decay[:, 0] if r.decay.dim() == 3 else r.decay.expand(T, -1)            # (T, H)
     log_a = torch.log(decay.abs().double())                                                # (T, H), −inf at 0
     after = torch.cat([log_a.flip(0).cumsum(0).flip(0)[1:], torch.zeros_like(log_a[:1])])  # Σ_{s>t} log|a_s|
     log10_product = (after.max(dim=1).values / math.log(10)).cpu().numpy()

@@ -101,7 +101,7 @@ def _pace(tables) -> tuple[Pace, ...]:
     """[[pace]] tables: until = a step (> 1), steps_per_second = a rate (> 0); `until` ascending."""
     if not isinstance(tables, list):
         raise ConfigError("pace must be an array of tables: [[pace]] with until and steps_per_second")
-    pace = []
+    pace: list[Pace] = []
     for i, table in enumerate(tables):
         if not isinstance(table, dict) or set(table) != {"until", "steps_per_second"}:
             raise ConfigError(f"pace[{i}] must have exactly the keys until and steps_per_second, got {table!r}")

@@ -230,7 +230,7 @@ class History:
         return steps, codes if codes.ndim == 3 else np.zeros((0, 0, 0), dtype=np.int8)
 
     # -- persistence (core.session) --------------------------------------------------
-    def state(self) -> dict[str, np.ndarray]:
+    def state(self) -> dict[str, np.ndarray | np.generic]:
         """Plain arrays for saving; the ring buffer of full records is not part of it."""
         steps, profiles = self.profiles()
         return {"max_bytes": np.int64(self.max_bytes), "profile_stride": np.int64(self.profile_stride),

@@ -73,12 +73,12 @@ def frame(columns: dict[str, np.ndarray]):
 
 
 # -- files ----------------------------------------------------------------------------------------------------
-def run_arrays(history: History, config: Config, last: Record | None = None) -> dict[str, np.ndarray]:
+def run_arrays(history: History, config: Config, last: Record | None = None) -> dict[str, Any]:
     """Every array, as the NPZ file holds them: the history's columns, the profiles as (N, R, T) cubes
     (profile_steps, dh_norms, dc_norms, zero_causes as codes of zero_cause_names), and the newest record's
     spectrum (what it holds: last_spectrum_method, core.spectrum.METHODS) and hidden states (last_*)."""
     steps, dh = history.profiles()
-    arrays = {"schema_version": np.int64(SCHEMA_VERSION), "config": np.asarray(json.dumps(config.to_dict())),
+    arrays: dict[str, Any] = {"schema_version": np.int64(SCHEMA_VERSION), "config": np.asarray(json.dumps(config.to_dict())),
               **history_columns(history), "profile_steps": steps, "dh_norms": dh,
               "dc_norms": history.cell_profiles()[1], "zero_causes": history.zero_causes()[1],
               "zero_cause_names": np.asarray(ZERO_CAUSES)}
@@ -104,7 +104,7 @@ def save_npz(path: str | Path, history: History, config: Config, last: Record | 
 def save_csv(path: str | Path, history: History):
     """One row per kept step: HISTORY_COLUMNS, then layer 1's ‖∂L/∂h_t‖ (dh_norm_t1..T), ‖∂L/∂c_t‖ (LSTM:
     dc_norm_t1..T) and zero causes (zero_cause_t1..T) where a profile was kept, then schema_version."""
-    columns = {name: values for name, values in history_columns(history).items()}
+    columns: dict[str, Any] = dict(history_columns(history))
     steps, dh = history.profiles()
     _, dc = history.cell_profiles()
     _, codes = history.zero_causes()
@@ -148,6 +148,7 @@ def _profiles_json(history: History) -> dict[str, Any]:
 
 
 def _last_json(last: Record) -> dict[str, Any]:
+    eig, sv = (last.eigenvalues, last.singular_values) if last.has_full_spectrum else (None, None)
     return {
         "step": last.step,
         "row_labels": last.row_labels,
@@ -158,9 +159,8 @@ def _last_json(last: Record) -> dict[str, Any]:
         "spectrum_method": last.spectrum_method,
         "spectral_radius": _number(last.spectral_radius),
         "sigma_max": _number(last.sigma_max),
-        "eigenvalues": [[_number(z.real), _number(z.imag)] for z in last.eigenvalues[0]] if last.has_full_spectrum
-        else None,
-        "singular_values": _floats(last.singular_values[0]) if last.has_full_spectrum else None,
+        "eigenvalues": [[_number(z.real), _number(z.imag)] for z in eig[0]] if eig is not None else None,
+        "singular_values": _floats(sv[0]) if sv is not None else None,
         # layer 1, sample 0: T rows of H; null when the newest step kept no hidden states
         "hidden": None if last.hidden is None else _floats(last.hidden[0]),
     }

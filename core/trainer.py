@@ -15,7 +15,7 @@ import os
 import sys
 import time
 from collections import defaultdict
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from gradflow.core import cells
 from gradflow.core.config import LIVE_KEYS, Config, ConfigError
 from gradflow.core.analysis import linear_prediction, zero_causes
-from gradflow.core.models import Trace, detach_state
+from gradflow.core.trace import Trace, detach_state
 from gradflow.core.records import History, Record
 from gradflow.core.spectrum import SpectrumMeter, edit_eigenvalue, nearest_eigenvalue
 from gradflow.core.tasks import make_task
@@ -105,7 +105,7 @@ class Trainer:
         self._xi_rng = torch.Generator().manual_seed(config.seed)  # randomized truncation draws
         self._rescale_to: float | None = None
         self._spectrum = SpectrumMeter()   # warm-started ρ and σ_max between full spectra
-        self._held = defaultdict(lambda: SpectrumMeter(seed=1))   # row -> hold_spectral_radius's warm-started ρ
+        self._held: defaultdict[int, SpectrumMeter] = defaultdict(lambda: SpectrumMeter(seed=1))   # row -> hold_spectral_radius's warm-started ρ
         self._matrix_edits: list[tuple[int, torch.Tensor]] = []  # undo stack: (row, W_hh before the edit)
 
     # -- settings that apply at the next step --------------------------------------
@@ -151,7 +151,7 @@ class Trainer:
         loss.backward()
 
         params = [(name, p) for name, p in model.named_parameters() if p.grad is not None]
-        grads = [p.grad for _, p in params]
+        grads = [g for _, p in params if (g := p.grad) is not None]   # every one of params'
         param_norms = torch.stack(torch._foreach_norm(grads))
         R, T = len(trace.rows), inputs.shape[0]
         norms = [loss.detach().reshape(1), torch.linalg.vector_norm(param_norms).reshape(1), param_norms]
@@ -184,7 +184,7 @@ class Trainer:
             grad_norm_clipped = torch.linalg.vector_norm(
                 torch.stack(torch._foreach_norm(grads))).item() if clipped else grad_norm  # measured, not assumed
             self.optimizer.step()
-            if cfg.hold_spectral_radius:  # ρ stays where it was set while the rest trains
+            if cfg.hold_spectral_radius and cfg.spectral_radius is not None:  # ρ stays where it was set
                 model.rescale_recurrent(cfg.spectral_radius, self._held)
             self._carried_state = detach_state(final_state)
         else:  # refuse the update: weights, optimizer and carried state stay as they were
@@ -227,11 +227,11 @@ class Trainer:
             record.cell = _sample0([row.c for row in rows]) if trace.is_lstm else None
             record.gates = {name: _sample0([row.gates[name] for row in rows]) for name in rows[0].gates}
             if "contributions" not in views_missing:
-                norms = np.stack([cell.contributions(model, row, cfg) for row in rows])  # (R, T)
-                record.contributions = norms
-                total = norms.sum(axis=1, keepdims=True)
+                terms = np.stack([cell.contributions(model, row, cfg) for row in rows])  # (R, T)
+                record.contributions = terms
+                total = terms.sum(axis=1, keepdims=True)
                 with np.errstate(invalid="ignore", divide="ignore"):  # a diverged step's norms are inf/nan
-                    record.contribution_share = np.divide(norms, total, out=np.zeros_like(norms), where=total > 0)
+                    record.contribution_share = np.divide(terms, total, out=np.zeros_like(terms), where=total > 0)
         record.jacobians = jacobian_profile
         if preview:
             record.task_preview = self.preview()
@@ -296,7 +296,7 @@ class Trainer:
         if all_states and self.model.num_directions > 1:
             raise ValueError("all_states needs a one-directional model: a backward row has no 'state after step t'")
         outputs, state = self.model(self._moved(inputs), state, None, trace)
-        if all_states:
+        if trace is not None:   # all_states
             T, B = inputs.shape[:2]
             per_step = lambda name: torch.stack([getattr(row, name) for row in trace.rows]).reshape(  # noqa: E731
                 len(trace.rows), T * B, -1)  # (L, T, B, H) -> (L, T*B, H)
@@ -347,6 +347,10 @@ def _real_view(x: torch.Tensor) -> torch.Tensor:
     return torch.view_as_real(x).flatten(-2) if x.is_complex() else x
 
 
-def _sample0(per_row: list[torch.Tensor]) -> np.ndarray:
+def _sample0(per_row: Sequence[torch.Tensor | None]) -> np.ndarray:
     """[row] (T, B, H) -> (R, T, H) values of sample 0 (the real part of the LRU's complex state)."""
-    return torch.stack([t[:, 0] for t in per_row]).real.detach().cpu().numpy()
+    firsts = []
+    for t in per_row:
+        assert t is not None, "a traced row is read after its forward"
+        firsts.append(t[:, 0])
+    return torch.stack(firsts).real.detach().cpu().numpy()

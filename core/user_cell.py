@@ -26,15 +26,19 @@ import sys
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 from torch.func import jacrev, vmap
 
 from gradflow.core.analysis import JacobianProfile, jacobian_profile_of
-from gradflow.core.config import Config, ConfigError
-from gradflow.core.models import (KeepGradAt, RowTrace, ScaleGrad, StackedRows, Trace, carry_scales, detach_state,
-                                   map_state)
+from gradflow.core.errors import ConfigError
+from gradflow.core.trace import (KeepGradAt, RowTrace, ScaleGrad, StackedRows, Trace, carry_scales, detach_state,
+                                  map_state)
+
+if TYPE_CHECKING:
+    from gradflow.core.config import Config
 
 STEP_JACOBIAN_BLOCK = ("∂sₜ/∂sₜ₋₁ of sample 0 at each row's last step (t = T; backward rows: t = 1), "
                        "by torch.func: the cell defines no recurrent_matrix()")

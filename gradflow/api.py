@@ -130,7 +130,7 @@ class Run:
     def save(self, path: str | os.PathLike):
         """A .gfe session the app opens (File → Open Session): config, weights, optimizer state, history."""
         from gradflow.core.session import save_session
-        save_session(self.trainer, path)
+        save_session(self.trainer, Path(path))
 
     # -- figures ------------------------------------------------------------------------------------------------
     def figure(self, panel: str = "gradient_time", theme: str = "light", scale: int = 2, caption: bool = False,
@@ -182,6 +182,7 @@ class Comparison:
         if (preset is None) == (runs is None):
             raise ConfigError("give a comparison preset or runs = [(label, config), ...], not both or neither")
         if runs is None:
+            assert preset is not None   # exactly one of the two, as checked above
             found = load_preset(preset)
             if not found.runs:
                 raise ConfigError(f"preset {found.name!r} has one run: use gradflow.Run({found.name!r})")

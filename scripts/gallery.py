@@ -102,14 +102,22 @@ def child(out: Path, steps: int, preset: str | None, tmp: Path, windows: list[st
         window.close()
 
 
+def screen_harness():
+    """The real-screen harness the layout tests use (tests/explorer/xscreen.py: a test helper, not in the wheel)."""
+    if str(ROOT / "tests" / "explorer") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tests" / "explorer"))
+    import xscreen
+    return xscreen
+
+
 def real_screen(out: Path, width: int, height: int, steps: int, preset: str | None) -> None:
     """The app as `gradflow` starts it on a real X screen of width × height with a window manager
-    (explorer.xscreen: Xvfb + openbox), the whole screen shot with the window manager's frames: WxH-MODE.png (the main
+    (screen_harness: Xvfb + openbox), the whole screen shot with the window manager's frames: WxH-MODE.png (the main
     window as it launches, played `steps` steps or to the tour's first stop, paused; then F5) and
     WxH-normal-compare.png (the comparison of compare_rho opened over it, played to step COMPARE_STEPS) and
     WxH-MODE-sweep.png (Run → Sweep… over the main window's config, REAL_SWEEP finished, in front; then F5 on the main
     window, which the sweep window follows)."""
-    from gradflow.explorer import xscreen
+    xscreen = screen_harness()
 
     with tempfile.TemporaryDirectory() as tmp, xscreen.XScreen(width, height, tmp) as screen, \
             screen.launch(["--preset", preset] if preset else [], GRADFLOW_ENGINE="thread") as app:
@@ -171,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         child(args.out, args.steps, args.preset, args.tmp, windows)
         return 0
     if args.real_screen:
-        from gradflow.explorer import xscreen
+        xscreen = screen_harness()
         if xscreen.missing():
             parser.error(f"--real-screen {xscreen.missing()}")
     try:

@@ -1,12 +1,14 @@
 """The code's contracts, checked by the test command: ruff's rules and the import contracts (import-linter) in
-pyproject.toml: core imports neither Qt nor the app, panels import no engine, the engine side of the process
-boundary imports no window, the run state imports no Qt."""
+pyproject.toml: the engine's layers (no import cycle), core imports neither Qt nor the app, panels import no engine,
+the engine side of the process boundary imports no window, the run state imports no Qt; and no module over
+MAX_LINES lines."""
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -49,3 +51,79 @@ def test_every_import_contract_is_kept(tmp_path):
                           timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "0 broken" in done.stdout, done.stdout
+
+
+def test_every_engine_module_sits_in_a_layer():
+    """The layers contract names every module and package of core/, so a new one cannot bypass it."""
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    layers = next(c for c in contracts if c["type"] == "layers" and c["containers"] == ["gradflow.core"])["layers"]
+    named = {name.strip() for layer in layers for name in layer.replace(":", "|").split("|")}
+    modules = {p.stem for p in (ROOT / "core").glob("*.py") if p.stem not in ("__init__", "__main__")}
+    packages = {p.parent.name for p in (ROOT / "core").glob("*/__init__.py")}
+    assert modules | packages == named
+
+
+MAX_LINES = 500
+# Being split by other work in progress; remove each as it lands (the test then holds it too).
+SPLITTING = {"core/sweep.py", "explorer/window/main_window.py", "explorer/window/presentation.py",
+             "explorer/compare/window.py"}
+
+
+def long_modules(skip=frozenset()) -> list[str]:
+    found = []
+    for folder in ("core", "explorer", "gradflow"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            name = path.relative_to(ROOT).as_posix()
+            lines = len(path.read_text(encoding="utf-8").splitlines())
+            if lines > MAX_LINES and name not in skip:
+                found.append(f"{name}: {lines} lines")
+    return found
+
+
+def test_no_module_but_those_being_split_is_over_500_lines():
+    assert long_modules(skip=SPLITTING) == []
+
+
+@pytest.mark.xfail(strict=False, reason=f"being split: {', '.join(sorted(SPLITTING))}")
+def test_no_module_is_over_500_lines():
+    """One job per module: a module over MAX_LINES lines does several (split it by job)."""
+    assert long_modules() == []
+
+
+def test_importing_the_panels_leaves_pyqtgraph_as_it_was():
+    """No global side effect on import: pyqtgraph is configured where plots are set up (plotting.configure)."""
+    probe = ("import pyqtgraph as pg; before = dict(pg.CONFIG_OPTIONS); "
+             "draw = pg.PlotCurveItem._shouldUseDrawLineSegments; "
+             "import gradflow.explorer.panels.plotting, gradflow.explorer.export.figures; "
+             "assert pg.CONFIG_OPTIONS == before and pg.PlotCurveItem._shouldUseDrawLineSegments is draw")
+    done = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "QT_QPA_PLATFORM": "offscreen"},
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+# mypy over the engine and the Python API, on the wheel's layout (gradflow/core/...: pyproject's package-dir maps
+# gradflow.core to core/, which mypy cannot follow from the source tree). Files that other work is rewriting now are
+# listed here until it lands: their errors are reported by the xfail test below, not failed.
+TYPES_PENDING = ("gradflow/core/sweep.py", "gradflow/core/user_cell.py", "gradflow/core/session.py")
+
+
+@pytest.fixture(scope="module")
+def mypy_errors(tmp_path_factory) -> list[str]:
+    layout = installed_layout(tmp_path_factory.mktemp("mypy"))
+    done = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
+                           "--cache-dir", str(ROOT / ".mypy_cache"),
+                           "gradflow/core", "gradflow/__init__.py", "gradflow/api.py", "gradflow/__main__.py"],
+                          cwd=layout, capture_output=True, text=True, timeout=900)
+    if "No module named mypy" in done.stderr:
+        pytest.fail("mypy is not installed: install the test extra (pip install -e '.[test]')")
+    assert done.returncode in (0, 1) and "error: " not in done.stderr, done.stdout + done.stderr
+    return [line for line in done.stdout.splitlines() if ": error:" in line]
+
+
+def test_mypy_finds_nothing_in_the_engine_and_the_api(mypy_errors):
+    assert [e for e in mypy_errors if not e.startswith(TYPES_PENDING)] == []
+
+
+@pytest.mark.xfail(strict=False, reason=f"type errors left in: {', '.join(TYPES_PENDING)}")
+def test_mypy_finds_nothing_at_all(mypy_errors):
+    assert mypy_errors == []

@@ -42,6 +42,8 @@ def test_the_wheel_holds_only_gradflow(wheel):
     assert "gradflow/resources/presets/vanishing.toml" in names
     assert "gradflow/core/native/lstm.cpp" in names
     assert "gradflow/explorer/window/main_window.py" in names
+    assert "gradflow/core/kernels/lstm.py" in names   # every subpackage is listed in pyproject's packages
+    assert not any(name.endswith("xscreen.py") for name in names)   # the real-screen test harness stays in tests/
 
 
 @pytest.fixture(scope="module")

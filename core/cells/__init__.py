@@ -19,12 +19,11 @@ from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     import numpy as np
-    from torch import nn
 
     from gradflow.core.analysis import JacobianProfile
     from gradflow.core.config import Config
-    from gradflow.core.models import RowTrace, Trace
     from gradflow.core.spectrum import Spectrum, SpectrumMeter
+    from gradflow.core.trace import RowTrace, StackedRows, Trace
 
 USER_CELL = "path/to/cell.py:ClassName"   # the config's form of a user's cell in a file (core/cells/user.py)
 
@@ -60,7 +59,7 @@ VIEWS = {
 class Cell:
     """One kind of cell. Class attributes describe it (torch-free); the methods build and measure its network.
 
-    The network (an ``nn.Module``) has the interface core.trainer uses: ``forward(inputs (T, B, I), state,
+    The network (a core.trace.StackedRows, an ``nn.Module``) has the interface core.trainer uses: ``forward(inputs (T, B, I), state,
     keep_grad_at, trace) -> outputs (T, B, O), final state``, ``zero_state``, ``num_rows``, ``num_directions``,
     ``hidden_size``, ``head``, ``recurrent_matrix(row)`` and ``rescale_recurrent(radius)`` where it has a W_hh.
     """
@@ -87,10 +86,10 @@ class Cell:
         return None
 
     # -- the network -------------------------------------------------------------------------------------------
-    def build(self, config: Config, input_size: int, output_size: int) -> nn.Module:
+    def build(self, config: Config, input_size: int, output_size: int) -> StackedRows:
         raise NotImplementedError
 
-    def recurrent_block(self, config: Config, model: nn.Module) -> str:
+    def recurrent_block(self, config: Config, model: StackedRows) -> str:
         """What the record's spectrum describes (the record's ``recurrent_block``)."""
         raise NotImplementedError
 
@@ -98,16 +97,16 @@ class Cell:
         """An annulus (r_min, r_max) the eigenvalues were initialised in (the record's ``eigenvalue_ring``)."""
         return None
 
-    def spectrum(self, model: nn.Module, trace: Trace, meter: SpectrumMeter, full: bool) -> Spectrum:
+    def spectrum(self, model: StackedRows, trace: Trace, meter: SpectrumMeter, full: bool) -> Spectrum:
         """What this step measures of each row's recurrent block: its full spectrum, or ρ and σ_max of row 0
         (`meter` decides, core.spectrum.FULL_SPECTRUM_MAX_SIZE; full: a detail step)."""
         raise NotImplementedError
 
-    def contributions(self, model: nn.Module, row: RowTrace, config: Config) -> np.ndarray:
+    def contributions(self, model: StackedRows, row: RowTrace, config: Config) -> np.ndarray:
         """(T,) ‖step t's term of the recurrence's gradient‖ of one traced row, after backward."""
         raise NotImplementedError
 
-    def jacobians(self, model: nn.Module, trace: Trace, inputs, state0, config: Config) -> JacobianProfile:
+    def jacobians(self, model: StackedRows, trace: Trace, inputs, state0, config: Config) -> JacobianProfile:
         """Jacobians through time of layer 1, sample 0: inputs (T, I) of sample 0; state0 its initial state or None."""
         raise NotImplementedError
 
@@ -120,7 +119,7 @@ class Cell:
         notes = {"spectrum_points": self.spectrum_points, "spectrum_caption": self.spectrum_caption}
         return {name: text for name, text in notes.items() if text}
 
-    def views_missing(self, config: Config, model: nn.Module) -> dict[str, str]:
+    def views_missing(self, config: Config, model: StackedRows) -> dict[str, str]:
         """view (VIEWS) -> why it does not apply to this cell; views that apply are absent."""
         why = {"contributions": self.no_contributions, "linear_prediction": self.no_linear_prediction,
                "spectrum_edit": self.not_editable(config),
@@ -170,7 +169,7 @@ def taking(key: str) -> tuple[str, ...]:
     return tuple(name for name in (*names(), USER_CELL) if key in REGISTRY[name].keys)
 
 
-def build_model(config: Config, input_size: int, output_size: int) -> nn.Module:
+def build_model(config: Config, input_size: int, output_size: int) -> StackedRows:
     return cell_for(config.model).build(config, input_size, output_size)
 
 

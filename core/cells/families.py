@@ -10,9 +10,12 @@ on this project's 2-core machine.
 """
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from gradflow.core.cells import Cell
+
+if TYPE_CHECKING:
+    from gradflow.core.diagonal import DiagonalRow
 
 ORTHOGONAL_BLOCK = "W_hh (held orthogonal: torch's orthogonal parametrization)"
 
@@ -20,13 +23,23 @@ ORTHOGONAL_BLOCK = "W_hh (held orthogonal: torch's orthogonal parametrization)"
 class DenseCell(Cell):
     """A cell of core.models.RecurrentNet: torch's parameter layout, a dense W_hh (its candidate block)."""
     keys = frozenset({"init", "spectral_radius", "hold_spectral_radius", "bidirectional"})
-    block: ClassVar[str]          # which (H, H) block of W_hh the spectrum describes (core.models.CANDIDATE_CHUNK)
+    block: ClassVar[str]          # which (H, H) block of W_hh the spectrum describes (candidate_chunk)
+    candidate_chunk: ClassVar[int]    # the chunk of weight_hh on the candidate path: "W_hh" for the spectrum
+
+    @property
+    def chunks(self) -> int:
+        """The (H, ·) blocks of weight_ih / weight_hh: one per gate, one for a cell without gates."""
+        return max(len(self.gates), 1)
+
+    def kernel(self):
+        """The cell's maths: its row forward, hand-written BPTT and unrolled step (core/kernels/, core.bptt)."""
+        raise NotImplementedError
 
     def build(self, config, input_size, output_size):
         from torch.nn.utils.parametrizations import orthogonal
 
         from gradflow.core.models import RecurrentNet
-        model = RecurrentNet(config, input_size, output_size)
+        model = RecurrentNet(config, input_size, output_size, self)
         if config.recurrent_constraint == "orthogonal":
             for name, _ in list(model.rnn.named_parameters()):
                 if name.startswith("weight_hh"):
@@ -67,9 +80,13 @@ class DiagonalCell(Cell):
     keys = frozenset({"bidirectional"})
     block: ClassVar[str]          # what its spectrum shows (the record's recurrent_block)
 
+    def row(self) -> type[DiagonalRow]:
+        """The cell's maths: the class of one row, x_t -> a_t, b_t (core.diagonal)."""
+        raise NotImplementedError
+
     def build(self, config, input_size, output_size):
         from gradflow.core.diagonal import DiagonalNet
-        return DiagonalNet(config, input_size, output_size)
+        return DiagonalNet(config, input_size, output_size, self)
 
     def recurrent_block(self, config, model):
         return self.block

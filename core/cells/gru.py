@@ -16,6 +16,10 @@ class Gru(DenseCell):
     no_cell_state = ("A GRU has no separate cell state: its highway runs inside h itself, h_t = z_t ⊙ h_(t−1) + "
                      "(1 − z_t) ⊙ n_t (gradient panel).")
 
+    def kernel(self):
+        from gradflow.core.kernels.gru import GruKernel
+        return GruKernel()
+
     def delta(self, row, config):   # ∂L/∂h_t ⊙ (1 − z_t) ⊙ (1 − n_t²) ⊙ r_t, for the block W_hn
         g = row.gates
         return row.dh * (1 - g["update"]) * (1 - g["candidate"] ** 2) * g["reset"]

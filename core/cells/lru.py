@@ -21,8 +21,12 @@ class Lru(DiagonalCell):
     no_cell_state = ("The LRU has no cell state: its complex state h_t = λ ⊙ h_(t−1) + γ ⊙ B u_t loses a factor |λ_j| "
                      "per step (gradient panel; the λ_j in the spectrum panel).")
 
+    def row(self):
+        from gradflow.core.diagonal import LruRow
+        return LruRow
+
     def check(self, config):
-        from gradflow.core.config import ConfigError
+        from gradflow.core.errors import ConfigError
         if config.lru_r_min > config.lru_r_max:
             raise ConfigError(f"lru_r_min = {config.lru_r_min:g} must not exceed lru_r_max = {config.lru_r_max:g}")
 

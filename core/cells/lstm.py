@@ -18,6 +18,10 @@ class Lstm(DenseCell):
     cost = 4.0
     compiled_kernel = True
 
+    def kernel(self):
+        from gradflow.core.kernels.lstm import LstmKernel
+        return LstmKernel()
+
     def delta(self, row, config):   # ∂L/∂c_t ⊙ i_t ⊙ (1 − g_t²), for the block W_hg
         g = row.gates
         return row.dc * g["input"] * (1 - g["candidate"] ** 2)

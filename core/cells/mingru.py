@@ -20,3 +20,7 @@ class MinGru(DiagonalCell):
                         "stops.")
     no_cell_state = ("minGRU has no cell state: h_t = (1 − z_t) ⊙ h_(t−1) + z_t ⊙ h̃_t is itself a highway, diagonal "
                      "and free of W_hh (gradient panel; its factors 1 − z_t in the spectrum panel).")
+
+    def row(self):
+        from gradflow.core.diagonal import MinGruRow
+        return MinGruRow

@@ -21,3 +21,7 @@ class MinLstm(DiagonalCell):
     no_cell_state = ("minLSTM has no separate cell state: without an output gate, h_t = f′_t ⊙ h_(t−1) + i′_t ⊙ h̃_t "
                      "is the LSTM's cell path itself, so ‖∂L/∂h_t‖ (gradient panel) is its highway and f′_t its "
                      "forget gate (spectrum panel).")
+
+    def row(self):
+        from gradflow.core.diagonal import MinLstmRow
+        return MinLstmRow

@@ -12,7 +12,6 @@ class Rnn(DenseCell):
     name = "rnn"
     order = 0
     keys = DenseCell.keys | {"activation", "recurrent_constraint", "sigma_w", "sigma_b", "input_sigma"}
-    gates = ("hidden",)
     candidate_chunk = 0
     block = "W_hh"
     no_cell_state = ("A vanilla RNN has no cell state: its only path back is h_t → h_(t−1), through W_hh and tanh′ "
@@ -20,7 +19,7 @@ class Rnn(DenseCell):
     no_linear_prediction = None
 
     def check(self, config):
-        from gradflow.core.config import ConfigError
+        from gradflow.core.errors import ConfigError
         if config.recurrent_constraint != "none" and config.spectral_radius is not None:
             raise ConfigError("recurrent_constraint = 'orthogonal' fixes ρ = 1; spectral_radius "
                               f"= {config.spectral_radius:g} cannot also hold: use spectral_radius = none")
@@ -34,6 +33,10 @@ class Rnn(DenseCell):
             if getattr(config, key) != default[key].default:
                 raise ConfigError(f"{key} = {getattr(config, key):g} applies with init = 'gaussian' only (got init = "
                                   f"{config.init!r}): set init = 'gaussian' or {key} = {default[key].default:g}")
+
+    def kernel(self):
+        from gradflow.core.kernels.rnn import RnnKernel
+        return RnnKernel()
 
     def delta(self, row, config):
         from gradflow.core.analysis import ACTIVATION_DERIVATIVE

@@ -198,7 +198,7 @@ def _sole_builder(folder: Path, wait: bool):
     """Hold the builder lock of `folder` (yields True), or yield False when another process holds it and not
     `wait`. An OS file lock: the OS releases it when its holder dies, however it dies."""
     with open(folder / "builder.lock", "a+b") as handle:
-        if os.name == "nt":
+        if sys.platform == "win32":
             import msvcrt
             handle.seek(0)   # every process locks the same byte
             while True:

@@ -1,9 +1,9 @@
-// The LSTM row's time loops of core.models (_lstm_forward, _lstm_backward), compiled.
+// The LSTM row's time loops of core/kernels/lstm.py (_lstm_forward, _lstm_backward), compiled.
 // Per step: one GEMM through ATen into the preallocated buffers; forward, ATen's sigmoid and tanh on the same
 // views as the Python loops, the products in loops over B x H; backward, one fused loop over B x H. Every
 // operation rounds as its torch counterpart in the Python loops, so the two agree to the last bit where the
 // Python loops' vectorised torch ops do (tests/core/test_native_lstm.py). Same buffers, same layout, same
-// formulas as the Python loops: engine gate order o, i, f, g; xh rows [1, x, h]; see core/models.py.
+// formulas as the Python loops: engine gate order o, i, f, g; xh rows [1, x, h]; see core/kernels/lstm.py.
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/extension.h>
 
@@ -61,7 +61,7 @@ void backward_row(const T* __restrict__ dh, const T* __restrict__ carry, T s, bo
 }
 
 // x (M, K) @ Wᵀ by oneDNN, W (N, K) packed once per optimizer step by mkldnn::_reorder_linear_weight -> (M, N).
-// The same op as the Python loops' core.models._PackedMatmul, so the same bits.
+// The same op as the Python loops' _packed_linear (core/kernels/lstm.py), so the same bits.
 at::Tensor packed_linear(const at::Tensor& x, const at::Tensor& packed) {
   static auto op = c10::Dispatcher::singleton()
                        .findSchemaOrThrow("mkldnn::_linear_pointwise", "")

@@ -1,6 +1,8 @@
 """The tasks a network can learn; ``make_task(config)`` builds the one ``config.task`` names."""
 from __future__ import annotations
 
+from typing import Callable
+
 from gradflow.core.config import Config
 from gradflow.core.tasks.adding import AddingTask
 from gradflow.core.tasks.base import Batch, RunFn, Task
@@ -8,7 +10,7 @@ from gradflow.core.tasks.copy import CopyTask
 from gradflow.core.tasks.sine import SineTask
 from gradflow.core.tasks.text import TextTask
 
-TASKS: dict[str, type[Task]] = {"adding": AddingTask, "copy": CopyTask, "sine": SineTask, "text": TextTask}
+TASKS: dict[str, Callable[[Config], Task]] = {"adding": AddingTask, "copy": CopyTask, "sine": SineTask, "text": TextTask}
 
 
 def make_task(config: Config) -> Task:

@@ -69,7 +69,7 @@ class WindowStream:
         self.corpus = torch.as_tensor(corpus)
         self.batch_size, self.num_steps, self.sampling, self.rng = batch_size, num_steps, sampling, rng
         self.epoch = 0        # epochs started so far
-        self._batches = iter(())
+        self._batches: Iterator[tuple[torch.Tensor, torch.Tensor]] = iter(())
 
     def __iter__(self) -> "WindowStream":
         return self

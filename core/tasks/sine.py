@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from gradflow.core.config import Config, ConfigError
-from gradflow.core.models import map_state
+from gradflow.core.trace import map_state
 from gradflow.core.tasks.base import Batch, RunFn, Task
 from gradflow.core.tasks.sequence_sampling import WindowStream, min_corpus_length
 

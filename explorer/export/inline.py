@@ -10,7 +10,8 @@ from typing import Any
 from PySide6.QtCore import qInstallMessageHandler
 from PySide6.QtWidgets import QApplication
 
-from gradflow.explorer.export.figures import Dashboard, _encode, pdf_bytes, render_image, save_figure, svg_bytes
+from gradflow.explorer.export.figures import Dashboard, _encode, render_image, save_figure
+from gradflow.explorer.export.vector import pdf_bytes, svg_bytes
 
 COMPARISON_PANELS = ("gradient_time", "training")   # a comparison's figure: these panels with its runs overlaid
 

@@ -19,7 +19,7 @@ from PySide6.QtGui import QPen
 from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 from gradflow.core.meanfield import critical_sigma_w2, mean_field
-from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels import legends, plotting
 from gradflow.explorer.panels.base import themed_palette
 from gradflow.explorer.theme import LIGHT, Theme
 
@@ -270,7 +270,7 @@ def draw_diagram(widget, frame, plan, metric: str, theme: Theme = LIGHT):
             y = _to_index(values[y_key], line.y)
             plot.plot(x, y, pen=line_pens[1], connect="finite")
             legend.addItem(plot.plot(x, y, pen=line_pens[0], connect="finite"), line.label)
-    plotting.style_legend(legend, theme)
+    legends.style_legend(legend, theme)
     legend.setMaximumWidth(legend.width())       # its natural width, at the left: its columns side by side
     widget.ci.layout.setAlignment(legend, Qt.AlignmentFlag.AlignLeft)
     return plot, title, notes

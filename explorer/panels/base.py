@@ -4,7 +4,6 @@ from __future__ import annotations
 import math
 import time
 
-import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6 import QtGui
@@ -12,7 +11,7 @@ from PySide6.QtGui import QPalette, QTextDocument
 from PySide6.QtWidgets import QBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from gradflow.core.records import History, Record
-from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels import legends, plotting
 from gradflow.explorer.theme import DEFAULT_THEME, Theme
 
 
@@ -100,10 +99,9 @@ class YieldingLabel(QLabel):
         return int(doc.size().height()) + 2
 
 
-
 def mark_ui_only(widget: QWidget) -> QWidget:
     """Leave `widget` out of exported figures (a hint such as "Drag an eigenvalue…"; buttons are left out
-    anyway: explorer.export.figures.as_figure)."""
+    anyway: explorer.export.vector.as_figure)."""
     widget.setProperty(UI_ONLY, True)
     return widget
 
@@ -132,6 +130,7 @@ class Panel(QWidget):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
+        plotting.configure()
         self.setObjectName(type(self).__name__)
         self.caption_label = YieldingLabel(self.caption)
         self.caption_label.setObjectName("caption")
@@ -286,7 +285,7 @@ class Panel(QWidget):
         layout, below, beside, beside_columns = slots
         plot = legend._inside if self.theme.presentation else None
         side = "inside" if plot is not None else beside is not None and \
-            self.width() - plotting.legend_width(legend, beside_columns) > SIDE_RATIO * max(self.height(), 1)
+            self.width() - legends.legend_width(legend, beside_columns) > SIDE_RATIO * max(self.height(), 1)
         if side == legend._beside:
             return
         legend._beside = side
@@ -296,7 +295,7 @@ class Panel(QWidget):
         if side == "inside":
             legend.setParentItem(plot.vb)
             legend.max_columns = 1
-            self._anchor_inside(legend, empty_corner(legend, plot, None))
+            self._anchor_inside(legend, legends.empty_corner(legend, plot, None))
         elif side:
             row, col, rowspan = beside
             layout.addItem(legend, row=row, col=col, rowspan=rowspan)
@@ -307,7 +306,7 @@ class Panel(QWidget):
             layout.addItem(legend, row=row, col=col, colspan=colspan)
             layout.layout.setAlignment(legend, Qt.AlignmentFlag.AlignLeft)
             legend.max_columns = None
-        plotting.style_legend(legend, self.theme)   # a veil inside a plot, none beside or below it
+        legends.style_legend(legend, self.theme)   # a veil inside a plot, none beside or below it
         legend._fitted = None
 
     def place_inside_legends(self) -> None:
@@ -315,13 +314,13 @@ class Panel(QWidget):
         after drawing); they stay where they are unless another corner holds fewer points."""
         for legend in self._legends:
             if getattr(legend, "_beside", None) == "inside":
-                self._anchor_inside(legend, empty_corner(legend, legend._inside, legend._corner))
+                self._anchor_inside(legend, legends.empty_corner(legend, legend._inside, legend._corner))
 
     @staticmethod
     def _anchor_inside(legend: pg.LegendItem, corner: tuple[int, int]):
         if corner != legend._corner:
             legend._corner = corner
-            legend.anchor(itemPos=corner, parentPos=corner, offset=inside_inset(corner))
+            legend.anchor(itemPos=corner, parentPos=corner, offset=legends.inside_inset(corner))
 
     def add_note(self, note: plotting.Note) -> plotting.Note:
         self._notes.append(note)
@@ -362,7 +361,7 @@ class Panel(QWidget):
             note.apply_theme(theme)
         self._restyle(theme)
         for legend in self._legends:  # after _restyle, so samples show the new pens
-            plotting.style_legend(legend, theme)
+            legends.style_legend(legend, theme)
             legend._fitted = None     # label widths changed with the font
             legend.update()
         self.fit_legends()
@@ -387,7 +386,7 @@ class Panel(QWidget):
         rows as then needed (it re-flows into more columns, or beside the plots, when there is room)."""
         for legend in self._legends:
             if legend.items:
-                legend.setMinimumWidth(plotting.legend_entry_width(legend))
+                legend.setMinimumWidth(legends.legend_entry_width(legend))
         for view in self._graphics:
             layout = view.ci
             mine = [legend for legend in self._legends if legend in layout.items and legend.items]
@@ -402,7 +401,7 @@ class Panel(QWidget):
             else:
                 flow = max(width, view.width()) if view.isVisible() else width
             for legend in mine:
-                entry = plotting.legend_entry_width(legend)
+                entry = legends.legend_entry_width(legend)
                 rows = math.ceil(len(legend.items) / max(1, int((flow - 16) // entry)))
                 below = rows * max(label.itemRect().height() for _, label in legend.items) + 4
                 if legend in beside:
@@ -439,7 +438,7 @@ class Panel(QWidget):
         panel's width allows (call after changing entries or their text)."""
         for legend in self._legends:
             self._place_legend(legend)
-            plotting.fit_legend(legend, self.width())
+            legends.fit_legend(legend, self.width())
         self.fit_minimums()
 
     def resizeEvent(self, event) -> None:
@@ -450,53 +449,3 @@ class Panel(QWidget):
         """Set pens, brushes and fonts of this panel's data items (subclasses)."""
 
 
-CORNERS = ((0, 0), (1, 0), (0, 1), (1, 1))   # (x, y) fractions of the view box: top left, top right, ...
-
-
-def inside_inset(corner: tuple[int, int]) -> tuple[int, int]:
-    """px from a legend inside its plot to the data area's `corner` (0/1 each: left/right, top/bottom) it sits at."""
-    return 8 - 16 * corner[0], 6 - 12 * corner[1]
-
-
-CORNER_SAMPLES = 200   # empty_corner samples curves at this many even steps across the view
-
-
-def empty_corner(legend: pg.LegendItem, plot: pg.PlotItem, current: tuple[int, int] | None) -> tuple[int, int]:
-    """The corner of `plot`'s data area where `legend` (at its size now) covers least of the plot's curves: each
-    curve sampled at even steps of x (a theory line of two points counts along its length) and weighted by its pen's
-    opacity (the faint trail of earlier steps counts less than the current curve); `current` when no other corner
-    covers less (top left when there is nothing drawn yet)."""
-    view = plot.vb
-    rect, size = view.viewRect(), view.boundingRect()
-    if size.width() <= 0 or size.height() <= 0 or rect.width() == 0 or rect.height() == 0:
-        return current or CORNERS[0]
-    share_w = min(1.0, (legend.boundingRect().width() + 8) / size.width())
-    share_h = min(1.0, (legend.boundingRect().height() + 6) / size.height())
-    xs, ys, weights = [], [], []
-    for item in plot.listDataItems():
-        x, y = item.getData() if item.isVisible() else (None, None)
-        if x is None or y is None:
-            continue
-        x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-        finite = np.isfinite(x) & np.isfinite(y)
-        if finite.sum() < 2:
-            continue
-        order = np.argsort(x[finite])
-        along = np.arange(x[finite][order[0]], x[finite][order[-1]], rect.width() / CORNER_SAMPLES)
-        xs.append(along)
-        ys.append(np.interp(along, x[finite][order], y[finite][order]))
-        weights.append(np.full(len(along), pg.mkPen(item.opts.get("pen")).color().alphaF()))
-    if not xs:
-        return current or CORNERS[0]
-    fx = (np.concatenate(xs) - rect.left()) / rect.width()     # 0 at the left, 1 at the right
-    fy = (rect.bottom() - np.concatenate(ys)) / rect.height()  # 0 at the top (larger y is higher), 1 at the bottom
-    weight = np.concatenate(weights)
-
-    def covered(corner: tuple[int, int]) -> float:
-        in_x = fx >= 1 - share_w if corner[0] else fx <= share_w
-        in_y = fy >= 1 - share_h if corner[1] else fy <= share_h
-        return float(weight[in_x & in_y].sum())
-
-    counts = {corner: covered(corner) for corner in CORNERS}
-    best = min(CORNERS, key=counts.__getitem__)
-    return current if current is not None and counts[current] <= counts[best] else best

@@ -7,7 +7,7 @@ import numpy as np
 import pyqtgraph as pg
 
 from gradflow.core.records import History, Record
-from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels import legends, plotting, ranges
 from gradflow.explorer.panels.base import Panel
 from gradflow.explorer.theme import Theme
 
@@ -40,7 +40,7 @@ class ContributionsPanel(Panel):
         self.share_plot = self.add_plot(plotting.new_plot(layout, 1, 0, "distance from the loss, T − t (steps)",
                                                           "share of Σ (%)", int_x=True))
         plotting.stack_plots(layout, self.norm_plot, self.share_plot)
-        self.legend = self.add_legend(plotting.new_legend(), layout, below=(2, 0, 1), beside=(0, 1, 2))
+        self.legend = self.add_legend(legends.new_legend(), layout, below=(2, 0, 1), beside=(0, 1, 2))
 
         self.row_curves: list[pg.PlotDataItem] = []      # ‖term_t‖ per row, against T − t
         self.total_line = self.norm_plot.plot()          # Σ_t ‖term_t‖: the whole, for scale
@@ -48,8 +48,8 @@ class ContributionsPanel(Panel):
         self.share_bars = pg.BarGraphItem(x=[], height=[], width=0.85)   # row 0, percent
         self.share_plot.addItem(self.share_bars)
         self.share_note = self.add_note(plotting.Note(self.share_plot.getViewBox(), "top-right"))
-        self.y_range = plotting.StickyRange((-6.0, 0.0), step=1.0, margin=0.03, shrink_below=0.6, min_span=2.0)
-        self.share_range = plotting.StickyRange((0.0, 10.0), margin=0.05, shrink_below=0.3)
+        self.y_range = ranges.StickyRange((-6.0, 0.0), step=1.0, margin=0.03, shrink_below=0.6, min_span=2.0)
+        self.share_range = ranges.StickyRange((0.0, 10.0), margin=0.05, shrink_below=0.3)
 
         self.distance = np.zeros(0)       # x: T − t for t = T … 1 (near the loss first)
         self.share = np.zeros(0)          # row 0's share of the total, fraction, same order as `distance`
@@ -91,19 +91,19 @@ class ContributionsPanel(Panel):
         self.distance = np.arange(T, dtype=float)                          # T − t, t = T … 1
         near_first = norms[:, ::-1]
         self._ensure_rows(R)
-        extent = plotting.finite_extent(near_first[rows], positive=True)
+        extent = ranges.finite_extent(near_first[rows], positive=True)
         total = float(norms[0].sum())
         if extent is not None:
             lo, hi = math.log10(extent[0]), math.log10(max(extent[1], total if math.isfinite(total) else 0))
             # room above the total line
-            self.y_range.update(max(lo, -plotting.LOG_CLAMP), min(hi + 0.3, plotting.LOG_CLAMP))
+            self.y_range.update(max(lo, -ranges.LOG_CLAMP), min(hi + 0.3, ranges.LOG_CLAMP))
         self.norm_plot.setYRange(self.y_range.lo, self.y_range.hi, padding=0)
         ceiling = 10.0 ** self.y_range.hi
         for r, curve in enumerate(self.row_curves):
             visible = r in rows
             curve.setVisible(visible)
             if visible:   # an exact 0 (h_0 = 0, a truncated window) is a gap
-                curve.setData(self.distance, plotting.log_drawable(near_first[r], ceiling))
+                curve.setData(self.distance, ranges.log_drawable(near_first[r], ceiling))
         if math.isfinite(total) and total > 0:
             self.total_line.setData([-0.5, T - 0.5], [total, total])
         else:
@@ -123,7 +123,7 @@ class ContributionsPanel(Panel):
         if zeros:
             parts.append(f"{zeros} step{'s add' if zeros > 1 else ' adds'} exactly 0 (gaps: h_0 = 0 or a cut window)")
         self.set_key(" · ".join(parts))
-        self.set_alert(plotting.nonfinite_note("‖term_t‖", norms, "drawn at the top"))
+        self.set_alert(ranges.nonfinite_note("‖term_t‖", norms, "drawn at the top"))
 
     def _write_readout(self, T: int):
         """How much of the whole the nearest and the farthest steps give."""
@@ -158,7 +158,7 @@ class ContributionsPanel(Panel):
             self.legend.addItem(self.row_curves[r], f"‖term<sub>t</sub>‖: step t's part of ∂L/∂W{suffix}")
         self.legend.addItem(self.total_line, "Σ<sub>t</sub> ‖term<sub>t</sub>‖ (the whole)")
         self.legend.addItem(self.share_bars, "share of Σ (row 1)" if len(rows) > 1 else "share of Σ")
-        plotting.style_legend(self.legend, self.theme)
+        legends.style_legend(self.legend, self.theme)
         self.fit_legends()
 
     def _restyle(self, theme: Theme):

@@ -9,7 +9,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF
 
 from gradflow.core.records import ZERO_CAUSES, History, Record
-from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels import plotting, ranges
 from gradflow.explorer.panels.base import Panel
 from gradflow.explorer.theme import GREEN, PURPLE, SKY_BLUE, Theme
 
@@ -46,7 +46,7 @@ class GradientHistoryPanel(Panel):
         self.plot.addItem(self.image)
         self.plot.addItem(self.zero_image)
         self.zero_image.setZValue(1)
-        self.levels = plotting.StickyRange((-6.0, 0.0), step=1.0, shrink_below=None, min_span=2.0)
+        self.levels = ranges.StickyRange((-6.0, 0.0), step=1.0, shrink_below=None, min_span=2.0)
         self.colorbar = self.add_colorbar(pg.ColorBarItem(
             values=self.levels.range, colorMap=self.theme.sequential_cmap, interactive=False,
             colorMapMenu=False, label=COLORBAR_LABEL, width=18))
@@ -84,7 +84,7 @@ class GradientHistoryPanel(Panel):
 
         codes = _bin_codes(causes[:, 0, :], len(steps)).T                # (T, N'): a binned zero is all zeros
         norms, steps = _bin_columns(profiles[:, 0, :], steps)            # (N', T), binned before the log: cheaper
-        logs = plotting.safe_log10(norms).T                              # (T, N')
+        logs = ranges.safe_log10(norms).T                              # (T, N')
         finite = np.isfinite(logs)
         if finite.any():
             hi = float(logs[finite].max())
@@ -120,7 +120,7 @@ class GradientHistoryPanel(Panel):
         if (logs[finite] < lo).any() if finite.any() else False:
             parts.append(f"below 10<sup>{lo:.0f}</sup>: bottom colour")
         self.set_key(" · ".join(parts))
-        self.set_alert(plotting.nonfinite_note("‖∂L/∂h_t‖", profiles[:, 0, :], "drawn in the top colour"))
+        self.set_alert(ranges.nonfinite_note("‖∂L/∂h_t‖", profiles[:, 0, :], "drawn in the top colour"))
 
     def _restyle(self, theme: Theme):
         self.colorbar.setColorMap(theme.sequential_cmap)

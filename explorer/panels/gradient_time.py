@@ -9,8 +9,9 @@ import numpy as np
 import pyqtgraph as pg
 
 from gradflow.core.records import History, Record
-from gradflow.explorer.panels import plotting
-from gradflow.explorer.panels.base import CORNERS, Panel, empty_corner, inside_inset
+from gradflow.explorer.panels import legends, plotting, ranges
+from gradflow.explorer.panels.base import Panel
+from gradflow.explorer.panels.legends import CORNERS, empty_corner, inside_inset
 from gradflow.explorer.panels.runs import RunCurves
 from gradflow.explorer.theme import Theme
 
@@ -34,7 +35,7 @@ class GradientTimePanel(Panel):
         self.plot = self.add_plot(plotting.new_plot(self.view.ci, 0, 0, "time step t", "", log_y=True, int_x=True))
         self.view.ci.setContentsMargins(2, 2, 6, 2)   # no colour bar: its end labels need no room above the plot
         self._inside_scale = 0                        # index of INSIDE_TEXT_SCALES the legend inside the plot uses
-        legend = plotting.new_legend()
+        legend = legends.new_legend()
         legend.text_scale = INSIDE_TEXT_SCALES[0]
         self.legend = self.add_legend(legend, self.view.ci, below=(1, 0, 1), beside=(0, 1, 1),
                                       inside=None if runs else self.plot)   # one run, on a projector: in the plot's
@@ -56,7 +57,7 @@ class GradientTimePanel(Panel):
         for item in (self.zero_markers, self.inf_markers):
             item.setZValue(20)
 
-        self.y_range = plotting.StickyRange((-6.0, 1.0), step=1.0, margin=0.03, shrink_below=0.6, min_span=2.0)
+        self.y_range = ranges.StickyRange((-6.0, 1.0), step=1.0, margin=0.03, shrink_below=0.6, min_span=2.0)
         self.floor = 10.0 ** self.y_range.lo      # where zeros are drawn (one decade under the data)
         self.ceiling = 10.0 ** self.y_range.hi    # where infinities are drawn
         self._seq_len = 0
@@ -94,22 +95,22 @@ class GradientTimePanel(Panel):
             self.cell_curves[r].setVisible(visible and dc is not None)
             if visible:
                 # zeros are gaps (their markers sit at the floor), ∞ is clipped to the ceiling
-                self.row_curves[r].setData(ts, plotting.log_drawable(dh[r], self.ceiling))
+                self.row_curves[r].setData(ts, ranges.log_drawable(dh[r], self.ceiling))
                 if dc is not None:
-                    self.cell_curves[r].setData(ts, plotting.log_drawable(dc[r], self.ceiling))
+                    self.cell_curves[r].setData(ts, ranges.log_drawable(dc[r], self.ceiling))
 
         zero_t = ts[(both == 0).any(axis=0)] if both.size else ts[:0]
         inf_t = ts[np.isinf(both).any(axis=0)] if both.size else ts[:0]
-        plotting.set_points(self.zero_markers, zero_t, np.full(len(zero_t), self.floor))
-        plotting.set_points(self.inf_markers, inf_t, np.full(len(inf_t), self.ceiling))
+        ranges.set_points(self.zero_markers, zero_t, np.full(len(zero_t), self.floor))
+        ranges.set_points(self.inf_markers, inf_t, np.full(len(inf_t), self.ceiling))
         self._draw_trail(earlier, ts)
         self._draw_theory(record, dh[0], ts)
         self._update_legend(record, R, dc is not None, *self._mark(zero_t, inf_t))
         self.place_inside_legends()
 
-        notes = [plotting.nonfinite_note("‖∂L/∂h_t‖", dh, "▲ at the top")]
+        notes = [ranges.nonfinite_note("‖∂L/∂h_t‖", dh, "▲ at the top")]
         if dc is not None:
-            notes.append(plotting.nonfinite_note("‖∂L/∂c_t‖", dc, "▲ at the top"))
+            notes.append(ranges.nonfinite_note("‖∂L/∂c_t‖", dc, "▲ at the top"))
         if record.diverged:
             notes.append(f"step {record.step}: update refused ({record.diverged})")
         self.set_alert(" · ".join(n for n in notes if n))
@@ -134,13 +135,13 @@ class GradientTimePanel(Panel):
         self.run_theory.set_data([self._theory_line(row, r.spectral_radius, ts) for row, r in zip(rows, records)])
         self.run_curves.set_texts([f"{label} (diverged)" if r.diverged else label
                                    for label, r in zip(self.run_labels, records)])
-        self.run_curves.set_data([(ts, plotting.log_drawable(row, self.ceiling)) for row in rows])
+        self.run_curves.set_data([(ts, ranges.log_drawable(row, self.ceiling)) for row in rows])
         zero_t, inf_t = ts[(rows == 0).any(axis=0)], ts[np.isinf(rows).any(axis=0)]
-        plotting.set_points(self.zero_markers, zero_t, np.full(len(zero_t), self.floor))
-        plotting.set_points(self.inf_markers, inf_t, np.full(len(inf_t), self.ceiling))
+        ranges.set_points(self.zero_markers, zero_t, np.full(len(zero_t), self.floor))
+        ranges.set_points(self.inf_markers, inf_t, np.full(len(inf_t), self.ceiling))
         self._update_runs_legend(*self._mark(zero_t, inf_t))
         self.place_inside_legends()
-        notes = [plotting.nonfinite_note(f"‖∂L/∂h_t‖ {label}", row, "▲ at the top")
+        notes = [ranges.nonfinite_note(f"‖∂L/∂h_t‖ {label}", row, "▲ at the top")
                  for label, row in zip(self.run_labels, rows)]
         notes += [f"{label}: step {r.step} update refused ({r.diverged})"
                   for label, r in zip(self.run_labels, records) if r.diverged]
@@ -226,7 +227,7 @@ class GradientTimePanel(Panel):
         if index != self._inside_scale:
             self._inside_scale = index
             self.legend.text_scale = INSIDE_TEXT_SCALES[index]
-            plotting.style_legend(self.legend, self.theme)
+            legends.style_legend(self.legend, self.theme)
 
     def _legend_back_inside(self):
         """The legend at its largest text, and back inside the plot where presentation type puts it there."""
@@ -238,7 +239,7 @@ class GradientTimePanel(Panel):
     def fit_legends(self) -> None:
         super().fit_legends()
         if getattr(self.legend, "_beside", None) != "inside":
-            plotting.release_anchor(self.legend)   # out of the plot: the plot's resizing no longer moves it
+            legends.release_anchor(self.legend)   # out of the plot: the plot's resizing no longer moves it
         elif hasattr(self, "row_curves"):          # (not while __init__ adds it)
             self.view.ci.layout.activate()         # the plot at its size with the new fonts, then the legend's place
             self.place_inside_legends()
@@ -252,7 +253,7 @@ class GradientTimePanel(Panel):
     def _fit_y(self, values: np.ndarray, trail: list[np.ndarray]):
         """Sticky log10 range over the positive finite norms (trail included), with room for the
         floor and ceiling."""
-        extent = plotting.finite_extent(np.concatenate([values.ravel(), *trail]), positive=True)
+        extent = ranges.finite_extent(np.concatenate([values.ravel(), *trail]), positive=True)
         if extent is None:
             lo, hi = self.y_range.lo + 1, self.y_range.hi - 1
         else:
@@ -261,24 +262,24 @@ class GradientTimePanel(Panel):
         has_inf = bool(np.isinf(values).any())
         lo_need = math.floor(lo) - 1 if has_zero else lo    # zeros sit one decade under the smallest norm
         hi_need = math.ceil(hi) + 1.5 if has_inf else hi    # infinities sit one decade over the largest
-        self.y_range.update(max(lo_need, -plotting.LOG_CLAMP), min(hi_need, plotting.LOG_CLAMP))
+        self.y_range.update(max(lo_need, -ranges.LOG_CLAMP), min(hi_need, ranges.LOG_CLAMP))
         self.floor = 10.0 ** (lo_need if has_zero else self.y_range.lo)
-        self.ceiling = 10.0 ** (min(math.ceil(hi) + 1, plotting.LOG_CLAMP) if has_inf else self.y_range.hi)
+        self.ceiling = 10.0 ** (min(math.ceil(hi) + 1, ranges.LOG_CLAMP) if has_inf else self.y_range.hi)
         self.plot.setYRange(self.y_range.lo, self.y_range.hi, padding=0)
 
     def _draw_trail(self, earlier: list[Record], ts: np.ndarray):
         for curve in self.trail_curves:
             curve.setVisible(False)
         for curve, old in zip(self.trail_curves[plotting.TRAIL - len(earlier):], earlier):
-            curve.setData(ts, plotting.log_drawable(old.dh_norms[0], self.ceiling))
+            curve.setData(ts, ranges.log_drawable(old.dh_norms[0], self.ceiling))
             curve.setVisible(True)
 
     def _draw_theory(self, record: Record, row0: np.ndarray, ts: np.ndarray):
         """g_T · ρ^(T−t) and g_T · σ_max^(T−t), anchored at the last step with a positive finite norm; and the
         engine's exact linear prediction ‖(W_hhᵀ)^(T−t) ∂L/∂h_T‖ for the current W_hh, where the record has it."""
         linear = record.linear_prediction
-        drawn = ([], []) if linear is None else (ts, plotting.log_drawable(np.asarray(linear, float), self.ceiling))
-        plotting.set_points(self.linear_line, *drawn)
+        drawn = ([], []) if linear is None else (ts, ranges.log_drawable(np.asarray(linear, float), self.ceiling))
+        ranges.set_points(self.linear_line, *drawn)
         for line, base in ((self.rho_line, record.spectral_radius), (self.sigma_line, record.sigma_max)):
             line.setData(*self._theory_line(row0, base, ts))
 
@@ -321,8 +322,8 @@ class GradientTimePanel(Panel):
                 self.legend.addItem(self.trail_curves[-1], f"previous {plotting.TRAIL} steps")
             self.legend.addItem(self.rho_line, rho_text)        # with their numbers: the columns fit them
             self.legend.addItem(self.sigma_line, sigma_text)
-            plotting.reserve_legend_text(self.legend, self.rho_line, RHO_TEXT.format(88.888))
-            plotting.reserve_legend_text(self.legend, self.sigma_line, SIGMA_TEXT.format(88.888))
+            legends.reserve_legend_text(self.legend, self.rho_line, RHO_TEXT.format(88.888))
+            legends.reserve_legend_text(self.legend, self.sigma_line, SIGMA_TEXT.format(88.888))
             if has_linear:
                 self.legend.addItem(self.linear_line, "exact linear ‖(W<sub>hh</sub><sup>T</sup>)<sup>T−t</sup> "
                                                       "∂L/∂h<sub>T</sub>‖")
@@ -353,7 +354,7 @@ class GradientTimePanel(Panel):
             self.legend.addItem(self.zero_markers, "exactly 0 (no gradient), at floor")
         if has_inf:
             self.legend.addItem(self.inf_markers, "∞, clipped at top")
-        plotting.style_legend(self.legend, self.theme)
+        legends.style_legend(self.legend, self.theme)
         self.fit_legends()
 
     def _restyle(self, theme: Theme):
@@ -395,8 +396,8 @@ def straight_log_line(t0: float, t1: float, t_anchor: float, log_anchor: float, 
     curve costs drawing time)."""
     ts = [t0, t1]
     if log_base:
-        crossings = (t_anchor - (clamp - log_anchor) / log_base for clamp in (-plotting.LOG_CLAMP, plotting.LOG_CLAMP))
+        crossings = (t_anchor - (clamp - log_anchor) / log_base for clamp in (-ranges.LOG_CLAMP, ranges.LOG_CLAMP))
         ts += [t for t in crossings if t0 < t < t1]
     ts = np.sort(np.asarray(ts, dtype=float))
-    log_y = np.clip(log_anchor + (t_anchor - ts) * log_base, -plotting.LOG_CLAMP, plotting.LOG_CLAMP)
+    log_y = np.clip(log_anchor + (t_anchor - ts) * log_base, -ranges.LOG_CLAMP, ranges.LOG_CLAMP)
     return ts, 10.0 ** log_y

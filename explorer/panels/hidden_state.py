@@ -9,7 +9,7 @@ from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel
 
 from gradflow.core.records import History, Record
-from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels import plotting, ranges
 from gradflow.explorer.panels.base import Panel
 from gradflow.explorer.theme import Theme
 
@@ -181,7 +181,7 @@ class HiddenStatePanel(Panel):
             plotting.style_plot(self.plot, self.theme, grid=False)
 
         parts = [f"step {record.step} · sample 0 · {record.row_labels[row]} · H = {H}"]
-        self.set_alert(plotting.nonfinite_note("values", v, "drawn in the end colours"))
+        self.set_alert(ranges.nonfinite_note("values", v, "drawn in the end colours"))
         sat = np.mean(np.abs(v[np.isfinite(v)]) > 0.99) if key == "hidden" and hi == 1 and np.isfinite(v).any() else 0
         if sat > 0.05:
             parts.append(f"{100 * sat:.0f}% of values saturated (|h| > 0.99)")

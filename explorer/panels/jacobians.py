@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
 from gradflow.core.records import History, Record
-from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels import legends, plotting, ranges
 from gradflow.explorer.panels.base import Panel
 from gradflow.explorer.panels.visibility import OnScreenWatch
 from gradflow.explorer.theme import Theme
@@ -50,7 +50,7 @@ class JacobiansPanel(Panel):
         self.step_plot.getAxis("bottom").showLabel(False)
         layout.layout.setRowStretchFactor(0, 2)
         layout.layout.setRowStretchFactor(1, 3)
-        self.legend = self.add_legend(plotting.new_legend(), layout, below=(2, 0, 1), beside=(0, 1, 2))
+        self.legend = self.add_legend(legends.new_legend(), layout, below=(2, 0, 1), beside=(0, 1, 2))
 
         self.step_curve = self.step_plot.plot()        # σ_max(J_t), t = 1..T
         self.one_line = pg.InfiniteLine(pos=0.0, angle=0, movable=False)   # σ = 1 (log10 0)
@@ -60,8 +60,8 @@ class JacobiansPanel(Panel):
         self.product_curve.setZValue(3)
         self.waiting_note = self.add_note(plotting.Note(self.step_plot.getViewBox(), "top-left"))
         self.legend.addItem(self.product_curve, "‖J<sub>T</sub> ⋯ J<sub>t+1</sub>‖")
-        self.y_range = plotting.StickyRange((-3.0, 0.0), step=1.0, margin=0.03, shrink_below=0.5, min_span=1.0)
-        self.step_range = plotting.StickyRange((-0.5, 0.5), step=0.5, margin=0.05, shrink_below=0.4, min_span=0.5)
+        self.y_range = ranges.StickyRange((-3.0, 0.0), step=1.0, margin=0.03, shrink_below=0.5, min_span=1.0)
+        self.step_range = ranges.StickyRange((-0.5, 0.5), step=0.5, margin=0.05, shrink_below=0.4, min_span=0.5)
         self.jacobians = None                 # the JacobianProfile on screen
         self.shown_step: int | None = None    # the step it was computed at
         self._has_bound = False
@@ -126,7 +126,7 @@ class JacobiansPanel(Panel):
 
         s = sigma.copy()
         s[s <= 0] = np.nan
-        s_ext = plotting.finite_extent(s, positive=True)
+        s_ext = ranges.finite_extent(s, positive=True)
         if s_ext is not None:
             self.step_range.update(min(math.log10(s_ext[0]), -0.1), max(math.log10(s_ext[1]), 0.1))
         self.step_plot.setYRange(self.step_range.lo, self.step_range.hi, padding=0)
@@ -134,19 +134,19 @@ class JacobiansPanel(Panel):
         self.step_curve.setData(ts, s)
 
         bound = None if jac.log10_bound is None else np.asarray(jac.log10_bound, dtype=float)
-        drawn = np.clip(product, -plotting.LOG_CLAMP, plotting.LOG_CLAMP)
+        drawn = np.clip(product, -ranges.LOG_CLAMP, ranges.LOG_CLAMP)
         drawn[np.isneginf(product)] = np.nan              # an exactly-zero product: a gap
         self.product_curve.setData(ts, drawn)
         values = [product[np.isfinite(product)]]
         if bound is not None:
-            self.bound_curve.setData(ts, np.clip(bound, -plotting.LOG_CLAMP, plotting.LOG_CLAMP))
+            self.bound_curve.setData(ts, np.clip(bound, -ranges.LOG_CLAMP, ranges.LOG_CLAMP))
             values.append(bound[np.isfinite(bound)])
         else:
             self.bound_curve.setData([], [])
         both = np.concatenate(values)
         if both.size:
-            self.y_range.update(max(float(both.min()), -plotting.LOG_CLAMP),
-                                min(float(both.max()), plotting.LOG_CLAMP))
+            self.y_range.update(max(float(both.min()), -ranges.LOG_CLAMP),
+                                min(float(both.max()), ranges.LOG_CLAMP))
         self.product_plot.setYRange(self.y_range.lo, self.y_range.hi, padding=0)
         self.step_plot.setXRange(0.5, T + 0.5, padding=0)
 
@@ -156,12 +156,12 @@ class JacobiansPanel(Panel):
                 self.legend.addItem(self.bound_curve, "upper bound σ<sub>max</sub>(W<sub>hh</sub>)<sup>T−t</sup>")
             else:
                 self.legend.removeItem(self.bound_curve)
-            plotting.style_legend(self.legend, self.theme)
+            legends.style_legend(self.legend, self.theme)
             self.fit_legends()
         self._write_lyapunov(jac.lyapunov)
         state = "s = h" if jac.state == "h" else "s = (h, c), the LSTM's pair"
         self.set_key(f"step {record.step} · layer 1, sample 0 · {state} · recomputed ≈ 2×/s while on screen")
-        self.set_alert(plotting.nonfinite_note("σ_max(J_t)", sigma, "drawn at the top"))
+        self.set_alert(ranges.nonfinite_note("σ_max(J_t)", sigma, "drawn at the top"))
 
     def _write_lyapunov(self, lyapunov: float | None):
         """'λ = −0.200 per step: × 0.819 a step on average — gradients vanish' (above the plots)."""

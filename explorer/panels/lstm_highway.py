@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
 from gradflow.core.records import History, Record
-from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels import legends, plotting, ranges
 from gradflow.explorer.panels.base import Panel
 from gradflow.explorer.theme import Theme
 
@@ -36,7 +36,7 @@ class LstmHighwayPanel(Panel):
         plotting.stack_plots(layout, self.grad_plot, self.gate_plot)
         self.gate_plot.setYRange(-0.12, 1.12, padding=0)
         self.gate_plot.getAxis("left").setTicks([[(0.0, "0"), (0.5, "0.5"), (1.0, "1")], [(0.25, ""), (0.75, "")]])
-        self.legend = self.add_legend(plotting.new_legend(), layout, below=(2, 0, 1), beside=(0, 1, 2))
+        self.legend = self.add_legend(legends.new_legend(), layout, below=(2, 0, 1), beside=(0, 1, 2))
 
         self.cell_curve = self.grad_plot.plot()       # ‖∂L/∂c_t‖, row 0
         self.hidden_curve = self.grad_plot.plot()     # ‖∂L/∂h_t‖, row 0
@@ -55,7 +55,7 @@ class LstmHighwayPanel(Panel):
                            (self.hidden_curve, "‖∂L/∂h<sub>t</sub>‖"),
                            (self.forget_curve, "mean f<sub>t</sub> over units (band: min … max)")):
             self.legend.addItem(item, name)
-        self.y_range = plotting.StickyRange((-6.0, 1.0), step=1.0, margin=0.03, shrink_below=0.6, min_span=2.0)
+        self.y_range = ranges.StickyRange((-6.0, 1.0), step=1.0, margin=0.03, shrink_below=0.6, min_span=2.0)
         self.forget_mean = np.zeros(0)
         self.shown_step: int | None = None
         self._detail: Record | None = None
@@ -98,15 +98,15 @@ class LstmHighwayPanel(Panel):
         dh = np.asarray(record.dh_norms[0], dtype=float)
         T = len(dh)
         ts = np.arange(1, T + 1, dtype=float)
-        extent = plotting.finite_extent(np.concatenate([dc, dh]), positive=True)
+        extent = ranges.finite_extent(np.concatenate([dc, dh]), positive=True)
         if extent is not None:
-            self.y_range.update(max(math.log10(extent[0]), -plotting.LOG_CLAMP),
-                                min(math.log10(extent[1]), plotting.LOG_CLAMP))
+            self.y_range.update(max(math.log10(extent[0]), -ranges.LOG_CLAMP),
+                                min(math.log10(extent[1]), ranges.LOG_CLAMP))
         self.grad_plot.setYRange(self.y_range.lo, self.y_range.hi, padding=0)
         self.grad_plot.setXRange(0.5, T + 0.5, padding=0)
         ceiling = 10.0 ** self.y_range.hi
         for curve, values in ((self.cell_curve, dc), (self.hidden_curve, dh)):
-            curve.setData(ts, plotting.log_drawable(values, ceiling))
+            curve.setData(ts, ranges.log_drawable(values, ceiling))
         label = f" · {record.row_labels[0]}" if len(record.row_labels) > 1 else ""
         parts = [f"step {record.step}{label}"]
         ok = np.isfinite(dc) & (dc > 0) & np.isfinite(dh) & (dh > 0)
@@ -115,8 +115,8 @@ class LstmHighwayPanel(Panel):
             ratio = dc[first] / dh[first]
             parts.append(f"at t = {first + 1}: ‖∂L/∂c‖ / ‖∂L/∂h‖ = {_ratio(ratio)}")
         self.set_key(" · ".join(parts))
-        notes = [plotting.nonfinite_note("‖∂L/∂c_t‖", dc, "drawn at the top"),
-                 plotting.nonfinite_note("‖∂L/∂h_t‖", dh, "drawn at the top")]
+        notes = [ranges.nonfinite_note("‖∂L/∂c_t‖", dc, "drawn at the top"),
+                 ranges.nonfinite_note("‖∂L/∂h_t‖", dh, "drawn at the top")]
         self.set_alert(" · ".join(n for n in notes if n))
 
     def _draw_forget(self, record: Record | None):

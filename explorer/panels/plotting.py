@@ -1,5 +1,5 @@
-"""Shared pyqtgraph helpers for the panels: styling from a Theme, corner notes, sticky ranges,
-and the clipping of non-finite values so that a diverging run is drawn, never crashes.
+"""Shared pyqtgraph helpers for the panels: colours, pens and fonts from a Theme, plots and their axes, corner notes,
+and what a plot draws in pixels (legends.py: legends; ranges.py: sticky ranges and non-finite values).
 
 Everything here is created once per panel and restyled in place by `Panel.apply_theme`.
 """
@@ -12,16 +12,12 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QGuiApplication, QPen, QPixmapCache
-from PySide6.QtWidgets import QGraphicsItem, QSizePolicy
+from PySide6.QtWidgets import QGraphicsItem
 
 from gradflow.explorer.theme import Theme
 
-LOG_CLAMP = 300.0    # |log10| beyond this is drawn at the clamp (float64 spans about ±308)
 AXIS_CACHE_SCREENS = 3   # Qt's pixmap cache holds this many screenfuls (it is 10 MB by default): room for the
                          # cached axes of every plot on screen, each as large as its plot (it draws the grid)
-
-pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
-
 
 def _segments_for_opaque_lines(curve: pg.PlotCurveItem, line: QPen) -> bool:
     """pyqtgraph's choice of drawing a curve segment by segment (QPainter.drawLines) rather than as one path, made
@@ -29,12 +25,19 @@ def _segments_for_opaque_lines(curve: pg.PlotCurveItem, line: QPen) -> bool:
     path's whole height: ~1.2 ms for a 100-point curve across a 1700 px plot, against ~0.2 ms for its segments,
     whose square caps close each joint. Only for solid, opaque pens wider than a pixel with square caps (a dash
     pattern would restart at each segment; a translucent joint would be painted twice), and not while exporting
-    (explorer.export.figures.vector_painting): an SVG keeps one path per curve."""
+    (explorer.export.vector.vector_painting): an SVG keeps one path per curve."""
     return (curve._exportOpts is False and line.widthF() > 1.0 and line.style() == Qt.PenStyle.SolidLine
             and line.isSolid() and line.color().alphaF() == 1.0 and line.capStyle() == Qt.PenCapStyle.SquareCap)
 
 
-pg.PlotCurveItem._shouldUseDrawLineSegments = _segments_for_opaque_lines   # pyqtgraph is pinned (pyproject.toml)
+def configure() -> None:
+    """pyqtgraph as this app's plots use it: row-major images, antialiased curves, opaque wide lines drawn segment by
+    segment. Called where plots are set up (Panel, style_plot), not on import: importing this module leaves pyqtgraph
+    as it found it (a notebook that imports gradflow and draws with pyqtgraph itself)."""
+    if pg.PlotCurveItem._shouldUseDrawLineSegments is _segments_for_opaque_lines:
+        return
+    pg.setConfigOptions(imageAxisOrder="row-major", antialias=True)
+    pg.PlotCurveItem._shouldUseDrawLineSegments = _segments_for_opaque_lines   # pyqtgraph is pinned (pyproject.toml)
 
 TRAIL = 8            # earlier steps drawn faintly behind the newest (the gradient's curves, the eigenvalues)
 
@@ -254,56 +257,11 @@ def tighten_bottom_axis(axis: pg.AxisItem, theme: Theme):
 
 
 def style_plot(plot: pg.PlotItem, theme: Theme, grid: bool = True):
+    configure()
     for name in AXES:
         style_axis(plot.getAxis(name), theme)
     if grid:
         plot.showGrid(x=True, y=True, alpha=theme.grid_alpha)
-
-
-def style_legend(legend: pg.LegendItem, theme: Theme):
-    inside = getattr(legend, "_beside", None) == "inside"
-    legend.setPen(pen(theme.muted, 1.0, alpha=0.0))
-    # inside a plot (presentation type) on a veil of the background, so that its text reads over a curve
-    legend.setBrush(brush(theme.background, 0.85 if inside else 0.0))
-    size = f"{round(theme.font_pt * (getattr(legend, 'text_scale', 1.0) if inside else 1.0), 1)}pt"
-    legend.opts["labelTextColor"] = color(theme.foreground)
-    legend.opts["labelTextSize"] = size
-    for _, label in legend.items:
-        label.setText(label.text, color=theme.foreground, size=size)
-    legend.updateSize()
-    _snug_inside(legend)
-
-
-def release_anchor(item: pg.GraphicsWidget) -> None:
-    """Undo pyqtgraph's `anchor` (GraphicsWidgetAnchor): the item no longer follows the item it was anchored to.
-    A legend anchored inside a plot's data area and then put into a layout beside or under it kept following the
-    data area's resizes, and was drawn over the plot where the anchor put it (seen after presentation → normal)."""
-    parent = getattr(item, "_GraphicsWidgetAnchor__parent", None)
-    if parent is not None:
-        parent.geometryChanged.disconnect(item._GraphicsWidgetAnchor__geometryChanged)
-        item._GraphicsWidgetAnchor__parent = None
-
-
-INSIDE_MARGINS = (4, 1, 4, 1)   # px around the entries of a legend inside its plot (pyqtgraph's own: 9 each side)
-
-
-def _snug_inside(legend: pg.LegendItem):
-    """A legend inside its plot (Panel.add_legend's `inside`, presentation type; its `text_scale` sets its text
-    against the theme's) takes no more of the plot than its entries: narrow margins, and a box as large as its
-    layout (pyqtgraph's own box leaves out the layout's margins and spacing, so its text ran past its veil)."""
-    inside = getattr(legend, "_beside", None) == "inside"
-    if inside and not hasattr(legend, "_own_margins"):
-        legend._own_margins = legend.layout.getContentsMargins()
-    margins = INSIDE_MARGINS if inside else getattr(legend, "_own_margins", None)
-    if margins is not None and legend.layout.getContentsMargins() != tuple(float(m) for m in margins):
-        legend.layout.setContentsMargins(*margins)
-        legend.updateSize()
-    if inside and legend.items:
-        legend.setMinimumSize(0, 0)   # what it needs beside or under a plot (Panel.fit_minimums): no size inside it
-        legend.layout.invalidate()
-        legend.layout.activate()
-        hint = legend.layout.effectiveSizeHint(Qt.SizeHint.PreferredSize)
-        legend.setGeometry(0, 0, math.ceil(hint.width()), math.ceil(hint.height()))
 
 
 def style_colorbar(bar: pg.ColorBarItem, theme: Theme):
@@ -346,74 +304,6 @@ def room_to_grow(current_hi: float | None, lo: float, hi: float, factor: float =
     if current_hi is not None and lo < current_hi and hi <= current_hi:
         return current_hi
     return lo + factor * (hi - lo)
-
-
-def new_legend(columns: int = 3) -> pg.LegendItem:
-    """A frameless legend for its own layout cell (beside or under the plot), so it never hides data.
-    Place it with Panel.add_legend(legend, layout, below=..., beside=...)."""
-    legend = pg.LegendItem(colCount=columns, horSpacing=8, verSpacing=-4)
-    legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)   # never stretched taller
-    return legend
-
-
-def legend_width(legend: pg.LegendItem, columns: int = 1) -> float:
-    """Pixel width the legend needs in `columns` columns (0 when empty)."""
-    return columns * legend_entry_width(legend) if legend.items else 0.0
-
-
-LEGEND_SAMPLE = 20 + 14   # px beside each entry's text: its sample and the gap
-
-
-def reserve_legend_text(legend: pg.LegendItem, item, widest: str) -> None:
-    """`widest`: the longest text `item`'s legend entry shows (its numbers at their longest). The legend's columns,
-    and the minimum size of the panel it is in, count that text, so neither changes as the numbers do, nor when a
-    panel behind a tab first draws its numbers (the same panels and the same room give the same layout)."""
-    legend.getLabel(item).widest = widest
-
-
-def legend_entry_width(legend: pg.LegendItem) -> float:
-    """The width of the legend's widest entry (sample, gap and text), each text at least its reserved widest
-    (reserve_legend_text)."""
-    return max(max(label.itemRect().width(), _reserved_width(label)) for _, label in legend.items) + LEGEND_SAMPLE
-
-
-def _reserved_width(label: pg.LabelItem) -> float:
-    widest = getattr(label, "widest", None)
-    if widest is None:
-        return 0.0
-    size = label.opts.get("size")
-    key = (widest, size, label.item.font().key())
-    if getattr(label, "_reserved", (None, 0.0))[0] != key:
-        doc = label.item.document().clone()   # the label's font and margins; its text as LabelItem styles it
-        doc.setHtml(f"<span style='font-size: {size}'>{widest}</span>" if size else widest)
-        label._reserved = (key, doc.size().width())
-    return label._reserved[1]
-
-
-def fit_legend(legend: pg.LegendItem, width: float):
-    """Lay the legend's entries out in as many columns as fit in `width` pixels (at least one),
-    so a narrow dock wraps the legend instead of clipping the plot."""
-    items = list(legend.items)
-    if not items:
-        return
-    widest = legend_entry_width(legend)
-    columns = max(1, min(len(items), getattr(legend, "max_columns", None) or len(items),
-                         int(max(width - 16, 1) // widest)))
-    key = (columns, len(items), tuple(id(label) for _, label in items))
-    if getattr(legend, "_fitted", None) == key:
-        return
-    legend._fitted = key
-    for i in range(legend.layout.count() - 1, -1, -1):
-        legend.layout.removeAt(i)
-    for index, (sample, label) in enumerate(items):
-        row, col = divmod(index, columns)
-        legend.layout.addItem(sample, row, 2 * col, alignment=Qt.AlignmentFlag.AlignVCenter)
-        legend.layout.addItem(label, row, 2 * col + 1)
-    legend.columnCount, legend.rowCount = columns, math.ceil(len(items) / columns)
-    legend.layout.invalidate()
-    legend.updateSize()
-    legend.updateGeometry()
-    _snug_inside(legend)
 
 
 class WrappedLabel(pg.LabelItem):
@@ -478,106 +368,6 @@ class Note:
         ink = theme.alert if self.alert else theme.foreground
         self.label.setText(self._html or "&nbsp;", color=ink, size=f"{theme.font_pt}pt")
         self.label.setVisible(bool(self.text))
-
-
-# -- ranges and non-finite values ---------------------------------------------------------------
-class StickyRange:
-    """A (lo, hi) range that stays put while the data stays inside it, grows when the data
-    leaves it, and shrinks only when the data fills less than `shrink_below` of it.
-    With `step`, bounds snap outwards to multiples of `step` (e.g. whole decades in log10)."""
-
-    def __init__(self, default: tuple[float, float], step: float | None = None,
-                 margin: float = 0.0, shrink_below: float | None = 0.25, min_span: float = 0.0):
-        self.default = default
-        self.step, self.margin, self.shrink_below, self.min_span = step, margin, shrink_below, min_span
-        self.lo, self.hi = default
-
-    def reset(self):
-        self.lo, self.hi = self.default
-
-    def update(self, lo: float, hi: float) -> bool:
-        """Fit to data spanning [lo, hi] (finite floats); True if the range changed."""
-        if not (math.isfinite(lo) and math.isfinite(hi)):
-            return False
-        if hi - lo < self.min_span:
-            mid = (lo + hi) / 2
-            lo, hi = mid - self.min_span / 2, mid + self.min_span / 2
-        span = hi - lo
-        inside = self.lo <= lo and hi <= self.hi
-        too_loose = (self.shrink_below is not None and (self.hi - self.lo) > 0
-                     and span < self.shrink_below * (self.hi - self.lo))
-        if inside and not too_loose:
-            return False
-        new_lo, new_hi = lo - self.margin * max(span, 1e-12), hi + self.margin * max(span, 1e-12)
-        if self.step:
-            new_lo = math.floor(new_lo / self.step) * self.step
-            new_hi = math.ceil(new_hi / self.step) * self.step
-            if new_hi <= new_lo:
-                new_hi = new_lo + self.step
-        if inside and too_loose:  # shrink, but never so far that the data touches the edge
-            new_lo, new_hi = max(new_lo, self.lo), min(new_hi, self.hi)
-        changed = (new_lo, new_hi) != (self.lo, self.hi)
-        self.lo, self.hi = new_lo, new_hi
-        return changed
-
-    @property
-    def range(self) -> tuple[float, float]:
-        return self.lo, self.hi
-
-
-def finite_extent(values: np.ndarray, positive: bool = False) -> tuple[float, float] | None:
-    """(min, max) of the finite (and, with `positive`, > 0) values, or None if there are none."""
-    v = np.asarray(values, dtype=float).ravel()
-    mask = np.isfinite(v)
-    if positive:
-        mask &= v > 0
-    if not mask.any():
-        return None
-    return float(v[mask].min()), float(v[mask].max())
-
-
-def count_nonfinite(values: np.ndarray) -> tuple[int, int]:
-    """(number of ±inf, number of NaN) in values (in their own float type: no float64 copy of a long history)."""
-    v = np.asarray(values)
-    if v.dtype.kind != "f":
-        v = v.astype(float)
-    if np.isfinite(v).all():   # the usual case, in one pass
-        return 0, 0
-    return int(np.isinf(v).sum()), int(np.isnan(v).sum())
-
-
-def nonfinite_note(what: str, values: np.ndarray, where: str = "drawn at the plot edge") -> str:
-    """'' when every value is finite, else e.g.
-    '‖∂L/∂h_t‖: 3 × ∞ (drawn at the plot edge), 2 × NaN (gaps)'."""
-    n_inf, n_nan = count_nonfinite(values)
-    parts = []
-    if n_inf:
-        parts.append(f"{n_inf} × ∞ ({where})")
-    if n_nan:
-        parts.append(f"{n_nan} × NaN (gaps)")
-    return f"{what}: {', '.join(parts)}" if parts else ""
-
-
-def set_points(item: pg.PlotDataItem, x, y):
-    """item.setData(x, y), skipped when the item is empty and stays empty (most frames have no zeros or
-    infinities to mark; each setData costs a frame ~0.1 ms)."""
-    if len(x) == 0 and (item.xData is None or len(item.xData) == 0):
-        return
-    item.setData(x, y)
-
-
-def log_drawable(values: np.ndarray, ceiling: float) -> np.ndarray:
-    """A copy of norms as drawn on a log axis: 0 (no log) becomes a gap, +∞ is drawn at `ceiling`."""
-    y = np.array(values, dtype=float)
-    y[y <= 0] = np.nan
-    y[np.isposinf(y)] = ceiling
-    return y
-
-
-def safe_log10(values: np.ndarray) -> np.ndarray:
-    """log10 with 0 -> -inf and negative/NaN -> NaN, silently."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.log10(np.asarray(values, dtype=float))
 
 
 # -- what a plot draws, in its data area's pixels ----------------------------------------------------------------------

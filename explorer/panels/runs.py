@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 import pyqtgraph as pg
 
-from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels import plotting, ranges
 from gradflow.explorer.theme import Theme
 
 DASHES = (plotting.SOLID, plotting.DASH, plotting.DASH_DOT, plotting.DOT)   # run i's pattern (2-4 runs)
@@ -64,7 +64,7 @@ class RunCurves:
         """Each run's (x, y), in the order of the labels; then the end labels go to the curves' right ends (again
         whenever the view is resized or its y range changes: labels are kept apart by their size on screen)."""
         for curve, (x, y) in zip(self.curves, data):
-            plotting.set_points(curve, x, y)
+            ranges.set_points(curve, x, y)
             plotting.show_lone_point(curve, len(x))
         if self.labels:
             self._ends = [self._end_of(x, y) for x, y in data]

@@ -31,7 +31,7 @@ from PySide6.QtWidgets import QHBoxLayout, QPushButton
 
 from gradflow.core.records import History, Record
 from gradflow.core.spectrum import FULL_SPECTRUM_MAX_SIZE, RITZ_TOL, record_verdict
-from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels import legends, plotting, ranges
 from gradflow.explorer.panels.base import Panel, YieldingLabel, mark_ui_only
 from gradflow.explorer.panels.visibility import OnScreenWatch
 from gradflow.explorer.theme import Theme
@@ -100,7 +100,7 @@ class SpectrumPanel(Panel):
         self.view = self.add_graphics()
         self.plot = self.add_plot(plotting.new_plot(self.view.ci, 0, 0, "Re λ", "Im λ"), minimum=PLOT_MIN)
         self.plot.setAspectLocked(True)   # equal aspect: a circle is a circle
-        self.legend = self.add_legend(plotting.new_legend())    # placed by _arrange
+        self.legend = self.add_legend(legends.new_legend())    # placed by _arrange
         self.readout = plotting.WrappedLabel("", justify="left")      # block name, ρ, σ_max, verdict
         self.readout_text = ""                               # the same, as plain text
         self._readout_html = ""
@@ -136,7 +136,7 @@ class SpectrumPanel(Panel):
         self._cell: tuple | None = None                # (cell notes, ring) the legend and caption describe
         self._describe_cell({}, None)
         self._arrange(True)
-        self.extent = plotting.StickyRange((-1.25, 1.25), step=0.25, shrink_below=0.6)   # axes move in 0.25 steps
+        self.extent = ranges.StickyRange((-1.25, 1.25), step=0.25, shrink_below=0.6)   # axes move in 0.25 steps
         self._shown = None
 
         # hands-on editing (hidden until set_editable(True) / connect_to_worker)
@@ -373,7 +373,7 @@ class SpectrumPanel(Panel):
             self.legend.addItem(item, name)
         self.caption_label.setText(notes.get("spectrum_caption", self.caption))
         if self._shown is not None:   # built already: restyle the new entries and let the layout make room
-            plotting.style_legend(self.legend, self.theme)
+            legends.style_legend(self.legend, self.theme)
             self.legend._fitted = None
             self.fit_legends()
 
@@ -410,7 +410,7 @@ class SpectrumPanel(Panel):
         if self.compact:   # small multiples: the readout above the plot, wrapped in its width
             self._wrap_readout(self.view.width() - 16)
             return
-        side = max(READOUT_SIDE * self.width(), plotting.legend_width(self.legend, 2))
+        side = max(READOUT_SIDE * self.width(), legends.legend_width(self.legend, 2))
         wide = self.width() - side - 60 > 0.8 * self.height()
         legend = self.legend.minimumHeight() if self.legend.items else 0
         without = self.minimumSizeHint().height() - (legend if self._legend_shown and not self._wide else 0)

@@ -12,7 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget
 
 from gradflow.core.records import History, Record
-from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels import legends, plotting, ranges
 from gradflow.explorer.panels.base import Panel
 from gradflow.explorer.theme import BLUE, GREEN, ORANGE, PURPLE, SKY_BLUE, VERMILLION, YELLOW, Theme
 
@@ -82,7 +82,7 @@ class TaskViewPanel(Panel):
         self.adding_clipped = pg.ScatterPlotItem()          # predictions beyond the view, at its edge
         self.adding_plot.addItem(self.adding_clipped)
         self.adding_note = self.add_note(plotting.Note(self.adding_plot.vb, "top-left"))
-        self.adding_range = plotting.StickyRange((-0.1, 2.1), margin=0.05, shrink_below=None)
+        self.adding_range = ranges.StickyRange((-0.1, 2.1), margin=0.05, shrink_below=None)
 
     def _build_copy(self):
         self.copy_page, layout = self._page()
@@ -119,17 +119,17 @@ class TaskViewPanel(Panel):
         layout.addLayout(controls)
         view = self.add_graphics(into=layout)
         self.sine_plot = self.add_plot(plotting.new_plot(view.ci, 0, 0, "time t", "x<sub>t</sub>"))
-        self.sine_legend = self.add_legend(plotting.new_legend(), view.ci, below=(1, 0, 1), beside=(0, 1, 1))
+        self.sine_legend = self.add_legend(legends.new_legend(), view.ci, below=(1, 0, 1), beside=(0, 1, 1))
         self.data_curve = self.sine_plot.plot()
         self.sine_curves: dict[int, pg.PlotDataItem] = {k: self.sine_plot.plot() for k in K_STEPS}
         self.train_end = pg.InfiniteLine(angle=90, movable=False, label="",       # text left of the line
                                          labelOpts={"position": 0.96, "anchors": [(1, 0), (1, 0)]})
         self.sine_plot.addItem(self.train_end)
         self.sine_legend.addItem(self.data_curve, "data x<sub>t</sub>")
-        plotting.reserve_legend_text(self.sine_legend, self.data_curve, "data x<sub>t</sub> (MSE on t > 88888)")
+        legends.reserve_legend_text(self.sine_legend, self.data_curve, "data x<sub>t</sub> (MSE on t > 88888)")
         for k, curve in self.sine_curves.items():
             self.sine_legend.addItem(curve, f"{k}-step")
-            plotting.reserve_legend_text(self.sine_legend, curve, f"{k}-step: MSE 888.888")   # as _draw_sine writes
+            legends.reserve_legend_text(self.sine_legend, curve, f"{k}-step: MSE 888.888")   # as _draw_sine writes
 
     def _build_text(self):
         self.text_page, layout = self._page()
@@ -185,7 +185,7 @@ class TaskViewPanel(Panel):
         pred = np.asarray(p["predictions"], dtype=float)
         target = np.asarray(p["targets"], dtype=float)
         ok = np.isfinite(pred) & np.isfinite(target)
-        extent = plotting.finite_extent(np.concatenate([pred[ok], target[ok]]))
+        extent = ranges.finite_extent(np.concatenate([pred[ok], target[ok]]))
         if extent:
             lo = max(extent[0], -3.0)  # runaway predictions are clipped, not followed
             hi = min(extent[1], 5.0)
@@ -232,7 +232,7 @@ class TaskViewPanel(Panel):
     def _draw_sine(self, p: dict[str, Any]):
         t = np.asarray(p["time"], dtype=float)
         data = np.asarray(p["data"], dtype=float)
-        extent = plotting.finite_extent(data) or (-1.0, 1.0)
+        extent = ranges.finite_extent(data) or (-1.0, 1.0)
         lo, hi = extent[0] - SINE_MARGIN, extent[1] + SINE_MARGIN
         self.data_curve.setData(t, data)
         n_train = int(p.get("n_train", 0))

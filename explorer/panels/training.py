@@ -10,7 +10,7 @@ import numpy as np
 import pyqtgraph as pg
 
 from gradflow.core.records import History, Record
-from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels import legends, plotting, ranges
 from gradflow.explorer.panels.base import Panel
 from gradflow.explorer.panels.runs import RunCurves
 from gradflow.explorer.theme import Theme
@@ -39,7 +39,7 @@ class TrainingPanel(Panel):
         self.loss_plot.getAxis("bottom").setStyle(showValues=False)
         self.loss_plot.setLabel("bottom", "")
         self.loss_plot.getAxis("bottom").showLabel(False)
-        self.legend = self.add_legend(plotting.new_legend(), layout, below=(2, 0, 1), beside=(0, 1, 2))
+        self.legend = self.add_legend(legends.new_legend(), layout, below=(2, 0, 1), beside=(0, 1, 2))
 
         self.loss_curve = self.loss_plot.plot()
         self.loss_bad = self.loss_plot.plot()            # steps whose loss was ∞ / NaN, at the top edge
@@ -79,7 +79,7 @@ class TrainingPanel(Panel):
             for curve, label in zip(self.run_losses.curves, runs):
                 self.legend.addItem(curve, label)
             self.legend.addItem(self.baseline_sample, "baseline")
-            plotting.reserve_legend_text(self.legend, self.baseline_sample, "baseline 8.88e-08")
+            legends.reserve_legend_text(self.legend, self.baseline_sample, "baseline 8.88e-08")
         else:
             for item, name in ((self.loss_curve, "loss"), (self.baseline_sample, "baseline"),
                                (self.norm_curve, "‖g‖ before clip"), (self.clipped_curve, "‖g‖ after clip"),
@@ -89,10 +89,10 @@ class TrainingPanel(Panel):
                                  (self.baseline_sample, "baseline 8.88e-08"),
                                  (self.clipped_curve, "‖g‖ after (no clip)"),
                                  (self.clipped_markers, "clipped 888888/888888 steps")):   # what _draw writes there
-                plotting.reserve_legend_text(self.legend, item, widest)
+                legends.reserve_legend_text(self.legend, item, widest)
 
-        self.loss_range = plotting.StickyRange((-1.0, 0.0), step=0.5, margin=0.02, shrink_below=0.3, min_span=1.0)
-        self.norm_range = plotting.StickyRange((-2.0, 1.0), step=0.5, margin=0.02, shrink_below=0.3, min_span=1.0)
+        self.loss_range = ranges.StickyRange((-1.0, 0.0), step=0.5, margin=0.02, shrink_below=0.3, min_span=1.0)
+        self.norm_range = ranges.StickyRange((-2.0, 1.0), step=0.5, margin=0.02, shrink_below=0.3, min_span=1.0)
         self.loss_ceiling = 1.0           # where non-finite losses are marked
         self.uses_perplexity: bool | None = None      # perplexity (cross-entropy tasks) or loss (MSE)
         self._last = (None, -1)
@@ -210,7 +210,7 @@ class TrainingPanel(Panel):
         baseline = record.baseline
         if baseline is not None and record.perplexity is not None:
             baseline = math.exp(min(baseline, 700.0))
-        extent = plotting.finite_extent(np.concatenate(losses), positive=True)
+        extent = ranges.finite_extent(np.concatenate(losses), positive=True)
         lo_hi = [math.log10(v) for v in extent] if extent else [self.loss_range.lo, self.loss_range.hi]
         if baseline is not None and baseline > 0:
             lo_hi = [min(lo_hi[0], math.log10(baseline)), max(lo_hi[1], math.log10(baseline))]
@@ -234,7 +234,7 @@ class TrainingPanel(Panel):
 
     def _fit_norm(self, norms: list[np.ndarray], clip: float | None) -> float:
         """The norm plot's sticky log range over `norms` and θ; returns where ∞ is drawn."""
-        extent = plotting.finite_extent(np.concatenate(norms), positive=True)
+        extent = ranges.finite_extent(np.concatenate(norms), positive=True)
         lo_hi = [math.log10(v) for v in extent] if extent else [self.norm_range.lo, self.norm_range.hi]
         if clip is not None and clip > 0:
             lo_hi = [min(lo_hi[0], math.log10(clip)), max(lo_hi[1], math.log10(clip))]

@@ -13,7 +13,7 @@ def _unroll(net, x, cell_of, state_of, keep_grad_at=None):
     keep_grad_at(step) -> None | 0.0 (cut the graph) | ξ (scale the gradient), asked before every step but the first.
     Returns the last layer's outputs (T, B, directions·H) and h_t, c_t as lists [row][t] of (B, H) (c: None unless LSTM).
     """
-    lstm = net.kind == "lstm"
+    lstm = isinstance(net.zero_state(1), tuple)   # the state is (h, c)
     T = x.shape[0]
     hs, cs, layer_input = [], [], x
     for layer in range(net.num_layers):

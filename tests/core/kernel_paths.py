@@ -40,11 +40,11 @@ def path_key(capability: str | None = None) -> str:
 
 
 def digested_run(name: str, run: str | None) -> tuple[list, str, str]:
-    """core.claims.check_run(name, run)'s outcomes, this process's path_key() and a digest of every step's
+    """core.claim_checks.check_run(name, run)'s outcomes, this process's path_key() and a digest of every step's
     loss, ‖g‖ and ‖∂L/∂h_t‖ (the numbers the claims read grow out of these)."""
     import numpy as np
 
-    from gradflow.core.claims import check_run
+    from gradflow.core.claim_checks import check_run
     digest = hashlib.sha256()
 
     def add(record):

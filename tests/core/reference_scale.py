@@ -1,4 +1,4 @@
-"""Reference truncation for the engine tests, independent of core.models.ScaleGrad."""
+"""Reference truncation for the engine tests, independent of core.trace.ScaleGrad."""
 import torch
 
 

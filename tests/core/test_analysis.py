@@ -7,7 +7,7 @@ import torch
 
 from gradflow.core.analysis import jacobians_through_time
 from gradflow.core.config import Config
-from gradflow.core.models import RecurrentNet
+from gradflow.core.cells import build_model
 from gradflow.core.spectrum import edit_eigenvalue
 
 
@@ -19,7 +19,7 @@ def orthogonal(H, seed=0):
 @pytest.mark.parametrize("rho", [0.7, 1.0, 1.2])
 def test_linear_rnn_jacobian_product_norm_is_rho_power(rho):
     T, H = 25, 10
-    net = RecurrentNet(Config(activation="identity", hidden_size=H), 3, 1).double()
+    net = build_model(Config(activation="identity", hidden_size=H), 3, 1).double()
     with torch.no_grad():
         net.recurrent_matrix(0).copy_(rho * orthogonal(H))
     profile = jacobians_through_time(net, torch.randn(T, 3), activation="identity")
@@ -33,7 +33,7 @@ def test_tanh_rnn_step_jacobians_match_the_closed_form():
     """σ_max(∂h_t/∂h_{t−1}) against the closed form diag(1 − h_t²) W_hh, h_t computed here from the weights."""
     T, H = 8, 5
     torch.manual_seed(3)
-    net = RecurrentNet(Config(model="rnn", activation="tanh", hidden_size=H, spectral_radius=1.3), 2, 1).double()
+    net = build_model(Config(model="rnn", activation="tanh", hidden_size=H, spectral_radius=1.3), 2, 1).double()
     x = torch.randn(T, 2, dtype=torch.double)
     profile = jacobians_through_time(net, x)
     w_ih, w_hh, b_ih, b_hh = (w.detach() for w in net.row_weights(0))
@@ -50,7 +50,7 @@ def test_gated_step_jacobians_match_torch_cells(model):
     LSTMCell carrying the row's weights: torch's own cell, not the engine's code."""
     T, H = 6, 5
     torch.manual_seed(3)
-    net = RecurrentNet(Config(model=model, hidden_size=H), 2, 1).double()
+    net = build_model(Config(model=model, hidden_size=H), 2, 1).double()
     x = torch.randn(T, 2, dtype=torch.double)
     profile = jacobians_through_time(net, x)
     lstm = model == "lstm"
@@ -74,7 +74,7 @@ def test_gated_step_jacobians_match_torch_cells(model):
 
 
 def test_tanh_product_stays_under_the_sigma_max_bound():
-    net = RecurrentNet(Config(hidden_size=16, spectral_radius=1.4), 2, 1).double()
+    net = build_model(Config(hidden_size=16, spectral_radius=1.4), 2, 1).double()
     profile = jacobians_through_time(net, torch.randn(30, 2))
     assert np.all(profile.log10_product <= profile.log10_bound + 1e-9)
 
@@ -115,11 +115,11 @@ def test_contributions_sum_to_the_recorded_w_hh_gradient(model):
     """Σ_t δ_tᵀ h_{t−1} equals the W_hh-block gradient autograd computed (BPTT's sum over time steps, d2l §9.7.2)."""
     from gradflow.core.analysis import row_contributions
     from gradflow.core.cells import cell_for
-    from gradflow.core.models import Trace
+    from gradflow.core.trace import Trace
 
     H = 6
     net_config = Config(model=model, hidden_size=H, bidirectional=True)
-    net = RecurrentNet(net_config, 3, 2).double()
+    net = build_model(net_config, 3, 2).double()
     trace = Trace()
     outputs, _ = net(torch.randn(9, 4, 3, dtype=torch.double), None, None, trace)
     outputs.pow(2).mean().backward()

@@ -8,9 +8,9 @@ checked on the machine's own path and, in worker processes started with ATEN_CPU
 passed with (tests/core/kernel_paths.py says how that is decided; such a path's test is skipped saying so).
 
 Each run of a preset (each member of a comparison) is trained once per path, as far as its last claim needs,
-and all its claims are checked on that one run (core.claims.check_run). The runs are independent, so they are
-spread over worker processes (as many as the engine's thread count leaves cores for), longest first; each test
-then waits for its own runs, so `--durations` charges the waiting to the first tests.
+and all its claims are checked on that one run (core.claim_checks.check_run). The runs are independent, so
+they are spread over worker processes (as many as the engine's thread count leaves cores for), longest first;
+each test then waits for its own runs, so `--durations` charges the waiting to the first tests.
 """
 import os
 import threading
@@ -22,7 +22,8 @@ import pytest
 import torch
 from kernel_paths import UPDATE, digested_run, path_key, read_record, use_kernels, write_record   # tests/core
 
-from gradflow.core.claims import KINDS, check_claims, claim_runs, run_cost
+from gradflow.core.claim_checks import check_claims, claim_runs, run_cost
+from gradflow.core.claims import KINDS
 from gradflow.core.config import ConfigError
 from gradflow.core.presets import load_preset, preset_names
 from gradflow.core.trainer import engine_threads

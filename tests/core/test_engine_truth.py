@@ -8,7 +8,7 @@ import torch
 
 from gradflow.core.analysis import linear_prediction
 from gradflow.core.config import Config, ConfigError
-from gradflow.core.models import Trace
+from gradflow.core.trace import Trace
 from gradflow.core.records import ZERO_CAUSES
 from gradflow.core.trainer import Trainer
 

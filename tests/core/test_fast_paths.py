@@ -1,4 +1,4 @@
-"""The fast engine (hand-written BPTT, core.models.RowBPTT) is exact.
+"""The fast engine (hand-written BPTT, core.bptt.RowBPTT) is exact.
 
 Every quantity it records or returns is checked, to float64 precision, against
 (a) an independent torch.nn.*Cell loop differentiated with torch.autograd.grad
@@ -18,7 +18,8 @@ import torch
 import torch.nn.functional as F
 
 from gradflow.core.config import Config
-from gradflow.core.models import RecurrentNet, Trace
+from gradflow.core.cells import build_model
+from gradflow.core.trace import Trace
 from gradflow.core.spectrum import spectrum
 from gradflow.core.trainer import Trainer
 
@@ -39,11 +40,12 @@ def schedule(kind):
 
 def build(model, activation, layers, bidirectional, seed=0):
     torch.manual_seed(seed)
-    net = RecurrentNet(Config(model=model, activation=activation, hidden_size=H, num_layers=layers,
-                              bidirectional=bidirectional), I, O).double()
+    net = build_model(Config(model=model, activation=activation, hidden_size=H, num_layers=layers,
+                             bidirectional=bidirectional), I, O).double()
     with torch.no_grad():  # make every parameter matter (biases included) and keep gates away from saturation
         for p in net.parameters():
             p.uniform_(-0.6, 0.6)
+    net.kind = model   # the cell's name, for the references below (the net itself keeps none)
     return net
 
 

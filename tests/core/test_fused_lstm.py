@@ -1,4 +1,4 @@
-"""The LSTM engine (core.models: _lstm_forward / _lstm_backward, chunked gate factors, reused workspaces)
+"""The LSTM engine (core/kernels/lstm.py: _lstm_forward / _lstm_backward, chunked gate factors, reused workspaces)
 is exact: float64, against an independent torch.nn.LSTMCell loop differentiated with torch.autograd.grad.
 Both time loops are checked against it on every machine: the Python loops, and the compiled ones
 (core/native, built by the test session where a compiler exists: tests/core/compiled_lstm.py).
@@ -10,9 +10,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import gradflow.core.models as models
+import gradflow.core.kernels.lstm as lstm_kernel
 from gradflow.core.config import Config
-from gradflow.core.models import RecurrentNet, Trace
+from gradflow.core.cells import build_model
+from gradflow.core.trace import Trace
 from gradflow.core.trainer import Trainer
 from reference_scale import ReferenceScale   # tests/core is on sys.path
 
@@ -21,8 +22,8 @@ T, B, I, H, O = 11, 3, 4, 6, 2
 
 def build(layers, bidirectional, seed=0):
     torch.manual_seed(seed)
-    net = RecurrentNet(Config(model="lstm", hidden_size=H, num_layers=layers, bidirectional=bidirectional),
-                       I, O).double()
+    net = build_model(Config(model="lstm", hidden_size=H, num_layers=layers, bidirectional=bidirectional),
+                      I, O).double()
     with torch.no_grad():
         for p in net.parameters():
             p.uniform_(-0.6, 0.6)
@@ -121,7 +122,7 @@ def loops(request, monkeypatch):
         return kind, request.getfixturevalue("use_compiled")
     request.getfixturevalue("use_python")
     if chunk_steps is not None:
-        monkeypatch.setattr(models, "_CHUNK_BYTES", chunk_steps * B * 5 * H * 8)
+        monkeypatch.setattr(lstm_kernel, "_CHUNK_BYTES", chunk_steps * B * 5 * H * 8)
     return kind, chunk_steps or T
 
 
@@ -200,13 +201,13 @@ def test_float32_from_packed_min_hidden_on_multiplies_by_packed_weights_and_matc
     """From PACKED_MIN_HIDDEN on a float32 row multiplies by oneDNN-packed weights, forward and backward, in
     both loops; below it, and in float64, by MKL's GEMM. Same numbers as float64 to float32 accuracy."""
     request.getfixturevalue("use_compiled" if kind == "compiled" else "use_python")
-    packs, pack = [], models._pack
-    monkeypatch.setattr(models, "_pack", lambda w, like: packs.append((like.dtype, pack(w, like))) or packs[-1][1])
+    packs, pack = [], lstm_kernel._pack
+    monkeypatch.setattr(lstm_kernel, "_pack", lambda w, like: packs.append((like.dtype, pack(w, like))) or packs[-1][1])
     torch.manual_seed(0)
-    net = RecurrentNet(Config(model="lstm", hidden_size=models.PACKED_MIN_HIDDEN, num_layers=2, bidirectional=True),
-                       I, O).double()
+    config = Config(model="lstm", hidden_size=lstm_kernel.PACKED_MIN_HIDDEN, num_layers=2, bidirectional=True)
+    net = build_model(config, I, O).double()
     x = torch.randn(T, B, I, dtype=torch.double)
-    state = tuple(torch.randn(net.num_rows, B, models.PACKED_MIN_HIDDEN, dtype=torch.double) * 0.5 for _ in "hc")
+    state = tuple(torch.randn(net.num_rows, B, lstm_kernel.PACKED_MIN_HIDDEN, dtype=torch.double) * 0.5 for _ in "hc")
     float32_against_float64(net, x, state)
     assert [dtype for dtype, _ in packs] == [torch.double] * 8 + [torch.float] * 8   # forward + backward, 4 rows
     assert [p is None for _, p in packs] == [True] * 8 + [False] * 8

@@ -3,15 +3,15 @@ import pytest
 import torch
 
 from gradflow.core.config import Config
-from gradflow.core.models import RecurrentNet
+from gradflow.core.cells import build_model
 
 
 @pytest.mark.parametrize("model", ["rnn", "gru", "lstm"])
 @pytest.mark.parametrize("layers,bidirectional", [(1, False), (3, False), (2, True)])
 def test_unrolled_forward_equals_torch_nn_module(model, layers, bidirectional):
     torch.manual_seed(0)
-    net = RecurrentNet(Config(model=model, num_layers=layers, bidirectional=bidirectional, hidden_size=12),
-                       input_size=5, output_size=3).double()
+    net = build_model(Config(model=model, num_layers=layers, bidirectional=bidirectional, hidden_size=12),
+                      input_size=5, output_size=3).double()
     x = torch.randn(9, 4, 5, dtype=torch.double)  # (T, B, I)
     state = net.zero_state(4)
     state = tuple(torch.randn_like(s) for s in state) if model == "lstm" else torch.randn_like(state)
@@ -28,14 +28,14 @@ def test_unrolled_forward_equals_torch_nn_module(model, layers, bidirectional):
 
 
 def test_relu_rnn_equals_torch_relu_rnn():
-    net = RecurrentNet(Config(activation="relu", hidden_size=8), 3, 2).double()
+    net = build_model(Config(activation="relu", hidden_size=8), 3, 2).double()
     x = torch.randn(6, 2, 3, dtype=torch.double)
     outputs, _ = net(x)
     torch.testing.assert_close(outputs, net.head(net.rnn(x)[0]))
 
 
 def test_identity_rnn_is_linear_recurrence():
-    net = RecurrentNet(Config(activation="identity", hidden_size=4), 2, 1).double()
+    net = build_model(Config(activation="identity", hidden_size=4), 2, 1).double()
     x = torch.randn(5, 3, 2, dtype=torch.double)
     w_ih, w_hh, b_ih, b_hh = net.row_weights(0)
     h = torch.zeros(3, 4, dtype=torch.double)
@@ -48,20 +48,20 @@ def test_identity_rnn_is_linear_recurrence():
 @pytest.mark.parametrize("init", ["orthogonal", "identity"])
 @pytest.mark.parametrize("model", ["rnn", "gru", "lstm"])
 def test_init_makes_each_recurrent_block_orthogonal(model, init):
-    net = RecurrentNet(Config(model=model, init=init, hidden_size=16), 3, 1)
+    net = build_model(Config(model=model, init=init, hidden_size=16), 3, 1)
     w = net.recurrent_matrix(0).double()
     torch.testing.assert_close(w @ w.T, torch.eye(16, dtype=torch.double), atol=1e-5, rtol=0)
 
 
 @pytest.mark.parametrize("model", ["rnn", "gru", "lstm"])
 def test_spectral_radius_rescales_the_named_recurrent_block(model):
-    net = RecurrentNet(Config(model=model, spectral_radius=1.3, hidden_size=20, num_layers=2), 3, 1)
+    net = build_model(Config(model=model, spectral_radius=1.3, hidden_size=20, num_layers=2), 3, 1)
     for row in range(net.num_rows):
         radius = torch.linalg.eigvals(net.recurrent_matrix(row).double()).abs().max().item()
         assert radius == pytest.approx(1.3, rel=1e-5)
 
 
 def test_forget_bias_sets_the_total_forget_gate_bias():
-    net = RecurrentNet(Config(model="lstm", forget_bias=1.0, hidden_size=6), 3, 1)
+    net = build_model(Config(model="lstm", forget_bias=1.0, hidden_size=6), 3, 1)
     _, _, b_ih, b_hh = net.row_weights(0)
     torch.testing.assert_close(b_ih[6:12] + b_hh[6:12], torch.ones(6))

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from gradflow.core.cells import build_model
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.diagonal import jacobian_profile, step_contributions
-from gradflow.core.models import Trace
+from gradflow.core.trace import Trace
 from gradflow.core.trainer import Trainer
 
 TOL = 1e-10

@@ -20,7 +20,7 @@ import pytest
 import torch
 
 import gradflow.core.native as native
-from gradflow.core.models import Trace
+from gradflow.core.trace import Trace
 from gradflow.core.presets import DEFAULT_PRESET, load_preset
 from gradflow.core.trainer import Trainer
 from test_fused_lstm import CASES, H, T, build, inputs, loss_of, reference, schedule   # tests/core is on sys.path

@@ -210,7 +210,7 @@ def test_a_panel_svg_shows_the_chosen_quantity_as_text(every_panel, tmp_path):
 def test_a_zoomed_in_heatmap_is_a_bounded_image_in_the_svg(every_panel, tmp_path):
     """Cells are drawn as many pixels as they cover on screen, but a plot zoomed far into its heatmap does not
     make an SVG of hundreds of megapixels."""
-    from gradflow.explorer.export.figures import SVG_HEATMAP_PIXELS
+    from gradflow.explorer.export.vector import SVG_HEATMAP_PIXELS
 
     panel = next(p for p in every_panel.panels if type(p).__name__ == "HiddenStatePanel")
     box = panel.plot.vb
@@ -340,7 +340,7 @@ def test_a_headless_dashboard_grows_until_every_panel_has_its_minimum_height(qtb
 
 # -- a figure, not a screenshot --------------------------------------------------------------------------------------
 def test_a_polyline_is_clipped_to_the_box_in_parts():
-    from gradflow.explorer.export.figures import _clipped_polyline
+    from gradflow.explorer.export.vector import _clipped_polyline
     x, y = _clipped_polyline(np.array([-1.0, 0.5, 0.5, 3.0, 0.5]), np.array([0.5, 0.5, 2.0, 0.5, 0.5]),
                              (0.0, 1.0, 0.0, 1.0))
     # in at x = 0, up to the top edge; out; back in from the right edge at y = 0.5 to (0.5, 0.5)
@@ -353,7 +353,7 @@ def test_exploding_theory_lines_stay_inside_their_plot_in_a_vector_figure(qtbot,
     the clipping, so other renderers drew it through the title. A vector figure clips every curve's data to its
     view, draws alike in another renderer, and the screen's curves are as they were afterwards."""
     import pyqtgraph as pg
-    from gradflow.explorer.export.figures import vector_painting
+    from gradflow.explorer.export.vector import vector_painting
 
     view, _ = _light_dashboard(Config(seq_len=50, init="orthogonal", spectral_radius=2.0), size=(900, 600), steps=3,
                                panels=["gradient_time"])
@@ -385,7 +385,7 @@ def test_exploding_theory_lines_stay_inside_their_plot_in_a_vector_figure(qtbot,
 def test_a_figure_has_no_control_or_hint_of_the_screen(qtbot, tmp_path):
     """The spectrum's "Drag an eigenvalue…" hint and its Undo button, and any button, are left out of PNG and
     SVG figures; on screen they are back."""
-    from gradflow.explorer.export.figures import as_figure
+    from gradflow.explorer.export.vector import as_figure
     from gradflow.explorer.panels.spectrum import EDIT_HINT
 
     view, _ = _light_dashboard(Config(seq_len=20, hidden_size=16), size=(900, 600), steps=1, panels=["spectrum"])
@@ -403,7 +403,7 @@ def test_a_figure_has_no_control_or_hint_of_the_screen(qtbot, tmp_path):
 def test_svg_text_survives_a_renderer_without_the_font(every_panel, tmp_path):
     """Super- and subscript characters (the log axis' 10⁻⁵) are written as shifted plain characters, which every
     font has (ImageMagick drew 10⁻⁵ as "10 5"), and text names a real font before the generic sans-serif."""
-    from gradflow.explorer.export.figures import SCRIPTS
+    from gradflow.explorer.export.vector import SCRIPTS
     panel = next(p for p in every_panel.panels if type(p).__name__ == "GradientTimePanel")
     save_figure(panel, tmp_path / "g.svg")
     root = ET.parse(tmp_path / "g.svg").getroot()

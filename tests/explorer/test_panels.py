@@ -21,7 +21,7 @@ from gradflow.explorer.engine.worker import TrainingWorker
 from gradflow.explorer.panels import (DEEPER_PANELS, PANELS, ContributionsPanel, GradientHistoryPanel, GradientTimePanel,
                              HiddenStatePanel, JacobiansPanel, LstmHighwayPanel, Panel, SpectrumPanel,
                              TaskViewPanel, TrainingPanel, connect_panels)
-from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels import plotting, ranges
 from gradflow.explorer.panels.gradient_time import straight_log_line
 from gradflow.explorer.panels.lstm_highway import NOT_LSTM
 from gradflow.explorer.panels.spectrum import ESTIMATE_NOTE
@@ -187,7 +187,7 @@ def test_theory_lines_are_straight_on_the_log_axis_from_their_ends_and_clamp_cro
                                  (1.0, 0.0)):
         t, y = straight_log_line(1.0, 100.0, 100.0, anchor_log, log_base)
         assert 2 <= len(t) <= 4 and t[0] == 1.0 and t[-1] == 100.0
-        expected = np.clip(anchor_log + (100.0 - ts) * log_base, -plotting.LOG_CLAMP, plotting.LOG_CLAMP)
+        expected = np.clip(anchor_log + (100.0 - ts) * log_base, -ranges.LOG_CLAMP, ranges.LOG_CLAMP)
         np.testing.assert_allclose(np.interp(ts, t, np.log10(y)), expected, atol=1e-9)
 
 
@@ -260,9 +260,9 @@ def test_gradient_history_bins_long_runs_before_the_log_as_if_after():
     binned, kept = gradient_history._bin_columns(norms, steps)
     group = math.ceil(len(norms) / gradient_history.MAX_COLUMNS)
     with np.errstate(invalid="ignore"):
-        expected = np.fmax.reduceat(plotting.safe_log10(norms), np.arange(0, len(norms), group), axis=0)
+        expected = np.fmax.reduceat(ranges.safe_log10(norms), np.arange(0, len(norms), group), axis=0)
     assert binned.shape[0] <= gradient_history.MAX_COLUMNS and np.array_equal(kept, steps[::group])
-    np.testing.assert_array_equal(plotting.safe_log10(binned), expected)
+    np.testing.assert_array_equal(ranges.safe_log10(binned), expected)
 
 
 def test_gradient_history_x_axis_follows_strided_steps(qtbot):
@@ -710,7 +710,7 @@ def test_an_inside_legend_avoids_a_line_that_crosses_a_corner_between_its_ends(q
     """A theory line is drawn from two points: the legend's corner is chosen by where the lines run, not by where
     their points are. A line crosses the top left corner between its ends (both outside every corner); short
     curves of a few points sit in the other three corners."""
-    from gradflow.explorer.panels.base import empty_corner
+    from gradflow.explorer.panels.legends import empty_corner
     widget = shown_plot(qtbot, 600, 400)
     plot = widget.getPlotItem()
     plot.plot([0, 40], [5, 15], pen="w")                        # through the top left, from the left's middle

@@ -1,4 +1,4 @@
-"""The app on real X screens with a window manager (Xvfb + openbox, explorer.xscreen), as a lecturer meets it at
+"""The app on real X screens with a window manager (Xvfb + openbox: xscreen.py), as a lecturer meets it at
 1280×720, 1366×768 and 1920×1080: the window manager decorates, places and maximises the window, keys arrive through
 the X server (xdotool), the frame is measured from outside (xwininfo, _NET_FRAME_EXTENTS).
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import pytest
 
-from gradflow.explorer import xscreen
+import xscreen   # tests/explorer is on sys.path
 from gradflow.explorer.window.layout import COMPANIONS, GT
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("xscreen"),   # one worker: one X server at a time

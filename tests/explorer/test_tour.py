@@ -1,6 +1,7 @@
 """The guided tour: Play runs to the next step the scenario's claims name and pauses there, showing the claims
 with what this run measured (the claims test's own check); Next goes on; the stops' records stay reachable."""
-from gradflow.core.claims import check_run, tour_stops
+from gradflow.core.claim_checks import check_run
+from gradflow.core.claims import tour_stops
 from gradflow.core.presets import load_preset
 from gradflow.core.records import History
 from window_helpers import WAIT_MS, wait_paused   # tests/explorer is on sys.path

@@ -1,4 +1,5 @@
-"""The app on a real X screen with a window manager, for the real-screen tests and the gallery: Xvfb with one screen
+"""The app on a real X screen with a window manager, for the real-screen tests and scripts/gallery.py (a test
+harness: it lives with the tests, not in the wheel): Xvfb with one screen
 of a given size, openbox on it (it decorates, places, maximises), the app started as `gradflow` starts it, driven by
 the keyboard through xdotool, measured from outside with xwininfo/xprop and from inside with a probe, and shot with
 ImageMagick's `import`.
@@ -9,7 +10,7 @@ ImageMagick's `import`.
         state = app.settle()                     # the window and its layout unchanged for a while
         screen.frame(app.main_window())          # (x, y, w, h) with the window manager's frame
 
-The probe is this module run in the app's process (`python -m gradflow.explorer.xscreen [gradflow args]`): it starts
+The probe is this file run in the app's process (`python tests/explorer/xscreen.py [gradflow args]`): it starts
 the app through explorer.app.main and answers lines on stdin (`state`, `trigger ACTION`, `call METHOD`, `compare
 PRESET`, `compare-call METHOD`, `sweep GRID[;GRID] SEEDS STEPS` (fills the newest sweep window, opened by
 `trigger sweep_action`, and starts it), `quit`) with one JSON line on stdout. Every process started here runs in a session of its own and is ended with its group.
@@ -201,7 +202,7 @@ class App:
     def __init__(self, screen: XScreen, args: list[str], env: dict[str, str]):
         self.screen = screen
         self._answers: queue.Queue[str] = queue.Queue()
-        self.process = _start([sys.executable, "-m", "gradflow.explorer.xscreen", *args],
+        self.process = _start([sys.executable, __file__, *args],
                               screen.directory / "app.log", env=screen.env(**env), stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
         threading.Thread(target=self._read, daemon=True).start()
