@@ -342,6 +342,7 @@ print(mapped_for(4 << 20), steady_allocator(), mapped_for(4 << 20))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc settings")
 def test_a_training_process_takes_a_steps_tensors_from_the_heap_not_fresh_mappings():
     out = subprocess.run([sys.executable, "-c", ALLOCATION_PROBE.format(root=str(Path(__file__).parents[2]))],

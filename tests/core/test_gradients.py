@@ -135,6 +135,7 @@ def test_fixed_truncation_gives_zero_gradient_outside_the_window(model, k):
         assert np.all(record.dc_norms[0][:window_start] == 0.0)
 
 
+@pytest.mark.slow
 def test_randomized_truncation_is_unbiased():
     """Averaged over many draws of ξ_t, the truncated gradient equals full BPTT's."""
     def grads(**settings):

@@ -15,6 +15,7 @@ from gradflow.explorer import system
 from gradflow.explorer.app import main as open_app
 
 
+@pytest.mark.slow
 def test_doctor_prints_versions_platform_compiled_loops_threads_and_paths_without_a_display(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     env.update(HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "config"), XDG_DATA_HOME=str(tmp_path / "data"),

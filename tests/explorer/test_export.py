@@ -258,6 +258,7 @@ def test_unwritable_path_gives_a_message_and_leaves_nothing(dashboard, tmp_path)
         save_figure(view, tmp_path / "x.bmpx")
 
 
+@pytest.mark.slow
 def test_gradflow_export_runs_without_a_display(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
     out = tmp_path / "fig.png"
@@ -268,6 +269,7 @@ def test_gradflow_export_runs_without_a_display(tmp_path):
     assert Image.open(out).size == (3200, 2200)   # as asked: six panels fit in 1600x1100
 
 
+@pytest.mark.slow
 def test_gradflow_export_never_squashes_a_plot_below_its_minimum(tmp_path):
     """Six panels cannot keep their plots readable in 800x500: the figure is rendered larger, and it says so."""
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
@@ -287,6 +289,7 @@ def test_gradflow_export_refuses_bad_arguments_by_name(tmp_path):
     assert result.returncode == 2 and "--out" in result.stderr
 
 
+@pytest.mark.slow
 def test_gradflow_export_of_a_diverging_run_stops_there_and_shows_the_last_finite_step(tmp_path):
     """The exploding scenario with plain SGD at lr = 1 blows up within a few steps: the export stops training
     there (not at --steps 200), says so, and renders the last finite step with every panel filled."""
