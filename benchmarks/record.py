@@ -56,7 +56,8 @@ def code_version() -> dict[str, Any]:
     folder = Path(gradflow.__file__).resolve().parent
     git = lambda *args: subprocess.run(["git", "-C", str(folder), *args],  # noqa: E731
                                        capture_output=True, text=True).stdout.strip()
-    return {"commit": git("rev-parse", "HEAD") or None, "dirty": bool(git("status", "--porcelain", "--", "."))}
+    return {"commit": git("rev-parse", "HEAD") or None,
+            "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
 
 
 class Run:
