@@ -63,7 +63,7 @@ import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 
-from gradflow.core import native
+from gradflow.core import native, torch_private
 from gradflow.core.cells import cell_for
 from gradflow.core.config import Config
 
@@ -168,10 +168,7 @@ class _RowSpec:
         self.pool = pool if pool is not None else BufferPool()
 
 
-try:
-    _use_count = torch._C._storage_Use_Count   # private; without it every buffer is simply fresh
-except AttributeError:  # pragma: no cover
-    _use_count = None
+_use_count = torch_private.storage_use_count   # None: every buffer is simply fresh
 
 
 class BufferPool:
@@ -207,7 +204,7 @@ class BufferPool:
                 del self._recycled[next(iter(self._recycled))]
         self._recycled[key] = entries  # most recently used last
         for tensor in entries:
-            if _use_count(tensor.untyped_storage()._cdata) == 2:  # the pooled tensor + this call's handle
+            if _use_count(tensor) == 2:  # the pooled tensor + this call's handle
                 return tensor.detach()  # a new alias: it holds the storage while in use
         tensor = like.new_empty(shape)
         entries.append(tensor)
@@ -239,10 +236,10 @@ class BufferPool:
                 del self._workspaces[next(iter(self._workspaces))]
         self._workspaces[key] = entries  # most recently used last
         for ws in entries:
-            if _use_count(ws.arena.untyped_storage()._cdata) == ws.baseline:
+            if _use_count(ws.arena) == ws.baseline:
                 return ws
         ws = build(like, *args)
-        ws.baseline = _use_count(ws.arena.untyped_storage()._cdata)  # its own views + the call's handle
+        ws.baseline = _use_count(ws.arena)  # its own views + the call's handle
         entries.append(ws)
         if len(entries) > 4:  # all held elsewhere: stop pooling the oldest
             entries.pop(0)
@@ -355,12 +352,12 @@ def _pack(w, like):
     if (like.dtype != torch.float32 or like.device.type != "cpu" or min(w.shape) < PACKED_MIN_HIDDEN
             or not torch.backends.mkldnn.is_available()):
         return None
-    return torch.ops.mkldnn._reorder_linear_weight(w.contiguous(), like.shape[-2])
+    return torch_private.pack_linear_weight(w, like.shape[-2])
 
 
 def _packed_linear(x, packed):
     """x (M, K) @ wᵀ -> (M, N), w packed by _pack."""
-    return torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
+    return torch_private.packed_linear(x, packed)
 
 
 def _lstm_forward(spec, x, h0, c0, w_ih, w_hh, b_ih, b_hh, order):
@@ -707,7 +704,7 @@ class RecurrentNet(StackedRows, nn.Module):
         With `trace`, each row's h_t (c_t, gates) is kept and, after backward,
         its full gradient ∂L/∂h_t (∂L/∂c_t); see RowTrace.
         """
-        if self.engine == "unrolled" or torch._C._are_functorch_transforms_active():
+        if self.engine == "unrolled" or torch_private.functorch_transforms_active():
             # the reference engine also serves torch.func transforms (jacrev, vmap), which
             # the hand-written backward does not support
             return self._forward_unrolled(inputs, state, keep_grad_at, trace)

@@ -152,7 +152,7 @@ class Trainer:
 
         params = [(name, p) for name, p in model.named_parameters() if p.grad is not None]
         grads = [p.grad for _, p in params]
-        param_norms = torch.stack(torch._foreach_norm(grads))
+        param_norms = _norms(grads)
         R, T = len(trace.rows), inputs.shape[0]
         norms = [loss.detach().reshape(1), torch.linalg.vector_norm(param_norms).reshape(1), param_norms]
         norms += [torch.linalg.vector_norm(_real_view(row.dh), dim=(1, 2)) for row in trace.rows]  # (T,) each
@@ -179,10 +179,11 @@ class Trainer:
         clipped = False
         if diverged is None:
             if cfg.clip is not None and grad_norm > cfg.clip:  # g <- (θ/‖g‖) g
-                torch._foreach_mul_(grads, cfg.clip / grad_norm)
+                for grad in grads:
+                    grad.mul_(cfg.clip / grad_norm)
                 clipped = True
             grad_norm_clipped = torch.linalg.vector_norm(
-                torch.stack(torch._foreach_norm(grads))).item() if clipped else grad_norm  # measured, not assumed
+                _norms(grads)).item() if clipped else grad_norm  # measured, not assumed
             self.optimizer.step()
             if cfg.hold_spectral_radius:  # ρ stays where it was set while the rest trains
                 model.rescale_recurrent(cfg.spectral_radius, self._held)
@@ -339,6 +340,11 @@ def _divergence(loss: float, grad_norm: float) -> str | None:
     if not math.isfinite(grad_norm):
         return f"gradient norm is {grad_norm}"
     return None
+
+
+def _norms(tensors: list[torch.Tensor]) -> torch.Tensor:
+    """Each tensor's 2-norm, stacked: what torch.nn.utils.get_total_norm takes the norm of (it returns only that)."""
+    return torch.stack([torch.linalg.vector_norm(t) for t in tensors])
 
 
 def _real_view(x: torch.Tensor) -> torch.Tensor:
