@@ -42,11 +42,15 @@ def link_tree(checkout: Path, folder: Path) -> Path:
     return folder
 
 
-def run_side(tree: Path, bench: list[str], out: Path) -> dict:
+def run_side(tree: Path, commit: str, bench: list[str], out: Path) -> dict:
+    """One run of the benchmark on the gradflow of `tree`; its result file must name `commit` as measured."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     subprocess.run([sys.executable, str(ROOT / "benchmarks" / bench[0]), *bench[1:], "--json", str(out)],
                    env=env, check=True)
-    return json.loads(out.read_text())
+    result = json.loads(out.read_text())
+    if result["run"]["commit"] != commit:
+        raise SystemExit(f"{bench[0]} measured {result['run']['commit']}, not {commit}: is gradflow shadowed?")
+    return result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,8 +67,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv[:split])
     bench = argv[split + 1:]
     run = record.Run()
-    base_commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", args.base], capture_output=True, text=True,
-                                 check=True).stdout.strip()
+    commit = {side: subprocess.run(["git", "-C", str(ROOT), "rev-parse", ref], capture_output=True, text=True,
+                                   check=True).stdout.strip() for side, ref in (("base", args.base), ("this", "HEAD"))}
+    base_commit = commit["base"]
     summaries: dict[str, list[dict]] = {"base": [], "this": []}
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -77,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
                 for side in ("base", "this") if i % 2 == 0 else ("this", "base"):
                     print(f"--- round {i + 1}/{args.rounds}: {side} ({base_commit[:9] if side == 'base' else 'this'})",
                           flush=True)
-                    summaries[side].append(run_side(trees[side], bench, tmp / f"{side}-{i}.json")["summary"])
+                    result = run_side(trees[side], commit[side], bench, tmp / f"{side}-{i}.json")
+                    summaries[side].append(result["summary"])
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(worktree)], check=True)
 
