@@ -12,6 +12,7 @@ one PYTHONPATH names, as compare.py sets it).
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import subprocess
 import sys
@@ -26,10 +27,13 @@ COMMANDS = {"gradflow run --steps 1": ["-m", "gradflow", "run", "--steps", "1", 
             "import torch": ["-c", "import torch"]}
 
 
-def timed(args: list[str], folder: str) -> float:
-    start = time.perf_counter()
+def timed(args: list[str], folder: str) -> tuple[float, float]:
+    """(wall, CPU) seconds of one fresh process. Its CPU time (user + system) moves less with the machine's load
+    than the wall time does, which waits for the cores other processes hold."""
+    cpu = lambda: sum(resource.getrusage(resource.RUSAGE_CHILDREN)[:2])  # noqa: E731
+    start, cpu_start = time.perf_counter(), cpu()
     subprocess.run([sys.executable, *args], cwd=folder, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, cpu() - cpu_start
 
 
 def import_times(folder: str) -> dict[str, float]:
@@ -52,28 +56,34 @@ def main(argv: list[str] | None = None) -> int:
     run = record.Run()
     print(run.describe())
     times: dict[str, list[float]] = {name: [] for name in COMMANDS}
+    cpu_times: dict[str, list[float]] = {name: [] for name in COMMANDS}
     with tempfile.TemporaryDirectory() as folder:
         for name, command in COMMANDS.items():   # warm-up: files into the page cache
             timed(command, folder)
         for rep in range(args.reps):
             for name in list(COMMANDS)[::1 if rep % 2 == 0 else -1]:
-                times[name].append(timed(COMMANDS[name], folder))
+                wall, cpu = timed(COMMANDS[name], folder)
+                times[name].append(wall)
+                cpu_times[name].append(cpu)
         imports = import_times(folder)
     medians = {name: statistics.median(values) for name, values in times.items()}
+    cpu_medians = {name: statistics.median(values) for name, values in cpu_times.items()}
     # per repetition, the command over `import torch` run beside it: less at the mercy of the load than either
     over_torch = statistics.median(a / b for a, b in zip(*times.values()))
     for name, values in times.items():
         print(f"{name:<24} median {medians[name]:.2f} s  (min {min(values):.2f}, max {max(values):.2f}, "
-              f"{len(values)} runs)")
+              f"{len(values)} runs); CPU time median {cpu_medians[name]:.2f} s")
     print(f"gradflow run / import torch, paired: median {over_torch:.2f}")
     print("imports (cumulative s, one -X importtime run): "
           + ", ".join(f"{name} {s:.2f}" for name, s in imports.items())
           + ("" if "torch._dynamo" in imports else "; torch._dynamo not imported"))
     print(run.describe())
     run.save(args.json, {"reps": args.reps, "times_s": times, "median_s": medians,
+                         "cpu_times_s": cpu_times, "cpu_median_s": cpu_medians,
                          "run_over_import_torch": over_torch, "import_s": imports,
                          "imports_dynamo": "torch._dynamo" in imports},
              summary={**{f"{name} s": (value, "lower") for name, value in medians.items()},
+                      **{f"{name} CPU s": (value, "lower") for name, value in cpu_medians.items()},
                       "gradflow run / import torch": (over_torch, "lower")})
     print(f"wrote {args.json}")
     return 0
