@@ -80,8 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             trees = {"base": link_tree(worktree, tmp / "tree-base"), "this": link_tree(ROOT, tmp / "tree-this")}
             for i in range(args.rounds):
                 for side in ("base", "this") if i % 2 == 0 else ("this", "base"):
-                    print(f"--- round {i + 1}/{args.rounds}: {side} ({base_commit[:9] if side == 'base' else 'this'})",
-                          flush=True)
+                    print(f"--- round {i + 1}/{args.rounds}: {side} ({commit[side][:9]})", flush=True)
                     result = run_side(trees[side], commit[side], bench, tmp / f"{side}-{i}.json")
                     summaries[side].append(result["summary"])
         finally:
@@ -89,8 +88,10 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = []
     for name, first in summaries["this"][0].items():
-        base = statistics.median(s[name]["value"] for s in summaries["base"] if name in s)
-        this = statistics.median(s[name]["value"] for s in summaries["this"])
+        base_values = [s[name]["value"] for s in summaries["base"] if name in s]
+        if not base_values:   # a number the base does not report
+            continue
+        base, this = statistics.median(base_values), statistics.median(s[name]["value"] for s in summaries["this"])
         ratio = this / base if base else float("nan")
         worse = ratio - 1 if first["better"] == "lower" else 1 - ratio
         verdict = "REGRESSION" if worse > args.threshold else "better" if worse < -args.threshold else "same"
