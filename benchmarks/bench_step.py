@@ -36,16 +36,14 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import os
-import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 
+import record  # benchmarks/record.py, beside this script
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
@@ -56,7 +54,7 @@ from gradflow.core.cells.families import DiagonalCell  # noqa: E402
 from gradflow.core.config import Config  # noqa: E402
 from gradflow.core.trace import Trace  # noqa: E402
 from gradflow.core.spectrum import FULL_SPECTRUM_MAX_SIZE, SpectrumMeter  # noqa: E402
-from gradflow.core.trainer import OPTIMIZERS, Trainer  # noqa: E402
+from gradflow.core.trainer import Trainer  # noqa: E402
 
 TARGETS = {"rnn": 1.1, "gru": 1.3, "lstm": 1.3,          # issue 6: instrumented / plain, every step
            "mingru": 1.3, "minlstm": 1.3, "lru": 1.3}    # issue 14
@@ -86,7 +84,8 @@ class PlainStep:
     def _setup(self, trainer: Trainer, params):
         cfg = trainer.config
         self.params = params
-        self.optimizer = OPTIMIZERS[cfg.optimizer](self.params, lr=cfg.lr)
+        optimizer = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop}[cfg.optimizer]
+        self.optimizer = optimizer(self.params, lr=cfg.lr)   # torch.optim's own class, as a user would
         self.ce = trainer.task.loss == "ce"
         self.last = cfg.loss_positions == "last"
         self.clip = cfg.clip
@@ -242,11 +241,11 @@ def main(argv=None) -> int:
     if args.flush_denormal:
         torch.set_flush_denormal(True)
 
-    env = {"torch": torch.__version__, "python": platform.python_version(), "cpus": os.cpu_count(),
-           "engine": args.engine, "native_lstm": native.kernel() is not None,
-           "torch_threads": torch.get_num_threads(), "flush_denormal": args.flush_denormal,
-           "machine": platform.machine(), "loadavg_start": os.getloadavg()}
-    print(f"torch {env['torch']}, {env['torch_threads']} threads on {env['cpus']} CPUs, "
+    run = record.Run()
+    env = {"engine": args.engine, "native_lstm": native.kernel() is not None,
+           "torch_threads": torch.get_num_threads(), "flush_denormal": args.flush_denormal}
+    print(run.describe())
+    print(f"{env['torch_threads']} torch threads, "
           f"flush_denormal={args.flush_denormal}, {reps} reps (+{warmup} warm-up), batch {BATCH}, "
           f"clip {CLIP}, optimizer {Config().optimizer}")
     if args.engine == "bptt":
@@ -270,15 +269,15 @@ def main(argv=None) -> int:
                 print(f"{cell:5} {hidden:4d} {seq_len:4d} {loss:7} {m['plain']:9.2f} {m['instrumented']:9.2f} "
                       f"{r['ratio']:6.2f} {m['detail']:9.2f} {r['ratio_detail']:6.2f} {spec} {r['target']:6.1f}  "
                       f"{'yes' if r['met'] else 'NO'}", flush=True)
-    env["loadavg_end"] = os.getloadavg()
     print("ratio: median over repetitions of (instrumented or detail step) / (plain step), interleaved pairs;"
           " spectrum: ms of the instrumented step spent on the spectrum (core.spectrum: eigvals + svdvals of W_hh"
           f" up to {FULL_SPECTRUM_MAX_SIZE} rows, else ρ and σ_max by Krylov; a diagonal cell: its λ or diagonal"
           " over t), timed alone")
-    out = Path(args.json)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"environment": env, "quick": args.quick, "results": results}, indent=1))
-    print(f"wrote {out}")
+    summary = {f"{r['cell']} {r['hidden_size']}x{r['seq_len']} {r['loss']} {side}": (r[key], "lower")
+               for r in results for side, key in (("instr/plain", "ratio"), ("detail/plain", "ratio_detail"))}
+    print(run.describe())
+    run.save(args.json, {"environment": env, "quick": args.quick, "results": results}, summary)
+    print(f"wrote {args.json}")
     return 0
 
 

@@ -9,12 +9,11 @@
 (d) the parent's memory over one long sweep at initialisation (H = 16, T = 20): its resident set (RSS) before the
     sweep, then after every tenth of the points, and its peak.
 
-    python benchmarks/bench_sweep.py [--parts abcd] [--skip-dask] [--long 10000] [--jobs N] [--out results/sweep.json]
+    python benchmarks/bench_sweep.py [--parts abcd] [--skip-dask] [--long 10000] [--jobs N] [--json results/sweep.json]
 """
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import sys
@@ -22,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import record  # benchmarks/record.py, beside this script
 from gradflow.core.config import Config
 from gradflow.core.sweep import Plan, execute, measure_point, parse_grid
 
@@ -84,8 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-dask", action="store_true")
     parser.add_argument("--long", type=int, default=10_000, help="points of the memory run (d)")
     parser.add_argument("--jobs", type=int, help="worker processes of the memory run (d); default: every core")
-    parser.add_argument("--out", type=Path)
+    parser.add_argument("--out", "--json", type=Path, help="write the results here (machine-tagged JSON)")
     args = parser.parse_args(argv)
+    run = record.Run()
     result = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -118,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"after N points: {samples}; with the table as a DataFrame: {d['rss_with_frame_mb']:.0f}, "
                   f"peak {d['peak_rss_mb']:.0f}", flush=True)
     if args.out:
-        args.out.write_text(json.dumps(result, indent=1))
+        compared = ("a_sequential_s", "a_pool_s", "a_ratio_pool_over_sequential", "b_ratio_dask_over_pool",
+                    "c_diagram_400_s", "d_wall_s", "d_peak_rss_mb")   # all: lower is better
+        run.save(args.out, result, summary={k: (result[k], "lower") for k in compared if k in result})
     return 0
 
 

@@ -2,15 +2,11 @@
 from __future__ import annotations
 
 import math
-from typing import Callable
-
 import torch
 
-_use_count: Callable[[int], int] | None
-try:
-    _use_count = torch._C._storage_Use_Count   # private; without it every buffer is simply fresh
-except AttributeError:  # pragma: no cover
-    _use_count = None
+from gradflow.core import torch_private
+
+_use_count = torch_private.storage_use_count   # None: every buffer is simply fresh
 
 
 class BufferPool:
@@ -46,7 +42,7 @@ class BufferPool:
                 del self._recycled[next(iter(self._recycled))]
         self._recycled[key] = entries  # most recently used last
         for tensor in entries:
-            if _use_count(tensor.untyped_storage()._cdata) == 2:  # the pooled tensor + this call's handle
+            if _use_count(tensor) == 2:  # the pooled tensor + this call's handle
                 return tensor.detach()  # a new alias: it holds the storage while in use
         tensor = like.new_empty(shape)
         entries.append(tensor)
@@ -78,10 +74,10 @@ class BufferPool:
                 del self._workspaces[next(iter(self._workspaces))]
         self._workspaces[key] = entries  # most recently used last
         for ws in entries:
-            if _use_count(ws.arena.untyped_storage()._cdata) == ws.baseline:
+            if _use_count(ws.arena) == ws.baseline:
                 return ws
         ws = build(like, *args)
-        ws.baseline = _use_count(ws.arena.untyped_storage()._cdata)  # its own views + the call's handle
+        ws.baseline = _use_count(ws.arena)  # its own views + the call's handle
         entries.append(ws)
         if len(entries) > 4:  # all held elsewhere: stop pooling the oldest
             entries.pop(0)

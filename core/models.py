@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import nn
 
+from gradflow.core import torch_private
 from gradflow.core.bptt import RowBPTT, RowSpec
 from gradflow.core.buffers import BufferPool
 from gradflow.core.initialize import initialize
@@ -124,7 +125,7 @@ class RecurrentNet(StackedRows, nn.Module):
         With `trace`, each row's h_t (c_t, gates) is kept and, after backward,
         its full gradient ∂L/∂h_t (∂L/∂c_t); see RowTrace.
         """
-        if self.engine == "unrolled" or torch._C._are_functorch_transforms_active():
+        if self.engine == "unrolled" or torch_private.functorch_transforms_active():
             # the reference engine also serves torch.func transforms (jacrev, vmap), which
             # the hand-written backward does not support
             return self._forward_unrolled(inputs, state, keep_grad_at, trace)

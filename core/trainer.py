@@ -24,13 +24,13 @@ import torch.nn.functional as F
 from gradflow.core import cells
 from gradflow.core.config import LIVE_KEYS, Config, ConfigError
 from gradflow.core.analysis import linear_prediction, zero_causes
+from gradflow.core.optim import OPTIMIZERS
 from gradflow.core.trace import Trace, detach_state
 from gradflow.core.records import History, Record
 from gradflow.core.spectrum import SpectrumMeter, edit_eigenvalue, nearest_eigenvalue
 from gradflow.core.tasks import make_task
 
 THREADS_VARIABLE = "GRADFLOW_THREADS"  # overrides engine_threads()
-OPTIMIZERS = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop}
 DTYPES = {"float32": torch.float32, "float64": torch.float64}   # config.precision
 
 
@@ -152,7 +152,7 @@ class Trainer:
 
         params = [(name, p) for name, p in model.named_parameters() if p.grad is not None]
         grads = [g for _, p in params if (g := p.grad) is not None]   # every one of params'
-        param_norms = torch.stack(torch._foreach_norm(grads))
+        param_norms = _norms(grads)
         R, T = len(trace.rows), inputs.shape[0]
         norms = [loss.detach().reshape(1), torch.linalg.vector_norm(param_norms).reshape(1), param_norms]
         norms += [torch.linalg.vector_norm(_real_view(row.dh), dim=(1, 2)) for row in trace.rows]  # (T,) each
@@ -179,10 +179,11 @@ class Trainer:
         clipped = False
         if diverged is None:
             if cfg.clip is not None and grad_norm > cfg.clip:  # g <- (θ/‖g‖) g
-                torch._foreach_mul_(grads, cfg.clip / grad_norm)
+                for grad in grads:
+                    grad.mul_(cfg.clip / grad_norm)
                 clipped = True
             grad_norm_clipped = torch.linalg.vector_norm(
-                torch.stack(torch._foreach_norm(grads))).item() if clipped else grad_norm  # measured, not assumed
+                _norms(grads)).item() if clipped else grad_norm  # measured, not assumed
             self.optimizer.step()
             if cfg.hold_spectral_radius and cfg.spectral_radius is not None:  # ρ stays where it was set
                 model.rescale_recurrent(cfg.spectral_radius, self._held)
@@ -339,6 +340,11 @@ def _divergence(loss: float, grad_norm: float) -> str | None:
     if not math.isfinite(grad_norm):
         return f"gradient norm is {grad_norm}"
     return None
+
+
+def _norms(tensors: list[torch.Tensor]) -> torch.Tensor:
+    """Each tensor's 2-norm, stacked: what torch.nn.utils.get_total_norm takes the norm of (it returns only that)."""
+    return torch.stack([torch.linalg.vector_norm(t) for t in tensors])
 
 
 def _real_view(x: torch.Tensor) -> torch.Tensor:

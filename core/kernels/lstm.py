@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from gradflow.core import native
+from gradflow.core import native, torch_private
 from gradflow.core.bptt import processing_order
 from gradflow.core.buffers import carve
 
@@ -52,12 +52,12 @@ def _pack(w, like):
     if (like.dtype != torch.float32 or like.device.type != "cpu" or min(w.shape) < PACKED_MIN_HIDDEN
             or not torch.backends.mkldnn.is_available()):
         return None
-    return torch.ops.mkldnn._reorder_linear_weight(w.contiguous(), like.shape[-2])
+    return torch_private.pack_linear_weight(w, like.shape[-2])
 
 
 def _packed_linear(x, packed):
     """x (M, K) @ wᵀ -> (M, N), w packed by _pack."""
-    return torch.ops.mkldnn._linear_pointwise(x, packed, None, "none", [], "")
+    return torch_private.packed_linear(x, packed)
 
 
 def _lstm_forward(spec, x, h0, c0, w_ih, w_hh, b_ih, b_hh, order):
