@@ -132,7 +132,8 @@ def json_document(runs: list[dict[str, Any]], preset: str | None = None) -> dict
         for i in range(len(columns["step"])):
             rows.append({"run": run["label"], **{name: _number(columns[name][i]) for name in HISTORY_COLUMNS}})
         entries.append({"label": run["label"], "config": run["config"].to_dict(), "diverged": run["diverged"],
-                        "profiles": _profiles_json(run["history"]), "last": _last_json(run["last"])})
+                        "profiles": _profiles_json(run["history"]),
+                        "last": None if run["last"] is None else _last_json(run["last"])})
     fields = [{"name": "run", "type": "string"}] + [
         {"name": name, "type": "integer" if name == "step" else "number"} for name in HISTORY_COLUMNS]
     return {"schema": {"fields": fields, "pandas_version": "1.4.0"}, "data": rows,
