@@ -244,7 +244,7 @@ def test_a_dask_cluster_gives_the_local_pools_rows_number_for_number(tmp_path):
 
 def test_an_unreachable_cluster_is_bad_input_naming_it(tmp_path, capsys, monkeypatch):
     pytest.importorskip("distributed")
-    monkeypatch.setattr("gradflow.core.sweep.CLUSTER_CONNECT_S", 1)
+    monkeypatch.setattr("gradflow.core.sweep_run.CLUSTER_CONNECT_S", 1)
     assert main(["--grid", "seq_len=10", "--steps", "1", "--out", str(tmp_path / "s.csv"),
                  "--cluster", "tcp://127.0.0.1:9"]) == 2
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in capsys.readouterr().err
