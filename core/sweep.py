@@ -60,7 +60,7 @@ def sweep(grid: Iterable[str] | dict[str, Any], base: Config | str | None = None
 
 
 # -- the command line ---------------------------------------------------------------------------------------
-EXIT_BAD_INPUT, EXIT_CLUSTER_LOST, EXIT_INTERRUPTED = 2, 3, 130
+EXIT_ALL_FAILED, EXIT_BAD_INPUT, EXIT_CLUSTER_LOST, EXIT_INTERRUPTED = 1, 2, 3, 130
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,8 +90,8 @@ FIGURE_METRICS = tuple(m for m in METRICS if m not in TEXT_METRICS and m not in 
 
 def main(argv: list[str] | None = None, draw_figure: Callable[..., None] | None = None) -> int:
     """`gradflow sweep`. draw_figure(path, frame, plan, metric): the app's renderer, for --figure (core imports no
-    Qt). Exit status: 0 done (points that failed included: their rows say why), 2 bad input, 3 the cluster went
-    away, 130 interrupted; finished rows are on disk in every case."""
+    Qt). Exit status: 0 done (points that failed included: their rows say why), 1 every point failed, 2 bad
+    input, 3 the cluster went away, 130 interrupted; finished rows are on disk in every case."""
     from gradflow.core.cli import config_from_args
     args = build_parser().parse_args(argv)
     try:
@@ -119,6 +119,9 @@ def main(argv: list[str] | None = None, draw_figure: Callable[..., None] | None 
     frame = table.frame()
     failed = int((frame["error"] != "").sum())
     print(f"{len(frame)} points in {args.out}" + (f", {failed} with an error (see its column)" if failed else ""))
+    if failed and failed == len(frame):
+        print(f"gradflow: every point failed; the first: {frame['error'][0]}", file=sys.stderr)
+        return EXIT_ALL_FAILED
     if args.figure:
         draw_figure(args.figure, frame, plan, args.metric)
         print(f"phase diagram of {args.metric} in {args.figure}")

@@ -110,6 +110,7 @@ class Plan:
         self.base, self.axes, self.seeds, self.steps = base, axes, seeds, steps
         self.points = [self._point(combination, seed) for combination in _product([a.values for a in axes])
                        for seed in range(seeds)]
+        self.cells = _cell_files(self.points)
 
     def _point(self, values: tuple, seed: int) -> Point:
         changes = dict(zip(self.keys, values))
@@ -129,8 +130,24 @@ class Plan:
 
     def definition(self) -> dict[str, Any]:
         """What makes two runs the same sweep (resume compares it)."""
-        return {"base": self.base.to_dict(), "grid": [a.text() for a in self.axes], "seeds": self.seeds,
-                "steps": self.steps}
+        definition = {"base": self.base.to_dict(), "grid": [a.text() for a in self.axes], "seeds": self.seeds,
+                      "steps": self.steps}
+        if self.cells:   # another content of a cell file is another sweep
+            definition["cells"] = {model: source.sha256 for model, source in self.cells.items()}
+        return definition
+
+
+def _cell_files(points: list[Point]) -> dict:
+    """model -> CellSource of every user's cell file the points name, read here, once: each point ships its file's
+    content to its worker (core.sweep_point.run_point), which starts in its own folder, often on another machine."""
+    from gradflow.core import cells
+    found = {}
+    for point in points:
+        model = point.config.model
+        if model not in found and cells.cell_for(model).source_file(point.config) is not None:
+            from gradflow.core.user_cell import cell_source
+            found[model] = cell_source(model)
+    return found
 
 
 def _product(lists: list[tuple]) -> list[tuple]:

@@ -8,11 +8,14 @@ import signal
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from gradflow.core.config import Config
+
+if TYPE_CHECKING:
+    from gradflow.core.user_cell import CellSource
 
 METRICS = ("loss_final", "loss_ratio", "grad_ratio_init", "grad_ratio_init_zero", "grad_ratio_final",
            "grad_ratio_final_zero", "decay_init", "decay_init_fit", "decay_final", "decay_final_fit",
@@ -78,11 +81,14 @@ def _decay(dh: np.ndarray) -> tuple[float, str]:
     return float(np.exp(-slope)), f"{first + 1}..{T}"
 
 
-def run_point(config: Config, steps: int) -> dict[str, Any]:
-    """measure_point on one torch thread; a point that raises gives a row with its error."""
+def run_point(config: Config, steps: int, cell: "CellSource | None" = None) -> dict[str, Any]:
+    """measure_point on one torch thread; a point that raises gives a row with its error. cell: the content of the
+    user's cell file config.model names (Plan.cells), read by the client: this worker never reads the path."""
+    from gradflow.core.user_cell import shipped
     os.environ["GRADFLOW_THREADS"] = "1"
     try:
-        return measure_point(config, steps)
+        with shipped(cell):
+            return measure_point(config, steps)
     except Exception as e:  # noqa: BLE001 - any failure of one point is that point's row, and the sweep goes on
         return {"steps": steps, "error": f"{type(e).__name__}: {e}"}
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import logging
 import multiprocessing
 import os
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from gradflow.core.config import ConfigError
 from gradflow.core.sweep_plan import Plan, Point
@@ -19,6 +20,7 @@ from gradflow.core.sweep_table import Table
 
 CLUSTER_CONNECT_S = 30   # how long to try reaching a Dask scheduler
 WAIT_S = 0.2             # how often a sweep waiting for its points looks whether it was stopped or its cluster went away
+NO_WORKERS_S = 10        # a cluster without workers this long: the sweep says it is waiting for some
 
 
 class ClusterLost(RuntimeError):
@@ -49,8 +51,10 @@ class _Stopped(Exception):
 def run_points(executor: cf.Executor, points: list[Point], steps: int, window: int,
                on_row: Callable[[Point, dict[str, Any]], None],
                lost: Callable[[], str | None] = lambda: None,
-               stop: threading.Event | None = None) -> tuple[list[Point], list[Point]]:
+               stop: threading.Event | None = None,
+               cells: Mapping[str, Any] | None = None) -> tuple[list[Point], list[Point]]:
     """Run `points` on `executor`, at most `window` submitted at a time; on_row(point, metrics) as each finishes.
+    cells: Plan.cells, the content of the user's cell files, shipped with each point that names one.
     A local pool whose worker died is broken: returns (the points it had been given, the points not yet
     submitted), neither with a row; ([], []) when every point has its row. A Dask worker that dies gives its
     point an error row; a lost cluster (lost() says why, asked every WAIT_S) raises ClusterLost; a set `stop`
@@ -61,7 +65,7 @@ def run_points(executor: cf.Executor, points: list[Point], steps: int, window: i
 
     def refill():
         for point in queue:
-            running[executor.submit(run_point, point.config, steps)] = point
+            running[executor.submit(run_point, point.config, steps, (cells or {}).get(point.config.model))] = point
             if len(running) >= window:
                 break
 
@@ -151,10 +155,10 @@ def execute(plan: Plan, out: str | Path, jobs: int | None = None, cluster: str |
 def _on_local_pool(jobs: int, plan: Plan, pending: list[Point], on_row, stop: threading.Event | None):
     while pending:
         with local_pool(jobs) as pool:
-            suspects, pending = run_points(pool, pending, plan.steps, 2 * jobs, on_row, stop=stop)
+            suspects, pending = run_points(pool, pending, plan.steps, 2 * jobs, on_row, stop=stop, cells=plan.cells)
         for point in suspects:   # each alone in a fresh worker: a death then is that point's own
             with local_pool(1) as pool:
-                if run_points(pool, [point], plan.steps, 1, on_row, stop=stop)[0]:
+                if run_points(pool, [point], plan.steps, 1, on_row, stop=stop, cells=plan.cells)[0]:
                     on_row(point, {"steps": plan.steps, "error": "its worker process died (killed, or out of memory)"})
 
 
@@ -167,9 +171,50 @@ def _on_cluster(address: str, plan: Plan, pending: list[Point], on_row, stop: th
         client = Client(address, timeout=CLUSTER_CONNECT_S)
     except (OSError, TimeoutError) as e:
         raise ConfigError(f"cannot reach the Dask scheduler at {address}: {e}") from None
+    watch = WorkerWatch(address)
+
+    def lost() -> str | None:
+        if client.status != "running":
+            return f"the Dask scheduler at {address} went away"
+        try:
+            watch(len(client.nthreads()))
+        except OSError:   # the scheduler's connection just closed: the next look says so
+            pass
+        return None
+
     try:
         threads = sum(client.nthreads().values()) or 1
-        lost = lambda: None if client.status == "running" else f"the Dask scheduler at {address} went away"  # noqa: E731
-        run_points(client.get_executor(pure=False), pending, plan.steps, 2 * threads, on_row, lost, stop)
+        run_points(client.get_executor(pure=False), pending, plan.steps, 2 * threads, on_row, lost, stop, plan.cells)
     finally:
-        client.close()
+        quiet = client.status != "running"   # closing a client that lost its scheduler logs Dask's traceback
+        client_log = logging.getLogger("distributed.client")
+        client_log.disabled, before = quiet or client_log.disabled, client_log.disabled
+        try:
+            client.close()
+        finally:
+            client_log.disabled = before
+
+
+class WorkerWatch:
+    """Says on `stream`, once, when a cluster has had no worker for NO_WORKERS_S (its points wait silently
+    otherwise), and again when workers are back. Called with the number of connected workers; clock: seconds."""
+
+    def __init__(self, address: str, stream=sys.stderr, clock: Callable[[], float] = time.monotonic):
+        self.address, self.stream, self.clock = address, stream, clock
+        self.since: float | None = None   # when the cluster was first seen without workers
+        self.said = False
+
+    def __call__(self, workers: int):
+        if workers:
+            if self.said:
+                self.stream.write(f"\ngradflow: {workers} Dask worker(s) connected again; going on\n")
+            self.since, self.said = None, False
+            return
+        now = self.clock()
+        if self.since is None:
+            self.since = now
+        elif not self.said and now - self.since >= NO_WORKERS_S:
+            self.stream.write(f"\ngradflow: no Dask worker connected to {self.address} for {NO_WORKERS_S} s: the "
+                              f"sweep waits for one (start one: dask worker {self.address})\n")
+            self.stream.flush()
+            self.said = True

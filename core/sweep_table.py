@@ -71,6 +71,8 @@ class Table:
             gradflow_version = "unknown"
         return {"format": SIDECAR_FORMAT, "definition": self.plan.definition(), "columns": list(self.plan.columns),
                 "points": len(self.plan.points), "thread_policy": THREAD_POLICY,
+                "cell_files": [{"model": model, "path": source.path, "sha256": source.sha256}
+                               for model, source in self.plan.cells.items()],
                 "versions": {"gradflow": gradflow_version, "torch": torch.__version__, "numpy": np.__version__,
                              "python": platform.python_version(), "platform": platform.platform()}}
 
