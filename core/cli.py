@@ -130,7 +130,7 @@ def summary_line(config: Config, record, diverged, interrupted) -> str:
     parts = [f"{config.model} on {config.task}", f"step {record.step}", f"loss {record.loss:.4g}"]
     if record.perplexity is not None:
         parts.append(f"perplexity {record.perplexity:.3g}")
-    parts += [f"‖g‖ {record.grad_norm:.3g}", f"ρ(W_hh) {record.spectral_radius:.3f}",
+    parts += [f"‖g‖ {record.grad_norm:.3g}", f"ρ({record.block_name}) {record.spectral_radius:.3f}",
               f"σ_max {record.sigma_max:.3f}", f"‖∂L/∂h_1‖/‖∂L/∂h_T‖ {ratio:.3g}"]
     if diverged:
         parts.append(f"DIVERGED at step {diverged['step']} ({diverged['reason']})")

@@ -40,8 +40,8 @@ from gradflow.core.config import Config, ConfigError
 from gradflow.core.models import (KeepGradAt, RowTrace, ScaleGrad, StackedRows, Trace, carry_scales, detach_state,
                                    map_state)
 
-STEP_JACOBIAN_BLOCK = ("∂sₜ/∂sₜ₋₁ of sample 0 at each row's last step (t = T; backward rows: t = 1), "
-                       "by torch.func: the cell defines no recurrent_matrix()")
+STEP_JACOBIAN_BLOCK = ("∂sₜ/∂sₜ₋₁ (the step Jacobian of sample 0 at each row's last step, t = T, backward rows "
+                       "t = 1, by torch.func: the cell defines no recurrent_matrix())")
 
 
 class UserCellError(ConfigError):

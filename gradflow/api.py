@@ -127,10 +127,12 @@ class Run:
         dc_norms and zero_causes (N, R, T), and the newest record's spectrum and hidden states."""
         return run_data.run_arrays(self.trainer.history, self.config, self.last)
 
-    def save(self, path: str | os.PathLike):
-        """A .gfe session the app opens (File → Open Session): config, weights, optimizer state, history."""
+    def save(self, path: str | os.PathLike) -> Path:
+        """A .gfe session the app opens (File → Open Session): config, weights, optimizer state, history. Returns
+        the path written."""
         from gradflow.core.session import save_session
         save_session(self.trainer, path)
+        return Path(path)
 
     # -- figures ------------------------------------------------------------------------------------------------
     def figure(self, panel: str = "gradient_time", theme: str = "light", scale: int = 2, caption: bool = False,

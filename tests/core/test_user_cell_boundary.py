@@ -99,6 +99,15 @@ def test_gradflow_run_says_it_in_one_line_exits_2_and_writes_the_steps_done(tmp_
     assert np.load(files["npz"])["step"].tolist() == [1, 2]
 
 
+def test_the_summary_names_what_rho_is_of(capsys):
+    from pathlib import Path
+    minimal = Path(__file__).resolve().parents[2] / "examples/cells/minimalrnn.py"
+    assert gradflow_run(["--set", f"model={minimal}:MinimalRNN", "--set", "hidden_size=4", "--set", "seq_len=6",
+                         "--steps", "1", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "ρ(∂sₜ/∂sₜ₋₁) " in out and "W_hh" not in out
+
+
 def test_gradflow_run_failing_in_its_first_step_writes_empty_files(tmp_path, capsys):
     model = f"{failing_cell(tmp_path, 'nan', fail_at=1 + 45)}:Cell"
     code = gradflow_run(["--set", f"model={model}", "--set", "hidden_size=8", "--set", f"seq_len={T}",
