@@ -23,19 +23,19 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from gradflow.core.config import Config, ConfigError
-from gradflow.core.sweep_plan import MAX_KEYS, Axis, Plan, Point, csv_text, parse_axis, parse_grid
+from gradflow.core.sweep_plan import MAX_KEYS, Axis, Plan, Point, csv_text, parse_axis, parse_fit, parse_grid
 from gradflow.core.sweep_point import METRICS, TEXT_METRICS, measure_point
 from gradflow.core.sweep_run import ClusterLost, Progress, duration, execute, local_pool, run_points
 from gradflow.core.sweep_table import SIDECAR_FORMAT, THREAD_POLICY, Table, sidecar_path
 
 __all__ = ["MAX_KEYS", "METRICS", "TEXT_METRICS", "FIGURE_METRICS", "SIDECAR_FORMAT", "THREAD_POLICY", "Axis", "Plan",
            "Point", "Table", "ClusterLost", "Progress", "csv_text", "duration", "execute", "local_pool", "main",
-           "measure_point", "parse_axis", "parse_grid", "run_points", "sidecar_path", "sweep"]
+           "measure_point", "parse_axis", "parse_fit", "parse_grid", "run_points", "sidecar_path", "sweep"]
 
 
 def sweep(grid: Iterable[str] | dict[str, Any], base: Config | str | None = None, seeds: int = 1, steps: int = 100,
           out: str | Path | None = None, jobs: int | None = None, cluster: str | None = None,
-          progress: bool = False):
+          progress: bool = False, fit: str | tuple[int, int] | None = None, profiles: bool = False):
     """Run a sweep and return its table as a pandas DataFrame (one row per grid point and seed; columns:
     the grid keys, seed, and the metrics of docs/data.md, "Sweep table").
 
@@ -45,6 +45,8 @@ def sweep(grid: Iterable[str] | dict[str, Any], base: Config | str | None = None
     seeds: seeds 0..seeds-1 per grid point. steps: optimizer steps per point (0: at initialisation).
     out: the CSV (a JSON sidecar beside it); an existing file of the same sweep is resumed. None: a temporary file.
     jobs: local worker processes (default: every core). cluster: a Dask scheduler address instead.
+    fit: the decay metrics' window of time steps, "A:B" or (A, B) (None: the run of usable norms ending at T).
+    profiles: keep row 0's ‖∂L/∂h_t‖ at the first and last step as columns dh_init_t1..T, dh_final_t1..T.
     Raises ConfigError naming the problem before anything trains."""
     import tempfile
     from gradflow.core.presets import load_preset
@@ -52,7 +54,7 @@ def sweep(grid: Iterable[str] | dict[str, Any], base: Config | str | None = None
         base = load_preset(base).config
     if isinstance(grid, dict):
         grid = [f"{k}={v if isinstance(v, str) else ','.join(map(csv_text, v))}" for k, v in grid.items()]
-    plan = Plan(base or Config(), parse_grid(grid), seeds, steps)
+    plan = Plan(base or Config(), parse_grid(grid), seeds, steps, parse_fit(fit), profiles)
     if out is None:
         with tempfile.TemporaryDirectory() as folder:
             return execute(plan, Path(folder) / "sweep.csv", jobs, cluster, progress).frame()
@@ -75,6 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--steps", type=int, default=100, help="optimizer steps per point; 0: at initialisation")
     parser.add_argument("--out", required=True, metavar="CSV", help="the table (a JSON sidecar goes beside it)")
     parser.add_argument("--jobs", type=int, help="local worker processes (default: every core)")
+    parser.add_argument("--fit", metavar="A:B", help="fit the decay metrics over time steps A..B (default: the run "
+                        "of positive, finite norms ending at T)")
+    parser.add_argument("--profiles", action="store_true", help="keep each point's ||dL/dh_t|| (layer 1) at its first "
+                        "and last step: columns dh_init_t1..T, dh_final_t1..T")
     parser.add_argument("--cluster", metavar="ADDRESS", help="a Dask scheduler, e.g. tcp://HOST:8786, "
                                                              "instead of the local pool (extra: [cluster])")
     parser.add_argument("--figure", metavar="PNG|SVG", help="draw the phase diagram of --metric into this file: a "
@@ -101,7 +107,8 @@ def main(argv: list[str] | None = None, draw_figure: Callable[..., None] | None 
             raise ConfigError(f"--figure takes a .png or .svg file, got {args.figure!r}")
         if args.figure and draw_figure is None:
             raise ConfigError("--figure draws with the app's renderer: run it as `gradflow sweep`")
-        plan = Plan(config_from_args(args), parse_grid(args.grid), args.seeds, args.steps)
+        plan = Plan(config_from_args(args), parse_grid(args.grid), args.seeds, args.steps, parse_fit(args.fit),
+                    args.profiles)
         if args.figure and len(plan.axes) > 2:
             raise ConfigError(f"--figure draws 1 or 2 grid keys, got {len(plan.axes)}")
         table = execute(plan, args.out, args.jobs, args.cluster, progress=True)

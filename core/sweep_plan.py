@@ -102,15 +102,21 @@ class Plan:
     """A sweep's definition: the base config, the axes, the seeds (0..seeds-1) and the steps per point.
     Building it validates every point (ConfigError naming the point and the problem)."""
 
-    def __init__(self, base: Config, axes: tuple[Axis, ...], seeds: int, steps: int):
+    def __init__(self, base: Config, axes: tuple[Axis, ...], seeds: int, steps: int,
+                 fit: tuple[int, int] | None = None, profiles: bool = False):
         if seeds < 1:
             raise ConfigError(f"--seeds must be at least 1, got {seeds}")
         if steps < 0:
             raise ConfigError(f"--steps must be 0 (at initialisation) or more, got {steps}")
         self.base, self.axes, self.seeds, self.steps = base, axes, seeds, steps
+        self.fit, self.profiles = fit, profiles
         self.points = [self._point(combination, seed) for combination in _product([a.values for a in axes])
                        for seed in range(seeds)]
         self.cells = _cell_files(self.points)
+        shortest = min(p.config.seq_len for p in self.points)
+        if fit is not None and fit[0] >= shortest:
+            raise ConfigError(f"--fit {fit[0]}:{fit[1]} starts at or past seq_len = {shortest} of some points: the "
+                              f"window needs two time steps of each")
 
     def _point(self, values: tuple, seed: int) -> Point:
         changes = dict(zip(self.keys, values))
@@ -126,15 +132,45 @@ class Plan:
 
     @property
     def columns(self) -> tuple[str, ...]:
-        return (*self.keys, "seed", *METRICS)
+        return (*self.keys, "seed", *self.metric_columns)
+
+    @property
+    def metric_columns(self) -> tuple[str, ...]:
+        """METRICS, then with profiles dh_init_t1..T and dh_final_t1..T (T: the longest seq_len; empty past a
+        point's own)."""
+        T = max(p.config.seq_len for p in self.points) if self.profiles else 0
+        return (*METRICS, *(f"dh_{when}_t{t}" for when in ("init", "final") for t in range(1, T + 1)))
+
+    @property
+    def measure_options(self) -> dict[str, Any]:
+        """core.sweep_point.measure_point's options for every point."""
+        return {"fit": self.fit, "profiles": self.profiles}
 
     def definition(self) -> dict[str, Any]:
         """What makes two runs the same sweep (resume compares it)."""
         definition = {"base": self.base.to_dict(), "grid": [a.text() for a in self.axes], "seeds": self.seeds,
                       "steps": self.steps}
+        if self.fit is not None:
+            definition["fit"] = f"{self.fit[0]}:{self.fit[1]}"
+        if self.profiles:
+            definition["profiles"] = True
         if self.cells:   # another content of a cell file is another sweep
             definition["cells"] = {model: source.sha256 for model, source in self.cells.items()}
         return definition
+
+
+def parse_fit(text: str | tuple[int, int] | None) -> tuple[int, int] | None:
+    """The decay metrics' window 'A:B' (time steps, 1-based, inclusive; B past a point's seq_len ends at it)."""
+    if text is None or isinstance(text, tuple):
+        return text
+    start, sep, end = text.partition(":")
+    try:
+        window = int(start), int(end)
+    except ValueError:
+        window = None
+    if not sep or window is None or not 1 <= window[0] < window[1]:
+        raise ConfigError(f"--fit takes A:B, whole time steps with 1 <= A < B (e.g. 10:90), got {text!r}")
+    return window
 
 
 def _cell_files(points: list[Point]) -> dict:

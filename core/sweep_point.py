@@ -24,10 +24,13 @@ TEXT_METRICS = ("grad_ratio_init_zero", "grad_ratio_final_zero", "decay_init_fit
 FINAL_SHARE = 0.1   # loss_final: the mean over the last 10% of the steps
 
 
-def measure_point(config: Config, steps: int) -> dict[str, Any]:
+def measure_point(config: Config, steps: int, fit: tuple[int, int] | None = None,
+                  profiles: bool = False) -> dict[str, Any]:
     """Train `config` for `steps` optimizer steps as `gradflow run` does (stopping at a refused update) and
     return its metrics (METRICS but error). steps = 0: at initialisation, one forward and backward: the
-    first record is measured on the initial weights, before its update, which is never used."""
+    first record is measured on the initial weights, before its update, which is never used.
+    fit: the decay metrics' window of time steps (a, b), 1-based, inclusive (None: up to T). profiles: add row 0's
+    ‖∂L/∂h_t‖ at the first and the last step done as dh_init_t1..T, dh_final_t1..T."""
     from gradflow.core.trainer import Trainer
     start = time.perf_counter()
     trainer = Trainer(config)
@@ -48,8 +51,10 @@ def measure_point(config: Config, steps: int) -> dict[str, Any]:
            "diverged_step": diverged_step, "steps": steps}
     for when, record in (("init", first), ("final", last)):
         row[f"grad_ratio_{when}"], row[f"grad_ratio_{when}_zero"] = _grad_ratio(record)
-        row[f"decay_{when}"], row[f"decay_{when}_fit"] = _decay(record.dh_norms[0])
+        row[f"decay_{when}"], row[f"decay_{when}_fit"] = _decay(record.dh_norms[0], fit)
         row[f"rho_{when}"], row[f"sigma_max_{when}"] = record.spectral_radius, record.sigma_max
+        if profiles:
+            row.update({f"dh_{when}_t{t}": float(v) for t, v in enumerate(record.dh_norms[0], start=1)})
     row["wall_s"] = time.perf_counter() - start
     return row
 
@@ -66,29 +71,33 @@ def _grad_ratio(record) -> tuple[float, str]:
         return float(np.log10(dh[0] / dh[-1])), ""
 
 
-def _decay(dh: np.ndarray) -> tuple[float, str]:
+def _decay(dh: np.ndarray, fit: tuple[int, int] | None = None) -> tuple[float, str]:
     """The per-step factor of ‖∂L/∂h_t‖ backward in time (‖∂L/∂h_{t-1}‖ ≈ factor·‖∂L/∂h_t‖), fitted by least
-    squares to ln‖∂L/∂h_t‖ over the longest run of positive, finite norms that ends at T; and that run "a..T"."""
-    T = len(dh)
-    usable = np.isfinite(dh) & (dh > 0)
-    if not usable[-1]:
+    squares to ln‖∂L/∂h_t‖ over the longest run of positive, finite norms that ends at T, or with fit = (a, b)
+    that ends at min(b, T) and starts at a or later; and that run "a..b"."""
+    start, end = (1, len(dh)) if fit is None else (fit[0], min(fit[1], len(dh)))
+    window = dh[start - 1:end]
+    usable = np.isfinite(window) & (window > 0)
+    if not len(window) or not usable[-1]:
         return math.nan, ""
-    first = T - int(np.argmin(usable[::-1])) if not usable.all() else 0
-    if T - first < 2:
-        return math.nan, f"{first + 1}..{T}"
-    t = np.arange(first, T)
-    slope = np.polyfit(t, np.log(dh[first:]), 1)[0]
-    return float(np.exp(-slope)), f"{first + 1}..{T}"
+    first = len(window) - int(np.argmin(usable[::-1])) if not usable.all() else 0
+    if len(window) - first < 2:
+        return math.nan, f"{start + first}..{end}"
+    t = np.arange(first, len(window))
+    slope = np.polyfit(t, np.log(window[first:]), 1)[0]
+    return float(np.exp(-slope)), f"{start + first}..{end}"
 
 
-def run_point(config: Config, steps: int, cell: "CellSource | None" = None) -> dict[str, Any]:
-    """measure_point on one torch thread; a point that raises gives a row with its error. cell: the content of the
-    user's cell file config.model names (Plan.cells), read by the client: this worker never reads the path."""
+def run_point(config: Config, steps: int, cell: "CellSource | None" = None,
+              options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """measure_point(config, steps, **options) on one torch thread; a point that raises gives a row with its
+    error. cell: the content of the user's cell file config.model names (Plan.cells), read by the client: this
+    worker never reads the path."""
     from gradflow.core.user_cell import shipped
     os.environ["GRADFLOW_THREADS"] = "1"
     try:
         with shipped(cell):
-            return measure_point(config, steps)
+            return measure_point(config, steps, **(options or {}))
     except Exception as e:  # noqa: BLE001 - any failure of one point is that point's row, and the sweep goes on
         return {"steps": steps, "error": f"{type(e).__name__}: {e}"}
 

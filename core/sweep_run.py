@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from gradflow.core.config import ConfigError
 from gradflow.core.sweep_plan import Plan, Point
@@ -48,13 +48,12 @@ class _Stopped(Exception):
     """execute's `stop` was set: the running points are abandoned (a local pool's workers killed)."""
 
 
-def run_points(executor: cf.Executor, points: list[Point], steps: int, window: int,
+def run_points(executor: cf.Executor, points: list[Point], plan: Plan, window: int,
                on_row: Callable[[Point, dict[str, Any]], None],
                lost: Callable[[], str | None] = lambda: None,
-               stop: threading.Event | None = None,
-               cells: Mapping[str, Any] | None = None) -> tuple[list[Point], list[Point]]:
-    """Run `points` on `executor`, at most `window` submitted at a time; on_row(point, metrics) as each finishes.
-    cells: Plan.cells, the content of the user's cell files, shipped with each point that names one.
+               stop: threading.Event | None = None) -> tuple[list[Point], list[Point]]:
+    """Run `points` of `plan` on `executor`, at most `window` submitted at a time; on_row(point, metrics) as each
+    finishes. Each point ships with the content of the user's cell file it names (plan.cells), if any.
     A local pool whose worker died is broken: returns (the points it had been given, the points not yet
     submitted), neither with a row; ([], []) when every point has its row. A Dask worker that dies gives its
     point an error row; a lost cluster (lost() says why, asked every WAIT_S) raises ClusterLost; a set `stop`
@@ -65,7 +64,8 @@ def run_points(executor: cf.Executor, points: list[Point], steps: int, window: i
 
     def refill():
         for point in queue:
-            running[executor.submit(run_point, point.config, steps, (cells or {}).get(point.config.model))] = point
+            running[executor.submit(run_point, point.config, plan.steps, plan.cells.get(point.config.model),
+                                    plan.measure_options)] = point
             if len(running) >= window:
                 break
 
@@ -86,7 +86,7 @@ def run_points(executor: cf.Executor, points: list[Point], steps: int, window: i
             except cf.CancelledError as e:   # Dask: the scheduler's connection closed
                 raise ClusterLost(lost() or "the cluster went away (it cancelled the sweep's work)") from e
             except Exception as e:  # noqa: BLE001 - e.g. Dask's KilledWorker: that point's worker died
-                metrics = {"steps": steps, "error": f"its worker died: {type(e).__name__}: {e}"}
+                metrics = {"steps": plan.steps, "error": f"its worker died: {type(e).__name__}: {e}"}
             on_row(point, metrics)
         if not broken:
             refill()
@@ -155,10 +155,10 @@ def execute(plan: Plan, out: str | Path, jobs: int | None = None, cluster: str |
 def _on_local_pool(jobs: int, plan: Plan, pending: list[Point], on_row, stop: threading.Event | None):
     while pending:
         with local_pool(jobs) as pool:
-            suspects, pending = run_points(pool, pending, plan.steps, 2 * jobs, on_row, stop=stop, cells=plan.cells)
+            suspects, pending = run_points(pool, pending, plan, 2 * jobs, on_row, stop=stop)
         for point in suspects:   # each alone in a fresh worker: a death then is that point's own
             with local_pool(1) as pool:
-                if run_points(pool, [point], plan.steps, 1, on_row, stop=stop, cells=plan.cells)[0]:
+                if run_points(pool, [point], plan, 1, on_row, stop=stop)[0]:
                     on_row(point, {"steps": plan.steps, "error": "its worker process died (killed, or out of memory)"})
 
 
@@ -184,7 +184,7 @@ def _on_cluster(address: str, plan: Plan, pending: list[Point], on_row, stop: th
 
     try:
         threads = sum(client.nthreads().values()) or 1
-        run_points(client.get_executor(pure=False), pending, plan.steps, 2 * threads, on_row, lost, stop, plan.cells)
+        run_points(client.get_executor(pure=False), pending, plan, 2 * threads, on_row, lost, stop)
     finally:
         quiet = client.status != "running"   # closing a client that lost its scheduler logs Dask's traceback
         client_log = logging.getLogger("distributed.client")

@@ -13,7 +13,7 @@ import numpy as np
 
 from gradflow.core.config import ConfigError, parse_value
 from gradflow.core.sweep_plan import Plan, Point, csv_text
-from gradflow.core.sweep_point import METRICS, TEXT_METRICS
+from gradflow.core.sweep_point import TEXT_METRICS
 
 SIDECAR_FORMAT = "gradflow sweep 1"
 THREAD_POLICY = ("each point on one torch thread (GRADFLOW_THREADS=1, core.trainer.engine_threads): a row equals "
@@ -78,7 +78,7 @@ class Table:
 
     def add(self, point: Point, metrics: dict[str, Any]) -> dict[str, Any]:
         row = {**dict(zip(self.plan.keys, point.values)), "seed": point.seed,
-               **{m: metrics.get(m) for m in METRICS}}
+               **{m: metrics.get(m) for m in self.plan.metric_columns}}
         self._writer.writerow([csv_text(row[c]) for c in self.plan.columns])
         self._file.flush()
         self.done.add(point.key)
