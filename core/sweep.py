@@ -9,7 +9,8 @@ Dask distributed's workers), on one torch thread: GRADFLOW_THREADS=1 (core.train
 equals ``GRADFLOW_THREADS=1 gradflow run`` of its config bit for bit (on a machine with fewer than 4 cores
 that is plain ``gradflow run``). The table (docs/data.md, "Sweep table") is written as it fills: a CSV
 beside a JSON sidecar with the sweep's definition, versions and thread policy; the same sweep run again
-skips every finished point. The parent keeps rows, never records.
+skips every finished point. The parent keeps rows, never records. A user's cell file is read once, by the client
+(Plan.cells), and its content shipped with each point: workers never read the path.
 
 The work is split by job: core.sweep_plan (the grid and its points), core.sweep_point (one point, in a worker),
 core.sweep_table (the CSV and its sidecar), core.sweep_run (the pool or the cluster); here, the API's `sweep` and

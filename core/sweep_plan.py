@@ -177,13 +177,11 @@ def _cell_files(points: list[Point]) -> dict:
     """model -> CellSource of every user's cell file the points name, read here, once: each point ships its file's
     content to its worker (core.sweep_point.run_point), which starts in its own folder, often on another machine."""
     from gradflow.core import cells
-    found = {}
-    for point in points:
-        model = point.config.model
-        if model not in found and cells.cell_for(model).source_file(point.config) is not None:
-            from gradflow.core.user_cell import cell_source
-            found[model] = cell_source(model)
-    return found
+    models = {p.config.model for p in points if cells.cell_for(p.config.model).source_file(p.config) is not None}
+    if not models:
+        return {}
+    from gradflow.core.user_cell import cell_source   # torch: only for a user's cell
+    return {model: cell_source(model) for model in sorted(models)}
 
 
 def _product(lists: list[tuple]) -> list[tuple]:
