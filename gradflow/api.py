@@ -89,7 +89,8 @@ class Run:
 
     def train(self, steps: int, progress: bool = True) -> Record:
         """`steps` optimizer steps (the last fully recorded), with a progress bar (a widget in Jupyter, a line in
-        a terminal); stops early when an update is refused. Returns the newest Record."""
+        a terminal); stops early when an update is refused. Returns the newest Record. A user's cell that fails
+        raises gradflow.UserCellError; the steps done stay in the history."""
         _check_steps(steps)
         with _progress_bar(steps, progress) as bar:
             for i in range(steps):
