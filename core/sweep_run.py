@@ -48,12 +48,13 @@ class _Stopped(Exception):
     """execute's `stop` was set: the running points are abandoned (a local pool's workers killed)."""
 
 
-def run_points(executor: cf.Executor, points: list[Point], plan: Plan, window: int,
+def run_points(executor: cf.Executor, points: list[Point], plan: Plan, window: int | Callable[[], int],
                on_row: Callable[[Point, dict[str, Any]], None],
                lost: Callable[[], str | None] = lambda: None,
                stop: threading.Event | None = None) -> tuple[list[Point], list[Point]]:
-    """Run `points` of `plan` on `executor`, at most `window` submitted at a time; on_row(point, metrics) as each
-    finishes. Each point ships with the content of the user's cell file it names (plan.cells), if any.
+    """Run `points` of `plan` on `executor`, at most `window` (or window(), asked at each refill: a cluster's
+    workers come and go) submitted at a time; on_row(point, metrics) as each finishes. Each point ships with the
+    content of the user's cell file it names (plan.cells), if any.
     A local pool whose worker died is broken: returns (the points it had been given, the points not yet
     submitted), neither with a row; ([], []) when every point has its row. A Dask worker that dies gives its
     point an error row; a lost cluster (lost() says why, asked every WAIT_S) raises ClusterLost; a set `stop`
@@ -63,11 +64,10 @@ def run_points(executor: cf.Executor, points: list[Point], plan: Plan, window: i
     broken: list[Point] = []
 
     def refill():
-        for point in queue:
+        limit = window() if callable(window) else window
+        while len(running) < limit and (point := next(queue, None)) is not None:
             running[executor.submit(run_point, point.config, plan.steps, plan.cells.get(point.config.model),
                                     plan.measure_options)] = point
-            if len(running) >= window:
-                break
 
     refill()
     while running:
@@ -173,18 +173,27 @@ def _on_cluster(address: str, plan: Plan, pending: list[Point], on_row, stop: th
         raise ConfigError(f"cannot reach the Dask scheduler at {address}: {e}") from None
     watch = WorkerWatch(address)
 
+    def threads() -> int | None:
+        """Worker threads connected now; None where the scheduler cannot be asked (lost() then says why)."""
+        if client.status != "running":
+            return None
+        try:
+            return sum(client.nthreads().values())
+        except OSError:   # its connection just closed
+            return None
+
     def lost() -> str | None:
         if client.status != "running":
             return f"the Dask scheduler at {address} went away"
-        try:
-            watch(len(client.nthreads()))
-        except OSError:   # the scheduler's connection just closed: the next look says so
-            pass
+        if (connected := threads()) is not None:
+            watch(connected)
         return None
 
+    def window() -> int:   # two points per thread connected now: a SLURM job's workers join late, others leave
+        return 2 * max(1, threads() or 0)
+
     try:
-        threads = sum(client.nthreads().values()) or 1
-        run_points(client.get_executor(pure=False), pending, plan, 2 * threads, on_row, lost, stop)
+        run_points(client.get_executor(pure=False), pending, plan, window, on_row, lost, stop)
     finally:
         quiet = client.status != "running"   # closing a client that lost its scheduler logs Dask's traceback
         client_log = logging.getLogger("distributed.client")
@@ -197,17 +206,17 @@ def _on_cluster(address: str, plan: Plan, pending: list[Point], on_row, stop: th
 
 class WorkerWatch:
     """Says on `stream`, once, when a cluster has had no worker for NO_WORKERS_S (its points wait silently
-    otherwise), and again when workers are back. Called with the number of connected workers; clock: seconds."""
+    otherwise), and again when workers are back. Called with the worker threads connected; clock: seconds."""
 
     def __init__(self, address: str, stream=sys.stderr, clock: Callable[[], float] = time.monotonic):
         self.address, self.stream, self.clock = address, stream, clock
         self.since: float | None = None   # when the cluster was first seen without workers
         self.said = False
 
-    def __call__(self, workers: int):
-        if workers:
+    def __call__(self, threads: int):
+        if threads:
             if self.said:
-                self.stream.write(f"\ngradflow: {workers} Dask worker(s) connected again; going on\n")
+                self.stream.write(f"\ngradflow: {threads} Dask worker thread(s) connected again; going on\n")
             self.since, self.said = None, False
             return
         now = self.clock()

@@ -89,16 +89,16 @@ def test_a_sweep_whose_points_all_failed_exits_1_and_says_so(study, capsys):
 def test_no_workers_for_a_while_is_said_once_and_their_return_too():
     now, stream = [0.0], io.StringIO()
     watch = WorkerWatch("tcp://h:8786", stream, clock=lambda: now[0])
-    for t, workers in ((0, 0), (NO_WORKERS_S - 1, 0)):
+    for t in (0, NO_WORKERS_S - 1):
         now[0] = t
-        watch(workers)
+        watch(0)
     assert stream.getvalue() == ""
     for t in (NO_WORKERS_S, NO_WORKERS_S + 5):
         now[0] = t
         watch(0)
     assert stream.getvalue().count("no Dask worker connected to tcp://h:8786 for") == 1
     watch(2)
-    assert "2 Dask worker(s) connected again" in stream.getvalue()
+    assert "2 Dask worker thread(s) connected again" in stream.getvalue()
 
 
 # -- a real `dask scheduler` and `dask worker`, started in another folder ------------------------------------
@@ -164,3 +164,34 @@ def test_a_killed_scheduler_is_one_line_and_exit_3(tmp_path, cluster):
     assert "Traceback" not in err, err
     said = [line for line in err.replace("\r", "\n").splitlines() if line.strip() and not line.startswith("[")]
     assert len(said) == 1 and said[0].startswith("gradflow: the Dask scheduler at") and "went away" in said[0], err
+
+
+def test_the_window_follows_the_threads_connected_now():
+    """A cluster whose workers join after the sweep started (SLURM jobs) gets two points per thread connected at each
+    refill, not per thread at the start. Driven by hand: a future completes only when on_row of the previous one
+    completes it, so the points in flight at each row are exact."""
+    import concurrent.futures as cf
+    from gradflow.core.sweep_run import run_points
+    submitted: list[cf.Future] = []
+
+    class Executor:   # futures that finish when the test says so
+        def submit(self, fn, *args):
+            submitted.append(cf.Future())
+            if len(submitted) == 1:
+                submitted[0].set_result({"steps": 0})
+            return submitted[-1]
+
+    threads, rows, in_flight = [1], [], []
+
+    def on_row(point, metrics):
+        rows.append(point)
+        in_flight.append(len(submitted) - len(rows))      # before the refill that follows this row
+        if len(rows) == 3:
+            threads[0] = 4                                  # three more workers joined
+        if len(rows) < len(submitted):
+            submitted[len(rows)].set_result({"steps": 0})
+
+    plan = Plan(Config(), parse_grid(["seq_len=5:24:20"]), seeds=1, steps=0)
+    assert run_points(Executor(), plan.points, plan, lambda: 2 * threads[0], on_row) == ([], [])
+    assert len(rows) == 20
+    assert in_flight[:3] == [1, 1, 1] and in_flight[3:6] == [7, 7, 7]   # a window of 2, then of 8
