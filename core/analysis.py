@@ -236,9 +236,8 @@ class _LocalHandOver:
     def _rerun(self, source: int, x: torch.Tensor, state: tuple) -> tuple:
         """Step of row `source` again: x (B, I), state (h, ...) -> the new state (h, ...)."""
         row = self.trace.rows[source]
-        if hasattr(row, "cell"):   # a user's cell (core.user_cell): its own forward
-            new = row.cell(x, state if len(state) > 1 else state[0])
-            return tuple(new) if isinstance(new, (tuple, list)) else (new,)
+        if getattr(row, "rerun", None) is not None:   # a user's cell (core.user_cell): its own forward
+            return row.rerun(x, state)
         w_ih, w_hh, b_ih, b_hh = (w.detach() for w in self.model.row_weights(source))
         new, _ = self.model.cell_step(torch.addmm(b_ih, x, w_ih.t()), state if row.is_lstm else state[0], w_hh, b_hh,
                                       source)

@@ -6,7 +6,8 @@ A comparison preset (``compare_*``) trains all its runs in lockstep, as the comp
 one file per run (the label added to the file name). The files' fields: docs/data.md (core.run_data).
 
 Exit status: 0 done (a divergence included: it is reported, not a crash),
-2 bad input (the message names the problem), 130 interrupted (Ctrl+C).
+2 bad input (the message names the problem; a user's cell failing at a later step too: the files hold the
+steps done), 130 interrupted (Ctrl+C).
 """
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ def run(argv: list[str] | None = None) -> int:
         print(f"gradflow: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
-    records, interrupted = None, False
+    records, interrupted, failure = None, False, None
     diverged: list[dict[str, Any] | None] = [None] * len(runs)
     progress = Progress(args.steps, quiet=args.quiet)
     try:
@@ -102,21 +103,26 @@ def run(argv: list[str] | None = None) -> int:
                 break
     except KeyboardInterrupt:
         interrupted = True
+    except ConfigError as e:   # a user's cell failed mid-run (core.user_cell.UserCellError): keep the steps done
+        failure = f"gradflow: {e} (optimizer step {engine.steps_done + 1}; the run stopped after " \
+                  f"{engine.steps_done} steps)"
     progress.close()
 
-    if records is None:
+    if records is None and failure is None:
         return EXIT_INTERRUPTED
-    for (label, config), record, stop in zip(runs, records, diverged):
+    for (label, config), record, stop in zip(runs, records or [], diverged):
         print((f"{label}: " if label else "") + summary_line(config, record, stop, interrupted))
+    if failure:
+        print(failure, file=sys.stderr)
     trainers = engine.trainers if isinstance(engine, Comparison) else [engine]
     try:
         write_run_files(args, [{"label": label, "config": config, "history": trainer.history, "last": record,
-                                "diverged": stop}
-                               for (label, config), trainer, record, stop in zip(runs, trainers, records, diverged)])
+                                "diverged": stop} for (label, config), trainer, record, stop
+                               in zip(runs, trainers, records or [None] * len(runs), diverged)])
     except OSError as e:
         print(f"gradflow: cannot write {e.filename}: {e.strerror}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    return EXIT_INTERRUPTED if interrupted else 0
+    return EXIT_BAD_INPUT if failure else EXIT_INTERRUPTED if interrupted else 0
 
 
 def summary_line(config: Config, record, diverged, interrupted) -> str:
@@ -125,7 +131,7 @@ def summary_line(config: Config, record, diverged, interrupted) -> str:
     parts = [f"{config.model} on {config.task}", f"step {record.step}", f"loss {record.loss:.4g}"]
     if record.perplexity is not None:
         parts.append(f"perplexity {record.perplexity:.3g}")
-    parts += [f"‖g‖ {record.grad_norm:.3g}", f"ρ(W_hh) {record.spectral_radius:.3f}",
+    parts += [f"‖g‖ {record.grad_norm:.3g}", f"ρ({record.block_name}) {record.spectral_radius:.3f}",
               f"σ_max {record.sigma_max:.3f}", f"‖∂L/∂h_1‖/‖∂L/∂h_T‖ {ratio:.3g}"]
     if diverged:
         parts.append(f"DIVERGED at step {diverged['step']} ({diverged['reason']})")

@@ -38,7 +38,7 @@ class Record:
     dh_norms: np.ndarray               # (R, T) ‖∂L/∂h_t‖_F over the batch, rows = (layer, direction)
     dc_norms: np.ndarray | None        # (R, T) ‖∂L/∂c_t‖_F (LSTM) or None
     row_labels: list[str]              # R names, e.g. "layer 1", "layer 1 (backward)"
-    recurrent_block: str               # which matrix the spectrum describes
+    recurrent_block: str               # which matrix the spectrum describes: "name (explanation)"
     eigenvalues: np.ndarray | None     # (R, H) complex; a diagonal cell: (R, K), see core.diagonal.DiagonalNet.spectrum;
                                        # None where only ρ and σ_max were measured (spectrum_method)
     singular_values: np.ndarray | None  # (R, H) descending; (R, K) likewise; None likewise
@@ -69,6 +69,11 @@ class Record:
                                                               # spectrum's points are, its caption); else absent
     spectrum_method: str = "full"      # what the spectrum fields hold: "full", or "krylov" for ρ and σ_max only
                                        # (core.spectrum.METHODS says how, to what tolerance)
+
+    @property
+    def block_name(self) -> str:
+        """recurrent_block's name without its explanation: "W_hh", "W_hn", "diag(λ)", "∂sₜ/∂sₜ₋₁"."""
+        return self.recurrent_block.split(" (")[0]
 
     @property
     def has_full_spectrum(self) -> bool:

@@ -48,11 +48,11 @@ def profile_columns(history: History, config: Config) -> dict[str, np.ndarray]:
     return tidy_profiles(steps, dh, history.cell_profiles()[1], history.zero_causes()[1], config)
 
 
-def tidy_profiles(steps: np.ndarray, dh: np.ndarray, dc: np.ndarray, codes: np.ndarray,
-                  config: Config) -> dict[str, np.ndarray]:
+def tidy_profiles(steps: np.ndarray, dh: np.ndarray, dc: np.ndarray, codes: np.ndarray, config: Config | None = None,
+                  rows: list[tuple[int, str]] | None = None) -> dict[str, np.ndarray]:
     """(N,) steps and (N, R, T) cubes of ‖∂L/∂h_t‖, ‖∂L/∂c_t‖ (empty: no cell state) and zero-cause codes ->
-    PROFILE_COLUMNS, one entry per (step, row, t)."""
-    rows = row_names(config)
+    PROFILE_COLUMNS, one entry per (step, row, t). The rows are the config's (row_names) unless given."""
+    rows = row_names(config) if rows is None else rows
     N, R, T = dh.shape if dh.ndim == 3 and len(steps) else (0, len(rows), 0)
     return {
         "step": np.repeat(np.asarray(steps, dtype=np.int64), R * T),
@@ -84,8 +84,7 @@ def run_arrays(history: History, config: Config, last: Record | None = None) -> 
               "zero_cause_names": np.asarray(ZERO_CAUSES)}
     if last is not None:
         arrays["last_dh_norms"] = last.dh_norms
-        if last.dc_norms is not None:
-            arrays["last_dc_norms"] = last.dc_norms
+        arrays["last_dc_norms"] = last.dc_norms if last.dc_norms is not None else np.zeros((0, last.seq_len))
         arrays["last_spectrum_method"] = np.asarray(last.spectrum_method)
         if last.has_full_spectrum:
             arrays["last_eigenvalues"] = last.eigenvalues
@@ -132,7 +131,8 @@ def json_document(runs: list[dict[str, Any]], preset: str | None = None) -> dict
         for i in range(len(columns["step"])):
             rows.append({"run": run["label"], **{name: _number(columns[name][i]) for name in HISTORY_COLUMNS}})
         entries.append({"label": run["label"], "config": run["config"].to_dict(), "diverged": run["diverged"],
-                        "profiles": _profiles_json(run["history"]), "last": _last_json(run["last"])})
+                        "profiles": _profiles_json(run["history"]),
+                        "last": None if run["last"] is None else _last_json(run["last"])})
     fields = [{"name": "run", "type": "string"}] + [
         {"name": name, "type": "integer" if name == "step" else "number"} for name in HISTORY_COLUMNS]
     return {"schema": {"fields": fields, "pandas_version": "1.4.0"}, "data": rows,
@@ -215,7 +215,8 @@ def read_tables(path: str | Path) -> list[dict[str, Any]]:
         missing = [name for name in HISTORY_COLUMNS if name not in table]
         if missing:
             raise ValueError(f"{path.name} is not a gradflow run file: no column {missing[0]!r}")
-        return [{"label": "", "config": None, "history": table[list(HISTORY_COLUMNS)], "profiles": None}]
+        return [{"label": "", "config": None, "history": table[list(HISTORY_COLUMNS)],
+                 "profiles": _csv_profiles(table)}]
     if suffix == ".npz":
         with np.load(path, allow_pickle=False) as npz:
             arrays = {name: npz[name] for name in npz.files}
@@ -226,6 +227,22 @@ def read_tables(path: str | Path) -> list[dict[str, Any]]:
                                               arrays["zero_causes"], config))
         return [{"label": "", "config": config, "history": history, "profiles": profiles}]
     raise ValueError(f"{path.name}: gradflow reads .gfe sessions and .json, .csv, .npz run files, not {suffix!r}")
+
+
+def _csv_profiles(table):
+    """The profiles a CSV keeps (layer 1's dh_norm_t1..T, dc_norm_t1..T, zero_cause_t1..T on the steps whose
+    profile was kept) as the tidy table, or None where it has no dh_norm_t columns."""
+    T = sum(1 for name in table.columns if name.startswith("dh_norm_t"))
+    if T == 0:
+        return None
+    kept = table[table["dh_norm_t1"].notna()]
+    per_t = lambda name: kept[[f"{name}_t{t}" for t in range(1, T + 1)]].to_numpy()[:, None, :]  # noqa: E731 (N, 1, T)
+    dh = per_t("dh_norm").astype(np.float64)
+    dc = per_t("dc_norm").astype(np.float64) if "dc_norm_t1" in kept else np.zeros((0, 0, 0))
+    names = per_t("zero_cause") if "zero_cause_t1" in kept else np.full(dh.shape, "", dtype=object)
+    codes = np.vectorize(lambda name: ZERO_CAUSES.index(name if isinstance(name, str) else ""),
+                         otypes=[np.int8])(names) if names.size else np.zeros(dh.shape, dtype=np.int8)
+    return frame(tidy_profiles(kept["step"].to_numpy(), dh, dc, codes, rows=[(1, "forward")]))
 
 
 def _check_version(path: Path, version):

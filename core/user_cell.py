@@ -4,8 +4,8 @@ The protocol (docs/cells.md):
 
     class MyCell(torch.nn.Module):
         def __init__(self, input_size, hidden_size): ...
-        def forward(self, x_t, state):        # x_t (B, I); state (B, H) or a tuple whose first element is h
-            return new_state                   # the same structure, h (B, H), the parameters' dtype
+        def forward(self, x_t, state):        # x_t (B, I); state as initial_state made it: (B, H) or a tuple/list
+            return new_state                   # whose first element is h; h (B, H), the parameters' dtype
         def initial_state(self, batch_size):   # optional; default zeros (B, H)
         def recurrent_matrix(self):            # optional: a dense (H, H) W_hh for the spectrum
         gates: dict[str, Tensor]               # optional: name -> (B, H), set by forward, for the hidden-state panel
@@ -13,20 +13,23 @@ The protocol (docs/cells.md):
 The engine unrolls the cell under autograd, one instance per (layer, direction), stacked as the built-in
 cells are; ∂L/∂h_t (and ∂L/∂c_t for a tuple state's second element) are the retained gradients of every
 step's state. Config checks the file without running it (file, syntax, class); building the network runs it
-and checks the protocol. Every error names the file, and the line where there is one.
+and checks the protocol in the run's device and precision. The user's code is a boundary: whatever it raises,
+a wrong state or a NaN it makes at any time step is a UserCellError naming the file, the line, the time step and
+the row. A sweep ships the file's content to its workers (CellSource, `shipped`): they never read the path.
 """
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import hashlib
-import importlib.util
-import inspect
 import sys
 import traceback
+import types
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 from torch import nn
@@ -40,8 +43,8 @@ from gradflow.core.trace import (KeepGradAt, RowTrace, ScaleGrad, StackedRows, T
 if TYPE_CHECKING:
     from gradflow.core.config import Config
 
-STEP_JACOBIAN_BLOCK = ("∂sₜ/∂sₜ₋₁ of sample 0 at each row's last step (t = T; backward rows: t = 1), "
-                       "by torch.func: the cell defines no recurrent_matrix()")
+STEP_JACOBIAN_BLOCK = ("∂sₜ/∂sₜ₋₁ (the step Jacobian of sample 0 at each row's last step, t = T, backward rows "
+                       "t = 1, by torch.func: the cell defines no recurrent_matrix())")
 
 
 class UserCellError(ConfigError):
@@ -53,12 +56,50 @@ def split(model: str) -> tuple[Path, str]:
     return Path(path).expanduser(), name
 
 
-def check_file(model: str):
-    """What Config checks, without running the file: it exists, parses, and defines the class at top level."""
-    path, name = split(model)
-    source = _read(path)
+@dataclass(frozen=True)
+class CellSource:
+    """A user's cell file as content, read where the config was written. A sweep ships it to its workers with
+    each point (`shipped`): a worker starts in its own folder, often on a machine without the client's files."""
+    model: str      # the config's value as given, e.g. "antisym.py:Cell"
+    path: str       # the file it named, resolved where it was read (messages and tracebacks name it)
+    text: str
+    sha256: str
+
+    @property
+    def name(self) -> str:
+        return split(self.model)[1]
+
+
+_shipped: ContextVar[CellSource | None] = ContextVar("gradflow_shipped_cell", default=None)
+
+
+def cell_source(model: str) -> CellSource:
+    """The cell file of `model` as content: the one shipped with this point (inside `shipped`), else read now."""
+    given = _shipped.get()
+    if given is not None and given.model == model:
+        return given
+    path = split(model)[0]
+    text = _read(path)
+    return CellSource(model, str(path.resolve()), text, hashlib.sha256(text.encode()).hexdigest())
+
+
+@contextlib.contextmanager
+def shipped(source: CellSource | None):
+    """Inside (this thread or task only), a config whose model is source.model is built from source's content;
+    its path is never read. None: nothing shipped."""
+    token = _shipped.set(source)
     try:
-        tree = ast.parse(source, filename=str(path))
+        yield
+    finally:
+        _shipped.reset(token)
+
+
+def check_file(model: str) -> CellSource:
+    """What Config checks, without running the file: it exists, parses, and defines the class at top level."""
+    source = cell_source(model)
+    path, name = source.path, source.name
+    try:
+        tree = ast.parse(source.text, filename=path)
     except SyntaxError as e:
         raise UserCellError(f"{path}:{e.lineno}: syntax error in the cell file: {e.msg}") from None
     defined = [node.name for node in tree.body if isinstance(node, ast.ClassDef)]
@@ -69,6 +110,7 @@ def check_file(model: str):
     if name not in set(defined) | assigned | imported:
         raise UserCellError(f"{path}: no class {name!r} at the top level of the cell file; "
                             f"classes there: {', '.join(defined) or 'none'}")
+    return source
 
 
 def _read(path: Path) -> str:
@@ -82,26 +124,24 @@ def _read(path: Path) -> str:
 
 
 def load_class(model: str) -> type[nn.Module]:
-    """The cell class, from the file as it is now (read again whenever its contents change)."""
-    check_file(model)
-    path, name = split(model)
-    return _load_class(str(path.resolve()), name, hashlib.sha256(_read(path).encode()).hexdigest())
+    """The cell class, from the file as it is now (run again whenever its contents change)."""
+    return _load_class(check_file(model))
 
 
 @functools.lru_cache(maxsize=16)
-def _load_class(path: str, name: str, digest: str) -> type[nn.Module]:
-    module_name = f"gradflow_user_cell_{digest[:16]}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    module = importlib.util.module_from_spec(spec)
+def _load_class(source: CellSource) -> type[nn.Module]:
+    module_name = f"gradflow_user_cell_{source.sha256[:16]}"
+    module = types.ModuleType(module_name)
+    module.__file__ = source.path
     sys.modules[module_name] = module   # dataclasses and pickling look the module up by name
     try:
-        spec.loader.exec_module(module)
+        exec(compile(source.text, source.path, "exec"), module.__dict__)
     except Exception as e:
         del sys.modules[module_name]
-        raise UserCellError(f"{_where(e, path)}: running the cell file raised {type(e).__name__}: {e}") from e
-    cls = getattr(module, name, None)
+        raise UserCellError(f"{_where(e, source.path)}: running the cell file raised {_error(e)}") from e
+    cls = getattr(module, source.name, None)
     if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
-        raise UserCellError(f"{path}: {name} must be a torch.nn.Module subclass, got {cls!r}")
+        raise UserCellError(f"{source.path}: {source.name} must be a torch.nn.Module subclass, got {cls!r}")
     return cls
 
 
@@ -111,19 +151,23 @@ def _where(error: BaseException, path: str) -> str:
     return f"{path}:{lines[-1]}" if lines else path
 
 
-def _line(obj) -> str:
-    try:
-        return f"{inspect.getsourcefile(obj)}:{inspect.getsourcelines(obj)[1]}"
-    except (OSError, TypeError):
-        return repr(obj)
+def _error(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+def _line(function) -> str:
+    """'file:line' where `function` is defined (from its code object: the file need not exist here)."""
+    code = getattr(function, "__code__", None)
+    return f"{code.co_filename}:{code.co_firstlineno}" if code is not None else repr(function)
 
 
 # -- the network: user cells stacked in layers and directions -------------------------------------------------
 @dataclass
 class UserRowTrace(RowTrace):
-    """A RowTrace plus what re-running one of its steps needs: the row's cell, its layer input (T, B, I) and
-    the full state entering each step (sequence order; each a tuple of tensors, detached)."""
-    cell: nn.Module | None = None
+    """A RowTrace plus what re-running one of its steps needs: rerun(x (B, I), state elements) -> the new state's
+    elements (the row's cell, called as the engine calls it), its layer input (T, B, I) and the full state
+    entering each step (sequence order; each a tuple of tensors, detached)."""
+    rerun: Callable[[torch.Tensor, tuple], tuple] | None = None
     inputs: torch.Tensor | None = None
     entering: list[tuple[torch.Tensor, ...]] = field(default_factory=list)
 
@@ -135,49 +179,75 @@ class UserCellNet(StackedRows, nn.Module):
     (L·D, B, H), or a tuple of the state's elements stacked over rows (as the LSTM's (h, c)).
     """
     def __init__(self, config: Config, input_size: int, output_size: int):
+        from gradflow.core.trainer import DTYPES
         super().__init__()
         self.model_spec = config.model
-        self.path = str(split(config.model)[0].resolve())
-        cls = load_class(config.model)
+        source = check_file(config.model)
+        self.path = source.path
+        cls = _load_class(source)
         self.hidden_size = H = config.hidden_size
         self.num_layers = config.num_layers
         self.num_directions = D = 2 if config.bidirectional else 1
-        try:
+        self.state_type: type | None = None   # what initial_state returns: None (a tensor), tuple, list, a namedtuple
+        with self._user_code(f"building {cls.__name__}(input_size, hidden_size)"):
             self.rows = nn.ModuleList(cls(input_size if layer == 0 else H * D, H)
                                       for layer in range(self.num_layers) for _ in range(D))
-        except Exception as e:
-            raise UserCellError(f"{_where(e, self.path)}: building {cls.__name__}(input_size, hidden_size) "
-                                f"raised {type(e).__name__}: {e}") from e
         self.head = nn.Linear(H * D, output_size)
         self.has_matrix = callable(getattr(self.rows[0], "recurrent_matrix", None))
         self.recurrent_block = (f"W_hh ({cls.__name__}.recurrent_matrix())" if self.has_matrix
                                 else STEP_JACOBIAN_BLOCK)
+        self.to(torch.device(config.device), DTYPES[config.precision])   # the check runs as the run will
         self._check_protocol(input_size)
+
+    @contextlib.contextmanager
+    def _user_code(self, what: str):
+        """Whatever the user's code raises inside: a UserCellError naming the file, the line and `what` ran."""
+        try:
+            yield
+        except UserCellError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the user's code may raise anything: the message names it
+            raise UserCellError(f"{_where(e, self.path)}: {what} raised {_error(e)}") from e
 
     @torch.no_grad()
     def _check_protocol(self, input_size: int):
-        """One step of a batch of 2 in the parameters' dtype: UserCellError if the cell breaks the protocol."""
-        cell = self.rows[0]
-        state = self._initial_state(cell, 2, self.head.weight)
+        """One step of a batch of 2 in the run's dtype: UserCellError if the cell breaks the protocol."""
+        cell, like = self.rows[0], self.head.weight
+        state = self._initial_state(cell, 2, like)
         self.has_cell_state = len(state) > 1 and state[1].shape == state[0].shape   # recorded as c (dc_norms)
-        self._step(cell, torch.zeros(2, input_size, dtype=self.head.weight.dtype), state, 0, 0)
+        x = like.new_zeros(2, input_size)
+        new = self._step(cell, x, state, 0, 0)
+        self._check_no_nan(0, x[None], [state], [new], [0])
         if self.has_matrix:
-            matrix = cell.recurrent_matrix()
+            with self._user_code(f"{type(cell).__name__}.recurrent_matrix()"):
+                matrix = cell.recurrent_matrix()
             if not isinstance(matrix, torch.Tensor) or matrix.shape != (self.hidden_size, self.hidden_size):
                 raise UserCellError(f"{_line(type(cell).recurrent_matrix)}: recurrent_matrix() must return an "
                                     f"(H, H) = ({self.hidden_size}, {self.hidden_size}) tensor, got "
                                     f"{_describe(matrix)}")
 
     def _initial_state(self, cell: nn.Module, batch_size: int, like: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """The state a row starts from, as a tuple of its elements."""
+        """The state a row starts from, as a tuple of its elements; its structure is kept in state_type."""
         if not hasattr(cell, "initial_state"):
             return (like.new_zeros(batch_size, self.hidden_size),)
-        try:
+        with self._user_code(f"initial_state({batch_size})"):
             state = cell.initial_state(batch_size)
-        except Exception as e:
-            raise UserCellError(f"{_where(e, self.path)}: initial_state({batch_size}) raised "
-                                f"{type(e).__name__}: {e}") from e
-        return self._checked(state, batch_size, like.dtype, "initial_state", type(cell).initial_state)
+        parts = self._checked(state, batch_size, like.dtype, "initial_state", type(cell).initial_state)
+        self.state_type = type(state) if isinstance(state, (tuple, list)) else None
+        return parts
+
+    def as_given(self, parts: tuple[torch.Tensor, ...]) -> Any:
+        """A state's elements in the structure initial_state returned: a 1-tuple stays a 1-tuple (unwrapped,
+        `state[0]` would index the batch)."""
+        kind = self.state_type
+        if kind is None:
+            return parts[0]
+        return kind(*parts) if hasattr(kind, "_fields") else kind(parts)
+
+    def _call(self, cell: nn.Module, x: torch.Tensor, parts: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+        """cell(x, state as given) -> the new state's elements (unchecked: re-running a checked step)."""
+        new = cell(x, self.as_given(parts))
+        return tuple(new) if isinstance(new, (tuple, list)) else (new,)
 
     def _checked(self, state, batch_size: int, dtype, what: str, where) -> tuple[torch.Tensor, ...]:
         """`state` as a tuple of tensors, UserCellError unless its h is (B, H) of `dtype`."""
@@ -191,20 +261,35 @@ class UserCellNet(StackedRows, nn.Module):
 
     def _step(self, cell: nn.Module, x: torch.Tensor, state: tuple[torch.Tensor, ...], t: int, row: int):
         """One step of one row: x (B, I), state (tuple) -> the new state (tuple, h first)."""
-        try:
-            new = cell(x, state if len(state) > 1 else state[0])
-        except Exception as e:
-            raise UserCellError(f"{_where(e, self.path)}: {type(cell).__name__}.forward raised at time step "
-                                f"{t + 1} ({self.row_label(row)}) {type(e).__name__}: {e}") from e
+        when = f"time step {t + 1}, {self.row_label(row)}"
+        with self._user_code(f"{type(cell).__name__}.forward ({when})"):
+            new = cell(x, self.as_given(state))
         parts = tuple(new) if isinstance(new, (tuple, list)) else (new,)
         if len(parts) == len(state) and all(isinstance(p, torch.Tensor) and p.shape == s.shape and p.dtype == x.dtype
                                             for p, s in zip(parts, state)):
             return parts        # shaped as the state it was given (checked at the start): the usual case, at once
-        parts = self._checked(new, x.shape[0], x.dtype, f"forward (time step {t + 1})", type(cell).forward)
+        parts = self._checked(new, x.shape[0], x.dtype, f"forward ({when})", type(cell).forward)
         if len(parts) != len(state) or any(p.shape != s.shape for p, s in zip(parts, state)):
             raise UserCellError(f"{_line(type(cell).forward)}: forward must return a state shaped as the one it "
-                                f"was given ({_describe(state)}), got {_describe(new)} at time step {t + 1}")
+                                f"was given ({_describe(state)}), got {_describe(new)} at {when}")
         return parts
+
+    def _check_no_nan(self, row: int, inputs: torch.Tensor, entering: list, states: list, order):
+        """UserCellError at the first step (in `order`) whose new state holds a NaN although the state and input
+        entering it and the cell's parameters are finite: the cell's own arithmetic made it (0/0, log of a
+        negative ...). A NaN carried in from an overflow is a divergence, as for the built-in cells.
+        inputs (T, B, I); entering, states: [T] tuples of the state's elements. One host sync when none."""
+        nan = torch.stack([torch.stack(part).isnan().flatten(1).any(1) for part in zip(*states)]).any(0)  # (T,)
+        if not nan.any():
+            return
+        cell = self.rows[row]
+        for t in order:
+            if nan[t]:
+                if all(torch.isfinite(p).all() for p in (*entering[t], inputs[t], *cell.parameters())):
+                    raise UserCellError(f"{_line(type(cell).forward)}: {type(cell).__name__}.forward (time step "
+                                        f"{t + 1}, {self.row_label(row)}) returned NaN from a finite state, input "
+                                        f"and parameters")
+                return
 
     def zero_state(self, batch_size: int):
         like = self.head.weight
@@ -253,6 +338,7 @@ class UserCellNet(StackedRows, nn.Module):
                         part.retain_grad()
                 for name, value in (getattr(cell, "gates", None) or {}).items():
                     gates.setdefault(name, [None] * T)[t] = value.detach()
+        self._check_no_nan(row, inputs, entering, states, order)
         hs = torch.stack([s[0] for s in states])                        # (T, B, H)
         if trace is not None:
             cs = [s[1] for s in states] if self.has_cell_state else None
@@ -260,7 +346,8 @@ class UserCellNet(StackedRows, nn.Module):
                 self.row_label(row), reverse, h0=start[0].detach(), h=hs.detach(),
                 c0=None if cs is None else start[1].detach(), c=None if cs is None else torch.stack(cs).detach(),
                 gates={name: torch.stack(v) for name, v in gates.items() if all(g is not None for g in v)},
-                _pending=([s[0] for s in states], cs), cell=cell, inputs=inputs.detach(), entering=entering))
+                _pending=([s[0] for s in states], cs), rerun=functools.partial(self._call, cell),
+                inputs=inputs.detach(), entering=entering))
         return hs, state
 
     # -- what the trainer measures -----------------------------------------------------------------
@@ -269,7 +356,8 @@ class UserCellNet(StackedRows, nn.Module):
         """What the spectrum describes, per row: its recurrent_matrix(), or else its step Jacobian ∂s_t/∂s_{t−1}
         (sample 0, (S, S)) at the row's last processed step."""
         if self.has_matrix:
-            return [cell.recurrent_matrix().detach() for cell in self.rows]
+            with self._user_code(f"{type(self.rows[0]).__name__}.recurrent_matrix()"):
+                return [cell.recurrent_matrix().detach() for cell in self.rows]
         return [self._step_jacobians(row, [0 if row.reverse else row.h.shape[0] - 1])[0] for row in trace.rows]
 
     def _step_jacobians(self, row: UserRowTrace, steps: list[int]) -> torch.Tensor:
@@ -280,11 +368,11 @@ class UserCellNet(StackedRows, nn.Module):
 
         def step(s, x):  # s (S,), x (1, I) -> (S,)
             parts = tuple(p.reshape(1, *shape) for p, shape in zip(s.split(sizes), shapes))
-            new = row.cell(x, parts if len(parts) > 1 else parts[0])
-            return torch.cat([p.reshape(-1) for p in (new if isinstance(new, (tuple, list)) else (new,))])
+            return torch.cat([p.reshape(-1) for p in row.rerun(x, parts)])
 
         states = torch.stack([torch.cat([p[:1].reshape(-1) for p in row.entering[t]]) for t in steps])   # (N, S)
-        with torch.enable_grad():
+        with torch.enable_grad(), self._user_code(f"differentiating one step of the cell ({row.label}) with "
+                                                  f"torch.func.jacrev"):
             return vmap(jacrev(step))(states, row.inputs[steps, :1]).detach()                        # x: (N, 1, I)
 
     def jacobian_profile(self, trace: Trace) -> JacobianProfile:

@@ -23,7 +23,7 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "Config": "gradflow.core.config", "ConfigError": "gradflow.core.config",
+    "Config": "gradflow.core.config", "ConfigError": "gradflow.core.config", "UserCellError": "gradflow.core.user_cell",
     "presets": "gradflow.api", "load_preset": "gradflow.api", "Run": "gradflow.api", "Comparison": "gradflow.api",
     "RunData": "gradflow.api", "open": "gradflow.api",
     "sweep": "gradflow.core.sweep",

@@ -89,7 +89,8 @@ class Run:
 
     def train(self, steps: int, progress: bool = True) -> Record:
         """`steps` optimizer steps (the last fully recorded), with a progress bar (a widget in Jupyter, a line in
-        a terminal); stops early when an update is refused. Returns the newest Record."""
+        a terminal); stops early when an update is refused. Returns the newest Record. A user's cell that fails
+        raises gradflow.UserCellError; the steps done stay in the history."""
         _check_steps(steps)
         with _progress_bar(steps, progress) as bar:
             for i in range(steps):
@@ -127,10 +128,12 @@ class Run:
         dc_norms and zero_causes (N, R, T), and the newest record's spectrum and hidden states."""
         return run_data.run_arrays(self.trainer.history, self.config, self.last)
 
-    def save(self, path: str | os.PathLike):
-        """A .gfe session the app opens (File → Open Session): config, weights, optimizer state, history."""
+    def save(self, path: str | os.PathLike) -> Path:
+        """A .gfe session the app opens (File → Open Session): config, weights, optimizer state, history. Returns
+        the path written."""
         from gradflow.core.session import save_session
         save_session(self.trainer, Path(path))
+        return Path(path)
 
     # -- figures ------------------------------------------------------------------------------------------------
     def figure(self, panel: str = "gradient_time", theme: str = "light", scale: int = 2, caption: bool = False,

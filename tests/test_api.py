@@ -136,7 +136,7 @@ def test_a_figure_is_the_apps_panel_as_png_svg_and_pdf(tmp_path):
 def test_a_saved_session_opens_as_a_run_that_trains_on(tmp_path):
     run = gradflow.Run("vanishing", **SMALL)
     run.train(4, progress=False)
-    run.save(tmp_path / "run.gfe")
+    assert run.save(tmp_path / "run.gfe") == tmp_path / "run.gfe"
     reopened = gradflow.open(tmp_path / "run.gfe")
     assert reopened.config == run.config and list(reopened.history["loss"]) == list(run.history["loss"])
     for saved, opened in zip(run.trainer.model.parameters(), reopened.trainer.model.parameters()):
@@ -154,6 +154,9 @@ def test_run_files_open_as_run_data(tmp_path):
         data = gradflow.open(path)
         assert list(data.history["step"]) == [1, 2, 3]
     assert len(gradflow.open(files[0]).profiles()) == 3 * 20
+    csv_profiles, npz_profiles = (gradflow.open(f).profiles() for f in files[1:])   # the CSV keeps layer 1's
+    assert csv_profiles[["step", "t", "zero_cause"]].equals(npz_profiles[["step", "t", "zero_cause"]])
+    np.testing.assert_array_equal(csv_profiles["dh_norm"], npz_profiles["dh_norm"])
     with pytest.raises(ValueError, match="run.txt"):
         gradflow.open(tmp_path / "run.txt")
 

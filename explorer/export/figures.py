@@ -262,8 +262,13 @@ def export_main(argv: list[str] | None = None) -> int:
     for i in range(1, args.steps + 1):
         draw = i % frame_every == 0 or i == args.steps
         # every step keeps its hidden states: if the next one diverges, this is the step the figure shows
-        record = trainer.step(detail=True, preview=draw and (not animated or i == args.steps
-                                                             or i % (frame_every * 5) == 0))
+        try:
+            record = trainer.step(detail=True, preview=draw and (not animated or i == args.steps
+                                                                 or i % (frame_every * 5) == 0))
+        except ConfigError as e:   # a user's cell failed mid-run (core.user_cell.UserCellError): one line, no figure
+            progress.close()
+            print(f"gradflow export: {e} (optimizer step {i}; nothing written)", file=sys.stderr)
+            return EXIT_BAD_INPUT
         progress.update(record)
         if record.diverged:   # the trainer refused the update and halts: stop here, not at --steps
             break

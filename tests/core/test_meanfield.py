@@ -103,3 +103,19 @@ def test_init_gaussian_draws_the_mean_field_weights():
     assert float(w_ih.std()) == pytest.approx(0.7, rel=0.05)
     assert float(b_hh.std()) == pytest.approx(0.3, rel=0.2)                     # 256 entries
     assert not b_ih.any()
+
+
+def test_the_mean_field_check_needs_a_sweep_alone(tmp_path):
+    """A sweep with profiles (steps = 0: at initialisation) holds every seed's ‖∂L/∂h_t‖: the slope of
+    ln E‖∂L/∂h_t‖² over a window away from both ends is ln χ₁ (σ_w² = 1.2, σ_b² = 0.1, σ_v² = 0.5, as in issue 30)."""
+    from gradflow.core.sweep import sweep
+    sigma_w2, sigma_b2, sigma_v2, T = 1.2, 0.1, 0.5, 100
+    base = Config(init="gaussian", sigma_b=math.sqrt(sigma_b2), input_sigma=math.sqrt(sigma_v2), task="text",
+                  loss_at="last", hidden_size=256, seq_len=T, batch_size=16, precision="float64")
+    frame = sweep({"sigma_w": [math.sqrt(sigma_w2)]}, base=base, seeds=8, steps=0, out=tmp_path / "s.csv", jobs=2,
+                  profiles=True)
+    mean_square = (frame[[f"dh_init_t{t}" for t in range(1, T + 1)]].to_numpy() ** 2).mean(axis=0)   # (T,)
+    k = np.arange(T)[::-1]
+    fit = slice(20, 95)
+    slope = np.polyfit(k[fit], np.log(mean_square[fit]), 1)[0]
+    assert slope == pytest.approx(math.log(mean_field(sigma_w2, sigma_b2, sigma_v2).chi1), rel=0.05)

@@ -39,6 +39,33 @@ def test_npz_and_csv_hold_the_recorded_run(tmp_path, lstm_run):
     assert table["zero_cause_t1"][0] == "truncation" and table["zero_cause_t12"][0] == ""
 
 
+def test_the_csv_reads_its_profiles_back(tmp_path, lstm_run):
+    config, trainer, records = lstm_run
+    save_csv(tmp_path / "run.csv", trainer.history)
+    (run,) = read_tables(tmp_path / "run.csv")
+    profiles = run["profiles"]
+    assert len(profiles) == 5 * 12 and set(profiles["layer"]) == {1} and set(profiles["direction"]) == {"forward"}
+    last = profiles[profiles["step"] == 5].sort_values("t")
+    np.testing.assert_array_equal(last["dh_norm"], records[-1].dh_norms[0].astype(np.float32))
+    np.testing.assert_array_equal(last["dc_norm"], records[-1].dc_norms[0].astype(np.float32))
+    assert set(profiles["zero_cause"]) == {"", "truncation"}
+
+
+def test_an_rnns_npz_holds_every_key_docs_data_md_lists(tmp_path):
+    import re
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[2] / "docs/data.md").read_text()
+    bullet = text[text.index("- **NPZ**"):text.index("### Spectrum")]
+    listed = {name for name in re.findall(r"`([a-z_]+)`", bullet)}
+    config = Config(seq_len=10, hidden_size=8, model="rnn")
+    trainer = Trainer(config)
+    records = [trainer.step() for _ in range(2)]
+    save_npz(tmp_path / "run.npz", trainer.history, config, records[-1])
+    with np.load(tmp_path / "run.npz") as npz:
+        assert listed - set(npz.files) == set()
+        assert npz["last_dc_norms"].shape == (0, 10)
+
+
 def test_json_loads_in_pandas_in_one_call_and_every_file_reads_back(tmp_path, lstm_run):
     config, trainer, records = lstm_run
     save_json(tmp_path / "run.json", [{"label": "", "config": config, "history": trainer.history,

@@ -104,6 +104,33 @@ def test_rows_hold_the_documented_columns_and_exact_zeros_say_their_cause(tmp_pa
     assert row["decay_init_fit"].endswith("..20") and row["decay_init"] > 0
 
 
+def test_profiles_and_a_fit_window_come_from_the_points_own_records(tmp_path, monkeypatch):
+    """--profiles keeps row 0's ‖∂L/∂h_t‖ at the first step (dh_init_t*; empty past a shorter point's T); --fit A:B
+    fits the decay over those steps: exp(−slope) of ln‖∂L/∂h_t‖, t = A..B, by least squares (np.polyfit here)."""
+    from gradflow.core.trainer import Trainer
+    base = SMALL.replace(spectral_radius=0.8)
+    frame = sweep(["seq_len=12,20"], base=base, seeds=1, steps=0, out=tmp_path / "s.csv", jobs=1, fit="3:15",
+                  profiles=True)
+    assert [c for c in frame.columns if c.startswith("dh_init_t")] == [f"dh_init_t{t}" for t in range(1, 21)]
+    monkeypatch.setenv("GRADFLOW_THREADS", "1")
+    for row in frame.itertuples():
+        dh = Trainer(base.replace(seq_len=row.seq_len)).step().dh_norms[0]
+        T = len(dh)
+        kept = np.array([getattr(row, f"dh_init_t{t}") for t in range(1, 21)])
+        np.testing.assert_array_equal(kept[:T], dh)
+        assert np.isnan(kept[T:]).all()
+        end = min(15, T)
+        slope = np.polyfit(np.arange(3, end + 1), np.log(dh[2:end]), 1)[0]
+        assert row.decay_init == pytest.approx(np.exp(-slope), rel=1e-12) and row.decay_init_fit == f"3..{end}"
+    with pytest.raises(ConfigError, match="another sweep"):   # another window is another sweep
+        sweep(["seq_len=12,20"], base=base, seeds=1, steps=0, out=tmp_path / "s.csv", jobs=1, fit="2:15",
+              profiles=True)
+    with pytest.raises(ConfigError, match="--fit takes A:B"):
+        sweep(["seq_len=12"], base=base, steps=0, fit="9:3")
+    with pytest.raises(ConfigError, match="starts at or past seq_len = 12"):
+        sweep(["seq_len=12,20"], base=base, steps=0, fit="12:30")
+
+
 def _rows(path: Path) -> list[dict[str, str]]:
     with path.open(newline="") as f:
         return list(csv.DictReader(f))
@@ -244,7 +271,7 @@ def test_a_dask_cluster_gives_the_local_pools_rows_number_for_number(tmp_path):
 
 def test_an_unreachable_cluster_is_bad_input_naming_it(tmp_path, capsys, monkeypatch):
     pytest.importorskip("distributed")
-    monkeypatch.setattr("gradflow.core.sweep.CLUSTER_CONNECT_S", 1)
+    monkeypatch.setattr("gradflow.core.sweep_run.CLUSTER_CONNECT_S", 1)
     assert main(["--grid", "seq_len=10", "--steps", "1", "--out", str(tmp_path / "s.csv"),
                  "--cluster", "tcp://127.0.0.1:9"]) == 2
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in capsys.readouterr().err

@@ -174,11 +174,11 @@ def test_config_refuses_a_missing_file_and_never_runs_the_file(tmp_path):
     ("Cell = 3\n", r"mycell.py: Cell must be a torch.nn.Module subclass"),
     ("raise RuntimeError('broken')\nclass Cell: pass\n", r"mycell.py:4: running the cell file raised RuntimeError"),
     (GOOD_INIT + "    def forward(self, x, h):\n        return self.w(torch.cat([x, h], 1))[:, :2]\n",
-     r"mycell.py:8: forward \(time step 1\) must return the state: a tensor \(B, H\) = \(2, 64\)"),
+     r"mycell.py:8: forward \(time step 1, layer 1\) must return the state: a tensor \(B, H\) = \(2, 64\)"),
     (GOOD_INIT + "    def forward(self, x, h):\n        return self.w(torch.cat([x, h], 1)).double()\n",
-     r"mycell.py:8: forward \(time step 1\) .* of torch.float32.*got a tensor \(2, 64\) of torch.float64"),
+     r"mycell.py:8: forward \(time step 1, layer 1\) .* of torch.float32.*got a tensor \(2, 64\) of torch.float64"),
     (GOOD_INIT + "    def forward(self, x, h):\n        return undefined_name\n",
-     r"mycell.py:9: Cell.forward raised at time step 1 \(layer 1\) NameError"),
+     r"mycell.py:9: Cell.forward \(time step 1, layer 1\) raised NameError"),
 ])
 def test_building_a_cell_that_breaks_the_protocol_names_file_and_line(tmp_path, body, expected):
     config = Config(model=f"{cell_file(tmp_path, body)}:Cell")
@@ -194,18 +194,8 @@ def test_a_cell_raising_at_time_step_37_names_the_step(tmp_path):
                         "            raise ValueError('no step 37')\n"
                         "        return torch.tanh(self.w(torch.cat([x, h], 1)))\n")
     trainer = Trainer(Config(model=f"{cell_file(tmp_path, body)}:Cell", seq_len=50))
-    with pytest.raises(UserCellError, match=r"mycell.py:12: Cell.forward raised at time step 37 .*no step 37"):
+    with pytest.raises(UserCellError, match=r"mycell.py:12: Cell.forward \(time step 37, layer 1\) raised ValueError: no step 37"):
         trainer.step()
-
-
-def test_a_cell_returning_nan_is_a_divergence(tmp_path):
-    body = GOOD_INIT + ("    def forward(self, x, h):\n"
-                        "        return torch.tanh(self.w(torch.cat([x, h], 1))) * float('nan')\n")
-    trainer = Trainer(Config(model=f"{cell_file(tmp_path, body)}:Cell", seq_len=10))
-    before = [p.detach().clone() for p in trainer.model.parameters()]
-    record = trainer.step(jacobians=True)
-    assert record.diverged == "loss is nan"
-    assert all(torch.equal(a, b) for a, b in zip(before, trainer.model.parameters()))
 
 
 def test_the_example_in_docs_cells_md_runs(tmp_path):

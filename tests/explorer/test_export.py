@@ -290,6 +290,29 @@ def test_gradflow_export_refuses_bad_arguments_by_name(tmp_path):
 
 
 @pytest.mark.slow
+def test_gradflow_export_of_a_user_cell_failing_mid_run_is_one_line_and_exit_2(tmp_path):
+    cell = tmp_path / "mycell.py"
+    cell.write_text("import torch\nfrom torch import nn\n\n"
+                    "class Cell(nn.Module):\n"
+                    "    def __init__(self, input_size, hidden_size):\n"
+                    "        super().__init__()\n"
+                    "        self.w = nn.Linear(input_size + hidden_size, hidden_size)\n"
+                    "        self.calls = 0\n"
+                    "    def forward(self, x, h):\n"
+                    "        self.calls += 1\n"
+                    "        assert self.calls < 8, 'step 7 of the first batch'\n"   # the protocol check, then 6 steps
+                    "        return torch.tanh(self.w(torch.cat([x, h], 1)))\n")
+    out = tmp_path / "x.png"
+    result = subprocess.run([sys.executable, "-m", "gradflow", "export", "--steps", "2", "--set", f"model={cell}:Cell",
+                             "--set", "seq_len=10", "--set", "hidden_size=4", "--out", str(out)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert re.search(r"mycell.py:11: Cell.forward \(time step 7, layer 1\) raised AssertionError: step 7 of the "
+                     r"first batch \(optimizer step 1; nothing written\)", result.stderr), result.stderr
+    assert not out.exists()
+
+
+@pytest.mark.slow
 def test_gradflow_export_of_a_diverging_run_stops_there_and_shows_the_last_finite_step(tmp_path):
     """The exploding scenario with plain SGD at lr = 1 blows up within a few steps: the export stops training
     there (not at --steps 200), says so, and renders the last finite step with every panel filled."""

@@ -34,6 +34,13 @@ def test_the_edge_moves_with_the_input_scale_and_is_not_drawn_outside_the_settin
     assert any(note.startswith("χ₁ = 1") for note in notes)
 
 
+def test_rho_1_says_why_the_boundary_of_a_saturating_rnn_departs_from_it():
+    _, notes = theory_lines(Config(), "spectral_radius", "seq_len", [0.5, 2.0], [10, 100])
+    assert any("tanh′ ≤ 1" in note and "ρ > 1" in note for note in notes)
+    _, notes = theory_lines(Config(activation="identity"), "spectral_radius", "seq_len", [0.5, 2.0], [10, 100])
+    assert not any(note.startswith("ρ = 1 is") for note in notes)
+
+
 @pytest.fixture(scope="module")
 def grid_frame():
     grid = ["sigma_w=0.5,1.5,2.5", "seq_len=5,10"]

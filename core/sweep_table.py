@@ -1,0 +1,109 @@
+"""A sweep's table on disk (core.sweep; docs/data.md, "Sweep table"): the CSV, appended a row at a time, and the
+JSON sidecar with the sweep's definition, versions and thread policy; resuming keeps the finished rows."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import platform
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gradflow.core.config import ConfigError, parse_value
+from gradflow.core.sweep_plan import Plan, Point, csv_text
+from gradflow.core.sweep_point import TEXT_METRICS
+
+SIDECAR_FORMAT = "gradflow sweep 1"
+THREAD_POLICY = ("each point on one torch thread (GRADFLOW_THREADS=1, core.trainer.engine_threads): a row equals "
+                 "`GRADFLOW_THREADS=1 gradflow run` of its config bit for bit")
+
+
+def sidecar_path(out: Path) -> Path:
+    return out.with_suffix(".json")
+
+
+class Table:
+    """The CSV, appended a row at a time (flushed), and its sidecar. Opening it on an existing sweep keeps the
+    rows without an error (resume); a file of another sweep is refused."""
+
+    def __init__(self, out: str | Path, plan: Plan):
+        self.out, self.plan = Path(out), plan
+        self.done: set[tuple] = set()
+        kept = self._finished_rows() if self.out.exists() else []
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self._file = self.out.open("w", newline="", encoding="utf-8")
+        self._writer = csv.writer(self._file)
+        self._writer.writerow(plan.columns)
+        for cells in kept:
+            self._writer.writerow(cells)
+        self._file.flush()
+        sidecar_path(self.out).write_text(json.dumps(self._sidecar(), indent=2), encoding="utf-8")
+
+    def _finished_rows(self) -> list[list[str]]:
+        sidecar = sidecar_path(self.out)
+        try:
+            before = json.loads(sidecar.read_text(encoding="utf-8"))["definition"]
+        except (OSError, ValueError, KeyError):
+            raise ConfigError(f"{self.out} exists but {sidecar.name} beside it does not describe a sweep: "
+                              f"choose another --out or remove the file") from None
+        if before != self.plan.definition():
+            raise ConfigError(f"{self.out} holds another sweep ({sidecar.name} differs in its base config, grid, "
+                              f"seeds or steps): choose another --out or remove it")
+        with self.out.open(newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        kept = []
+        for row in rows:
+            if row.get("error") or None in row.values():
+                continue   # a failed or cut-off row is computed again
+            key = (*(parse_value(k, row[k]) for k in self.plan.keys), int(row["seed"]))
+            self.done.add(key)
+            kept.append([row[c] for c in self.plan.columns])
+        return kept
+
+    def _sidecar(self) -> dict[str, Any]:
+        import torch
+        from importlib.metadata import PackageNotFoundError, version
+        try:
+            gradflow_version = version("gradient-flow-explorer")
+        except PackageNotFoundError:
+            gradflow_version = "unknown"
+        return {"format": SIDECAR_FORMAT, "definition": self.plan.definition(), "columns": list(self.plan.columns),
+                "points": len(self.plan.points), "thread_policy": THREAD_POLICY,
+                "cell_files": [{"model": model, "path": source.path, "sha256": source.sha256}
+                               for model, source in self.plan.cells.items()],
+                "versions": {"gradflow": gradflow_version, "torch": torch.__version__, "numpy": np.__version__,
+                             "python": platform.python_version(), "platform": platform.platform()}}
+
+    def add(self, point: Point, metrics: dict[str, Any]) -> dict[str, Any]:
+        row = {**dict(zip(self.plan.keys, point.values)), "seed": point.seed,
+               **{m: metrics.get(m) for m in self.plan.metric_columns}}
+        self._writer.writerow([csv_text(row[c]) for c in self.plan.columns])
+        self._file.flush()
+        self.done.add(point.key)
+        return row
+
+    def close(self):
+        self._file.close()
+
+    def frame(self):
+        """The whole table as a pandas DataFrame, sorted by the grid and the seed; numbers read back exactly
+        (Python's float() of the CSV's repr), an empty cell as NaN (diverged_step: <NA>) or "" (text)."""
+        import pandas as pd
+        with self.out.open(newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        columns = {}
+        for name in self.plan.columns:
+            cells = [row[name] for row in rows]
+            if name in self.plan.keys:
+                columns[name] = [parse_value(name, c) for c in cells]
+            elif name in TEXT_METRICS:
+                columns[name] = cells
+            elif name in ("seed", "steps"):
+                columns[name] = [int(c) for c in cells]
+            elif name == "diverged_step":
+                columns[name] = pd.array([int(c) if c else None for c in cells], dtype="Int64")
+            else:
+                columns[name] = [float(c) if c else math.nan for c in cells]
+        return pd.DataFrame(columns).sort_values([*self.plan.keys, "seed"], ignore_index=True)
