@@ -1,8 +1,9 @@
 """Save and reopen a run: config, weights, optimizer state, history and view settings, in one file.
 
 The file is a zip of numpy arrays (``.gfe``, written with ``np.savez``) plus a JSON manifest;
-it is read with ``allow_pickle=False``, so loading never executes code from the file. Saving
-is atomic: the file appears complete or not at all.
+it is read with ``allow_pickle=False`` and holds no code. A session of a user's cell names that cell's Python
+file; opening such a session imports it only when the caller trusts it (core.trust). Saving is atomic: the file
+appears complete or not at all.
 
 One codec turns nested state into the manifest's JSON and the file's arrays: tensors and numpy arrays become
 references into the arrays, dicts keep keys of any JSON type, Records keep their fields. The view (the GUI's
@@ -11,7 +12,6 @@ settings) may hold Records (what the panels showed), saved and reopened exactly.
 from __future__ import annotations
 
 import base64
-import hashlib
 import io
 import json
 from dataclasses import dataclass, fields
@@ -24,6 +24,7 @@ from gradflow.core import cells
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.files import atomic_write
 from gradflow.core.records import History, Record
+from gradflow.core.trust import Trust, file_sha256, require_trust
 
 FORMAT = "gradient-flow-explorer-session"
 VERSION = 1
@@ -65,20 +66,13 @@ class CellFileChanged(SessionError):
         self.cell_file = cell_file
 
 
-def _sha256(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
-
-
 def cell_file(manifest: dict[str, Any]) -> CellFile | None:
     """The recorded cell file of a session's manifest against the file now (None: a built-in cell)."""
     saved = manifest.get("cell_file")
     if not isinstance(saved, dict):
         return None
     path = str(saved.get("path", ""))
-    return CellFile(path, str(saved.get("sha256", "")), _sha256(Path(path)))
+    return CellFile(path, str(saved.get("sha256", "")), file_sha256(Path(path)))
 
 
 def save_session(trainer, path: str | Path, view: dict[str, Any] | None = None):
@@ -108,13 +102,14 @@ def save_session(trainer, path: str | Path, view: dict[str, Any] | None = None):
 def _cell_file_entry(config: Config) -> dict[str, Any]:
     """The manifest's record of the cell's source file: {"cell_file": {path, sha256}}, or {} for a built-in cell."""
     source = cells.cell_for(config.model).source_file(config)
-    return {} if source is None else {"cell_file": {"path": str(source), "sha256": _sha256(source)}}
+    return {} if source is None else {"cell_file": {"path": str(source), "sha256": file_sha256(source)}}
 
 
-def load_session(path: str | Path, cell_changed_ok: bool = False):
+def load_session(path: str | Path, cell_changed_ok: bool = False, trust_cell_code: Trust = False):
     """(trainer, view) from a session file. Raises SessionError, naming the problem, and changes nothing: among
-    them a missing cell file, and CellFileChanged for a changed one unless `cell_changed_ok` (go on with the
-    file as it is now)."""
+    them a missing cell file, CellFileChanged for a changed one unless `cell_changed_ok` (go on with the
+    file as it is now), and UntrustedCellError (a ConfigError) before a cell file runs that `trust_cell_code`
+    does not trust (core.trust: True, or the digests trusted)."""
     from gradflow.core.trainer import Trainer  # heavy import only when needed
 
     path = Path(path)
@@ -129,6 +124,7 @@ def load_session(path: str | Path, cell_changed_ok: bool = False):
         config = Config.from_dict(manifest["config"])
     except (ConfigError, TypeError, KeyError) as e:
         raise SessionError(f"{path.name}: the saved config is not valid here: {e}") from None
+    require_trust([config], path, trust_cell_code, "pass trust_cell_code=True")
     try:
         trainer = Trainer(config)
     except ConfigError as e:  # e.g. a text file that moved since the session was saved

@@ -503,7 +503,7 @@ def _on_cluster(address: str, plan: Plan, pending: list[Point], on_row, stop: th
 
 def sweep(grid: Iterable[str] | dict[str, Any], base: Config | str | None = None, seeds: int = 1, steps: int = 100,
           out: str | Path | None = None, jobs: int | None = None, cluster: str | None = None,
-          progress: bool = False):
+          progress: bool = False, trust_cell_code: bool = False):
     """Run a sweep and return its table as a pandas DataFrame (one row per grid point and seed; columns:
     the grid keys, seed, and the metrics of docs/data.md, "Sweep table").
 
@@ -513,11 +513,14 @@ def sweep(grid: Iterable[str] | dict[str, Any], base: Config | str | None = None
     seeds: seeds 0..seeds-1 per grid point. steps: optimizer steps per point (0: at initialisation).
     out: the CSV (a JSON sidecar beside it); an existing file of the same sweep is resumed. None: a temporary file.
     jobs: local worker processes (default: every core). cluster: a Dask scheduler address instead.
+    trust_cell_code: run the Python cell file a base preset file names (core.trust; else UntrustedCellError).
     Raises ConfigError naming the problem before anything trains."""
     import tempfile
     from gradflow.core.presets import load_preset
+    from gradflow.core.trust import require_trust
     if isinstance(base, str):
-        base = load_preset(base).config
+        named_by, base = base, load_preset(base).config
+        require_trust([base], named_by, trust_cell_code, "pass trust_cell_code=True")
     if isinstance(grid, dict):
         grid = [f"{k}={v if isinstance(v, str) else ','.join(map(_cell, v))}" for k, v in grid.items()]
     plan = Plan(base or Config(), parse_grid(grid), seeds, steps)
