@@ -14,16 +14,7 @@ from gradflow.core import cli, user_cell
 from gradflow.core.config import Config
 from gradflow.core.session import save_session
 from gradflow.core.trust import UntrustedCellError, file_sha256, require_trust, untrusted
-
-CELL = Path(__file__).parent / "cells" / "torch_rnn.py"
-SMALL = "hidden_size = 4\nseq_len = 6\nbatch_size = 2\n"
-
-
-def marker_cell(folder: Path) -> tuple[Path, Path]:
-    """(cell file, marker): a working cell file that creates `marker` whenever it is imported."""
-    marker, cell = folder / "imported", folder / "marker_cell.py"
-    cell.write_text(f"open({str(marker)!r}, 'a').close()\n" + CELL.read_text())
-    return cell, marker
+from cell_files import marker_cell, preset_file   # tests/ is on sys.path
 
 
 @pytest.fixture
@@ -43,12 +34,6 @@ def session(tmp_path, cell):
     marker.unlink()
     user_cell._load_class.cache_clear()
     return tmp_path / "mailed.gfe"
-
-
-def preset_file(folder: Path, cell: Path, name: str = "colleague.toml") -> Path:
-    path = folder / name
-    path.write_text(f'title = "theirs"\n[config]\nmodel = "{cell}:TanhRNN"\n{SMALL}')
-    return path
 
 
 def test_the_decision_covers_exactly_the_digests_trusted(cell):
