@@ -12,6 +12,7 @@ settings) may hold Records (what the panels showed), saved and reopened exactly.
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
 from dataclasses import dataclass, fields
@@ -22,7 +23,7 @@ import numpy as np
 
 from gradflow.core import cells
 from gradflow.core.config import Config, ConfigError
-from gradflow.core.files import atomic_write
+from gradflow.core.files import NpzError, SafeNpz, atomic_write
 from gradflow.core.records import History, Record
 from gradflow.core.trust import Trust, file_sha256, require_trust
 
@@ -30,6 +31,7 @@ FORMAT = "gradient-flow-explorer-session"
 VERSION = 1
 SUFFIX = ".gfe"            # the window names its files with it: torch is imported only to write or read one
 MAX_BYTES = 2 * 2**30  # refuse files larger than this before reading them
+UNPACK_RATIO = 64         # refuse a file whose members would unpack to more than this times its size (a zip bomb)
 ZIP_START = b"PK\x03\x04"  # np.savez writes a zip: every session file starts with a zip entry
 
 
@@ -132,8 +134,10 @@ def load_session(path: str | Path, cell_changed_ok: bool = False, trust_cell_cod
     try:
         trainer.model.load_state_dict(_unflatten(manifest["model"], arrays))
         trainer.optimizer.load_state_dict(_unflatten(manifest["optimizer"], arrays))
-        trainer.history = History.from_state({k[len("history/"):]: v for k, v in arrays.items()
-                                              if k.startswith("history/")})
+        history = {k[len("history/"):]: v for k, v in arrays.items() if k.startswith("history/")}
+        if any(v.dtype.kind not in "biuf" for v in history.values()):
+            raise ValueError("the history holds other than real numbers")
+        trainer.history = History.from_state(history)
         trainer.steps_done = int(manifest["steps_done"])
     except (KeyError, ValueError, RuntimeError, TypeError):
         raise SessionError(f"{path.name} is damaged: its saved weights, optimizer state or history do not fit the "
@@ -171,8 +175,9 @@ def as_record(value: Any) -> Record | None:
 
 
 def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """The file's arrays and manifest, or SessionError in the user's terms. No exception text of the zip or numpy
-    readers is passed on: numpy's advises loading a file with pickles "unsafely", which this app never does."""
+    """The file's arrays and manifest, or SessionError in the user's terms, within bounded memory (core.files.SafeNpz).
+    No exception text of the zip or numpy readers is passed on: numpy's advises loading a file with pickles
+    "unsafely", which this app never does."""
     name = path.name
     try:
         size = path.stat().st_size
@@ -196,25 +201,25 @@ def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         raise SessionError(not_a_session)
     damaged = (f"{name} is damaged: part of its saved data does not read back (the file changed after it was "
                "saved). Open another copy of it")
-    try:
-        npz = np.load(io.BytesIO(data), allow_pickle=False)
-    except Exception:  # noqa: BLE001 - a zip whose table of contents (at its end) is missing or broken
+    try:   # np.savez stores its members: a session unpacks to about its own size (a re-zipped copy to a little more)
+        npz = SafeNpz(data, min(MAX_BYTES, UNPACK_RATIO * len(data) + 2**20))
+    except NpzError as e:
+        if e.part == "size":
+            raise SessionError(f"{name} is not a session this app wrote: {e}") from None
         raise SessionError(f"{name} is truncated or damaged: the end of the file is missing or broken (a copy or "
                            "download that did not finish?). Open a complete copy of it") from None
-    with npz:
+    with contextlib.closing(npz):
         if "manifest" not in npz.files:
             raise SessionError(not_a_session)
         try:
             raw = npz["manifest"]
-        except ValueError:   # not a plain byte array (e.g. pickled Python objects): no session writes that
-            raise SessionError(not_a_session) from None
-        except Exception:  # noqa: BLE001 - corrupt members raise many types (BadZipFile, zlib.error, EOFError ...)
-            raise SessionError(damaged) from None
+        except NpzError as e:   # pickled Python objects: no session writes that
+            raise SessionError(not_a_session if e.part == "object" else damaged) from None
         if raw.dtype != np.uint8:
             raise SessionError(not_a_session)
         try:
             manifest = json.loads(raw.tobytes().decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
             raise SessionError(damaged) from None
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
             raise SessionError(not_a_session)
@@ -224,7 +229,7 @@ def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
                                f"{version}, this app reads up to {VERSION}); update the app to open it")
         try:
             arrays = {key: npz[key] for key in npz.files if key != "manifest"}
-        except Exception:  # noqa: BLE001 - as above; a member holding pickled objects is damage in a session
+        except NpzError:   # a member holding pickled objects is damage in a session
             raise SessionError(damaged) from None
     return arrays, manifest
 
