@@ -139,7 +139,7 @@ def load_session(path: str | Path, cell_changed_ok: bool = False, trust_cell_cod
             raise ValueError("the history holds other than real numbers")
         trainer.history = History.from_state(history)
         trainer.steps_done = int(manifest["steps_done"])
-    except (KeyError, ValueError, RuntimeError, TypeError):
+    except (KeyError, ValueError, RuntimeError, TypeError, AttributeError, IndexError):   # RecursionError included
         raise SessionError(f"{path.name} is damaged: its saved weights, optimizer state or history do not fit the "
                            "model its settings describe") from None
     return trainer, _read_view(manifest.get("view"), arrays)
@@ -155,7 +155,7 @@ def _read_view(view: Any, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
         try:
             key, value = entry
             read[key] = _unflatten(value, arrays)
-        except (KeyError, ValueError, TypeError):
+        except (KeyError, ValueError, TypeError, AttributeError, RecursionError):
             continue
     return read
 
@@ -274,7 +274,10 @@ def _unflatten(obj: Any, arrays: dict[str, np.ndarray]) -> Any:
         dtype = getattr(torch, str(obj["@dtype"]).removeprefix("torch."), None)
         if not isinstance(dtype, torch.dtype):
             raise ValueError(f"unknown tensor dtype {obj['@dtype']!r}")
-        return torch.from_numpy(np.array(arrays[obj["@array"]])).to(dtype)
+        array = np.array(arrays[obj["@array"]])
+        if array.dtype.kind == "c" and not dtype.is_complex:
+            raise ValueError(f"complex values saved as {dtype}")
+        return torch.from_numpy(array).to(dtype)
     if "@array" in obj:
         return np.array(arrays[obj["@array"]])
     if "@nd" in obj:   # an array inside the view of a session saved before the arrays moved into the file

@@ -496,8 +496,9 @@ def _on_cluster(address: str, plan: Plan, pending: list[Point], on_row, stop: th
         from distributed import Client
     except ImportError:
         raise ConfigError("--cluster needs Dask distributed: pip install 'gradient-flow-explorer[cluster]'") from None
+    from gradflow.core import cluster
     try:
-        client = Client(address, timeout=CLUSTER_CONNECT_S)
+        client = Client(address, timeout=CLUSTER_CONNECT_S, security=cluster.security(address))   # tls:// too
     except (OSError, TimeoutError) as e:
         raise ConfigError(f"cannot reach the Dask scheduler at {address}: {e}") from None
     try:
@@ -519,7 +520,8 @@ def sweep(grid: Iterable[str] | dict[str, Any], base: Config | str | None = None
     base: a Config, a preset name or path, or None for the defaults.
     seeds: seeds 0..seeds-1 per grid point. steps: optimizer steps per point (0: at initialisation).
     out: the CSV (a JSON sidecar beside it); an existing file of the same sweep is resumed. None: a temporary file.
-    jobs: local worker processes (default: every core). cluster: a Dask scheduler address instead.
+    jobs: local worker processes (default: every core). cluster: a Dask scheduler address instead (tls://: with
+    Dask's TLS config, distributed.comm.tls.*; core.cluster).
     trust_cell_code: run the Python cell file a base preset file names (core.trust; else UntrustedCellError).
     Raises ConfigError naming the problem before anything trains."""
     import tempfile
@@ -543,6 +545,7 @@ EXIT_BAD_INPUT, EXIT_CLUSTER_LOST, EXIT_INTERRUPTED = 2, 3, 130
 
 def build_parser() -> argparse.ArgumentParser:
     from gradflow.core.cli import add_config_arguments
+    from gradflow.core.cluster import add_tls_arguments
     parser = argparse.ArgumentParser(
         prog="gradflow sweep", description="Train a grid of configs × seeds on every core (or a Dask cluster) into "
         "a table: one row per point (docs/data.md, 'Sweep table'). Running it again resumes.")
@@ -553,8 +556,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--steps", type=int, default=100, help="optimizer steps per point; 0: at initialisation")
     parser.add_argument("--out", required=True, metavar="CSV", help="the table (a JSON sidecar goes beside it)")
     parser.add_argument("--jobs", type=int, help="local worker processes (default: every core)")
-    parser.add_argument("--cluster", metavar="ADDRESS", help="a Dask scheduler, e.g. tcp://HOST:8786, "
-                                                             "instead of the local pool (extra: [cluster])")
+    parser.add_argument("--cluster", metavar="ADDRESS", help="a Dask scheduler, e.g. tcp://HOST:8786 (plaintext: one "
+                        "machine or a private network) or tls://HOST:8786, instead of the local pool (extra: [cluster])")
+    add_tls_arguments(parser)
     parser.add_argument("--figure", metavar="PNG|SVG", help="draw the phase diagram of --metric into this file: a "
                         "heatmap over 2 keys (mean over seeds), lines with the seeds' range over 1, with the theory "
                         "lines that hold on its axes")
@@ -571,6 +575,7 @@ def main(argv: list[str] | None = None, draw_figure: Callable[..., None] | None 
     Qt). Exit status: 0 done (points that failed included: their rows say why), 2 bad input, 3 the cluster went
     away, 130 interrupted; finished rows are on disk in every case."""
     from gradflow.core.cli import config_from_args
+    from gradflow.core.cluster import tls_config
     args = build_parser().parse_args(argv)
     try:
         if args.jobs is not None and args.jobs < 1:
@@ -582,7 +587,8 @@ def main(argv: list[str] | None = None, draw_figure: Callable[..., None] | None 
         plan = Plan(config_from_args(args), parse_grid(args.grid), args.seeds, args.steps)
         if args.figure and len(plan.axes) > 2:
             raise ConfigError(f"--figure draws 1 or 2 grid keys, got {len(plan.axes)}")
-        table = execute(plan, args.out, args.jobs, args.cluster, progress=True)
+        with tls_config(args.tls_ca_file, args.tls_cert, args.tls_key):
+            table = execute(plan, args.out, args.jobs, args.cluster, progress=True)
     except ConfigError as e:
         print(f"gradflow: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
