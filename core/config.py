@@ -225,6 +225,8 @@ class Config:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> "Config":
+        if not isinstance(values, dict):
+            raise ConfigError(f"a config must be a table of config keys, got {short_repr(values)}")
         _reject_unknown(values)
         return cls(**values)
 

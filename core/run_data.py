@@ -210,7 +210,7 @@ def read_tables(path: str | Path) -> list[dict[str, Any]]:
         raise RunFileError(f"{path.name} is not UTF-8 text (bad byte at offset {e.start})") from None
     except RecursionError:
         raise RunFileError(f"{path.name} is nested too deeply to be a gradflow run file") from None
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as e:   # its content does not fit the schema
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, OverflowError) as e:   # not its schema
         what = f"no {e}" if isinstance(e, KeyError) else str(e) or type(e).__name__
         raise RunFileError(f"{path.name} is not a gradflow run file this version reads: {what}") from None
 

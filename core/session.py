@@ -149,7 +149,9 @@ def _read_view(view: Any, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
     """The saved view, each entry read on its own: a damaged one is left out (the others still apply)."""
     if not isinstance(view, dict):
         return {}
-    entries = view["@dict"] if "@dict" in view else view.items()   # a plain dict: saved before the shared codec
+    entries = view["@dict"] if "@dict" in view else list(view.items())   # a plain dict: saved before the codec
+    if not isinstance(entries, list):
+        return {}
     read = {}
     for entry in entries:
         try:

@@ -155,12 +155,15 @@ def read_or_refuse(reader: str, read, path: Path, errors) -> None:
 @pytest.fixture(scope="module", autouse=True)
 def report(request):
     yield
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None and COUNTS:
+    plugins = request.config.pluginmanager
+    reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
+    if reporter is None or capture is None or not COUNTS:
+        return
+    with capture.global_and_fixture_disabled():   # shown in the test run's output, passed or not
         reporter.write_line("")
         for reader, counts in sorted(COUNTS.items()):
-            reporter.write_line(f"fuzzed {reader}: {counts['tried']} inputs tried, {counts['read']} read, "
-                                f"{counts['refused']} refused with a message naming the file")
+            reporter.write_line(f"fuzzed {reader}: {counts['tried']} inputs tried (shrinking included), "
+                                f"{counts['read']} read, {counts['refused']} refused with a message naming the file")
 
 
 def fuzz(examples: int, strategy, check):

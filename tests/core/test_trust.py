@@ -5,7 +5,6 @@ The window's side: tests/explorer/test_trust_prompt.py."""
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import pytest
 
