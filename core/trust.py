@@ -80,6 +80,6 @@ def require_trust(configs: Iterable[Config], named_by: str | Path, trusted: Trus
     configs = list(configs)
     refused = untrusted(configs, named_by, trusted)
     if refused:
-        raise UntrustedCellError(f"{'; '.join(code.describe() for code in refused)}: not run, since nothing said to "
-                                 f"trust it. Read that file; if you trust it, {how}", refused)
+        raise UntrustedCellError(f"{'; '.join(code.describe() for code in refused)}: not run (nothing said to trust "
+                                 f"it). Read that file; if you trust it, {how}", refused)
     return cell_codes(configs, named_by)

@@ -49,7 +49,7 @@ def load_preset(name_or_path: PresetLike) -> _presets.Preset:
 TRUST_HOW = "pass trust_cell_code=True"
 
 
-def trusted_preset(preset: PresetLike, trust_cell_code: bool, direct: Config | dict | None = None,
+def _trusted_preset(preset: PresetLike, trust_cell_code: bool, direct: Config | dict | None = None,
                    overrides: dict[str, Any] | None = None) -> _presets.Preset:
     """load_preset(preset), refused with UntrustedCellError (core.trust) where its runs would import a Python cell
     file and the caller did not say `trust_cell_code`; a model given here (`direct`: a Config replacing the
@@ -65,7 +65,7 @@ def trusted_preset(preset: PresetLike, trust_cell_code: bool, direct: Config | d
 def _config(preset: PresetLike | None, config: Config | dict | None, overrides: dict[str, Any],
             trust_cell_code: bool = False) -> Config:
     """preset's config, then `config` (a Config replaces it, a dict of keys updates it), then the overrides."""
-    base = trusted_preset(preset, trust_cell_code, config, overrides).config if preset is not None else Config()
+    base = _trusted_preset(preset, trust_cell_code, config, overrides).config if preset is not None else Config()
     if isinstance(config, Config):
         base = config
     elif config is not None:
@@ -203,7 +203,7 @@ class Comparison:
         if (preset is None) == (runs is None):
             raise ConfigError("give a comparison preset or runs = [(label, config), ...], not both or neither")
         if runs is None:
-            found = trusted_preset(preset, trust_cell_code, overrides=overrides)
+            found = _trusted_preset(preset, trust_cell_code, overrides=overrides)
             if not found.runs:
                 raise ConfigError(f"preset {found.name!r} has one run: use gradflow.Run({found.name!r})")
             runs, self.title = found.runs, found.title
