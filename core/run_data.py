@@ -260,8 +260,8 @@ def _read_npz(path: Path) -> list[dict[str, Any]]:
         raise RunFileError(f"{path.name} is not a gradflow run file this version reads: {e}") from None
     _check_version(path, int(arrays["schema_version"]) if "schema_version" in arrays else None)
     config = Config.from_dict(json.loads(str(arrays["config"])))
-    if any(arrays[name].dtype.kind not in "biuf" for name in HISTORY_COLUMNS):
-        raise RunFileError(f"{path.name}: a history column holds other than real numbers")
+    if any(arrays[name].dtype.kind not in "biuf" for name in HISTORY_COLUMNS) or arrays["step"].dtype.kind not in "iu":
+        raise RunFileError(f"{path.name}: a history column holds other than real numbers (step: integers)")
     history = pd.DataFrame({name: np.asarray(arrays[name], dtype=np.float64 if name != "step" else np.int64)
                             for name in HISTORY_COLUMNS})
     profiles = _profiles(path, arrays["profile_steps"], arrays["dh_norms"], arrays["dc_norms"], arrays["zero_causes"],
@@ -275,7 +275,7 @@ def _profiles(path: Path, steps, dh, dc, codes, config: Config):
     steps, dh, dc, codes = (np.asarray(a) for a in (steps, dh, dc, codes))
     if steps.size == 0 and dh.size == 0:   # no profile kept (a JSON list [] has no shape to keep)
         steps, dh, dc, codes = np.zeros(0, np.int64), np.zeros((0, 0, 0)), np.zeros((0, 0, 0)), np.zeros((0, 0, 0), np.int8)
-    fits = (steps.ndim == 1 and dh.ndim == 3 and len(dh) == len(steps) and dh.shape[1] in (0, len(row_names(config)))
+    fits = (steps.ndim == 1 and steps.dtype.kind in "iu" and dh.ndim == 3 and len(dh) == len(steps) and dh.shape[1] in (0, len(row_names(config)))
             and codes.shape == dh.shape and (dc.size == 0 or dc.shape == dh.shape)
             and codes.dtype.kind in "iu" and (codes.size == 0 or 0 <= codes.min() <= codes.max() < len(ZERO_CAUSES)))
     if not fits:

@@ -135,8 +135,9 @@ def load_session(path: str | Path, cell_changed_ok: bool = False, trust_cell_cod
         trainer.model.load_state_dict(_unflatten(manifest["model"], arrays))
         trainer.optimizer.load_state_dict(_unflatten(manifest["optimizer"], arrays))
         history = {k[len("history/"):]: v for k, v in arrays.items() if k.startswith("history/")}
-        if any(v.dtype.kind not in "biuf" for v in history.values()):
-            raise ValueError("the history holds other than real numbers")
+        if any(v.dtype.kind not in "biuf" for v in history.values()) \
+                or history.get("profile_steps", np.zeros(0, np.int64)).dtype.kind not in "iu":
+            raise ValueError("the history holds other than real numbers (its steps: integers)")
         trainer.history = History.from_state(history)
         trainer.steps_done = int(manifest["steps_done"])
     except (KeyError, ValueError, RuntimeError, TypeError, AttributeError, IndexError):   # RecursionError included
