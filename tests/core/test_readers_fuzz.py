@@ -1,5 +1,6 @@
 """Every reader of a file someone else may have made survives hostile input: generated and mutated sessions (.gfe),
-preset TOML, --config TOML, run JSON/CSV/NPZ and a sweep's CSV with its JSON sidecar (truncated, bytes flipped or
+preset TOML, --config TOML, run JSON/CSV/NPZ, a sweep's CSV with its JSON sidecar and a cell file as Config checks
+it (parsed, never run) (truncated, bytes flipped or
 inserted, not UTF-8, a value replaced by NaN/Inf/a huge number/the wrong type/deep nesting, unknown keys, arrays
 of another shape or dtype) are each read or refused with the reader's error, whose message names the file. No other
 exception escapes; memory stays bounded (a zip bomb is refused before it unpacks).
@@ -369,6 +370,25 @@ def test_sweep_tables_resumed(folder, sweep_files, examples):
         out.with_suffix(".json").write_bytes(files[1])
         read_or_refuse("sweep CSV + sidecar", resume, out, ConfigError)
     fuzz(examples, sweeps(csv_bytes, sidecar), check)
+
+
+# -- a cell file, as Config checks it: parsed, never run ---------------------------------------------------------
+@st.composite
+def cell_files(draw, source: bytes):
+    deep = draw(st.sampled_from(["(" * 300 + ")" * 300, "-" * 100_000 + "1", "x" + ".y" * 100_000, "a\x00b"]))
+    return draw(st.one_of(mutated_bytes(source), st.just(source + b"\n" + deep.encode())))
+
+
+@pytest.mark.parametrize("examples", TIERS)
+def test_cell_files_checked_by_config(folder, examples):
+    from cell_files import marker_cell   # tests/ is on sys.path
+    cell, marker = marker_cell(folder)
+
+    def check(data):
+        path = write(folder, "their_cell.py", data)
+        read_or_refuse("cell file (checked)", lambda p: Config(model=f"{p}:TanhRNN"), path, ConfigError)
+        assert not marker.exists(), "checking a cell file ran it"
+    fuzz(examples, cell_files(cell.read_bytes()), check)
 
 
 def test_the_harness_can_fail(folder):
