@@ -62,7 +62,7 @@ from typing import Any, Callable
 import numpy as np
 
 from gradflow.core import cells
-from gradflow.core.config import Config, ConfigError
+from gradflow.core.config import Config, ConfigError, short_repr
 from gradflow.core.records import ZERO_CAUSES
 
 ZERO_CAUSE_NAMES = ZERO_CAUSES[1:]   # code 0 is "not zero"
@@ -173,17 +173,17 @@ def parse_claim(table: Any, index: int, config: Config, runs: tuple[tuple[str, C
         raise ConfigError(f"{where} must be a table with kind, text and the kind's keys")
     values = dict(table)
     kind = values.pop("kind", None)
-    if kind not in KINDS:
-        raise ConfigError(f"{where}: kind must be one of {' | '.join(KINDS)}, got {kind!r}")
+    if not isinstance(kind, str) or kind not in KINDS:
+        raise ConfigError(f"{where}: kind must be one of {' | '.join(KINDS)}, got {short_repr(kind)}")
     where = f"{where} ({kind})"
     text = values.pop("text", None)
     if not isinstance(text, str) or not text.strip():
         raise ConfigError(f"{where}: text must be the claim's sentence (a non-empty string)")
     run, members = values.pop("run", None), dict(runs)
     if run is not None:
-        if run not in members:
+        if not isinstance(run, str) or run not in members:
             raise ConfigError(f"{where}: run must name a member of the comparison "
-                              f"({' | '.join(members) or 'this preset has none'}), got {run!r}")
+                              f"({' | '.join(members) or 'this preset has none'}), got {short_repr(run)}")
         config = members[run]
     spec = KINDS[kind]
     allowed = spec.required + tuple(spec.optional)

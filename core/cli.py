@@ -22,6 +22,7 @@ from typing import Any
 from gradflow.core.compare import check_runs
 from gradflow.core.config import Config, ConfigError, parse_assignment
 from gradflow.core.presets import load_preset, preset_names
+from gradflow.core.trust import require_trust
 
 EXIT_BAD_INPUT, EXIT_INTERRUPTED = 2, 130
 
@@ -32,21 +33,32 @@ def add_config_arguments(parser: argparse.ArgumentParser):
     parser.add_argument("--config", help="a TOML file of config keys, applied after the preset")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override one config key (repeatable), applied last")
+    parser.add_argument("--trust-cell-code", action="store_true",
+                        help="run the Python cell file (model = 'path.py:Class') that --preset or --config names; "
+                             "without it such a file is refused, unread (a model given by --set needs no trust)")
 
 
 def runs_from_args(args: argparse.Namespace) -> list[tuple[str, Config]]:
     """What to train: [("", config)] for one run, or a comparison preset's [(label, config), ...], with
-    --config and --set applied to every run."""
+    --config and --set applied to every run. A Python cell file that --preset or --config names (not --set) is
+    refused with UntrustedCellError unless --trust-cell-code, and said on stderr when it runs (core.trust)."""
     preset = load_preset(args.preset) if args.preset else None
     base = list(preset.runs) if preset is not None and preset.runs else [("", preset.config if preset else Config())]
     changes = dict(parse_assignment(a) for a in args.set)
-    runs = []
+    runs, named_by = [], args.preset
     for label, config in base:
         if args.config:
-            config = Config.from_toml(args.config, base=config)
+            configured = Config.from_toml(args.config, base=config)
+            named_by = args.config if configured.model != config.model else named_by
+            config = configured
         runs.append((label, config.replace(**changes) if changes else config))
     if len(runs) > 1:
         check_runs(runs)
+    if "model" not in changes:   # a model given by --set is the user's own
+        trusted = require_trust([config for _, config in runs], named_by, args.trust_cell_code,
+                                "add --trust-cell-code")
+        for code in trusted:
+            print(f"gradflow: --trust-cell-code: {code.describe()}", file=sys.stderr)
     return runs
 
 

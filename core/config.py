@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import reprlib
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -221,15 +222,22 @@ class Config:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> "Config":
+        if not isinstance(values, dict):
+            raise ConfigError(f"a config must be a table of config keys, got {short_repr(values)}")
         _reject_unknown(values)
         return cls(**values)
 
     @classmethod
     def from_toml(cls, path: str | Path, base: "Config | None" = None) -> "Config":
-        """Apply a TOML file's keys on top of `base` (default: the defaults)."""
+        """Apply a TOML file's keys on top of `base` (default: the defaults); ConfigError names the file."""
         values = read_toml(path)
         values = values.get("config", values)
-        return (base or cls()).replace(**{k: v for k, v in values.items() if k not in META_KEYS})
+        if not isinstance(values, dict):
+            raise ConfigError(f"{path}: config must be a table of config keys, got {short_repr(values)}")
+        try:
+            return (base or cls()).replace(**{k: v for k, v in values.items() if k not in META_KEYS})
+        except ConfigError as e:
+            raise ConfigError(f"{path}: {e}") from None
 
     def diff(self) -> dict[str, Any]:
         """Only the keys that differ from the defaults (what a preset would list)."""
@@ -238,6 +246,8 @@ class Config:
 
 
 META_KEYS = ("title", "explanation", "claims")  # preset text and its claims (core.claims), not config
+_REPR = reprlib.Repr()   # Python 3.11 takes no keywords
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlist, _REPR.maxdict = 3, 200, 60, 6, 6
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:
@@ -257,6 +267,13 @@ def read_toml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"{path} is not UTF-8 text (bad byte at offset {e.start})") from None
     except tomllib.TOMLDecodeError as e:  # message carries "(at line L, column C)"
         raise ConfigError(f"TOML syntax error in {path}: {e}") from None
+    except RecursionError:
+        raise ConfigError(f"{path} is nested too deeply to be a config or preset file") from None
+
+
+def short_repr(value: Any) -> str:
+    """repr of a value from a file, bounded in length and depth (a hostile file's value may be neither)."""
+    return _REPR.repr(value)
 
 
 def _literal(value: Any) -> str:
@@ -267,7 +284,7 @@ def _literal(value: Any) -> str:
 def _reject_unknown(values: dict[str, Any]):
     unknown = sorted(set(values) - set(SPECS))
     if unknown:
-        raise ConfigError(f"unknown config key {unknown[0]!r}; known keys: {', '.join(SPECS)}")
+        raise ConfigError(f"unknown config key {short_repr(unknown[0])}; known keys: {', '.join(SPECS)}")
 
 
 def parse_value(key: str, text: str) -> Any:
@@ -304,7 +321,7 @@ def parse_assignment(assignment: str) -> tuple[str, Any]:
 
 def _coerce(key: str, value: Any) -> Any:
     spec = SPECS[key]
-    bad = ConfigError(f"{key} must be {spec.describe()}, got {value!r}")
+    bad = ConfigError(f"{key} must be {spec.describe()}, got {short_repr(value)}")
     if value is None or (spec.optional and isinstance(value, str) and value.lower() == "none"):
         if spec.optional:
             return None

@@ -83,7 +83,10 @@ def load_preset(name_or_path: str) -> Preset:
         raise ConfigError(f"{path}: 'title' and 'explanation' must be strings")
     try:
         config = Config.from_dict(values.get("config", {}))
-        runs = tuple(_run(config, i, run) for i, run in enumerate(values.get("runs", [])))
+        runs = values.get("runs", [])
+        if not isinstance(runs, list):
+            raise ConfigError("runs must be an array of tables: [[runs]] with a label and the keys that differ")
+        runs = tuple(_run(config, i, run) for i, run in enumerate(runs))
         if runs:
             check_runs(list(runs))
         claims = values.get("claims", [])

@@ -183,50 +183,105 @@ def _floats(array) -> list:
 
 
 # -- reading back ---------------------------------------------------------------------------------------------
+MAX_UNPACKED = 2 * 2**30   # an NPZ whose arrays would unpack to more than this is refused unread (a zip bomb)
+
+
+class RunFileError(ValueError):
+    """A --json, --csv or --npz file that cannot be read back; the message names the file and the problem."""
+
+
 def read_tables(path: str | Path) -> list[dict[str, Any]]:
     """A `--json`, `--csv` or `--npz` file (or the window's CSV/NPZ export) back as runs:
     [{"label", "config" (Config or None: a CSV keeps none), "history" (DataFrame), "profiles" (DataFrame or
-    None)}]. ValueError naming the file when it is none of those or has another schema version."""
-    import pandas as pd
+    None)}]. RunFileError naming the file when it is none of those, has another schema version or does not fit
+    its schema (a value of the wrong type or shape, a config this version refuses ...)."""
     path = Path(path)
     suffix = path.suffix.lower()
-    if suffix == ".json":
-        document = json.loads(path.read_text(encoding="utf-8"))
-        meta = document.get("gradflow") if isinstance(document, dict) else None
-        if not meta:
-            raise ValueError(f"{path.name} is not a gradflow run file (no 'gradflow' section)")
-        _check_version(path, meta.get("schema_version"))
-        table = pd.read_json(io.StringIO(json.dumps({k: document[k] for k in ("schema", "data")})), orient="table",
-                             precise_float=True)
-        runs = []
-        for entry in meta["runs"]:
-            config, kept = Config.from_dict(entry["config"]), entry["profiles"]
-            history = table[table["run"] == entry["label"]].drop(columns="run").reset_index(drop=True)
-            dh = np.asarray(kept["dh_norms"], dtype=np.float64)                     # null (NaN, inf) -> nan
-            codes = np.vectorize(ZERO_CAUSES.index, otypes=[np.int8])(kept["zero_causes"]) if len(dh) else dh
-            dc = np.asarray(kept["dc_norms"], dtype=np.float64) if kept["dc_norms"] else np.zeros((0, 0, 0))
-            runs.append({"label": entry["label"], "config": config, "history": history,
-                         "profiles": frame(tidy_profiles(np.asarray(kept["steps"]), dh, dc, codes, config))})
-        return runs
-    if suffix == ".csv":
-        table = pd.read_csv(path, keep_default_na=False, na_values=["nan", "NaN", ""])
-        if "schema_version" in table:
-            _check_version(path, int(table["schema_version"].iloc[0]) if len(table) else SCHEMA_VERSION)
-        missing = [name for name in HISTORY_COLUMNS if name not in table]
-        if missing:
-            raise ValueError(f"{path.name} is not a gradflow run file: no column {missing[0]!r}")
-        return [{"label": "", "config": None, "history": table[list(HISTORY_COLUMNS)],
-                 "profiles": _csv_profiles(table)}]
-    if suffix == ".npz":
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {name: npz[name] for name in npz.files}
-        _check_version(path, int(arrays["schema_version"]) if "schema_version" in arrays else None)
-        config = Config.from_dict(json.loads(str(arrays["config"])))
-        history = pd.DataFrame({name: arrays[name] for name in HISTORY_COLUMNS})
-        profiles = pd.DataFrame(tidy_profiles(arrays["profile_steps"], arrays["dh_norms"], arrays["dc_norms"],
-                                              arrays["zero_causes"], config))
-        return [{"label": "", "config": config, "history": history, "profiles": profiles}]
-    raise ValueError(f"{path.name}: gradflow reads .gfe sessions and .json, .csv, .npz run files, not {suffix!r}")
+    readers = {".json": _read_json, ".csv": _read_csv, ".npz": _read_npz}
+    if suffix not in readers:
+        raise RunFileError(f"{path.name}: gradflow reads .gfe sessions and .json, .csv, .npz run files, not {suffix!r}")
+    try:
+        return readers[suffix](path)
+    except RunFileError:
+        raise
+    except OSError as e:
+        raise RunFileError(f"cannot read {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise RunFileError(f"{path.name} is not UTF-8 text (bad byte at offset {e.start})") from None
+    except RecursionError:
+        raise RunFileError(f"{path.name} is nested too deeply to be a gradflow run file") from None
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, OverflowError) as e:   # not its schema
+        what = f"no {e}" if isinstance(e, KeyError) else str(e) or type(e).__name__
+        raise RunFileError(f"{path.name} is not a gradflow run file this version reads: {what}") from None
+
+
+def _read_json(path: Path) -> list[dict[str, Any]]:
+    import pandas as pd
+    document = json.loads(path.read_bytes().decode("utf-8"))
+    meta = document.get("gradflow") if isinstance(document, dict) else None
+    if not isinstance(meta, dict):
+        raise RunFileError(f"{path.name} is not a gradflow run file (no 'gradflow' section)")
+    _check_version(path, meta.get("schema_version"))
+    table = pd.read_json(io.StringIO(json.dumps({k: document[k] for k in ("schema", "data")})), orient="table",
+                         precise_float=True)
+    runs = []
+    for entry in meta["runs"]:
+        config, kept = Config.from_dict(entry["config"]), entry["profiles"]
+        history = table[table["run"] == entry["label"]].drop(columns="run").reset_index(drop=True)
+        dh = np.asarray(kept["dh_norms"], dtype=np.float64)                     # null (NaN, inf) -> nan
+        codes = np.vectorize(ZERO_CAUSES.index, otypes=[np.int8])(kept["zero_causes"]) if dh.size else dh
+        dc = np.asarray(kept["dc_norms"], dtype=np.float64) if kept["dc_norms"] else np.zeros((0, 0, 0))
+        runs.append({"label": str(entry["label"]), "config": config, "history": history,
+                     "profiles": _profiles(path, np.asarray(kept["steps"], dtype=np.int64), dh, dc, codes, config)})
+    return runs
+
+
+def _read_csv(path: Path) -> list[dict[str, Any]]:
+    import pandas as pd
+    table = pd.read_csv(path, keep_default_na=False, na_values=["nan", "NaN", ""], encoding="utf-8")
+    if "schema_version" in table:
+        _check_version(path, int(table["schema_version"].iloc[0]) if len(table) else SCHEMA_VERSION)
+    missing = [name for name in HISTORY_COLUMNS if name not in table]
+    if missing:
+        raise RunFileError(f"{path.name} is not a gradflow run file: no column {missing[0]!r}")
+    history = table[list(HISTORY_COLUMNS)]
+    if any(history[name].dtype.kind not in "biuf" for name in HISTORY_COLUMNS):
+        raise RunFileError(f"{path.name}: a history column holds text where numbers belong")
+    return [{"label": "", "config": None, "history": history, "profiles": _csv_profiles(table)}]
+
+
+def _read_npz(path: Path) -> list[dict[str, Any]]:
+    import pandas as pd
+    from gradflow.core.files import NpzError, SafeNpz
+    try:
+        npz = SafeNpz(path.read_bytes(), MAX_UNPACKED)
+        arrays = {name: npz[name] for name in npz.files}
+    except NpzError as e:
+        raise RunFileError(f"{path.name} is not a gradflow run file this version reads: {e}") from None
+    _check_version(path, int(arrays["schema_version"]) if "schema_version" in arrays else None)
+    config = Config.from_dict(json.loads(str(arrays["config"])))
+    if any(arrays[name].dtype.kind not in "biuf" for name in HISTORY_COLUMNS) or arrays["step"].dtype.kind not in "iu":
+        raise RunFileError(f"{path.name}: a history column holds other than real numbers (step: integers)")
+    history = pd.DataFrame({name: np.asarray(arrays[name], dtype=np.float64 if name != "step" else np.int64)
+                            for name in HISTORY_COLUMNS})
+    profiles = _profiles(path, arrays["profile_steps"], arrays["dh_norms"], arrays["dc_norms"], arrays["zero_causes"],
+                         config)
+    return [{"label": "", "config": config, "history": history, "profiles": profiles}]
+
+
+def _profiles(path: Path, steps, dh, dc, codes, config: Config):
+    """The tidy profiles of a file's cubes, once their shapes fit one another and the config (each (N, R, T);
+    dc may be empty): RunFileError otherwise, before anything the shapes would size is allocated."""
+    steps, dh, dc, codes = (np.asarray(a) for a in (steps, dh, dc, codes))
+    if steps.size == 0 and dh.size == 0:   # no profile kept (a JSON list [] has no shape to keep)
+        steps, dh, dc, codes = np.zeros(0, np.int64), np.zeros((0, 0, 0)), np.zeros((0, 0, 0)), np.zeros((0, 0, 0), np.int8)
+    fits = (steps.ndim == 1 and steps.dtype.kind in "iu" and dh.ndim == 3 and len(dh) == len(steps) and dh.shape[1] in (0, len(row_names(config)))
+            and codes.shape == dh.shape and (dc.size == 0 or dc.shape == dh.shape)
+            and codes.dtype.kind in "iu" and (codes.size == 0 or 0 <= codes.min() <= codes.max() < len(ZERO_CAUSES)))
+    if not fits:
+        raise RunFileError(f"{path.name}: its profiles' shapes do not fit one another or its config (steps "
+                           f"{steps.shape}, dh_norms {dh.shape}, dc_norms {dc.shape}, zero causes {codes.shape})")
+    return frame(tidy_profiles(steps.astype(np.int64), dh.astype(np.float64), dc.astype(np.float64), codes, config))
 
 
 def _csv_profiles(table):
@@ -247,5 +302,5 @@ def _csv_profiles(table):
 
 def _check_version(path: Path, version):
     if version != SCHEMA_VERSION:
-        raise ValueError(f"{path.name} has data schema version {version}; this gradflow reads version "
-                         f"{SCHEMA_VERSION} (docs/data.md)")
+        raise RunFileError(f"{path.name} has data schema version {version}; this gradflow reads version "
+                           f"{SCHEMA_VERSION} (docs/data.md)")

@@ -1,8 +1,9 @@
 """Save and reopen a run: config, weights, optimizer state, history and view settings, in one file.
 
 The file is a zip of numpy arrays (``.gfe``, written with ``np.savez``) plus a JSON manifest;
-it is read with ``allow_pickle=False``, so loading never executes code from the file. Saving
-is atomic: the file appears complete or not at all.
+it is read with ``allow_pickle=False`` and holds no code. A session of a user's cell names that cell's Python
+file; opening such a session imports it only when the caller trusts it (core.trust). Saving is atomic: the file
+appears complete or not at all.
 
 One codec turns nested state into the manifest's JSON and the file's arrays: tensors and numpy arrays become
 references into the arrays, dicts keep keys of any JSON type, Records keep their fields. The view (the GUI's
@@ -11,7 +12,7 @@ settings) may hold Records (what the panels showed), saved and reopened exactly.
 from __future__ import annotations
 
 import base64
-import hashlib
+import contextlib
 import io
 import json
 from dataclasses import dataclass, fields
@@ -22,13 +23,15 @@ import numpy as np
 
 from gradflow.core import cells
 from gradflow.core.config import Config, ConfigError
-from gradflow.core.files import atomic_write
+from gradflow.core.files import NpzError, SafeNpz, atomic_write
 from gradflow.core.records import History, Record
+from gradflow.core.trust import Trust, file_sha256, require_trust
 
 FORMAT = "gradient-flow-explorer-session"
 VERSION = 1
 SUFFIX = ".gfe"            # the window names its files with it: torch is imported only to write or read one
 MAX_BYTES = 2 * 2**30  # refuse files larger than this before reading them
+UNPACK_RATIO = 64         # refuse a file whose members would unpack to more than this times its size (a zip bomb)
 ZIP_START = b"PK\x03\x04"  # np.savez writes a zip: every session file starts with a zip entry
 
 
@@ -65,20 +68,13 @@ class CellFileChanged(SessionError):
         self.cell_file = cell_file
 
 
-def _sha256(path: Path) -> str | None:
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
-
-
 def cell_file(manifest: dict[str, Any]) -> CellFile | None:
     """The recorded cell file of a session's manifest against the file now (None: a built-in cell)."""
     saved = manifest.get("cell_file")
     if not isinstance(saved, dict):
         return None
     path = str(saved.get("path", ""))
-    return CellFile(path, str(saved.get("sha256", "")), _sha256(Path(path)))
+    return CellFile(path, str(saved.get("sha256", "")), file_sha256(Path(path)))
 
 
 def save_session(trainer, path: str | Path, view: dict[str, Any] | None = None):
@@ -108,13 +104,14 @@ def save_session(trainer, path: str | Path, view: dict[str, Any] | None = None):
 def _cell_file_entry(config: Config) -> dict[str, Any]:
     """The manifest's record of the cell's source file: {"cell_file": {path, sha256}}, or {} for a built-in cell."""
     source = cells.cell_for(config.model).source_file(config)
-    return {} if source is None else {"cell_file": {"path": str(source), "sha256": _sha256(source)}}
+    return {} if source is None else {"cell_file": {"path": str(source), "sha256": file_sha256(source)}}
 
 
-def load_session(path: str | Path, cell_changed_ok: bool = False):
+def load_session(path: str | Path, cell_changed_ok: bool = False, trust_cell_code: Trust = False):
     """(trainer, view) from a session file. Raises SessionError, naming the problem, and changes nothing: among
-    them a missing cell file, and CellFileChanged for a changed one unless `cell_changed_ok` (go on with the
-    file as it is now)."""
+    them a missing cell file, CellFileChanged for a changed one unless `cell_changed_ok` (go on with the
+    file as it is now), and UntrustedCellError (a ConfigError) before a cell file runs that `trust_cell_code`
+    does not trust (core.trust: True, or the digests trusted)."""
     from gradflow.core.trainer import Trainer  # heavy import only when needed
 
     path = Path(path)
@@ -129,6 +126,7 @@ def load_session(path: str | Path, cell_changed_ok: bool = False):
         config = Config.from_dict(manifest["config"])
     except (ConfigError, TypeError, KeyError) as e:
         raise SessionError(f"{path.name}: the saved config is not valid here: {e}") from None
+    require_trust([config], path, trust_cell_code, "pass trust_cell_code=True")
     try:
         trainer = Trainer(config)
     except ConfigError as e:  # e.g. a text file that moved since the session was saved
@@ -136,10 +134,13 @@ def load_session(path: str | Path, cell_changed_ok: bool = False):
     try:
         trainer.model.load_state_dict(_unflatten(manifest["model"], arrays))
         trainer.optimizer.load_state_dict(_unflatten(manifest["optimizer"], arrays))
-        trainer.history = History.from_state({k[len("history/"):]: v for k, v in arrays.items()
-                                              if k.startswith("history/")})
+        history = {k[len("history/"):]: v for k, v in arrays.items() if k.startswith("history/")}
+        if any(v.dtype.kind not in "biuf" for v in history.values()) \
+                or history.get("profile_steps", np.zeros(0, np.int64)).dtype.kind not in "iu":
+            raise ValueError("the history holds other than real numbers (its steps: integers)")
+        trainer.history = History.from_state(history)
         trainer.steps_done = int(manifest["steps_done"])
-    except (KeyError, ValueError, RuntimeError, TypeError):
+    except (KeyError, ValueError, RuntimeError, TypeError, AttributeError, IndexError):   # RecursionError included
         raise SessionError(f"{path.name} is damaged: its saved weights, optimizer state or history do not fit the "
                            "model its settings describe") from None
     return trainer, _read_view(manifest.get("view"), arrays)
@@ -149,13 +150,15 @@ def _read_view(view: Any, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
     """The saved view, each entry read on its own: a damaged one is left out (the others still apply)."""
     if not isinstance(view, dict):
         return {}
-    entries = view["@dict"] if "@dict" in view else view.items()   # a plain dict: saved before the shared codec
+    entries = view["@dict"] if "@dict" in view else list(view.items())   # a plain dict: saved before the codec
+    if not isinstance(entries, list):
+        return {}
     read = {}
     for entry in entries:
         try:
             key, value = entry
             read[key] = _unflatten(value, arrays)
-        except (KeyError, ValueError, TypeError):
+        except (KeyError, ValueError, TypeError, AttributeError, RecursionError):
             continue
     return read
 
@@ -175,8 +178,9 @@ def as_record(value: Any) -> Record | None:
 
 
 def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """The file's arrays and manifest, or SessionError in the user's terms. No exception text of the zip or numpy
-    readers is passed on: numpy's advises loading a file with pickles "unsafely", which this app never does."""
+    """The file's arrays and manifest, or SessionError in the user's terms, within bounded memory (core.files.SafeNpz).
+    No exception text of the zip or numpy readers is passed on: numpy's advises loading a file with pickles
+    "unsafely", which this app never does."""
     name = path.name
     try:
         size = path.stat().st_size
@@ -200,25 +204,25 @@ def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         raise SessionError(not_a_session)
     damaged = (f"{name} is damaged: part of its saved data does not read back (the file changed after it was "
                "saved). Open another copy of it")
-    try:
-        npz = np.load(io.BytesIO(data), allow_pickle=False)
-    except Exception:  # noqa: BLE001 - a zip whose table of contents (at its end) is missing or broken
+    try:   # np.savez stores its members: a session unpacks to about its own size (a re-zipped copy to a little more)
+        npz = SafeNpz(data, min(MAX_BYTES, UNPACK_RATIO * len(data) + 2**20))
+    except NpzError as e:
+        if e.part == "size":
+            raise SessionError(f"{name} is not a session this app wrote: {e}") from None
         raise SessionError(f"{name} is truncated or damaged: the end of the file is missing or broken (a copy or "
                            "download that did not finish?). Open a complete copy of it") from None
-    with npz:
+    with contextlib.closing(npz):
         if "manifest" not in npz.files:
             raise SessionError(not_a_session)
         try:
             raw = npz["manifest"]
-        except ValueError:   # not a plain byte array (e.g. pickled Python objects): no session writes that
-            raise SessionError(not_a_session) from None
-        except Exception:  # noqa: BLE001 - corrupt members raise many types (BadZipFile, zlib.error, EOFError ...)
-            raise SessionError(damaged) from None
+        except NpzError as e:   # pickled Python objects: no session writes that
+            raise SessionError(not_a_session if e.part == "object" else damaged) from None
         if raw.dtype != np.uint8:
             raise SessionError(not_a_session)
         try:
             manifest = json.loads(raw.tobytes().decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
             raise SessionError(damaged) from None
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
             raise SessionError(not_a_session)
@@ -228,7 +232,7 @@ def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
                                f"{version}, this app reads up to {VERSION}); update the app to open it")
         try:
             arrays = {key: npz[key] for key in npz.files if key != "manifest"}
-        except Exception:  # noqa: BLE001 - as above; a member holding pickled objects is damage in a session
+        except NpzError:   # a member holding pickled objects is damage in a session
             raise SessionError(damaged) from None
     return arrays, manifest
 
@@ -273,7 +277,10 @@ def _unflatten(obj: Any, arrays: dict[str, np.ndarray]) -> Any:
         dtype = getattr(torch, str(obj["@dtype"]).removeprefix("torch."), None)
         if not isinstance(dtype, torch.dtype):
             raise ValueError(f"unknown tensor dtype {obj['@dtype']!r}")
-        return torch.from_numpy(np.array(arrays[obj["@array"]])).to(dtype)
+        array = np.array(arrays[obj["@array"]])
+        if array.dtype.kind == "c" and not dtype.is_complex:
+            raise ValueError(f"complex values saved as {dtype}")
+        return torch.from_numpy(array).to(dtype)
     if "@array" in obj:
         return np.array(arrays[obj["@array"]])
     if "@nd" in obj:   # an array inside the view of a session saved before the arrays moved into the file

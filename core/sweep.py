@@ -36,7 +36,8 @@ __all__ = ["MAX_KEYS", "METRICS", "TEXT_METRICS", "FIGURE_METRICS", "SIDECAR_FOR
 
 def sweep(grid: Iterable[str] | dict[str, Any], base: Config | str | None = None, seeds: int = 1, steps: int = 100,
           out: str | Path | None = None, jobs: int | None = None, cluster: str | None = None,
-          progress: bool = False, fit: str | tuple[int, int] | None = None, profiles: bool = False):
+          progress: bool = False, fit: str | tuple[int, int] | None = None, profiles: bool = False,
+          trust_cell_code: bool = False):
     """Run a sweep and return its table as a pandas DataFrame (one row per grid point and seed; columns:
     the grid keys, seed, and the metrics of docs/data.md, "Sweep table").
 
@@ -45,14 +46,18 @@ def sweep(grid: Iterable[str] | dict[str, Any], base: Config | str | None = None
     base: a Config, a preset name or path, or None for the defaults.
     seeds: seeds 0..seeds-1 per grid point. steps: optimizer steps per point (0: at initialisation).
     out: the CSV (a JSON sidecar beside it); an existing file of the same sweep is resumed. None: a temporary file.
-    jobs: local worker processes (default: every core). cluster: a Dask scheduler address instead.
+    jobs: local worker processes (default: every core). cluster: a Dask scheduler address instead (tls://: with
+    Dask's TLS config, distributed.comm.tls.*; core.cluster).
     fit: the decay metrics' window of time steps, "A:B" or (A, B) (None: the run of usable norms ending at T).
     profiles: keep row 0's ‖∂L/∂h_t‖ at the first and last step as columns dh_init_t1..T, dh_final_t1..T.
+    trust_cell_code: run the Python cell file a base preset file names (core.trust; else UntrustedCellError).
     Raises ConfigError naming the problem before anything trains."""
     import tempfile
     from gradflow.core.presets import load_preset
+    from gradflow.core.trust import require_trust
     if isinstance(base, str):
-        base = load_preset(base).config
+        named_by, base = base, load_preset(base).config
+        require_trust([base], named_by, trust_cell_code, "pass trust_cell_code=True")
     if isinstance(grid, dict):
         grid = [f"{k}={v if isinstance(v, str) else ','.join(map(csv_text, v))}" for k, v in grid.items()]
     plan = Plan(base or Config(), parse_grid(grid), seeds, steps, parse_fit(fit), profiles)
@@ -68,6 +73,7 @@ EXIT_ALL_FAILED, EXIT_BAD_INPUT, EXIT_CLUSTER_LOST, EXIT_INTERRUPTED = 1, 2, 3, 
 
 def build_parser() -> argparse.ArgumentParser:
     from gradflow.core.cli import add_config_arguments
+    from gradflow.core.cluster import add_tls_arguments
     parser = argparse.ArgumentParser(
         prog="gradflow sweep", description="Train a grid of configs × seeds on every core (or a Dask cluster) into "
         "a table: one row per point (docs/data.md, 'Sweep table'). Running it again resumes.")
@@ -82,8 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "of positive, finite norms ending at T)")
     parser.add_argument("--profiles", action="store_true", help="keep each point's ||dL/dh_t|| (layer 1) at its first "
                         "and last step: columns dh_init_t1..T, dh_final_t1..T")
-    parser.add_argument("--cluster", metavar="ADDRESS", help="a Dask scheduler, e.g. tcp://HOST:8786, "
-                                                             "instead of the local pool (extra: [cluster])")
+    parser.add_argument("--cluster", metavar="ADDRESS", help="a Dask scheduler, e.g. tcp://HOST:8786 (plaintext: one "
+                        "machine or a private network) or tls://HOST:8786, instead of the local pool (extra: [cluster])")
+    add_tls_arguments(parser)
     parser.add_argument("--figure", metavar="PNG|SVG", help="draw the phase diagram of --metric into this file: a "
                         "heatmap over 2 keys (mean over seeds), lines with the seeds' range over 1, with the theory "
                         "lines that hold on its axes")
@@ -100,6 +107,7 @@ def main(argv: list[str] | None = None, draw_figure: Callable[..., None] | None 
     Qt). Exit status: 0 done (points that failed included: their rows say why), 1 every point failed, 2 bad
     input, 3 the cluster went away, 130 interrupted; finished rows are on disk in every case."""
     from gradflow.core.cli import config_from_args
+    from gradflow.core.cluster import tls_config
     args = build_parser().parse_args(argv)
     try:
         if args.jobs is not None and args.jobs < 1:
@@ -112,7 +120,8 @@ def main(argv: list[str] | None = None, draw_figure: Callable[..., None] | None 
                     args.profiles)
         if args.figure and len(plan.axes) > 2:
             raise ConfigError(f"--figure draws 1 or 2 grid keys, got {len(plan.axes)}")
-        table = execute(plan, args.out, args.jobs, args.cluster, progress=True)
+        with tls_config(args.tls_ca_file, args.tls_cert, args.tls_key):
+            table = execute(plan, args.out, args.jobs, args.cluster, progress=True)
     except ConfigError as e:
         print(f"gradflow: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -167,8 +167,9 @@ def _on_cluster(address: str, plan: Plan, pending: list[Point], on_row, stop: th
         from distributed import Client
     except ImportError:
         raise ConfigError("--cluster needs Dask distributed: pip install 'gradient-flow-explorer[cluster]'") from None
+    from gradflow.core import cluster
     try:
-        client = Client(address, timeout=CLUSTER_CONNECT_S)
+        client = Client(address, timeout=CLUSTER_CONNECT_S, security=cluster.security(address))   # tls:// too
     except (OSError, TimeoutError) as e:
         raise ConfigError(f"cannot reach the Dask scheduler at {address}: {e}") from None
     watch = WorkerWatch(address)

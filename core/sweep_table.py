@@ -45,22 +45,41 @@ class Table:
         sidecar = sidecar_path(self.out)
         try:
             before = json.loads(sidecar.read_text(encoding="utf-8"))["definition"]
-        except (OSError, ValueError, KeyError):
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
             raise ConfigError(f"{self.out} exists but {sidecar.name} beside it does not describe a sweep: "
                               f"choose another --out or remove the file") from None
         if before != self.plan.definition():
             raise ConfigError(f"{self.out} holds another sweep ({sidecar.name} differs in its base config, grid, "
                               f"seeds or steps): choose another --out or remove it")
-        with self.out.open(newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
         kept = []
-        for row in rows:
-            if row.get("error") or None in row.values():
-                continue   # a failed or cut-off row is computed again
-            key = (*(parse_value(k, row[k]) for k in self.plan.keys), int(row["seed"]))
-            self.done.add(key)
-            kept.append([row[c] for c in self.plan.columns])
+        try:
+            for row in self._rows():
+                if row.get("error") or None in row.values():
+                    continue   # a failed or cut-off row is computed again
+                typed = {c: self._typed(c, row[c]) for c in self.plan.columns}   # as frame() will read it
+                self.done.add((*(typed[k] for k in self.plan.keys), typed["seed"]))
+                kept.append([row[c] for c in self.plan.columns])
+        except (ValueError, KeyError, TypeError, csv.Error) as e:   # UnicodeDecodeError and ConfigError included
+            raise ConfigError(f"{self.out} holds a row this sweep cannot read ({type(e).__name__}: {e}): choose "
+                              "another --out or remove it") from None
         return kept
+
+    def _rows(self) -> list[dict[str, str]]:
+        with self.out.open(newline="", encoding="utf-8") as f:
+            return list(csv.DictReader(f))
+
+    def _typed(self, name: str, cell: str):
+        """One CSV cell as the table's column holds it: a grid key's value, a number (NaN, or None for
+        diverged_step, where empty) or text."""
+        if name in self.plan.keys:
+            return parse_value(name, cell)
+        if name in TEXT_METRICS:
+            return cell
+        if name in ("seed", "steps"):
+            return int(cell)
+        if name == "diverged_step":
+            return int(cell) if cell else None
+        return float(cell) if cell else math.nan
 
     def _sidecar(self) -> dict[str, Any]:
         import torch
@@ -91,19 +110,7 @@ class Table:
         """The whole table as a pandas DataFrame, sorted by the grid and the seed; numbers read back exactly
         (Python's float() of the CSV's repr), an empty cell as NaN (diverged_step: <NA>) or "" (text)."""
         import pandas as pd
-        with self.out.open(newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-        columns = {}
-        for name in self.plan.columns:
-            cells = [row[name] for row in rows]
-            if name in self.plan.keys:
-                columns[name] = [parse_value(name, c) for c in cells]
-            elif name in TEXT_METRICS:
-                columns[name] = cells
-            elif name in ("seed", "steps"):
-                columns[name] = [int(c) for c in cells]
-            elif name == "diverged_step":
-                columns[name] = pd.array([int(c) if c else None for c in cells], dtype="Int64")
-            else:
-                columns[name] = [float(c) if c else math.nan for c in cells]
+        rows = self._rows()
+        columns = {name: [self._typed(name, row[name]) for row in rows] for name in self.plan.columns}
+        columns["diverged_step"] = pd.array(columns["diverged_step"], dtype="Int64")
         return pd.DataFrame(columns).sort_values([*self.plan.keys, "seed"], ignore_index=True)

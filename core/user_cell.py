@@ -102,6 +102,8 @@ def check_file(model: str) -> CellSource:
         tree = ast.parse(source.text, filename=path)
     except SyntaxError as e:
         raise UserCellError(f"{path}:{e.lineno}: syntax error in the cell file: {e.msg}") from None
+    except (RecursionError, MemoryError):   # the parser's own limits: nesting deeper than it goes
+        raise UserCellError(f"{path}: the cell file is nested too deeply for Python to parse") from None
     defined = [node.name for node in tree.body if isinstance(node, ast.ClassDef)]
     assigned = {target.id for node in tree.body if isinstance(node, ast.Assign)
                 for target in node.targets if isinstance(target, ast.Name)}

@@ -73,10 +73,20 @@ def main(argv: list[str] | None = None) -> int:
 def open_windows(preset: str | None):
     """Show the main window on `preset` (a name or path; None: the default scenario) and return it. A comparison
     preset (compare_*) opens as the scenario picker opens it: in the comparison window, over the main window
-    on the default scenario."""
-    from gradflow.explorer.window.main_window import MainWindow
+    on the default scenario. A preset whose runs import a Python cell file asks first (core.trust); refused, the
+    window opens on the default scenario."""
+    from PySide6.QtCore import QSettings
+
+    from gradflow.core.trust import cell_codes
+    from gradflow.explorer import errors
+    from gradflow.explorer.window.main_window import APPLICATION, ORGANIZATION, MainWindow
+    from gradflow.explorer.window.trust import ask_trust
 
     chosen = load_preset(preset) if preset is not None else None
+    code = cell_codes([config for _, config in chosen.runs] or [chosen.config], preset) if chosen else ()
+    if code and ask_trust(None, code, QSettings(ORGANIZATION, APPLICATION)) is None:
+        errors.log.info("not opened %s: its cell file was not trusted", preset)
+        chosen = preset = None
     comparison = chosen is not None and bool(chosen.runs)
     window = MainWindow(preset=None if comparison else preset)
     window.show()

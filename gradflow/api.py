@@ -23,6 +23,7 @@ from gradflow.core import presets as _presets
 from gradflow.core import run_data
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.records import Record
+from gradflow.core.trust import require_trust
 
 if TYPE_CHECKING:   # Qt, imported only when a figure is drawn
     from gradflow.explorer.export.inline import Figure
@@ -45,9 +46,26 @@ def load_preset(name_or_path: PresetLike) -> _presets.Preset:
     return _presets.load_preset(str(name_or_path))
 
 
-def _config(preset: PresetLike | None, config: Config | dict | None, overrides: dict[str, Any]) -> Config:
+TRUST_HOW = "pass trust_cell_code=True"
+
+
+def _trusted_preset(preset: PresetLike, trust_cell_code: bool, direct: Config | dict | None = None,
+                   overrides: dict[str, Any] | None = None) -> _presets.Preset:
+    """load_preset(preset), refused with UntrustedCellError (core.trust) where its runs would import a Python cell
+    file and the caller did not say `trust_cell_code`; a model given here (`direct`: a Config replacing the
+    preset's, or keys with a model; or a model override) is the caller's own and needs no trust."""
+    found = load_preset(preset)
+    given = isinstance(direct, Config) or "model" in (direct or {}) or "model" in (overrides or {})
+    if not given:
+        named_by = found.name if isinstance(preset, _presets.Preset) else preset
+        require_trust([config for _, config in found.runs] or [found.config], named_by, trust_cell_code, TRUST_HOW)
+    return found
+
+
+def _config(preset: PresetLike | None, config: Config | dict | None, overrides: dict[str, Any],
+            trust_cell_code: bool = False) -> Config:
     """preset's config, then `config` (a Config replaces it, a dict of keys updates it), then the overrides."""
-    base = load_preset(preset).config if preset is not None else Config()
+    base = _trusted_preset(preset, trust_cell_code, config, overrides).config if preset is not None else Config()
     if isinstance(config, Config):
         base = config
     elif config is not None:
@@ -60,15 +78,17 @@ class Run:
 
     Run(preset=None, config=None, **overrides): a scenario (name or TOML path) and/or a Config (or a dict of
     keys), then any config key as a keyword (Run("vanishing", seed=3, data_seed=7)). ConfigError names a bad key.
-    A comparison preset is refused: use gradflow.Comparison.
+    A comparison preset is refused: use gradflow.Comparison. A preset file whose model is a Python cell file
+    runs that file only with trust_cell_code=True (core.trust); a model given here is yours and runs as it is.
     """
 
-    def __init__(self, preset: PresetLike | None = None, config: Config | dict | None = None, **overrides: Any):
+    def __init__(self, preset: PresetLike | None = None, config: Config | dict | None = None, *,
+                 trust_cell_code: bool = False, **overrides: Any):
         if preset is not None and load_preset(preset).runs:
             raise ConfigError(f"preset {load_preset(preset).name!r} compares {len(load_preset(preset).runs)} runs: "
                               f"use gradflow.Comparison({load_preset(preset).name!r})")
         from gradflow.core.trainer import Trainer
-        config = _config(preset, config, overrides)
+        config = _config(preset, config, overrides, trust_cell_code)
         self._adopt(Trainer(config), load_preset(preset).title if preset is not None else "Custom run")
 
     @classmethod
@@ -177,16 +197,16 @@ class Comparison:
 
     Comparison(preset=None, runs=None, **overrides): a comparison preset (compare_*) or runs as
     [(label, Config or dict of keys), ...]; the overrides apply to every run. Each member is a Run in .runs.
+    A preset file whose runs name a Python cell file runs it only with trust_cell_code=True (core.trust).
     """
 
     def __init__(self, preset: PresetLike | None = None, runs: Sequence[tuple[str, Config | dict]] | None = None,
-                 **overrides: Any):
+                 *, trust_cell_code: bool = False, **overrides: Any):
         from gradflow.core.compare import check_runs
         if (preset is None) == (runs is None):
             raise ConfigError("give a comparison preset or runs = [(label, config), ...], not both or neither")
         if runs is None:
-            assert preset is not None   # exactly one of the two, as checked above
-            found = load_preset(preset)
+            found = _trusted_preset(preset, trust_cell_code, overrides=overrides)
             if not found.runs:
                 raise ConfigError(f"preset {found.name!r} has one run: use gradflow.Run({found.name!r})")
             runs, self.title = found.runs, found.title
@@ -254,22 +274,24 @@ class RunData:
         return f"RunData({self.label!r}, {len(self.history)} steps)"
 
 
-def open(path: str | os.PathLike, cell_changed_ok: bool = False) -> Run | RunData | list[RunData]:
+def open(path: str | os.PathLike, cell_changed_ok: bool = False, *,
+         trust_cell_code: bool = False) -> Run | RunData | list[RunData]:
     """A .gfe session as a Run that trains on from where it was saved; a --json/--csv/--npz file as a RunData (a
     comparison's JSON: a list, one per run). ValueError (SessionError for sessions) names what is wrong. A session
-    of a user's cell whose file changed since it was saved raises CellFileChanged, unless `cell_changed_ok`: then
-    it goes on with the file as it is now, with a warning."""
+    of a user's cell imports its Python file only with `trust_cell_code` (else UntrustedCellError names the file
+    and its sha256); one whose file changed since it was saved raises CellFileChanged, unless `cell_changed_ok`:
+    then it goes on with the file as it is now, with a warning."""
     path = Path(path)
     if path.suffix.lower() == ".gfe":
         from gradflow.core.session import CellFileChanged, load_session
         try:
-            trainer, _ = load_session(path)
+            trainer, _ = load_session(path, trust_cell_code=trust_cell_code)
         except CellFileChanged as e:
             if not cell_changed_ok:
                 raise CellFileChanged(f"{e}; gradflow.open(path, cell_changed_ok=True) goes on with the file as "
                                       "it is now", e.cell_file) from None
             warnings.warn(f"{e}; going on with the file as it is now", stacklevel=2)
-            trainer, _ = load_session(path, cell_changed_ok=True)
+            trainer, _ = load_session(path, cell_changed_ok=True, trust_cell_code=trust_cell_code)
         return Run.of_trainer(trainer, title=path.stem)
     runs = [RunData(r["label"], r["config"], r["history"], r["profiles"]) for r in run_data.read_tables(path)]
     return runs[0] if len(runs) == 1 else runs

@@ -69,25 +69,29 @@ def save_session(path: str, view: dict, trainer) -> int:
     return trainer.steps_done
 
 
-def read_session(path: str, cell_changed_ok: bool, _trainer) -> dict:
+def read_session(path: str, cell_changed_ok: bool, trusted: frozenset[str], _trainer) -> dict:
     """Check that `path` is a session this version can open (core.session.load_session); its config and
     view, or {"cell_changed": why} when its cell file changed (the window asks whether to go on with the file as
-    it is now, then calls again with `cell_changed_ok`). The running trainer is not touched."""
+    it is now, then calls again with `cell_changed_ok`), or {"untrusted": (CellCode, ...)} when it would run a
+    cell file whose sha256 is not in `trusted` (the window asks, core.trust). The running trainer is not touched."""
     from gradflow.core.session import CellFileChanged, load_session
+    from gradflow.core.trust import UntrustedCellError
     try:
-        loaded, view = load_session(path, cell_changed_ok)
+        loaded, view = load_session(path, cell_changed_ok, trusted)
     except CellFileChanged as e:
         return {"cell_changed": str(e)}
+    except UntrustedCellError as e:
+        return {"untrusted": e.cells}
     return {"config": loaded.config, "view": view}
 
 
-def adopt_session(path: str, cell_changed_ok: bool, trainer) -> dict:
+def adopt_session(path: str, cell_changed_ok: bool, trusted: frozenset[str], trainer) -> dict:
     """Move the session at `path` into the trainer the engine just built for its config; the records the
     panels showed (saved in the view) go back into its history, so a save right away keeps them.
-    Returns the window's copy of the history and those records, oldest first. `cell_changed_ok` as for
-    read_session."""
+    Returns the window's copy of the history and those records, oldest first. `cell_changed_ok` and `trusted`
+    as for read_session."""
     from gradflow.core.session import as_record, load_session
-    loaded, view = load_session(path, cell_changed_ok)
+    loaded, view = load_session(path, cell_changed_ok, trusted)
     if trainer is None or trainer.config != loaded.config:
         raise RuntimeError("the model for the session's settings was not built")
     trainer.model.load_state_dict(loaded.model.state_dict())

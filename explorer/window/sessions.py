@@ -27,6 +27,7 @@ from gradflow.explorer.window.actions import SPEEDS
 from gradflow.explorer.window.exports import WindowExports
 from gradflow.explorer.window.file_dialogs import ask_save_path, folder_problem, last_dir, remember_dir
 from gradflow.explorer.window.status import StatusReadout
+from gradflow.explorer.window.trust import ask_trust, trusted_digests
 from gradflow.explorer.window.presentation import LAYOUT_VERSION
 from gradflow.explorer.window.widgets import MessageBar
 
@@ -201,13 +202,13 @@ class SessionFiles(QObject):
             return
         remember_dir(host.store, path)
         host.readout.set_state("opening …")
-        self._read(path, cell_changed_ok=False)
+        self._read(path, cell_changed_ok=False, trusted=trusted_digests(host.store))
 
-    def _read(self, path: Path, cell_changed_ok: bool):
-        self.host.call_in_worker("open", partial(engine_calls.read_session, str(path), cell_changed_ok),
-                                 partial(self._on_read, path, cell_changed_ok))
+    def _read(self, path: Path, cell_changed_ok: bool, trusted: frozenset[str]):
+        self.host.call_in_worker("open", partial(engine_calls.read_session, str(path), cell_changed_ok, trusted),
+                                 partial(self._on_read, path, cell_changed_ok, trusted))
 
-    def _on_read(self, path: Path, cell_changed_ok: bool, result: object, error: str):
+    def _on_read(self, path: Path, cell_changed_ok: bool, trusted: frozenset[str], result: object, error: str):
         host = self.host
         if error:
             self.done.emit()
@@ -215,15 +216,23 @@ class SessionFiles(QObject):
             return
         if "cell_changed" in result:   # the core's facts; whether to go on is the user's choice
             if ask_go_on_with_changed_cell(self.dialog_parent, result["cell_changed"]):
-                self._read(path, cell_changed_ok=True)
+                self._read(path, True, trusted)
             else:
                 self.done.emit()
+            return
+        if "untrusted" in result:      # its cell file would run: only once the user says so (core.trust)
+            answer = ask_trust(self.dialog_parent, result["untrusted"], host.store)
+            if answer is not None:
+                self._read(path, cell_changed_ok, answer)
+            else:
+                self.done.emit()
+                host.statusBar().showMessage(f"{path.name} not opened: its cell file was not run.", 8000)
             return
         host.pause()
         host.message_bar.clear()
         self.restoring = {"path": path, "view": result["view"], "seed": None}
         host.worker.rebuild(result["config"])   # a Trainer for the saved config, then its state moves in
-        host.call_in_worker("restore", partial(engine_calls.adopt_session, str(path), cell_changed_ok),
+        host.call_in_worker("restore", partial(engine_calls.adopt_session, str(path), cell_changed_ok, trusted),
                               partial(self._on_restored, path))
 
     def take_seed(self, record: Record) -> bool:

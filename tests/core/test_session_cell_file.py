@@ -1,5 +1,6 @@
 """A session of a user's cell records the cell file's path and sha256, never its code; opening it with the file
-missing or changed says so, and goes on with the current file only when asked to."""
+missing or changed says so, and goes on with the current file only when asked to. Opening it at all runs the cell
+file only when trusted (tests/core/test_trust.py): here it is, except where said."""
 from __future__ import annotations
 
 import hashlib
@@ -48,7 +49,7 @@ def test_the_session_records_the_cell_files_path_and_digest_and_no_code(saved):
 
 def test_an_unchanged_cell_file_opens_the_run_where_it_was(saved):
     path, _, trainer = saved
-    reopened, _ = load_session(path)
+    reopened, _ = load_session(path, trust_cell_code=True)
     assert reopened.steps_done == 2
     for (name, mine), (_, theirs) in zip(reopened.model.state_dict().items(), trainer.model.state_dict().items()):
         assert mine.equal(theirs), name
@@ -62,7 +63,7 @@ def test_a_changed_cell_file_is_refused_naming_it_unless_asked_to_go_on(saved):
     facts = raised.value.cell_file
     assert facts.path == str(cell.resolve()) and facts.current_sha256 == hashlib.sha256(cell.read_bytes()).hexdigest()
     assert facts.saved_sha256 != facts.current_sha256
-    reopened, _ = load_session(path, cell_changed_ok=True)   # the file as it is now
+    reopened, _ = load_session(path, cell_changed_ok=True, trust_cell_code=True)   # the file as it is now
     assert reopened.steps_done == 2
 
 
@@ -89,5 +90,5 @@ def test_the_api_says_how_to_go_on_and_warns_when_it_does(saved):
     with pytest.raises(CellFileChanged, match="cell_changed_ok=True"):
         gradflow.open(path)
     with pytest.warns(UserWarning, match="going on with the file as it is now"):
-        run = gradflow.open(path, cell_changed_ok=True)
+        run = gradflow.open(path, cell_changed_ok=True, trust_cell_code=True)
     assert run.trainer.steps_done == 2

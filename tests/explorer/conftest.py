@@ -6,7 +6,7 @@ from PySide6.QtCore import QSettings, QStandardPaths
 from gradflow.explorer import errors
 from gradflow.explorer.engine.worker import ENGINE_ENV
 from gradflow.explorer.window.main_window import MainWindow
-from window_helpers import SMALL, WAIT_MS   # tests/explorer is on sys.path
+from window_helpers import SMALL, WAIT_MS, TrustAnswerer   # tests/explorer is on sys.path
 
 # Windows here run their engine in the worker's thread: a test can then reach into the trainer (and pass
 # it lambdas), and the suite does not start a process per window. The app's default, the engine in a
@@ -70,3 +70,20 @@ def log_file(tmp_path):
     path = errors.setup_logging(tmp_path / "logs")
     yield path
     errors.restore_excepthook()
+
+
+@pytest.fixture
+def trust_answers(qapp):
+    """trust_answers(run, remember=False): a TrustAnswerer (window_helpers) answering every trust prompt from
+    now on in this test."""
+    installed = []
+
+    def install(run: bool, remember: bool = False) -> TrustAnswerer:
+        answerer = TrustAnswerer(run, remember)
+        qapp.installEventFilter(answerer)
+        installed.append(answerer)
+        return answerer
+
+    yield install
+    for answerer in installed:
+        qapp.removeEventFilter(answerer)

@@ -180,7 +180,7 @@ class TanhCell(torch.nn.Module):
 @pytest.mark.window_size(*LECTURE_SIZE)
 @pytest.mark.parametrize("answer", ["Cancel", "Open"])
 def test_a_session_whose_cell_file_changed_asks_and_cancel_changes_nothing(qtbot, open_window, tmp_path,
-                                                                          monkeypatch, answer):
+                                                                          monkeypatch, answer, trust_answers):
     cell = tmp_path / "tanh_cell.py"
     cell.write_text(TANH_CELL)
     own_cell = SMALL.replace(model=f"{cell}:TanhCell", init="default", spectral_radius=None, hold_spectral_radius=False)
@@ -199,6 +199,7 @@ def test_a_session_whose_cell_file_changed_asks_and_cancel_changes_nothing(qtbot
         return getattr(QMessageBox.StandardButton, answer)
 
     monkeypatch.setattr(QMessageBox, "question", staticmethod(question))
+    trusted = trust_answers(run=True)     # then asked whether to run the file as it is now (core.trust)
     second.open_session(path)
     if answer == "Cancel":
         qtbot.waitUntil(lambda: bool(asked) and second.readout.state.text() != "opening …", timeout=WAIT_MS)
@@ -210,5 +211,5 @@ def test_a_session_whose_cell_file_changed_asks_and_cancel_changes_nothing(qtbot
     else:
         qtbot.waitUntil(lambda: second.session_path == path, timeout=WAIT_MS)
         assert second.latest.step == 3 and second.settings_panel.config.model == f"{cell}:TanhCell"
-    assert len(asked) == 1
+    assert len(asked) == 1 and len(trusted.asked) == (answer == "Open")
     assert asked[0].startswith("Cell file changed") and str(cell.resolve()) in asked[0] and "changed" in asked[0]
