@@ -25,13 +25,13 @@ from gradflow.core import cells
 from gradflow.core.config import LIVE_KEYS, Config, ConfigError
 from gradflow.core.analysis import linear_prediction, zero_causes
 from gradflow.core.optim import OPTIMIZERS
+from gradflow.core.precision import DTYPES
 from gradflow.core.trace import Trace, detach_state
 from gradflow.core.records import History, Record
 from gradflow.core.spectrum import SpectrumMeter, edit_eigenvalue, nearest_eigenvalue
 from gradflow.core.tasks import make_task
 
 THREADS_VARIABLE = "GRADFLOW_THREADS"  # overrides engine_threads()
-DTYPES = {"float32": torch.float32, "float64": torch.float64}   # config.precision
 
 
 def engine_threads() -> int:

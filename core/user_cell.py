@@ -37,6 +37,7 @@ from torch.func import jacrev, vmap
 
 from gradflow.core.analysis import JacobianProfile, jacobian_profile_of
 from gradflow.core.errors import ConfigError
+from gradflow.core.precision import DTYPES
 from gradflow.core.trace import (KeepGradAt, RowTrace, ScaleGrad, StackedRows, Trace, carry_scales, detach_state,
                                   map_state)
 
@@ -181,7 +182,6 @@ class UserCellNet(StackedRows, nn.Module):
     (L·D, B, H), or a tuple of the state's elements stacked over rows (as the LSTM's (h, c)).
     """
     def __init__(self, config: Config, input_size: int, output_size: int):
-        from gradflow.core.trainer import DTYPES
         super().__init__()
         self.model_spec = config.model
         source = check_file(config.model)
