@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from torch.func import jacrev, vmap
 
+from gradflow.core.cells.rnn import DERIVATIVE_BOUND
 from gradflow.core.trace import carry_scales
 
 ACTIVATION_DERIVATIVE = {  # φ'(a) written in terms of h = φ(a)
@@ -31,8 +32,8 @@ ACTIVATION_DERIVATIVE = {  # φ'(a) written in terms of h = φ(a)
     "relu": lambda h: (h > 0).to(h.dtype),
     "identity": torch.ones_like,
     "modrelu": lambda h: (h != 0).to(h.dtype),   # sign(a) relu(|a| + b): slope 1 outside the dead zone
+    "sigmoid": lambda h: h * (1 - h),             # σ′ = σ(1 − σ)
 }
-ACTIVATION_DERIVATIVE_BOUND = {"tanh": 1.0, "relu": 1.0, "identity": 1.0, "modrelu": 1.0}  # sup |φ'|
 
 
 def time_contributions(delta: torch.Tensor, h_prev: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
@@ -95,7 +96,7 @@ def jacobians_through_time(model, inputs: torch.Tensor, state0=None, activation:
         J = vmap(jacrev(step))(prev, x_proj)  # (T, S, S)
     bound = None
     if activation is not None:
-        sigma = torch.linalg.matrix_norm(w_hh, ord=2).item() * ACTIVATION_DERIVATIVE_BOUND[activation]
+        sigma = torch.linalg.matrix_norm(w_hh, ord=2).item() * DERIVATIVE_BOUND[activation]
         bound = (T - np.arange(1, T + 1)) * math.log10(sigma) if sigma > 0 else None
     return jacobian_profile_of(J, bound, "(h, c)" if lstm else "h")
 
