@@ -77,3 +77,19 @@ def state_sensitivity(w: float, biases, x0: float, steps: int) -> tuple[np.ndarr
         x = w * torch.sigmoid(x) + b
     (grad,) = torch.autograd.grad(x.sum(), b)       # each b reaches its own x_T only
     return x.detach().numpy(), grad.numpy()
+
+
+def bifurcation_sweep(w: float = 5.0, biases=None, x0: float = -3.0, steps: int = 200):
+    """Doya's map swept over b: a pandas DataFrame with one row per b — ``b``, ``fixed_points`` (how many),
+    ``x_T`` and ``dxT_db`` (autograd) after `steps` steps from x0 — and ``attrs["saddle_node_biases"]`` = (b₊, b₋).
+    biases: None = 4001 values spanning both bifurcations (w > 4) or −w−2..2."""
+    import pandas as pd
+    if biases is None:
+        centre, half = -w / 2, (abs(saddle_node_biases(w)[0] + w / 2) + 0.5 if w > 4 else w / 2 + 2)
+        biases = np.linspace(centre - half, centre + half, 4001)
+    biases = np.asarray(biases, dtype=np.float64)
+    x_T, grad = state_sensitivity(w, biases, x0, steps)
+    frame = pd.DataFrame({"b": biases, "fixed_points": [len(fixed_points(w, b)) for b in biases],
+                          "x_T": x_T, "dxT_db": grad})
+    frame.attrs["saddle_node_biases"] = saddle_node_biases(w) if w > 4 else ()
+    return frame
