@@ -24,7 +24,6 @@ import numpy as np
 import torch
 from torch.func import jacrev, vmap
 
-from gradflow.core.cells.rnn import DERIVATIVE_BOUND
 from gradflow.core.trace import carry_scales
 
 ACTIVATION_DERIVATIVE = {  # φ'(a) written in terms of h = φ(a)
@@ -66,12 +65,11 @@ class JacobianProfile:
 
 
 @torch.no_grad()
-def jacobians_through_time(model, inputs: torch.Tensor, state0=None, activation: str | None = "tanh"
-                           ) -> JacobianProfile:
+def jacobians_through_time(model, inputs: torch.Tensor, state0=None, gamma: float | None = 1.0) -> JacobianProfile:
     """Jacobians of layer 1 (forward direction) of a core.models.RecurrentNet along one sequence.
 
-    inputs (T, I) for a single sequence; state0: (H,) or ((H,), (H,)) or None for zeros; activation: a vanilla
-    RNN's φ, for the bound (γ σ_max(W_hh))^(T−t) with γ = sup |φ'| (None: a gated cell, no bound).
+    inputs (T, I) for a single sequence; state0: (H,) or ((H,), (H,)) or None for zeros; gamma: a vanilla RNN's
+    sup |φ′| (its cell's gradient_bound_gamma), for the bound (γ σ_max(W_hh))^(T−t) (None: a gated cell, no bound).
     """
     w_ih, w_hh, b_ih, b_hh = (w.detach().double() for w in model.row_weights(0))
     H, T = model.hidden_size, inputs.shape[0]
@@ -95,8 +93,8 @@ def jacobians_through_time(model, inputs: torch.Tensor, state0=None, activation:
     with torch.enable_grad():
         J = vmap(jacrev(step))(prev, x_proj)  # (T, S, S)
     bound = None
-    if activation is not None:
-        sigma = torch.linalg.matrix_norm(w_hh, ord=2).item() * DERIVATIVE_BOUND[activation]
+    if gamma is not None:
+        sigma = torch.linalg.matrix_norm(w_hh, ord=2).item() * gamma
         bound = (T - np.arange(1, T + 1)) * math.log10(sigma) if sigma > 0 else None
     return jacobian_profile_of(J, bound, "(h, c)" if lstm else "h")
 

@@ -67,13 +67,9 @@ class DenseCell(Cell):
         from gradflow.core.analysis import row_contributions
         return row_contributions(row, self.delta(row, config))[0]
 
-    def jacobian_bound_activation(self, config) -> str | None:
-        """The φ whose sup |φ'| bounds a step's Jacobian by σ_max(W_hh) (vanilla RNN only; None: no bound)."""
-        return None
-
     def jacobians(self, model, trace, inputs, state0, config):
         from gradflow.core.analysis import jacobians_through_time
-        return jacobians_through_time(model, inputs, state0, self.jacobian_bound_activation(config))
+        return jacobians_through_time(model, inputs, state0, self.gradient_bound_gamma(config))
 
     def not_editable(self, config):
         if config.recurrent_constraint == "orthogonal":

@@ -45,8 +45,5 @@ class Rnn(DenseCell):
         from gradflow.core.analysis import ACTIVATION_DERIVATIVE
         return row.dh * ACTIVATION_DERIVATIVE[config.activation](row.h)      # ∂L/∂h_t ⊙ φ'(a_t)
 
-    def jacobian_bound_activation(self, config):
-        return config.activation
-
     def gradient_bound_gamma(self, config):
         return DERIVATIVE_BOUND[config.activation]
