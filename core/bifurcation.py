@@ -71,7 +71,7 @@ def state_sensitivity(w: float, biases, x0: float, steps: int) -> tuple[np.ndarr
     """Run x_t = w·σ(x_{t−1}) + b for `steps` steps from x0 at every b in `biases` (float64) and return
     (x_T, ∂x_T/∂b), the derivative by torch autograd through the unrolled steps (BPTT, as the engine's)."""
     import torch
-    b = torch.as_tensor(np.asarray(biases, dtype=np.float64)).requires_grad_()
+    b = torch.tensor(np.asarray(biases, dtype=np.float64)).requires_grad_()     # a copy: b may be read-only
     x = torch.full_like(b, float(x0))
     for _ in range(steps):
         x = w * torch.sigmoid(x) + b
