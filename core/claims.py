@@ -50,7 +50,7 @@ kind                      keys                                       holds when,
                                                                      et al. 2013; γ = sup |φ′|, default the cell's:
                                                                      1 for tanh/ReLU, ¼ for the logistic sigmoid;
                                                                      rtol default 1e-5; one layer, loss at the last
-                                                                     step)
+                                                                     step, no randomized truncation)
 ``diverges``              by, expect                                 an update is refused (loss or ‖g‖ not
                                                                      finite) at some step ≤ ``by`` (expect =
                                                                      true), or at none (expect = false)
@@ -242,6 +242,9 @@ def _check_bound_fits(where: str, args: dict, config: Config):
     if config.num_layers != 1 or config.loss_positions != "last":
         raise ConfigError(f"{where}: the bound needs one layer and the loss at the last step (num_layers = 1, "
                           f"loss_at = last), got num_layers = {config.num_layers}, loss at {config.loss_positions}")
+    if config.truncation is not None and config.truncation_mode == "random":
+        raise ConfigError(f"{where}: randomized truncation scales the carried gradient by ξ_t = 1/π > 1, beyond the "
+                          "bound: use truncation_mode = fixed or none")
     if args["gamma"] is None:
         args["gamma"] = gamma
 

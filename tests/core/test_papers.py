@@ -126,7 +126,8 @@ def test_the_bound_is_tight_for_a_linear_rnn_with_an_orthogonal_w():
 
 
 @pytest.mark.parametrize("changes,named", [({"model": "gru"}, "model = 'gru'"), ({"num_layers": 2}, "num_layers = 2"),
-                                           ({"task": "copy"}, "loss at all")])
+                                           ({"task": "copy"}, "loss at all"),
+                                           ({"truncation": 5, "truncation_mode": "random"}, "ξ_t = 1/π")])
 def test_the_bound_is_refused_where_it_does_not_apply(changes, named):
     with pytest.raises(ConfigError, match="gradient_bound") as error:
         _claim(Config(**changes), steps=[1, 1])
