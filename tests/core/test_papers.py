@@ -237,3 +237,16 @@ def test_lru_normalisation_makes_the_state_variance_independent_of_the_modulus()
     measured, se = power.mean(0) / (v * gain), power.std(0) / math.sqrt(B) / (v * gain)
     assert ((measured - 1).abs() < 5 * se).all(), (measured, se)               # ≈ 1 for every |λ_j|
     np.testing.assert_allclose(lam, moduli, rtol=1e-12)                        # 1/(1 − |λ|²) spans 1.33..50
+
+
+# -- found on the way ----------------------------------------------------------------------------------------
+@pytest.mark.xfail(strict=True, reason="core/trainer.py takes ‖∂L/∂h_t‖ with a float32 vector_norm: its sum of squares "
+                                       "underflows for entries below ~1e-19 (fix: dtype=torch.float64 in the norm; "
+                                       "moves lstm_forget_bias_0's and compare_cells' 'underflow' zeros and every digest)")
+def test_float32_norms_of_representable_gradients_match_float64():
+    """Same weights and data in both precisions: where the float64 ‖∂L/∂h_t‖ is far inside float32's range
+    (entries above 1e-30), the float32 record should agree to 1e-4."""
+    records = {p: Trainer(Config(activation="sigmoid", init="orthogonal", spectral_radius=3.0, seq_len=100,
+                                 precision=p)).step(detail=False).dh_norms[0] for p in ("float32", "float64")}
+    inside = records["float64"] > 1e-27
+    np.testing.assert_allclose(records["float32"][inside], records["float64"][inside], rtol=1e-4)
