@@ -31,8 +31,8 @@ ACTIVATION_DERIVATIVE = {  # φ'(a) written in terms of h = φ(a)
     "relu": lambda h: (h > 0).to(h.dtype),
     "identity": torch.ones_like,
     "modrelu": lambda h: (h != 0).to(h.dtype),   # sign(a) relu(|a| + b): slope 1 outside the dead zone
+    "sigmoid": lambda h: h * (1 - h),             # σ′ = σ(1 − σ)
 }
-ACTIVATION_DERIVATIVE_BOUND = {"tanh": 1.0, "relu": 1.0, "identity": 1.0, "modrelu": 1.0}  # sup |φ'|
 
 
 def time_contributions(delta: torch.Tensor, h_prev: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
@@ -65,12 +65,11 @@ class JacobianProfile:
 
 
 @torch.no_grad()
-def jacobians_through_time(model, inputs: torch.Tensor, state0=None, activation: str | None = "tanh"
-                           ) -> JacobianProfile:
+def jacobians_through_time(model, inputs: torch.Tensor, state0=None, gamma: float | None = 1.0) -> JacobianProfile:
     """Jacobians of layer 1 (forward direction) of a core.models.RecurrentNet along one sequence.
 
-    inputs (T, I) for a single sequence; state0: (H,) or ((H,), (H,)) or None for zeros; activation: a vanilla
-    RNN's φ, for the bound (γ σ_max(W_hh))^(T−t) with γ = sup |φ'| (None: a gated cell, no bound).
+    inputs (T, I) for a single sequence; state0: (H,) or ((H,), (H,)) or None for zeros; gamma: a vanilla RNN's
+    sup |φ′| (its cell's gradient_bound_gamma), for the bound (γ σ_max(W_hh))^(T−t) (None: a gated cell, no bound).
     """
     w_ih, w_hh, b_ih, b_hh = (w.detach().double() for w in model.row_weights(0))
     H, T = model.hidden_size, inputs.shape[0]
@@ -94,8 +93,8 @@ def jacobians_through_time(model, inputs: torch.Tensor, state0=None, activation:
     with torch.enable_grad():
         J = vmap(jacrev(step))(prev, x_proj)  # (T, S, S)
     bound = None
-    if activation is not None:
-        sigma = torch.linalg.matrix_norm(w_hh, ord=2).item() * ACTIVATION_DERIVATIVE_BOUND[activation]
+    if gamma is not None:
+        sigma = torch.linalg.matrix_norm(w_hh, ord=2).item() * gamma
         bound = (T - np.arange(1, T + 1)) * math.log10(sigma) if sigma > 0 else None
     return jacobian_profile_of(J, bound, "(h, c)" if lstm else "h")
 

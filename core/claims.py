@@ -45,6 +45,12 @@ kind                      keys                                       holds when,
                                                                      linear prediction ‖(W_hhᵀ)^(T−t) ∂L/∂h_T‖,
                                                                      "rho" = ρ^(T−t)·‖∂L/∂h_T‖, "sigma" =
                                                                      σ_max^(T−t)·‖∂L/∂h_T‖
+``gradient_bound``        steps = [a, b], gamma?, rtol?              at every step a..b and every t, ‖∂L/∂h_t‖ ≤
+                                                                     (γ·σ_max)^(T−t)·‖∂L/∂h_T‖·(1 + rtol) (Pascanu
+                                                                     et al. 2013; γ = sup |φ′|, default the cell's:
+                                                                     1 for tanh/ReLU, ¼ for the logistic sigmoid;
+                                                                     rtol default 1e-5; one layer, loss at the last
+                                                                     step, no randomized truncation)
 ``diverges``              by, expect                                 an update is refused (loss or ‖g‖ not
                                                                      finite) at some step ≤ ``by`` (expect =
                                                                      true), or at none (expect = false)
@@ -119,7 +125,7 @@ def _boolean(key, v):
 
 KEYS: dict[str, Callable[[str, Any], Any]] = {
     "step": _int_at_least_1, "by": _int_at_least_1, "t": _int_at_least_1, "window": _int_at_least_1,
-    "below": _positive, "above": _positive, "rtol": _positive,
+    "below": _positive, "above": _positive, "rtol": _positive, "gamma": _positive,
     "over": _int_range, "zeros": _int_range, "nonzero": _int_range, "steps": _int_range,
     "within": _band,
     "of": _choice("h", "c"), "name": _choice(*SCALAR_NAMES), "line": _choice(*THEORY_LINES),
@@ -144,6 +150,8 @@ KINDS: dict[str, Kind] = {
     "baseline": Kind(("step",), {"below": None, "above": None, "window": 20}, ("below", "above"),
                      lambda a: range(a["step"] - a["window"] + 1, a["step"] + 1)),
     "theory_line": Kind(("steps", "line", "rtol"), {}, (), lambda a: range(a["steps"][0], a["steps"][1] + 1)),
+    "gradient_bound": Kind(("steps",), {"gamma": None, "rtol": 1e-5}, (),
+                           lambda a: range(a["steps"][0], a["steps"][1] + 1)),
     "diverges": Kind(("by", "expect"), {}, (), lambda a: range(0)),
 }
 
@@ -218,8 +226,27 @@ def _check_fits(where: str, kind: str, args: dict, config: Config):
     why = cells.cell_for(config.model).no_linear_prediction
     if kind == "theory_line" and args["line"] == "linear" and why is not None:
         raise ConfigError(f"{where}: line = 'linear' does not fit model = {config.model!r}: {why}")
+    if kind == "gradient_bound":
+        _check_bound_fits(where, args, config)
     if kind == "step_factor" and args["over"][0] == args["over"][1]:
         raise ConfigError(f"{where}: over must span at least two time steps, got {list(args['over'])}")
+
+
+def _check_bound_fits(where: str, args: dict, config: Config):
+    """The bound holds for a cell with one (its γ), one layer and the loss at the last step only; γ defaults to
+    the cell's."""
+    gamma = cells.cell_for(config.model).gradient_bound_gamma(config)
+    if gamma is None:
+        raise ConfigError(f"{where}: the bound (γ·σ_max(W_hh))^(T−t) is a vanilla RNN's (model = rnn), "
+                          f"got model = {config.model!r}")
+    if config.num_layers != 1 or config.loss_positions != "last":
+        raise ConfigError(f"{where}: the bound needs one layer and the loss at the last step (num_layers = 1, "
+                          f"loss_at = last), got num_layers = {config.num_layers}, loss at {config.loss_positions}")
+    if config.truncation is not None and config.truncation_mode == "random":
+        raise ConfigError(f"{where}: randomized truncation scales the carried gradient by ξ_t = 1/π > 1, beyond the "
+                          "bound: use truncation_mode = fixed or none")
+    if args["gamma"] is None:
+        args["gamma"] = gamma
 
 
 # -- checking ---------------------------------------------------------------------------------------------
@@ -348,6 +375,23 @@ def _theory(a: dict, records: list) -> tuple[bool, str]:
     return worst <= a["rtol"], f"largest relative distance {worst:.2g} (at step {where or records[0].step})"
 
 
+def _bound(a: dict, records: list) -> tuple[bool, str]:
+    """The largest ‖∂L/∂h_t‖ / ((γσ_max)^(T−t)‖∂L/∂h_T‖) over t < T and the steps: the bound holds if ≤ 1 + rtol."""
+    worst, where = -math.inf, (records[0].step, 1)
+    for record in records:
+        dh = _profile(record, "h")
+        T = len(dh)
+        with np.errstate(divide="ignore", invalid="ignore"):   # in logs: the bound under- or overflows at large T
+            log_bound = (T - np.arange(1, T + 1)) * np.log(a["gamma"] * record.sigma_max) + np.log(dh[-1])
+            log_ratio = (np.log(dh) - log_bound)[:-1]     # t < T (at t = T the ratio is 1)
+        t = int(np.nanargmax(log_ratio)) if np.isfinite(log_ratio).any() else 0
+        if not log_ratio[t] <= worst:
+            worst, where = float(log_ratio[t]), (record.step, t + 1)
+    ratio = math.exp(worst) if worst < 700 else math.inf    # exp(−inf) = 0: every ‖∂L/∂h_t‖ is 0
+    return ratio <= 1 + a["rtol"], (f"largest ‖∂L/∂h_t‖ / bound = {ratio:.6g} (step {where[0]}, t = {where[1]}), "
+                                    f"γ = {a['gamma']:g}")
+
+
 def theory_line(record, line: str) -> np.ndarray:
     """(T,) the theory line through ‖∂L/∂h_T‖ of row 0: the exact linear prediction, or ρ^(T−t), σ_max^(T−t)."""
     if line == "linear":
@@ -358,4 +402,4 @@ def theory_line(record, line: str) -> np.ndarray:
 
 
 CHECKS = {"gradient_ratio": _ratio, "step_factor": _factor, "exact_zeros": _zeros, "scalar": _scalar,
-          "baseline": _baseline, "theory_line": _theory}
+          "baseline": _baseline, "theory_line": _theory, "gradient_bound": _bound}

@@ -57,9 +57,9 @@ SPECS: dict[str, _Spec] = {
                    help="recurrent cell: the textbook rnn/gru/lstm, or a diagonal recurrence (core/diagonal.py): "
                         "minGRU/minLSTM (gates read x_t only), LRU (complex diagonal, ring init); or a user's "
                         "cell, path/to/cell.py:ClassName (docs/cells.md)"),
-    "activation": _Spec(str, ("tanh", "relu", "identity", "modrelu"),
+    "activation": _Spec(str, ("tanh", "relu", "identity", "modrelu", "sigmoid"),
                         help="RNN nonlinearity φ (rnn only); modrelu: sign(a)·relu(|a| + b), b learned per unit "
-                             "(Arjovsky et al. 2016)"),
+                             "(Arjovsky et al. 2016); sigmoid: the logistic 1/(1 + e^(−a)), |φ′| ≤ ¼"),
     "hidden_size": _Spec(int, low=1, high=1024, help="hidden units per layer and direction"),
     "num_layers": _Spec(int, low=1, high=4, help="stacked recurrent layers"),
     "bidirectional": _Spec(bool, help="add a backward direction (adding and copy tasks)"),

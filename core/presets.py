@@ -22,6 +22,7 @@ TEACHING_ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
                                      "copy_lstm")),
     ("Language model", ("lm_random", "lm_sequential")),
     ("Time series", ("sine",)),
+    ("Results from the papers", ("pascanu_bound", "orthogonal_linear")),   # docs/papers.md
     ("More scenarios", ()),
     ("Comparisons", ("compare_rho", "compare_edge_of_chaos", "compare_cells", "compare_forget_bias", "compare_orthogonal_copy",
                      "compare_mingru_gru", "compare_minlstm_lstm", "compare_rnn_lru", "compare_lru_radius")),

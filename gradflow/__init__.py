@@ -11,6 +11,7 @@ The Python API (docs/api.md) — the engine the window drives, with the same num
     gradflow.Comparison("compare_rho").train(100)
     gradflow.sweep(["spectral_radius=0.5:1.5:5"], base="vanishing", seeds=3, steps=0)
     gradflow.open("run.gfe")                    # a session, or a --json/--csv/--npz file
+    gradflow.bifurcation_sweep(w=5)             # Doya's one-unit map: fixed points and ∂x_T/∂b over b
 
 One import name for the whole project: the engine (``gradflow.core``, torch + numpy, no Qt), the desktop app
 (``gradflow.explorer``) and its presets, styles and texts (``gradflow.resources``). The folders stay at the
@@ -27,6 +28,7 @@ _EXPORTS = {
     "presets": "gradflow.api", "load_preset": "gradflow.api", "Run": "gradflow.api", "Comparison": "gradflow.api",
     "RunData": "gradflow.api", "open": "gradflow.api",
     "sweep": "gradflow.core.sweep",
+    "bifurcation_sweep": "gradflow.core.bifurcation", "saddle_node_biases": "gradflow.core.bifurcation",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -110,6 +110,11 @@ class Cell:
         """Jacobians through time of layer 1, sample 0: inputs (T, I) of sample 0; state0 its initial state or None."""
         raise NotImplementedError
 
+    def gradient_bound_gamma(self, config: Config) -> float | None:
+        """γ = sup |φ′| where one step back multiplies ‖∂L/∂h_t‖ by at most γ·σ_max(W_hh) (the record's sigma_max),
+        as in Pascanu et al. 2013; None: no such bound (a gated or diagonal cell)."""
+        return None
+
     def not_editable(self, config: Config) -> str | None:
         """Why its spectrum cannot be edited by hand, a sentence (None: it can)."""
         return f"model = {config.model!r} has no W_hh matrix to edit"

@@ -36,13 +36,20 @@ class DenseCell(Cell):
         raise NotImplementedError
 
     def build(self, config, input_size, output_size):
+        import torch
         from torch.nn.utils.parametrizations import orthogonal
 
         from gradflow.core.models import RecurrentNet
         model = RecurrentNet(config, input_size, output_size, self)
         if config.recurrent_constraint == "orthogonal":
-            for name, _ in list(model.rnn.named_parameters()):
+            if config.precision == "float64":    # the parametrization keeps its start Q: orthogonal to float64, not 32
+                model.double()
+            for name, w in list(model.rnn.named_parameters()):
                 if name.startswith("weight_hh"):
+                    if config.precision == "float64":
+                        with torch.no_grad():
+                            q, r = torch.linalg.qr(w)
+                            w.copy_(q * torch.sign(torch.diagonal(r)))   # the nearest-sign QR factor: w moves ~1e-7
                     orthogonal(model.rnn, name, orthogonal_map="cayley")
         return model
 
@@ -60,13 +67,9 @@ class DenseCell(Cell):
         from gradflow.core.analysis import row_contributions
         return row_contributions(row, self.delta(row, config))[0]
 
-    def jacobian_bound_activation(self, config) -> str | None:
-        """The φ whose sup |φ'| bounds a step's Jacobian by σ_max(W_hh) (vanilla RNN only; None: no bound)."""
-        return None
-
     def jacobians(self, model, trace, inputs, state0, config):
         from gradflow.core.analysis import jacobians_through_time
-        return jacobians_through_time(model, inputs, state0, self.jacobian_bound_activation(config))
+        return jacobians_through_time(model, inputs, state0, self.gradient_bound_gamma(config))
 
     def not_editable(self, config):
         if config.recurrent_constraint == "orthogonal":

@@ -1,9 +1,12 @@
-"""The vanilla RNN, h_t = φ(W_ih x_t + b_ih + W_hh h_{t−1} + b_hh) (core.models; φ = tanh, relu, identity, modReLU)."""
+"""The vanilla RNN, h_t = φ(W_ih x_t + b_ih + W_hh h_{t−1} + b_hh) (core.models; φ = tanh, relu, identity, modReLU,
+logistic sigmoid)."""
 from __future__ import annotations
 
 from gradflow.core.cells import register
 from gradflow.core.cells.families import DenseCell
 
+# γ = sup |φ′| of each φ: one step back multiplies ‖∂L/∂h‖ by at most γ·σ_max(W_hh) (Pascanu et al. 2013)
+DERIVATIVE_BOUND = {"tanh": 1.0, "relu": 1.0, "identity": 1.0, "modrelu": 1.0, "sigmoid": 0.25}
 GAUSSIAN_KEYS = ("sigma_w", "sigma_b", "input_sigma")   # the scales of init = "gaussian"
 
 
@@ -42,5 +45,5 @@ class Rnn(DenseCell):
         from gradflow.core.analysis import ACTIVATION_DERIVATIVE
         return row.dh * ACTIVATION_DERIVATIVE[config.activation](row.h)      # ∂L/∂h_t ⊙ φ'(a_t)
 
-    def jacobian_bound_activation(self, config):
-        return config.activation
+    def gradient_bound_gamma(self, config):
+        return DERIVATIVE_BOUND[config.activation]

@@ -1,4 +1,5 @@
-"""The vanilla RNN's row: h_t = φ(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh), φ = tanh, relu, identity or modReLU:
+"""The vanilla RNN's row: h_t = φ(W_ih x_t + b_ih + W_hh h_{t-1} + b_hh), φ = tanh, relu, identity, the logistic
+sigmoid or modReLU:
 modReLU(a) = sign(a) ⊙ relu(|a| + b) with a learned bias b per unit and row (Arjovsky et al. 2016, real form;
 ``modrelu_bias``, 0 at init: it starts as the identity and learns a dead zone)."""
 from __future__ import annotations
@@ -9,7 +10,7 @@ from torch import nn
 from gradflow.core.bptt import processing_order, weight_grads
 from gradflow.core.buffers import state_buffer
 
-ACTIVATIONS = {"tanh": torch.tanh, "relu": torch.relu, "identity": lambda a: a}   # modrelu: activate
+ACTIVATIONS = {"tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid, "identity": lambda a: a}   # modrelu: activate
 
 
 def activate(a: torch.Tensor, activation: str, b_act: torch.Tensor | None) -> torch.Tensor:
@@ -38,7 +39,7 @@ class RnnKernel:
         _, out, prev = state_buffer(spec.pool, x, h0, T, spec.reverse)
         outs, prevs = out.unbind(0), prev.unbind(0)
         torch.addmm(b_ih + b_hh, x.reshape(T * B, -1), w_ih.t(), out=out.view(T * B, H))  # W_ih x_t + b, += W_hh h
-        act = {"tanh": torch.tanh_, "relu": torch.relu_}.get(spec.activation)
+        act = {"tanh": torch.tanh_, "relu": torch.relu_, "sigmoid": torch.sigmoid_}.get(spec.activation)
         sign = torch.empty_like(h0) if spec.activation == "modrelu" else None
         for t in processing_order(T, spec.reverse):
             outs[t].addmm_(prevs[t], wt)
@@ -64,6 +65,8 @@ class RnnKernel:
             deriv = torch.addcmul(one, out, out, value=-1, out=ws("rnn_d", out))  # 1 - h²
         elif act == "relu":
             deriv = (out > 0).to(out.dtype)
+        elif act == "sigmoid":                                    # σ′ = σ(1 − σ) = h − h²
+            deriv = torch.addcmul(out, out, out, value=-1, out=ws("rnn_d", out))
         elif act == "modrelu":                                    # 1 where |a| + b > 0, i.e. where h ≠ 0
             deriv = (out != 0).to(out.dtype)
         else:

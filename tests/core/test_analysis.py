@@ -22,7 +22,7 @@ def test_linear_rnn_jacobian_product_norm_is_rho_power(rho):
     net = build_model(Config(activation="identity", hidden_size=H), 3, 1).double()
     with torch.no_grad():
         net.recurrent_matrix(0).copy_(rho * orthogonal(H))
-    profile = jacobians_through_time(net, torch.randn(T, 3), activation="identity")
+    profile = jacobians_through_time(net, torch.randn(T, 3), gamma=1.0)
     t = np.arange(1, T + 1)
     np.testing.assert_allclose(profile.log10_product, (T - t) * math.log10(rho), atol=1e-10)
     np.testing.assert_allclose(profile.step_sigma, rho, rtol=1e-10)

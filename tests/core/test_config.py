@@ -8,7 +8,7 @@ from gradflow.core.config import SPECS, Config, ConfigError, parse_assignment
 
 BAD_VALUES = {  # key -> values that must be refused
     "model": ["lstmx", 3, None, "cell.txt:Cell", "cell.py:not a name"],
-    "activation": ["sigmoid", True],
+    "activation": ["softplus", True],
     "hidden_size": [0, 1025, 2.5, "64", True],
     "num_layers": [0, 5],
     "bidirectional": ["yes", 1],
