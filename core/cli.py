@@ -17,12 +17,15 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gradflow.core.compare import check_runs
 from gradflow.core.config import Config, ConfigError, parse_assignment
 from gradflow.core.presets import load_preset, preset_names
 from gradflow.core.trust import require_trust
+
+if TYPE_CHECKING:
+    from gradflow.core.records import Record
 
 EXIT_BAD_INPUT, EXIT_INTERRUPTED = 2, 130
 
@@ -100,7 +103,8 @@ def run(argv: list[str] | None = None) -> int:
         print(f"gradflow: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
-    records, interrupted, failure = None, False, None
+    records: list[Record] | None = None
+    interrupted, failure = False, None
     diverged: list[dict[str, Any] | None] = [None] * len(runs)
     progress = Progress(args.steps, quiet=args.quiet)
     try:
@@ -130,7 +134,7 @@ def run(argv: list[str] | None = None) -> int:
     try:
         write_run_files(args, [{"label": label, "config": config, "history": trainer.history, "last": record,
                                 "diverged": stop} for (label, config), trainer, record, stop
-                               in zip(runs, trainers, records or [None] * len(runs), diverged)])
+                               in zip(runs, trainers, records or [None] * len(runs), diverged)])  # type: ignore[list-item]
     except OSError as e:
         print(f"gradflow: cannot write {e.filename}: {e.strerror}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
+from typing import Any
 
 from gradflow.core.config import ConfigError
 
@@ -43,7 +44,7 @@ def security(address: str):
     """The distributed.Security to reach `address` with: from Dask's config; for tls:// it must name the CA
     certificate and this client's certificate, each a readable file (ConfigError saying which is missing)."""
     from distributed import Security
-    settings = Security()
+    settings: Any = Security()   # its tls_* attributes are set from Dask's config at run time
     if not address.startswith("tls://"):
         return settings
     needed = {"--tls-ca-file (distributed.comm.tls.ca-file)": settings.tls_ca_file,

@@ -52,7 +52,9 @@ def tidy_profiles(steps: np.ndarray, dh: np.ndarray, dc: np.ndarray, codes: np.n
                   rows: list[tuple[int, str]] | None = None) -> dict[str, np.ndarray]:
     """(N,) steps and (N, R, T) cubes of ‖∂L/∂h_t‖, ‖∂L/∂c_t‖ (empty: no cell state) and zero-cause codes ->
     PROFILE_COLUMNS, one entry per (step, row, t). The rows are the config's (row_names) unless given."""
-    rows = row_names(config) if rows is None else rows
+    if rows is None:
+        assert config is not None, "tidy_profiles needs the config or the rows"
+        rows = row_names(config)
     N, R, T = dh.shape if dh.ndim == 3 and len(steps) else (0, len(rows), 0)
     return {
         "step": np.repeat(np.asarray(steps, dtype=np.int64), R * T),

@@ -94,7 +94,7 @@ def save_session(trainer, path: str | Path, view: dict[str, Any] | None = None):
         arrays[f"history/{key}"] = np.asarray(value)
     arrays["manifest"] = np.frombuffer(json.dumps(manifest).encode("utf-8"), dtype=np.uint8)
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
+    np.savez(buffer, **arrays)  # type: ignore[arg-type]  # numpy's stub types **kwds as allow_pickle's bool
     try:
         atomic_write(path, buffer.getvalue())
     except OSError as e:

@@ -140,6 +140,7 @@ def main(argv: list[str] | None = None, draw_figure: Callable[..., None] | None 
         print(f"gradflow: every point failed; the first: {frame['error'][0]}", file=sys.stderr)
         return EXIT_ALL_FAILED
     if args.figure:
+        assert draw_figure is not None   # checked with the arguments
         draw_figure(args.figure, frame, plan, args.metric)
         print(f"phase diagram of {args.metric} in {args.figure}")
     return 0

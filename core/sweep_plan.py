@@ -185,7 +185,7 @@ def _cell_files(points: list[Point]) -> dict:
 
 
 def _product(lists: list[tuple]) -> list[tuple]:
-    combos = [()]
+    combos: list[tuple] = [()]
     for values in lists:
         combos = [(*c, v) for c in combos for v in values]
     return combos

@@ -44,11 +44,12 @@ def measure_point(config: Config, steps: int, fit: tuple[int, int] | None = None
             diverged_step = record.step
         if trainer.halted:
             break
+    assert first is not None and last is not None   # planned >= 1 steps
     kept = max(1, math.ceil(FINAL_SHARE * len(losses)))
     loss_final = float(np.mean(losses[-kept:]))
-    row = {"loss_final": loss_final,
-           "loss_ratio": loss_final / first.baseline if first.baseline else math.nan,
-           "diverged_step": diverged_step, "steps": steps}
+    row: dict[str, Any] = {"loss_final": loss_final,
+                           "loss_ratio": loss_final / first.baseline if first.baseline else math.nan,
+                           "diverged_step": diverged_step, "steps": steps}
     for when, record in (("init", first), ("final", last)):
         row[f"grad_ratio_{when}"], row[f"grad_ratio_{when}_zero"] = _grad_ratio(record)
         row[f"decay_{when}"], row[f"decay_{when}_fit"] = _decay(record.dh_norms[0], fit)

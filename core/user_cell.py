@@ -175,6 +175,11 @@ class UserRowTrace(RowTrace):
     entering: list[tuple[torch.Tensor, ...]] = field(default_factory=list)
 
 
+def _user_row(row: RowTrace) -> UserRowTrace:
+    assert isinstance(row, UserRowTrace), row   # a UserCellNet's trace holds only these
+    return row
+
+
 class UserCellNet(StackedRows, nn.Module):
     """A user's cell with the interface core.trainer uses of core.models.RecurrentNet.
 
@@ -221,10 +226,11 @@ class UserCellNet(StackedRows, nn.Module):
         new = self._step(cell, x, state, 0, 0)
         self._check_no_nan(0, x[None], [state], [new], [0])
         if self.has_matrix:
+            user: Any = cell   # the user's protocol: methods nn.Module does not declare
             with self._user_code(f"{type(cell).__name__}.recurrent_matrix()"):
-                matrix = cell.recurrent_matrix()
+                matrix = user.recurrent_matrix()
             if not isinstance(matrix, torch.Tensor) or matrix.shape != (self.hidden_size, self.hidden_size):
-                raise UserCellError(f"{_line(type(cell).recurrent_matrix)}: recurrent_matrix() must return an "
+                raise UserCellError(f"{_line(type(user).recurrent_matrix)}: recurrent_matrix() must return an "
                                     f"(H, H) = ({self.hidden_size}, {self.hidden_size}) tensor, got "
                                     f"{_describe(matrix)}")
 
@@ -232,9 +238,10 @@ class UserCellNet(StackedRows, nn.Module):
         """The state a row starts from, as a tuple of its elements; its structure is kept in state_type."""
         if not hasattr(cell, "initial_state"):
             return (like.new_zeros(batch_size, self.hidden_size),)
+        user: Any = cell   # the user's protocol: methods nn.Module does not declare
         with self._user_code(f"initial_state({batch_size})"):
-            state = cell.initial_state(batch_size)
-        parts = self._checked(state, batch_size, like.dtype, "initial_state", type(cell).initial_state)
+            state = user.initial_state(batch_size)
+        parts = self._checked(state, batch_size, like.dtype, "initial_state", type(user).initial_state)
         self.state_type = type(state) if isinstance(state, (tuple, list)) else None
         return parts
 
@@ -359,28 +366,31 @@ class UserCellNet(StackedRows, nn.Module):
         (sample 0, (S, S)) at the row's last processed step."""
         if self.has_matrix:
             with self._user_code(f"{type(self.rows[0]).__name__}.recurrent_matrix()"):
-                return [cell.recurrent_matrix().detach() for cell in self.rows]
-        return [self._step_jacobians(row, [0 if row.reverse else row.h.shape[0] - 1])[0] for row in trace.rows]
+                return [cell.recurrent_matrix().detach() for cell in self.rows]   # type: ignore[operator]
+        return [self._step_jacobians(row, [0 if row.reverse else len(row.entering) - 1])[0]
+                for row in map(_user_row, trace.rows)]
 
     def _step_jacobians(self, row: UserRowTrace, steps: list[int]) -> torch.Tensor:
         """(N, S, S) ∂s_t/∂s_{t−1} of sample 0 at each t of `steps`, s the state's elements flattened (S = H, 2H ...):
         one torch.func.jacrev, vmapped over the steps (one jacrev per step took ~1.5 ms each at H = 64)."""
+        assert row.rerun is not None and row.inputs is not None   # set by forward with a trace
+        rerun, inputs = row.rerun, row.inputs
         sizes = [p.shape[1:].numel() for p in row.entering[steps[0]]]
         shapes = [p.shape[1:] for p in row.entering[steps[0]]]
 
         def step(s, x):  # s (S,), x (1, I) -> (S,)
             parts = tuple(p.reshape(1, *shape) for p, shape in zip(s.split(sizes), shapes))
-            return torch.cat([p.reshape(-1) for p in row.rerun(x, parts)])
+            return torch.cat([p.reshape(-1) for p in rerun(x, parts)])
 
         states = torch.stack([torch.cat([p[:1].reshape(-1) for p in row.entering[t]]) for t in steps])   # (N, S)
         with torch.enable_grad(), self._user_code(f"differentiating one step of the cell ({row.label}) with "
                                                   f"torch.func.jacrev"):
-            return vmap(jacrev(step))(states, row.inputs[steps, :1]).detach()                        # x: (N, 1, I)
+            return vmap(jacrev(step))(states, inputs[steps, :1]).detach()                        # x: (N, 1, I)
 
     def jacobian_profile(self, trace: Trace) -> JacobianProfile:
         """Jacobians through time of layer 1 (forward direction), sample 0, from torch.func."""
-        row = trace.rows[0]
-        J = self._step_jacobians(row, list(range(row.h.shape[0]))).double()   # (T, S, S)
+        row = _user_row(trace.rows[0])
+        J = self._step_jacobians(row, list(range(len(row.entering)))).double()   # (T, S, S)
         return jacobian_profile_of(J, None, "h" if len(row.entering[0]) == 1 else "(h, c)")
 
 

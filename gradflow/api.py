@@ -57,7 +57,7 @@ def _trusted_preset(preset: PresetLike, trust_cell_code: bool, direct: Config | 
     found = load_preset(preset)
     given = isinstance(direct, Config) or "model" in (direct or {}) or "model" in (overrides or {})
     if not given:
-        named_by = found.name if isinstance(preset, _presets.Preset) else preset
+        named_by = found.name if isinstance(preset, _presets.Preset) else os.fspath(preset)
         require_trust([config for _, config in found.runs] or [found.config], named_by, trust_cell_code, TRUST_HOW)
     return found
 
@@ -206,6 +206,7 @@ class Comparison:
         if (preset is None) == (runs is None):
             raise ConfigError("give a comparison preset or runs = [(label, config), ...], not both or neither")
         if runs is None:
+            assert preset is not None   # exactly one of the two, as checked above
             found = _trusted_preset(preset, trust_cell_code, overrides=overrides)
             if not found.runs:
                 raise ConfigError(f"preset {found.name!r} has one run: use gradflow.Run({found.name!r})")
