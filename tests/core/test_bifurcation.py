@@ -38,6 +38,7 @@ def test_the_number_of_fixed_points_goes_1_3_1_exactly_at_the_closed_form_values
     assert abs(changes[0] - low) <= 1e-3 and abs(changes[1] - high) <= 1e-3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("x0,side", [(-3.0, "high"), (3.0, "low")])
 def test_dxT_db_spikes_at_the_bifurcation_the_state_falls_off(x0, side):
     """From the lower branch (x0 = −3) the state follows its fixed point until that dies at b₋ = −2.344; past

@@ -10,6 +10,8 @@ import pytest
 
 from gradflow.core.sweep import main
 
+pytestmark = pytest.mark.slow
+
 distributed = pytest.importorskip("distributed")
 
 

@@ -62,6 +62,7 @@ def _mean_square_gradients(sigma_w2, sigma_b2, sigma_v2, H=256, T=100, seeds=8, 
     return total / seeds
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sigma_w2", [0.5, 1.0, 1.5])
 def test_the_gradients_mean_square_falls_by_chi1_per_step(sigma_w2):
     field = mean_field(sigma_w2, 0.05, 1.0)
@@ -105,6 +106,7 @@ def test_init_gaussian_draws_the_mean_field_weights():
     assert not b_ih.any()
 
 
+@pytest.mark.slow
 def test_the_mean_field_check_needs_a_sweep_alone(tmp_path):
     """A sweep with profiles (steps = 0: at initialisation) holds every seed's ‖∂L/∂h_t‖: the slope of
     ln E‖∂L/∂h_t‖² over a window away from both ends is ln χ₁ (σ_w² = 1.2, σ_b² = 0.1, σ_v² = 0.5, as in issue 30)."""

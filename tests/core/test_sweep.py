@@ -83,6 +83,7 @@ def test_every_point_equals_a_trainer_run_of_its_config_bit_for_bit(tmp_path, mo
         assert (frame["rho_init"] == frame["rho_final"]).all()
 
 
+@pytest.mark.slow
 def test_a_large_cells_final_spectrum_is_exact_as_in_gradflow_run(tmp_path, monkeypatch):
     """Above core.spectrum.FULL_SPECTRUM_MAX_SIZE rows a step between full spectra estimates ρ and σ_max; a point's
     last step is in full, as gradflow run's is, so its rho_final and sigma_max_final are LAPACK's, bit for bit."""
@@ -136,6 +137,7 @@ def _rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+@pytest.mark.slow
 def test_running_the_same_sweep_again_recomputes_no_finished_point(tmp_path):
     out = tmp_path / "s.csv"
     arguments = dict(grid=["spectral_radius=0.5,1.0,1.5"], base=SMALL, seeds=2, steps=2, out=out, jobs=2)
@@ -153,12 +155,14 @@ def test_running_the_same_sweep_again_recomputes_no_finished_point(tmp_path):
     assert _rows(out) == again and sweep(**arguments).equals(frame)   # a finished sweep: nothing to do
 
 
+@pytest.mark.slow
 def test_another_sweep_in_the_same_file_is_refused(tmp_path):
     sweep(["seq_len=10"], base=SMALL, steps=1, out=tmp_path / "s.csv", jobs=1)
     with pytest.raises(ConfigError, match="holds another sweep"):
         sweep(["seq_len=10"], base=SMALL, steps=2, out=tmp_path / "s.csv", jobs=1)
 
 
+@pytest.mark.slow
 def test_a_point_that_raises_gets_its_error_and_the_sweep_goes_on(tmp_path):
     frame = sweep([f"text=builtin,{tmp_path / 'missing.txt'}"], base=SMALL.replace(task="text"), seeds=2, steps=1,
                   out=tmp_path / "s.csv", jobs=2)
@@ -211,6 +215,7 @@ def _wait_for(condition, what: str):
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_sweep_killed_with_sigkill_leaves_no_worker_behind(tmp_path):
     sweeping = _start_long_sweep(tmp_path / "s.csv")
@@ -221,6 +226,7 @@ def test_a_sweep_killed_with_sigkill_leaves_no_worker_behind(tmp_path):
     _wait_for(lambda: not _alive(workers), f"workers {sorted(_alive(workers))} to end")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_ctrl_c_keeps_every_finished_point_and_ends_the_workers(tmp_path):
     out = tmp_path / "s.csv"
@@ -259,6 +265,7 @@ def test_stop_abandons_the_running_point_at_once_and_keeps_the_finished_rows(tmp
     assert frame["spectral_radius"][0] == 10 and frame["diverged_step"][0] == 1
 
 
+@pytest.mark.slow
 def test_a_dask_cluster_gives_the_local_pools_rows_number_for_number(tmp_path):
     distributed = pytest.importorskip("distributed")
     arguments = dict(grid=["spectral_radius=0.8,1.6", "seq_len=10,20"], base=SMALL, seeds=2, steps=5)
@@ -277,6 +284,7 @@ def test_an_unreachable_cluster_is_bad_input_naming_it(tmp_path, capsys, monkeyp
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_cluster_that_goes_away_leaves_the_finished_rows_and_says_so(tmp_path, capsys):
     distributed = pytest.importorskip("distributed")
     out = tmp_path / "s.csv"
@@ -296,6 +304,7 @@ def test_a_cluster_that_goes_away_leaves_the_finished_rows_and_says_so(tmp_path,
     assert all(r["error"] == "" or "worker died" in r["error"] for r in rows), [r["error"] for r in rows]
 
 
+@pytest.mark.slow
 def test_the_sidecar_holds_the_definition_versions_and_thread_policy(tmp_path):
     import json
     import torch

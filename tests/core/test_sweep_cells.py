@@ -73,6 +73,7 @@ def test_the_plan_resolves_each_cell_file_on_the_client(study):
     assert Plan(Config(), parse_grid(["seq_len=5,6"]), seeds=1, steps=1).cells == {}
 
 
+@pytest.mark.slow
 def test_a_sweep_whose_points_all_failed_exits_1_and_says_so(study, capsys):
     (study / "antisym.py").write_text(ANTISYM.replace("    def forward(self, x, h):\n",
                                                       "    def forward(self, x, h):\n"
@@ -134,6 +135,7 @@ def cluster(tmp_path):
         process.wait()
 
 
+@pytest.mark.slow
 def test_a_cluster_sweep_of_a_relative_path_cell_runs_on_workers_in_another_folder(study, cluster, capsys):
     address, _ = cluster
     out = study / "s.csv"
@@ -147,6 +149,7 @@ def test_a_cluster_sweep_of_a_relative_path_cell_runs_on_workers_in_another_fold
                                       "sha256": hashlib.sha256(ANTISYM.encode()).hexdigest()}]
 
 
+@pytest.mark.slow
 def test_a_killed_scheduler_is_one_line_and_exit_3(tmp_path, cluster):
     address, scheduler = cluster
     out = tmp_path / "s.csv"
