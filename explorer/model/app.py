@@ -150,6 +150,12 @@ class AppModel:
                              "(with it on, the next step would rescale the whole spectrum back to "
                              f"ρ = {self.applied.spectral_radius:g}). Turn it on again in the settings.")
 
+    def set_scenario(self, preset: Preset):
+        """The run is `preset`'s (an opened session's scenario): its tour from the first stop not yet passed."""
+        self.preset = preset
+        self.scenario_changed.emit(preset)
+        self._start_tour()
+
     def select_step(self, record: Record | None):
         """The step picked on the timeline or in the caption (None: follow the newest)."""
         scrub_step(self.runs, record) if len(self.runs) > 1 else self.run.scrub(record)

@@ -134,9 +134,10 @@ class TourModel:
         later = self.stops[index + 1:]
         where = f"stop {index + 1} of {len(self.stops)}"
         if later:
-            pace = self.preset.pace_at(stop.step + 1) if self.preset is not None else None
-            paced = f", played at {pace:g} steps/s (the scenario's pace)" if pace is not None else ""
-            after = f"Next: step {later[0].step:,}{paced}."
+            rates = [self.preset.pace_at(stop.step + 1) if self.preset is not None else None,
+                     (later[0].step - stop.step) / MIN_LEG_SECONDS]
+            pace = min(rate for rate in rates if rate)
+            after = f"Next: step {later[0].step:,}, played at {pace:.3g} steps/s at most (the tour's pace)."
         else:
             after = "The tour ends here: Play goes on freely."
         return f"<b>Step {stop.step:,}</b> ({where}) · {after}<br>" + "<br>".join(lines)

@@ -1,6 +1,7 @@
 """The main window wires the app together: toolbar and menus (actions), scenario banner, settings dock, panel
 docks (presentation, layout), timeline and status readout. It owns one `EngineConnection` and never trains:
-records arrive by signal at bound slots and go into its RunState; a FrameDrawer draws them ~30 times a second.
+records arrive by signal at bound slots and go to its AppModel (explorer.model: the scenario, the applied config,
+the run, the tour), which the window observes and sends intents to; a FrameDrawer draws the run ~30 times a second.
 Sessions, exports, recording, recovery after a blow-up and failures are helpers of their own (explorer.window)."""
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ from gradflow.explorer.engine import calls as engine_calls
 from gradflow.explorer.panels import PANELS, connect_panels
 from gradflow.explorer.window.actions import DEFAULT_SPEED, SPEEDS, build_menus, build_run_actions, build_toolbar, show_theme
 from gradflow.explorer.window.checkpoints import CHECKPOINT_EVERY, Checkpoints
-from gradflow.explorer.window.dialogs import DISCARD_ASK_STEPS, Problems, ask_discard_run
+from gradflow.explorer.model import AppModel
+from gradflow.explorer.model.tour import TourModel
+from gradflow.explorer.window.dialogs import Problems, ask_discard_run
 from gradflow.explorer.window.drawing import FrameDrawer
 from gradflow.explorer.window.failures import Failures
 from gradflow.explorer.window.exports import WindowExports
@@ -29,7 +32,6 @@ from gradflow.explorer.window.presentation import WindowLayout
 from gradflow.explorer.export.figures import ANIMATION_FPS
 from gradflow.explorer.window.recording import AnimationRecorder, Recording
 from gradflow.explorer.window.recovery import Recovery
-from gradflow.explorer.window.run_state import RunState
 from gradflow.explorer.window.scenarios import Scenarios
 from gradflow.explorer.window.sessions import SessionFiles, apply_view
 from gradflow.explorer.window.settings import SettingsPanel
@@ -37,7 +39,6 @@ from gradflow.explorer.window.status import StatusReadout, StepRate
 from gradflow.explorer.theme import DEFAULT_THEME, THEMES, Theme, presentation
 from gradflow.explorer.window.style import palette_for, stylesheet
 from gradflow.explorer.window.timeline import TimelineBar
-from gradflow.explorer.window.tour import Tour
 from gradflow.explorer.window.widgets import DockTitleBar, LoadingOverlay, MessageBar, ScenarioBanner
 from gradflow.explorer.engine.worker import EngineConnection
 
@@ -55,12 +56,18 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Gradient Flow Explorer")
         self.setObjectName("MainWindow")
         self.store = settings if settings is not None else QSettings(ORGANIZATION, APPLICATION)
-        self.preset: Preset = load_preset(preset or DEFAULT_PRESET)
+        scenario = load_preset(preset or DEFAULT_PRESET)
+        config = config if config is not None else scenario.config
+        speed_name = str(self.store.value("speed", DEFAULT_SPEED))
+        if speed_name not in dict(SPEEDS):
+            speed_name = DEFAULT_SPEED
+        self.connection = EngineConnection(config, dict(SPEEDS)[speed_name])
+        self.worker = self.connection.worker
+        # the scenario, applied config, run and tour: this window observes it and sends it intents
+        self.model = AppModel(scenario, self.worker, config, ask_discard=self._ask_discard)
+        self.model.speed = dict(SPEEDS)[speed_name]
+        self.run = self.model.run                            # the run as this window knows it
         self.scenarios = Scenarios(self, self)               # the scenario picker
-        self.tour = Tour(self)                               # Play runs to the next step a claim names
-        config = config if config is not None else self.preset.config
-
-        self.run = RunState(config.history_mb * 2**20, config.precision)   # the run as this window knows it
         self._closing = False
         self.rate = StepRate()
         self.theme: Theme = DEFAULT_THEME
@@ -71,12 +78,6 @@ class MainWindow(QMainWindow):
         self.recorder = AnimationRecorder(self, self.exports, self)   # an animation being recorded
         self.checkpoints = Checkpoints(self.call_in_worker, self.run)   # snapshots for Revert
         self.checkpoint_every = CHECKPOINT_EVERY
-
-        speed_name = str(self.store.value("speed", DEFAULT_SPEED))
-        if speed_name not in dict(SPEEDS):
-            speed_name = DEFAULT_SPEED
-        self.connection = EngineConnection(config, dict(SPEEDS)[speed_name])
-        self.worker = self.connection.worker
 
         self._build_central()
         self.settings_panel = SettingsPanel(config)
@@ -103,6 +104,10 @@ class MainWindow(QMainWindow):
         self.session_files.done.connect(self._on_file_work_done)
         self._connect_worker()
         connect_panels(self.panels, self.worker)   # eigenvalue editing, Jacobians on demand
+        for panel in self.panels:                  # a drag with hold ρ on turns it off (the model says so)
+            if hasattr(panel, "eigenvalue_edited"):
+                panel.eigenvalue_edited.connect(self._on_eigenvalue_edited)
+        self._observe_model()
         self.settings_panel.live_changed.connect(self._on_live_changed)
         self.settings_panel.rebuild_requested.connect(self._on_rebuild_requested)
         self.settings_panel.check_requested.connect(self._on_check_requested)
@@ -163,6 +168,13 @@ class MainWindow(QMainWindow):
                          | QDockWidget.DockWidgetFeature.DockWidgetClosable)
         return dock
 
+    def _observe_model(self):
+        model = self.model
+        model.tour.changed.connect(self._on_tour_changed)
+        model.scenario_changed.connect(self._on_scenario_changed)
+        model.comparison_requested.connect(self.scenarios.open_comparison)
+        model.notice.connect(self._on_notice)
+
     def _connect_worker(self):
         w = self.worker   # every connection goes to a bound slot of this GUI-thread object
         w.record_ready.connect(self._on_record)
@@ -172,7 +184,6 @@ class MainWindow(QMainWindow):
         w.update_failed.connect(self._on_update_failed)
         w.diverged.connect(self._on_diverged)
         w.failed.connect(self._on_failed)
-        w.paused.connect(self._on_paused)
         w.native_status.connect(self.readout.show_native)   # the compiled LSTM loops: compiling, compiled, Python
 
     # -- persistence -----------------------------------------------------------------------------------
@@ -230,11 +241,16 @@ class MainWindow(QMainWindow):
     def is_playing(self) -> bool:
         return self.worker.is_playing()
 
+    preset = property(lambda self: self.model.preset, lambda self, preset: self.model.set_scenario(preset),
+                      doc="The scenario the window runs (AppModel.preset).")
+    tour: TourModel = property(lambda self: self.model.tour, doc="The scenario's tour (AppModel.tour).")
+
     def play(self):
-        """Play; in a scenario with a tour, to its next stop (explorer.window.tour)."""
-        if self.message_bar.kind in ("error", "warning", "tour"):
+        """Play; in a scenario with a tour, to its next stop (AppModel.play)."""
+        if self.message_bar.kind in ("error", "warning"):
             self.message_bar.clear()
-        self.tour.play()
+        self.model.play()
+        self.controls.show(True)
 
     def pause(self):
         self.controls.pause()
@@ -244,18 +260,14 @@ class MainWindow(QMainWindow):
         self.controls.step()
 
     def reset(self):
-        """Start again from step 1 with the current settings."""
-        self.pause()
-        self.message_bar.clear()
-        self.worker.rebuild(self.settings_panel.config)
+        """Start again from step 1 with the current settings (asked first over a long run)."""
+        if self.model.reset():
+            self.controls.show(False)
+            self.message_bar.clear()
 
     def choose_speed(self, index: int):
-        self.apply_speed()
-
-    def apply_speed(self):
-        """The Speed setting, or the scenario's pace on its tour where that is slower (explorer.window.tour)."""
-        rates = [rate for rate in (self.speed_combo.currentData(), self.tour.pace()) if rate]
-        self.worker.set_max_rate(min(rates) if rates else None)
+        """The Speed setting; the scenario's pace on its tour where that is slower (AppModel.rate)."""
+        self.model.set_speed(self.speed_combo.currentData())
 
     def show_run_state(self, playing: bool):
         self.readout.set_state("▶ running" if playing else "■ paused")
@@ -263,37 +275,50 @@ class MainWindow(QMainWindow):
     # -- settings -> worker ----------------------------------------------------------------------------
     @Slot(dict)
     def _on_live_changed(self, changes: dict):
-        self.worker.update(**changes)
+        self.model.edit_live(changes)
         self._update_banner()
 
-    ask_discard_run = staticmethod(ask_discard_run)   # (parent, steps) -> "save" | "discard" | "cancel"
+    @Slot(int, int, object)
+    def _on_eigenvalue_edited(self, row: int, index: int, value: complex):
+        self.model.eigenvalue_dragged()
+
+    ask_discard_run = staticmethod(ask_discard_run)   # (parent, steps, action) -> "save" | "discard" | "cancel"
+
+    def _ask_discard(self, steps: int, action: str) -> bool:
+        """AppModel.ask_discard: may the `steps`-step run go for `action`? Asks, offering to save it first."""
+        choice = self.ask_discard_run(self, steps, action)
+        if choice == "save":
+            self.session_files.save_or_ask()
+            choice = "discard" if self.session_files.saves_pending else "cancel"   # the file dialog cancelled
+        return choice == "discard"
 
     @Slot(object)
     def _on_rebuild_requested(self, config: Config):
-        """Apply & rebuild; over a run of more than DISCARD_ASK_STEPS steps it asks first, offering to save it."""
-        steps = self.run.latest.step if self.run.latest is not None else 0
-        if steps > DISCARD_ASK_STEPS:
-            choice = self.ask_discard_run(self, steps)
-            if choice == "save":
-                self.session_files.save_or_ask()
-                choice = "discard" if self.session_files.saves_pending else "cancel"   # the file dialog cancelled
-            if choice == "cancel":
-                return
-        self.message_bar.clear()
-        self.worker.rebuild(config)
+        """Apply & rebuild (asked first over a long run, AppModel.rebuild)."""
+        if self.model.rebuild(config):
+            self.controls.show(False)
+            self.message_bar.clear()
 
     @Slot(object)
     def open_config(self, config: Config):
-        """Rebuild on `config` (e.g. a sweep's point) as Apply does."""
-        self._on_rebuild_requested(config)
+        """Rebuild on `config` (a sweep's point) as Apply does, in front of the window that asked."""
+        self.raise_()
+        self.activateWindow()
+        if self.model.rebuild(config, "Opening the sweep's point"):
+            self.controls.show(False)
+            self.message_bar.clear()
+
+    def ask_open_session(self):
+        """File ▸ Open Session (asked first over a long run)."""
+        if self.model.may_discard("Opening a session"):
+            self.session_files.ask_open()
 
     # -- worker -> GUI (queued, bound slots) ---------------------------------------------------------------
     @Slot(object)
     def _on_record(self, record: Record):
         if self.session_files.take_seed(record):   # the rebuilt model's step 1, about to be replaced
             return
-        self.run.add(record)
-        self.tour.on_record(record)
+        self.model.add_record(record)
         self.rate.add(record.step)
         if self.message_bar.kind == "info":
             self.message_bar.clear()
@@ -307,12 +332,11 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _on_rebuilt(self, config: Config):
-        self.run.reset(config.history_mb * 2**20, config.precision)
         self.rate.reset()
         self.checkpoints.new_model()     # snapshots of another model
-        self.scenarios.rebuilt(config)
-        self.tour.reset(self.preset)
         self.settings_panel.set_config(config)
+        self.model.on_rebuilt(config)
+        self.scenarios.select(self.preset.name)
         self._update_banner()
         if not self.worker.is_playing():
             self.controls.show(False)
@@ -322,20 +346,34 @@ class MainWindow(QMainWindow):
         self.overlay.hide()
         if self.session_files.rebuild_failed(message):   # Open Session: the saved run cannot be rebuilt here
             return
-        self.scenarios.rebuilt(None)
+        self.model.on_rebuild_failed()
+        self.scenarios.select(self.preset.name)
         self.settings_panel.show_error(message)
         self.message_bar.show_message(
             "warning", f"<b>The model was not rebuilt.</b> {html.escape(message, quote=False)} "
                        f"{'The previous model keeps running.' if self.latest is not None else ''}")
 
-    @Slot(int)
-    def _on_paused(self, step: int):
-        self.tour.on_paused(step)
-
     @Slot(object)
     def _on_config_changed(self, config: Config):
+        self.model.on_config_changed(config)
         self.settings_panel.confirm_live(config)
         self._update_banner()
+
+    # -- model -> window -----------------------------------------------------------------------------------
+    def _on_tour_changed(self, tour: TourModel):
+        """The stop's message: shown from the tour's state, gone when it has none."""
+        if tour.shown is not None:
+            self.message_bar.show_message("tour", tour.message(),
+                                          (("Next ▶", self.play),) if tour.shown.has_next else ())
+        elif self.message_bar.kind == "tour":
+            self.message_bar.clear()
+
+    def _on_scenario_changed(self, preset: Preset):
+        self.scenarios.select(preset.name)
+        self._update_banner()
+
+    def _on_notice(self, text: str):
+        self.message_bar.show_message("warning", text)
 
     @Slot(str)
     def _on_update_failed(self, message: str):
@@ -360,12 +398,12 @@ class MainWindow(QMainWindow):
     # -- timeline ---------------------------------------------------------------------------------------------
     @Slot(object)
     def _on_scrubbed(self, record: Record):
-        self.run.scrub(record)
+        self.model.select_step(record)
         self.drawer.dirty = True
 
     @Slot()
     def _on_timeline_live(self):
-        self.run.scrub(None)
+        self.model.select_step(None)
         self.drawer.dirty = True
 
     @Slot(int)
@@ -406,8 +444,7 @@ class MainWindow(QMainWindow):
             self.drawer.dirty = True   # a panel that was hidden catches up at the next frame
 
     def _update_banner(self):
-        config = self.settings_panel.config
-        self.banner.set_scenario(self.preset.title, self.preset.explanation, config != self.preset.config)
+        self.banner.set_scenario(self.preset.title, self.preset.explanation, self.model.modified)
 
     # -- calls into the engine (between two steps), problems the user can act on -------------------------------
     def call_in_worker(self, what: str, fn: Callable[[Any], Any], on_done: Callable[[Any, str], None]) -> str:

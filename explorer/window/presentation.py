@@ -138,11 +138,6 @@ class WindowLayout(QObject):
         for action in self._companion_widgets:
             action.setVisible(on)
         self.window.scenario_combo.setMinimumContentsLength(PRESENTATION_SCENARIO_CHARS if on else SCENARIO_CHARS)
-        bar = self.window.toolbar
-        for action in bar.actions():   # large type: the speed limit gives its room to the scenario picker
-            widget = bar.widgetForAction(action)
-            if widget is self.window.speed_combo or (isinstance(widget, QLabel) and "speed" in widget.text()):
-                action.setVisible(not on)
         for action in self.companion_actions.values():
             action.setEnabled(on)
         index = self.companion_combo.findData(self.companion)

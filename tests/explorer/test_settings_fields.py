@@ -380,9 +380,9 @@ def test_apply_stays_disabled_while_any_field_is_refused(qtbot, window):
 
 @pytest.mark.parametrize("choice,rebuilt", [("cancel", False), ("discard", True)])
 def test_applying_over_a_long_run_asks_first(qtbot, window, monkeypatch, choice, rebuilt):
-    from gradflow.explorer.window.dialogs import DISCARD_ASK_STEPS
+    from gradflow.explorer.model import DISCARD_ASK_STEPS
     asked = []
-    monkeypatch.setattr(window, "ask_discard_run", lambda parent, steps: asked.append(steps) or choice)
+    monkeypatch.setattr(window, "ask_discard_run", lambda parent, steps, action: asked.append(steps) or choice)
     model = window.settings_panel.field("model")
     model.widget.setCurrentText("gru")
     model.widget.activated.emit(model.widget.currentIndex())
@@ -402,7 +402,7 @@ def test_applying_over_a_long_run_asks_first(qtbot, window, monkeypatch, choice,
 
 
 def test_applying_over_a_short_run_does_not_ask(qtbot, window, monkeypatch):
-    monkeypatch.setattr(window, "ask_discard_run", lambda parent, steps: pytest.fail("asked"))
+    monkeypatch.setattr(window, "ask_discard_run", lambda parent, steps, action: pytest.fail("asked"))
     model = window.settings_panel.field("model")
     model.widget.setCurrentText("gru")
     model.widget.activated.emit(model.widget.currentIndex())
