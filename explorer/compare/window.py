@@ -8,7 +8,8 @@ The window is made of the main window's parts: the same engine connection (`Engi
 Comparison instead of a Trainer: its records arrive as one list per step), the same panels with the runs overlaid
 (GradientTimePanel and TrainingPanel, each run in its colour and dash, labelled at its curves' ends, with its
 ρ^(T−t) line), the same paced frame loop (explorer.window.drawing: StepDrawer), timeline (scrubbed, every run
-shows that step), Play / Pause / Step, presentation mode (F5: large type, the overlays alone), full screen (F11) and
+shows that step), Play / Pause / Step, the scenario's tour (explorer.model: a stop at step 1 and every step its claims
+check at, each claim naming its run; Next / N), presentation mode (F5: large type, the overlays alone), full screen (F11) and
 the main window's first-launch size (maximised on a screen up to 1920×1200) and fit to the screen; each run's
 spectrum, with its hidden state where there is room, in a row of its own: under the two overlays on a tall screen,
 under the gradient beside the training plots on a short one (CompareWindow.arrange), never scrolled away. Closing
@@ -22,7 +23,7 @@ from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QFormLayout, QFrame, QGridLayout, QHBoxLayout,
                                QLabel, QLineEdit, QMainWindow, QRadioButton, QScrollArea, QSizePolicy, QSplitter,
-                               QToolBar, QToolButton, QVBoxLayout, QWidget)
+                               QStyle, QToolBar, QToolButton, QVBoxLayout, QWidget)
 
 from gradflow.core.cells import CELL_KEYS
 from gradflow.core.compare import MAX_RUNS, MIN_RUNS, check_runs
@@ -39,8 +40,9 @@ from gradflow.explorer.theme import DEFAULT_THEME, THEMES, Theme, presentation
 from gradflow.explorer.window.dialogs import ok_cancel
 from gradflow.explorer.window.drawing import StepDrawer
 from gradflow.explorer.window.presentation import first_launch, fit_to_screen
-from gradflow.explorer.window.run_controls import RunControls, run_toolbar
-from gradflow.explorer.window.run_state import RunState, scrub_step
+from gradflow.explorer.window.run_controls import RunControls, run_action, run_toolbar
+from gradflow.explorer.model import AppModel, TourModel
+from gradflow.explorer.window.widgets import MessageBar
 from gradflow.explorer.window.style import compare_stylesheet
 from gradflow.explorer.window.timeline import TimelineBar
 from gradflow.explorer.engine.worker import EngineConnection
@@ -191,10 +193,11 @@ class RunsRow(QScrollArea):
 # -- the window ---------------------------------------------------------------------------------------
 class CompareWindow(QMainWindow):
     """2–4 runs in lockstep (see module doc). `runs`: [(label, Config), ...] that share their data keys
-    (core.compare.DATA_KEYS); ConfigError otherwise, before any thread starts."""
+    (core.compare.DATA_KEYS); ConfigError otherwise, before any thread starts. `preset`: the comparison scenario
+    they come from (its claims make the tour)."""
 
     def __init__(self, runs: Runs, title: str = "", explanation: str = "", parent: QWidget | None = None,
-                 theme: Theme | None = None, max_rate: float | None = None):
+                 theme: Theme | None = None, max_rate: float | None = None, preset: Preset | None = None):
         super().__init__(parent)
         runs = [(str(label), config) for label, config in runs]
         check_runs(runs)
@@ -204,12 +207,16 @@ class CompareWindow(QMainWindow):
         self.setObjectName("CompareWindow")
         first_launch(self)   # as the main window's first launch: maximised on a screen up to 1920×1200
         self.theme: Theme = theme or getattr(parent, "theme", None) or DEFAULT_THEME
-        self.runs = [RunState(min(c.history_mb, HISTORY_MB_PER_RUN) * 2**20) for c in self.configs]
         self._closing = False
         self._watching_screen = False   # screenChanged connected (at the first show: the window's handle exists)
 
         self.connection = EngineConnection(runs, max_rate)
         self.worker = self.connection.worker
+        scenario = preset or Preset("comparison", title, explanation, self.configs[0], tuple(runs))
+        self.model = AppModel(scenario, self.worker, self.configs[0], labels=self.labels,
+                              history_bytes=min(min(c.history_mb for c in self.configs), HISTORY_MB_PER_RUN) * 2**20)
+        self.model.speed = max_rate
+        self.runs = self.model.runs      # each run's records, in lockstep
         self._build(title, explanation)
         self._connect_worker()
         self.drawer = StepDrawer(self.overlays, [column.panels() for column in self.columns], self.runs,
@@ -224,6 +231,9 @@ class CompareWindow(QMainWindow):
         self.controls = RunControls(self, self.worker, "Play / Pause all runs (Space)",
                                     "One optimizer step of every run, on the same batch (→)", self.draw_frame)
         self.play_action, self.step_action = self.controls.play_action, self.controls.step_action
+        self.next_action = run_action(self, QStyle.StandardPixmap.SP_MediaSeekForward, "Next", Qt.Key.Key_N,
+                                      "Play to the next step the scenario's claims speak of, and pause there (N)",
+                                      self.play)
         self.presentation_action = QAction("Presentation", self, checkable=True)
         self.presentation_action.setShortcut(QKeySequence(Qt.Key.Key_F5))
         self.presentation_action.setToolTip("Presentation mode: large type, the overlays alone (F5)")
@@ -233,7 +243,8 @@ class CompareWindow(QMainWindow):
         self.fullscreen_action.setToolTip("Full screen (F11)")
         self.fullscreen_action.toggled.connect(self.set_fullscreen)
         toolbar = run_toolbar(self, "Run", "compareToolbar",
-                              (self.play_action, self.step_action, self.presentation_action, self.fullscreen_action))
+                              (self.play_action, self.step_action, self.next_action, self.presentation_action,
+                               self.fullscreen_action))
         self.step_label = QLabel("building …")
         self.step_label.setContentsMargins(12, 0, 0, 0)
         toolbar.addWidget(self.step_label)
@@ -258,6 +269,8 @@ class CompareWindow(QMainWindow):
         header.addWidget(self.fold_button, 0, Qt.AlignmentFlag.AlignTop)
         header.addWidget(self.header, 1)
         column.addLayout(header)
+        self.message_bar = MessageBar()   # the tour's stops
+        column.addWidget(self.message_bar)
         screen = self.screen().availableGeometry() if self.screen() is not None else None
         self.folded = screen is not None and 0 < screen.height() < FOLD_BELOW   # room for the plots first
         self.gradient_panel = GradientTimePanel(runs=self.labels)
@@ -287,6 +300,7 @@ class CompareWindow(QMainWindow):
         self.setCentralWidget(central)
 
     def _connect_worker(self):
+        self.model.tour.changed.connect(self._on_tour_changed)
         w = self.worker   # bound slots of this GUI-thread window only
         w.record_ready.connect(self._on_records)
         w.rebuild_failed.connect(self._on_rebuild_failed)
@@ -363,8 +377,19 @@ class CompareWindow(QMainWindow):
     def is_playing(self) -> bool:
         return self.worker.is_playing()
 
+    tour: TourModel = property(lambda self: self.model.tour, doc="The comparison's tour (AppModel.tour).")
+
     def play(self):
-        self.controls.play()
+        """Play; on the tour, to its next stop (AppModel.play)."""
+        self.model.play()
+        self.controls.show(True)
+
+    def _on_tour_changed(self, tour: TourModel):
+        if tour.shown is not None:
+            self.message_bar.show_message("tour", tour.message(),
+                                          (("Next ▶", self.play),) if tour.shown.has_next else ())
+        elif self.message_bar.kind == "tour":
+            self.message_bar.clear()
 
     def pause(self):
         self.controls.pause()
@@ -375,8 +400,7 @@ class CompareWindow(QMainWindow):
     # -- worker -> GUI (queued, bound slots) ----------------------------------------------------------------
     @Slot(object)
     def _on_records(self, records: list[Record]):
-        for run, record in zip(self.runs, records):
-            run.add(record)
+        self.model.add_records(records)
         self.drawer.dirty = True
 
     @Slot(object, str)
@@ -396,12 +420,12 @@ class CompareWindow(QMainWindow):
     # -- timeline, drawing ----------------------------------------------------------------------------------
     @Slot(object)
     def _on_scrubbed(self, record: Record):
-        scrub_step(self.runs, record)
+        self.model.select_step(record)
         self.drawer.dirty = True
 
     @Slot()
     def _on_timeline_live(self):
-        scrub_step(self.runs, None)
+        self.model.select_step(None)
         self.drawer.dirty = True
 
     def draw_frame(self):
@@ -688,7 +712,7 @@ def open_comparison(preset: Preset | str | Runs, parent: QWidget | None = None):
         runs, title, explanation = list(preset.runs), preset.title, preset.explanation
     else:
         runs, title, explanation = list(preset), "", ""
-    window = CompareWindow(runs, title, explanation, parent)
+    window = CompareWindow(runs, title, explanation, parent, preset=preset if isinstance(preset, Preset) else None)
     window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)   # after closeEvent has stopped its thread
     _open_windows.add(window)
     window.show()
