@@ -103,3 +103,24 @@ def test_the_captions_step_references_are_links_that_show_that_step(qtbot, open_
     window.banner.text.linkActivated.emit("step:1")              # one passed: the timeline shows it
     qtbot.waitUntil(lambda: window.shown_record.step == 1, timeout=WAIT_MS)
     assert not window.timeline.is_live
+
+
+def test_a_stop_message_moves_nothing_and_the_settings_open_while_it_is_shown(qtbot, open_window):
+    """At 1280×720 the message bar took the docks' height: View ▸ Settings did nothing while a stop was shown and
+    the settings jumped ~60 px when it came and went. Now it floats over the panels' bottom, off the settings."""
+    window = open_window(config=load_preset("vanishing").config, size=(1280, 720))
+    qtbot.waitUntil(lambda: window.message_bar.kind == "tour" and window.message_bar.isVisible(), timeout=WAIT_MS)
+    central = window.centralWidget()
+    settings = window.settings_dock
+    toggle = settings.toggleViewAction()
+    if settings.isVisible():
+        toggle.trigger()
+        qtbot.waitUntil(lambda: not settings.isVisible(), timeout=WAIT_MS)
+    toggle.trigger()                                               # View ▸ Settings while the stop is shown
+    qtbot.waitUntil(lambda: settings.isVisible() and toggle.isChecked(), timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: window.message_bar.geometry().left()
+                    >= settings.mapTo(central, settings.rect().topRight()).x(), timeout=WAIT_MS)
+    shown_at = settings.mapTo(central, settings.rect().topLeft()), window.dock_host.geometry()
+    window.message_bar.clear()
+    qtbot.waitUntil(lambda: not window.message_bar.isVisible(), timeout=WAIT_MS)
+    assert (settings.mapTo(central, settings.rect().topLeft()), window.dock_host.geometry()) == shown_at
