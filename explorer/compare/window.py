@@ -37,7 +37,7 @@ from gradflow.explorer.panels.gradient_time import GradientTimePanel
 from gradflow.explorer.panels.training import TrainingPanel
 from gradflow.explorer.theme import DEFAULT_THEME, THEMES, Theme, presentation
 from gradflow.explorer.window.drawing import StepDrawer
-from gradflow.explorer.window.presentation import first_launch, fit_to_screen
+from gradflow.explorer.window.screen_fit import first_launch, fit_to_screen, set_full_screen
 from gradflow.explorer.window.run_controls import RunControls, run_action, run_toolbar
 from gradflow.explorer.window.style import compare_stylesheet
 from gradflow.explorer.window.timeline import TimelineBar
@@ -231,9 +231,7 @@ class CompareWindow(QMainWindow):
         if self.fullscreen_action.isChecked() != on:
             self.fullscreen_action.setChecked(on)   # comes back here through toggled
             return
-        state = self.windowState()
-        self.setWindowState(state | Qt.WindowState.WindowFullScreen if on
-                            else state & ~Qt.WindowState.WindowFullScreen)
+        set_full_screen(self, on)
 
     # -- controls (GUI thread) ----------------------------------------------------------------------------
     def is_playing(self) -> bool:

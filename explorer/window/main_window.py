@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import html
 from functools import partial
-from pathlib import Path
 from typing import Any, Callable
 
-from PySide6.QtCore import QRect, QSettings, Qt, Slot
-from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QMessageBox, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtCore import QSettings, Qt, Slot
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QVBoxLayout, QWidget
 
 from gradflow.core.config import Config
 from gradflow.core.presets import DEFAULT_PRESET, Preset, load_preset
@@ -27,19 +25,20 @@ from gradflow.explorer.model.tour import TourModel
 from gradflow.explorer.window.dialogs import Problems, ask_discard_run
 from gradflow.explorer.window.drawing import FrameDrawer
 from gradflow.explorer.window.failures import Failures
+from gradflow.explorer.window.frame import dock_host, make_dock, restore_view, save_view
 from gradflow.explorer.window.exports import WindowExports
 from gradflow.explorer.window.presentation import WindowLayout
-from gradflow.explorer.export.figures import ANIMATION_FPS
-from gradflow.explorer.window.recording import AnimationRecorder, Recording
+from gradflow.explorer.window.screen_fit import set_full_screen
+from gradflow.explorer.window.recording import AnimationRecorder
 from gradflow.explorer.window.recovery import Recovery
 from gradflow.explorer.window.scenarios import Scenarios
 from gradflow.explorer.window.sessions import SessionFiles, apply_view
 from gradflow.explorer.window.settings import SettingsPanel
 from gradflow.explorer.window.status import StatusReadout, StepRate
 from gradflow.explorer.theme import DEFAULT_THEME, THEMES, Theme, presentation
-from gradflow.explorer.window.style import palette_for, stylesheet
+from gradflow.explorer.window.style import apply_to_app
 from gradflow.explorer.window.timeline import TimelineBar
-from gradflow.explorer.window.widgets import DockTitleBar, LoadingOverlay, MessageBar, ScenarioBanner
+from gradflow.explorer.window.widgets import LoadingOverlay, MessageBar, ScenarioBanner
 from gradflow.explorer.engine.worker import EngineConnection
 
 ORGANIZATION, APPLICATION = "GradientFlowExplorer", "Explorer"
@@ -59,15 +58,13 @@ class MainWindow(QMainWindow):
         scenario = load_preset(preset or DEFAULT_PRESET)
         config = config if config is not None else scenario.config
         speed_name = str(self.store.value("speed", DEFAULT_SPEED))
-        if speed_name not in dict(SPEEDS):
-            speed_name = DEFAULT_SPEED
+        speed_name = speed_name if speed_name in dict(SPEEDS) else DEFAULT_SPEED
         self.connection = EngineConnection(config, dict(SPEEDS)[speed_name])
         self.worker = self.connection.worker
         # the scenario, applied config, run and tour: this window observes it and sends it intents
         self.model = AppModel(scenario, self.worker, config, ask_discard=self._ask_discard)
         self.model.speed = dict(SPEEDS)[speed_name]
-        self.run = self.model.run                            # the run as this window knows it
-        self.scenarios = Scenarios(self, self)               # the scenario picker
+        self.run, self.scenarios = self.model.run, Scenarios(self, self)   # the run as the window knows it, the picker
         self._closing = False
         self.rate = StepRate()
         self.theme: Theme = DEFAULT_THEME
@@ -112,7 +109,7 @@ class MainWindow(QMainWindow):
         self.settings_panel.rebuild_requested.connect(self._on_rebuild_requested)
         self.settings_panel.check_requested.connect(self._on_check_requested)
 
-        self._restore_settings()
+        restore_view(self)   # theme, presentation mode, banner, geometry and dock layout of the last launch
         self.connection.start()
 
     # -- construction ----------------------------------------------------------------------------------
@@ -121,13 +118,7 @@ class MainWindow(QMainWindow):
         self.banner.close_button.clicked.connect(self._on_banner_closed)
         self.banner.step_clicked.connect(self._on_caption_step)
         self.message_bar = MessageBar()
-        self.dock_host = QMainWindow()        # the docks live in an inner window, below banner and messages
-        self.dock_host.setObjectName("dockHost")
-        self.dock_host.setWindowFlags(Qt.WindowType.Widget)
-        self.dock_host.setDockNestingEnabled(True)
-        self.dock_host.setTabPosition(Qt.DockWidgetArea.AllDockWidgetAreas, QTabWidget.TabPosition.North)
-        self.dock_host.setDockOptions(QMainWindow.DockOption.AllowNestedDocks | QMainWindow.DockOption.AllowTabbedDocks
-                                      | QMainWindow.DockOption.AnimatedDocks)
+        self.dock_host = dock_host()          # the docks live in an inner window, below the banner
         central = QWidget()
         column = QVBoxLayout(central)
         column.setContentsMargins(0, 0, 0, 0)
@@ -142,12 +133,12 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
 
     def _build_docks(self):
-        self.settings_dock = self._dock("Settings", self.settings_panel, "dock_Settings")
+        self.settings_dock = make_dock(self.dock_host, "Settings", self.settings_panel, "dock_Settings")
         self.settings_dock.titleBarWidget().label.setToolTip("The run's configuration: every key of core.config")
         self.panel_docks: dict[str, QDockWidget] = {}
         for panel in self.panels:
             name = type(panel).__name__
-            dock = self._dock(panel.title or name, panel, f"dock_{name}")
+            dock = make_dock(self.dock_host, panel.title or name, panel, f"dock_{name}")
             dock.titleBarWidget().label.setToolTip(panel.caption)
             dock.visibilityChanged.connect(self._on_dock_visibility_changed)
             self.panel_docks[name] = dock
@@ -158,16 +149,6 @@ class MainWindow(QMainWindow):
         for dock in self.panel_docks.values():
             self.dock_host.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
             dock.hide()   # stacked, their minimum heights would make the first window too tall
-
-    def _dock(self, title: str, widget: QWidget, name: str) -> QDockWidget:
-        dock = QDockWidget(title, self.dock_host)
-        dock.setObjectName(name)
-        dock.setWidget(widget)
-        dock.setTitleBarWidget(DockTitleBar(dock))
-        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
-                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable
-                         | QDockWidget.DockWidgetFeature.DockWidgetClosable)
-        return dock
 
     def _observe_model(self):
         model = self.model
@@ -187,27 +168,6 @@ class MainWindow(QMainWindow):
         w.failed.connect(self._on_failed)
         w.native_status.connect(self.readout.show_native)   # the compiled LSTM loops: compiling, compiled, Python
 
-    # -- persistence -----------------------------------------------------------------------------------
-    def _restore_settings(self):
-        s = self.store
-        self.banner_action.setChecked(str(s.value("banner", "true")).lower() != "false")
-        name = str(s.value("theme", DEFAULT_THEME.name))
-        on = str(s.value("presentation", "false")).lower() == "true"
-        self.presentation_action.blockSignals(True)
-        self.presentation_action.setChecked(on)
-        self.presentation_action.blockSignals(False)
-        self.set_theme(name if name in THEMES else DEFAULT_THEME.name, on)
-        self.layouts.restore(s)   # geometry fitted to the screen, each mode's dock layout (laid out on show)
-
-    def _save_settings(self):
-        s = self.store
-        self.layouts.save(s)
-        s.setValue("theme", self.theme.name)
-        s.setValue("presentation", "true" if self.theme.presentation else "false")
-        s.setValue("speed", self.speed_combo.currentText())
-        s.setValue("banner", "true" if self.banner_action.isChecked() else "false")
-        s.sync()
-
     # -- theme -------------------------------------------------------------------------------------------
     def set_theme(self, name: str, presentation_mode: bool | None = None):
         """Apply THEMES[name] (optionally its presentation variant) to the Qt stylesheet and every panel."""
@@ -215,13 +175,7 @@ class MainWindow(QMainWindow):
             presentation_mode = self.theme.presentation
         theme = presentation(THEMES[name], presentation_mode)
         self.theme = theme
-        app = QApplication.instance()
-        font = QFont(app.font())
-        font.setPointSizeF(theme.font_pt)   # the base size of every widget without a font of its own
-        app.setFont(font)                   # new windows and dialogs; it reaches widgets that exist ...
-        self.setFont(font)                  # ... only once the event loop runs: this window's, now
-        app.setPalette(palette_for(theme))   # on the app: a window palette does not reach styled children
-        self.setStyleSheet(stylesheet(theme))
+        apply_to_app(self, theme)
         for panel in self.panels:
             try:
                 panel.apply_theme(theme)
@@ -230,9 +184,7 @@ class MainWindow(QMainWindow):
         show_theme(self, name, presentation_mode)
         self.drawer.dirty = True
 
-    def set_fullscreen(self, on: bool):
-        state = self.windowState()   # back from full screen as it was before (maximised or not)
-        self.setWindowState(state | Qt.WindowState.WindowFullScreen if on else state & ~Qt.WindowState.WindowFullScreen)
+    set_fullscreen = set_full_screen   # F11 (explorer.window.screen_fit)
 
     @Slot()
     def _on_banner_closed(self):
@@ -469,19 +421,6 @@ class MainWindow(QMainWindow):
         self.setWindowModified(modified)
 
     # -- sessions (explorer.window.sessions) -------------------------------------------------------------------
-    @property
-    def session_path(self) -> Path | None:
-        """The .gfe this run was opened from / saved to."""
-        return self.session_files.path
-
-    def save_session(self, path: str | Path):
-        """Save the run and the view to `path` (see SessionFiles.save)."""
-        self.session_files.save(path)
-
-    def open_session(self, path: str | Path):
-        """Reopen a saved run and its view (see SessionFiles.open)."""
-        self.session_files.open(path)
-
     @Slot(dict, object, object, list)
     def _on_session_opened(self, view: dict, history: History, seed: Record | None, saved: list[Record]):
         """An opened session's run replaces this one (SessionFiles.opened); the panels see the rebuilt model's step
@@ -504,36 +443,20 @@ class MainWindow(QMainWindow):
     def _on_file_work_done(self):
         self.controls.show(self.worker.is_playing())
 
-    # -- exports -----------------------------------------------------------------------------------------
-    def dashboard_rect(self) -> QRect:
-        """The part of the dock area the panels fill (WindowExports.dashboard_rect)."""
-        return self.exports.dashboard_rect()
-
-    def export_dashboard_png(self, path: str | Path, scale: float = 1.0) -> bool:
-        return self.exports.dashboard_png(path, scale)
-
-    def export_panel(self, name: str, path: str | Path, scale: float = 2.0) -> bool:
-        """One panel (class name) as PNG at `scale` × or as SVG, by the file's suffix."""
-        return self.exports.panel(name, path, scale)
-
-    def export_run_data(self, path: str | Path) -> bool:
-        """The run so far (the window's history) as CSV (one row per step) or NPZ (every array)."""
-        return self.exports.run_data(path)
-
-    def copy_figure(self, scale: float = 2.0):
-        """The dashboard at `scale` × on the clipboard, for pasting into slides."""
-        self.exports.copy_figure(scale)
-
-    # -- recording an animation (explorer.window.recording) ---------------------------------------------------
-    @property
-    def recording(self) -> Recording | None:
-        """The animation being recorded (None when there is none)."""
-        return self.recorder.current
-
-    def record_animation(self, path: str | Path, steps: int, frames: int, target: str = "dashboard",
-                         fps: int = ANIMATION_FPS) -> bool:
-        """Train `steps` more steps into a GIF/MP4 of `frames` frames (AnimationRecorder.start)."""
-        return self.recorder.start(path, steps, frames, target, fps)
+    # -- the helpers' ways in, for scripts and tests: sessions, exports, recording, recovery ------------------
+    session_path = property(lambda self: self.session_files.path, doc="The .gfe this run was opened from / saved to.")
+    save_session = property(lambda self: self.session_files.save, doc="(path): the run and the view (SessionFiles).")
+    open_session = property(lambda self: self.session_files.open, doc="(path): a saved run and its view (SessionFiles).")
+    dashboard_rect = property(lambda self: self.exports.dashboard_rect, doc="(): the panels' part of the docks.")
+    export_dashboard_png = property(lambda self: self.exports.dashboard_png, doc="(path, scale=1.0) -> bool")
+    export_panel = property(lambda self: self.exports.panel, doc="(name, path, scale=2.0) -> bool: PNG or SVG.")
+    export_run_data = property(lambda self: self.exports.run_data, doc="(path) -> bool: the history as CSV or NPZ.")
+    copy_figure = property(lambda self: self.exports.copy_figure, doc="(scale=2.0): the dashboard on the clipboard.")
+    recording = property(lambda self: self.recorder.current, doc="The animation being recorded (None: none).")
+    record_animation = property(lambda self: self.recorder.start,
+                                doc="(path, steps, frames, target='dashboard', fps) -> bool (AnimationRecorder).")
+    continue_with = property(lambda self: self.recovery.continue_with,
+                             doc="(values) -> bool: after a divergence, play on with `values` (Recovery).")
 
     # -- after a blow-up (explorer.window.recovery), engine-checked values -------------------------------
     @Slot(int)
@@ -545,10 +468,6 @@ class MainWindow(QMainWindow):
         self.draw_frame()
         self._update_banner()
         self.readout.step.setText(f"weights of step {step:,}")
-
-    def continue_with(self, values: dict[str, str]) -> bool:
-        """After a divergence: back to the last good state, play with `values` (Recovery.continue_with)."""
-        return self.recovery.continue_with(values)
 
     @Slot(str, object)
     def _on_check_requested(self, key: str, config: Config):
@@ -574,7 +493,7 @@ class MainWindow(QMainWindow):
             if self.recording is not None:
                 self.recorder.cancel()
             self.session_files.wait_for_saves()
-            self._save_settings()
+            save_view(self)
             self.drawer.frame_timer.stop()
             self.connection.close_for(self)
         super().closeEvent(event)
