@@ -144,7 +144,7 @@ class AppModel:
     def eigenvalue_dragged(self):
         """The user moved an eigenvalue of W_hh: with hold ρ on, the next step would rescale it back, so hold ρ
         goes off (and the user is told)."""
-        if self.applied.hold_spectral_radius and not self.pending.get("hold_spectral_radius") is False:
+        if self.applied.hold_spectral_radius and self.pending.get("hold_spectral_radius", True):
             self.edit_live({"hold_spectral_radius": False})
             self.notice.emit("<b>Hold ρ is now off</b>, so the dragged eigenvalue stays where you put it "
                              "(with it on, the next step would rescale the whole spectrum back to "

@@ -40,7 +40,6 @@ def stops_of(preset: Preset) -> list[Stop]:
 class ShownStop:
     """A stop as its message shows it: `html` (claims with what was measured, and what Next does)."""
     stop: Stop
-    index: int          # into the tour's stops
     html: str
     has_next: bool
 
@@ -85,8 +84,7 @@ class TourModel:
             return False
         self.position += 1
         self.note = ""
-        self.shown = ShownStop(stop, self.stops.index(stop), self._message(stop, records, diverged_at),
-                               self.target is not None)
+        self.shown = ShownStop(stop, self._message(stop, records, diverged_at), self.target is not None)
         self.changed.emit(self)
         return True
 

@@ -25,7 +25,7 @@ LAYOUT_KEYS = {False: "docks", True: "docks_presentation"}   # QSettings keys of
 LAYOUT_VERSION = 4          # bump when the set of docks or the arrangements change: old layouts are ignored
 SCENARIO_CHARS = 34         # the scenario picker's width: "Vanishing gradients in a tanh RNN" whole; longer titles
                             # are cut (the banner under it shows them whole) and the picker stays on the bar
-PRESENTATION_SCENARIO_CHARS = 16   # in large type: room for Next and the companion picker beside it at 1280 px
+PRESENTATION_SCENARIO_CHARS = 12   # in large type: room for Next, the speed and the companion picker at 1280 px
 COMPANION_CHARS = 16        # "1 Spectrum of W_hh" whole (a proportional font); longer panel names are cut (number keys pick them too)
 
 
@@ -121,6 +121,11 @@ class WindowLayout(QObject):
         for action in self._companion_widgets:
             action.setVisible(on)
         self.window.scenario_combo.setMinimumContentsLength(PRESENTATION_SCENARIO_CHARS if on else SCENARIO_CHARS)
+        bar = self.window.toolbar
+        for action in bar.actions():   # large type: speed and scenario stay, their labels give their room
+            widget = bar.widgetForAction(action)
+            if isinstance(widget, QLabel) and widget.text().strip() in ("Max speed", "Scenario"):
+                action.setVisible(not on)
         for action in self.companion_actions.values():
             action.setEnabled(on)
         index = self.companion_combo.findData(self.companion)
