@@ -159,7 +159,9 @@ class AppModel:
     def select_step(self, record: Record | None):
         """The step picked on the timeline or in the caption (None: follow the newest)."""
         scrub_step(self.runs, record) if len(self.runs) > 1 else self.run.scrub(record)
-        self.step_selected.emit(record.step if record is not None else None)
+        step = record.step if record is not None else None
+        self.tour.view(step)
+        self.step_selected.emit(step)
 
     # -- from the engine -----------------------------------------------------------------------------------
     def on_rebuilt(self, config: Config):

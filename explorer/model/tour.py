@@ -53,13 +53,14 @@ class TourModel:
         self.position = 0                      # the index of the next stop to reach
         self.shown: ShownStop | None = None    # the stop whose message is shown now
         self.note = ""                         # what the tour will do after a change of settings at a stop
+        self.viewed: int | None = None         # another step the plots show while the stop's message is up
         self.changed: Event[TourModel] = Event()
 
     def start(self, preset: Preset | None):
         """A scenario (re)built (None: a run that is not a scenario's): its stops from the first."""
         self.preset = preset
         self.stops = stops_of(preset) if preset is not None else []
-        self.position, self.shown, self.note = 0, None, ""
+        self.position, self.shown, self.note, self.viewed = 0, None, "", None
         self.changed.emit(self)
 
     @property
@@ -83,7 +84,7 @@ class TourModel:
         if stop is None or stop.step != step:
             return False
         self.position += 1
-        self.note = ""
+        self.note, self.viewed = "", None
         self.shown = ShownStop(stop, self._message(stop, records, diverged_at), self.target is not None)
         self.changed.emit(self)
         return True
@@ -93,6 +94,14 @@ class TourModel:
         if self.shown is not None or self.note:
             self.shown, self.note = None, ""
             self.changed.emit(self)
+
+    def view(self, step: int | None):
+        """The plots show `step` (picked on the timeline or in the caption; None: the newest again): while a stop's
+        message is up it says so, so that message and plots never disagree about the step."""
+        if self.shown is None:
+            return
+        self.viewed = step if step != self.shown.stop.step else None
+        self.changed.emit(self)
 
     def settings_changed(self, what: str):
         """Settings changed while a stop is shown: say what Next will do now."""
@@ -144,4 +153,6 @@ class TourModel:
         """The shown stop's message with the note, if any ('' when none is shown)."""
         if self.shown is None:
             return ""
-        return self.shown.html + (f"<br><b>{self.note}</b>" if self.note else "")
+        viewed = (f"<br><i>The plots show step {self.viewed:,}, not this stop's (the timeline's Live comes back).</i>"
+                  if self.viewed is not None else "")
+        return self.shown.html + (f"<br><b>{self.note}</b>" if self.note else "") + viewed

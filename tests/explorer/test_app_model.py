@@ -85,6 +85,11 @@ def test_lecture_journey():
     assert engine.calls[-1] == ("play_to", 40) and model.tour.shown.stop.step == 40
     assert engine.rate_at_play == (40 - 1) / MIN_LEG_SECONDS
     assert "σ_max rises above 1.2" in model.tour.message() and "✗" not in model.tour.message()
+    # the caption's "step 1" link (or the timeline) shows step 1: the stop's message says the plots show another step
+    model.select_step(model.run.history.pinned[1])
+    assert "The plots show step 1, not this stop's" in model.tour.message()
+    model.select_step(None)
+    assert "The plots show" not in model.tour.message()
     # the lecturer opens the settings while paused and asks "what if ρ = 1.1?": the stop says what Next does now
     model.edit_live({"spectral_radius": 1.1})
     assert model.applied.spectral_radius == 1.1 and model.tour.shown.stop.step == 40
