@@ -8,7 +8,8 @@ The window is made of the main window's parts: the same engine connection (`Engi
 Comparison instead of a Trainer: its records arrive as one list per step), the same panels with the runs overlaid
 (GradientTimePanel and TrainingPanel, each run in its colour and dash, labelled at its curves' ends, with its
 ρ^(T−t) line), the same paced frame loop (explorer.window.drawing: StepDrawer), timeline (scrubbed, every run
-shows that step), Play / Pause / Step, presentation mode (F5: large type, the overlays alone), full screen (F11) and
+shows that step), Play / Pause / Step, the scenario's tour (explorer.model: a stop at step 1 and every step its claims
+check at, each claim naming its run; Next / N), presentation mode (F5: large type, the overlays alone), full screen (F11) and
 the main window's first-launch size (maximised on a screen up to 1920×1200) and fit to the screen; each run's
 spectrum, with its hidden state where there is room, in a row of its own: under the two overlays on a tall screen,
 under the gradient beside the training plots on a short one (CompareWindow.arrange), never scrolled away. Closing
@@ -20,181 +21,45 @@ import html
 
 from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QFormLayout, QFrame, QGridLayout, QHBoxLayout,
-                               QLabel, QLineEdit, QMainWindow, QRadioButton, QScrollArea, QSizePolicy, QSplitter,
-                               QToolBar, QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QMainWindow, QSizePolicy, QSplitter, QStyle, QToolBar, \
+    QToolButton, QVBoxLayout, QWidget
 
-from gradflow.core.cells import CELL_KEYS
-from gradflow.core.compare import MAX_RUNS, MIN_RUNS, check_runs
-from gradflow.core.config import Config, ConfigError
-from gradflow.core.presets import Preset, load_preset, preset_names
+from gradflow.core.compare import check_runs
+from gradflow.core.presets import Preset, load_preset
 from gradflow.core.records import History, Record
+from gradflow.explorer.compare.columns import RunColumn, RunsRow
+from gradflow.explorer.compare.dialog import CompareDialog, Runs, vary_runs
+from gradflow.explorer.engine.worker import EngineConnection
+from gradflow.explorer.model import AppModel, TourModel
 from gradflow.explorer.panels import plotting
 from gradflow.explorer.panels.base import Panel, themed_palette
 from gradflow.explorer.panels.gradient_time import GradientTimePanel
-from gradflow.explorer.panels.hidden_state import HiddenStatePanel
-from gradflow.explorer.panels.spectrum import SpectrumPanel
 from gradflow.explorer.panels.training import TrainingPanel
 from gradflow.explorer.theme import DEFAULT_THEME, THEMES, Theme, presentation
-from gradflow.explorer.window.dialogs import ok_cancel
 from gradflow.explorer.window.drawing import StepDrawer
-from gradflow.explorer.window.presentation import first_launch, fit_to_screen
-from gradflow.explorer.window.run_controls import RunControls, run_toolbar
-from gradflow.explorer.window.run_state import RunState, scrub_step
+from gradflow.explorer.window.screen_fit import first_launch, fit_to_screen, set_full_screen
+from gradflow.explorer.window.run_controls import RunControls, run_action, run_toolbar
 from gradflow.explorer.window.style import compare_stylesheet
 from gradflow.explorer.window.timeline import TimelineBar
-from gradflow.explorer.engine.worker import EngineConnection
+from gradflow.explorer.window.widgets import MessageBar
+
+__all__ = ["CompareDialog", "CompareWindow", "open_comparison", "open_comparison_dialog", "open_windows", "vary_runs"]
 
 HISTORY_MB_PER_RUN = 16        # each run's GUI-side History cap (the main window's default is larger)
-SPECTRUM_MIN = (220, 130)      # a run's spectrum plot's smallest data area (px): small multiples get the smallest
-                               # any plot gets (panels.base.PLOT_MIN; the main window's spectrum asks for 220×180)
-HIDDEN_MIN = (220, 130)        # and its hidden state's (shown only where the column has room for it)
 RUNS_SHARE = 0.42              # of the height under the header the runs' row starts with (the overlays the rest)
 FOLD_BELOW = 900               # on a screen shorter than this (px) the explanation starts folded to its title
-SIDE_BY_SIDE = 1.6             # a run's column this many times wider than tall: hidden state beside its spectrum
-VARY_KEYS = {                  # setting -> values offered by default in the dialog
-    "model": "rnn, gru, lstm",
-    "spectral_radius": "0.9, 1.0, 1.1",
-    "clip": "none, 1.0",
-    "truncation": "none, 20",
-}
 
-Runs = list[tuple[str, Config]]
 _open_windows: set["CompareWindow"] = set()   # keeps parentless windows alive until they close
-
-
-class RunColumn(QWidget):
-    """One run's small multiples: its label, its spectrum and its hidden state. The spectrum always shows; the
-    hidden state beside it where the column is wide (SIDE_BY_SIDE), under it where the column is tall enough for
-    both, and not at all where it is not (the spectrum keeps the room: it is what tells the runs apart)."""
-
-    ARRANGEMENTS = ("beside", "under", "spectrum")
-
-    def __init__(self, label: str, index: int, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.index = index
-        self.label = QLabel(label)
-        self.label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)   # never widens the column
-        self.spectrum = SpectrumPanel()
-        self.hidden = HiddenStatePanel()
-        self.spectrum.set_compact(True)
-        self.spectrum.plot.vb.setMinimumSize(*SPECTRUM_MIN)
-        self.hidden.plot.vb.setMinimumSize(*HIDDEN_MIN)
-        for panel in (self.spectrum, self.hidden):
-            panel.caption_label.setVisible(False)   # the captions are the main window's; here, the runs speak
-            panel.fit_minimums()
-        self.grid = QGridLayout(self)
-        self.grid.setContentsMargins(0, 0, 0, 0)
-        self.grid.setSpacing(2)
-        self.arrangement = ""
-        self.arrange("spectrum")
-
-    def panels(self) -> list[Panel]:
-        return [self.spectrum, self.hidden]
-
-    def show_run(self, base_label: str, record: Record):
-        self.label.setText(f"{base_label}  ·  {'diverged' if record.diverged else f'loss {record.loss:.4g}'}")
-
-    def apply_theme(self, theme: Theme):
-        for panel in self.panels():
-            panel.apply_theme(theme)
-        self.label.setFont(plotting.font(theme, 1.25, bold=True))
-        self.label.setStyleSheet(f"color: {theme.color(self.index)};")
-        self._fit()
-
-    # -- arrangement --------------------------------------------------------------------------------------
-    def minimumSizeHint(self):
-        """The label and the spectrum alone: the hidden state only takes room the column has."""
-        spectrum = self.spectrum.minimumSizeHint()
-        return QSize(spectrum.width(), self.label.sizeHint().height() + self.grid.spacing() + spectrum.height())
-
-    def choose(self, width: int, height: int) -> str:
-        """The arrangement for a column of width × height px (see the class doc)."""
-        body = height - self.label.sizeHint().height() - self.grid.spacing()
-        spectrum, hidden = self.spectrum.minimumSizeHint(), self.hidden.minimumSizeHint()
-        if width >= SIDE_BY_SIDE * body and width >= spectrum.width() + hidden.width() + self.grid.spacing() \
-                and body >= max(spectrum.height(), hidden.height()):
-            return "beside"
-        if body >= 1.5 * spectrum.height() + hidden.height() and width >= hidden.width():
-            return "under"
-        return "spectrum"
-
-    def arrange(self, arrangement: str) -> None:
-        if arrangement not in self.ARRANGEMENTS:
-            raise ValueError(f"arrangement must be one of {', '.join(self.ARRANGEMENTS)}, got {arrangement!r}")
-        if arrangement == self.arrangement:
-            return
-        self.arrangement = arrangement
-        for widget in (self.label, self.spectrum, self.hidden):
-            self.grid.removeWidget(widget)
-        for row in range(3):
-            self.grid.setRowStretch(row, 0)
-        for col in range(2):
-            self.grid.setColumnStretch(col, 0)
-        if arrangement == "beside":
-            self.grid.addWidget(self.label, 0, 0, 1, 2)
-            self.grid.addWidget(self.spectrum, 1, 0)
-            self.grid.addWidget(self.hidden, 1, 1)
-            self.grid.setRowStretch(1, 1)
-            self.grid.setColumnStretch(0, 1)
-            self.grid.setColumnStretch(1, 1)
-        else:
-            self.grid.addWidget(self.label, 0, 0)
-            self.grid.addWidget(self.spectrum, 1, 0)
-            self.grid.setRowStretch(1, 5)
-            self.grid.setColumnStretch(0, 1)
-            if arrangement == "under":
-                self.grid.addWidget(self.hidden, 2, 0)
-                self.grid.setRowStretch(2, 3)
-        self.hidden.setVisible(arrangement != "spectrum")
-
-    def _fit(self):
-        self.arrange(self.choose(self.width(), self.height()))
-
-    def resizeEvent(self, event):
-        super().resizeEvent(event)
-        self._fit()
-
-
-class RunsRow(QScrollArea):
-    """The runs' columns side by side, each as wide as the others. Where the window is narrower than all of them
-    (4 runs on a 1280×720 screen) they scroll sideways rather than push the window off its screen: its minimum
-    width is one run's, its minimum height theirs and the scroll bar's."""
-
-    def __init__(self, columns: list[RunColumn]):
-        super().__init__()
-        self.setFrameShape(QFrame.Shape.NoFrame)
-        self.setWidgetResizable(True)
-        self.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        row = QWidget()
-        layout = QHBoxLayout(row)
-        layout.setContentsMargins(0, 0, 0, 0)
-        for column in columns:
-            layout.addWidget(column, 1)
-        self.setWidget(row)
-        for widget in (self.viewport(), row):   # the window's background through them (setWidget turned it on)
-            widget.setAutoFillBackground(False)
-        row.installEventFilter(self)
-
-    def minimumSizeHint(self) -> QSize:
-        row = self.widget().minimumSizeHint()
-        one = max(column.minimumSizeHint().width() for column in self.widget().findChildren(RunColumn))
-        return QSize(min(row.width(), one), row.height() + self.horizontalScrollBar().sizeHint().height())
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        if watched is self.widget() and event.type() == QEvent.Type.LayoutRequest:
-            self.updateGeometry()   # the runs' minimums changed: so did this row's
-        return False
 
 
 # -- the window ---------------------------------------------------------------------------------------
 class CompareWindow(QMainWindow):
     """2–4 runs in lockstep (see module doc). `runs`: [(label, Config), ...] that share their data keys
-    (core.compare.DATA_KEYS); ConfigError otherwise, before any thread starts."""
+    (core.compare.DATA_KEYS); ConfigError otherwise, before any thread starts. `preset`: the comparison scenario
+    they come from (its claims make the tour)."""
 
     def __init__(self, runs: Runs, title: str = "", explanation: str = "", parent: QWidget | None = None,
-                 theme: Theme | None = None, max_rate: float | None = None):
+                 theme: Theme | None = None, max_rate: float | None = None, preset: Preset | None = None):
         super().__init__(parent)
         runs = [(str(label), config) for label, config in runs]
         check_runs(runs)
@@ -204,12 +69,16 @@ class CompareWindow(QMainWindow):
         self.setObjectName("CompareWindow")
         first_launch(self)   # as the main window's first launch: maximised on a screen up to 1920×1200
         self.theme: Theme = theme or getattr(parent, "theme", None) or DEFAULT_THEME
-        self.runs = [RunState(min(c.history_mb, HISTORY_MB_PER_RUN) * 2**20) for c in self.configs]
         self._closing = False
         self._watching_screen = False   # screenChanged connected (at the first show: the window's handle exists)
 
         self.connection = EngineConnection(runs, max_rate)
         self.worker = self.connection.worker
+        scenario = preset or Preset("comparison", title, explanation, self.configs[0], tuple(runs))
+        self.model = AppModel(scenario, self.worker, self.configs[0], labels=self.labels,
+                              history_bytes=min(min(c.history_mb for c in self.configs), HISTORY_MB_PER_RUN) * 2**20)
+        self.model.speed = max_rate
+        self.runs = self.model.runs      # each run's records, in lockstep
         self._build(title, explanation)
         self._connect_worker()
         self.drawer = StepDrawer(self.overlays, [column.panels() for column in self.columns], self.runs,
@@ -224,6 +93,9 @@ class CompareWindow(QMainWindow):
         self.controls = RunControls(self, self.worker, "Play / Pause all runs (Space)",
                                     "One optimizer step of every run, on the same batch (→)", self.draw_frame)
         self.play_action, self.step_action = self.controls.play_action, self.controls.step_action
+        self.next_action = run_action(self, QStyle.StandardPixmap.SP_MediaSeekForward, "Next", Qt.Key.Key_N,
+                                      "Play to the next step the scenario's claims speak of, and pause there (N)",
+                                      self.play)
         self.presentation_action = QAction("Presentation", self, checkable=True)
         self.presentation_action.setShortcut(QKeySequence(Qt.Key.Key_F5))
         self.presentation_action.setToolTip("Presentation mode: large type, the overlays alone (F5)")
@@ -233,7 +105,8 @@ class CompareWindow(QMainWindow):
         self.fullscreen_action.setToolTip("Full screen (F11)")
         self.fullscreen_action.toggled.connect(self.set_fullscreen)
         toolbar = run_toolbar(self, "Run", "compareToolbar",
-                              (self.play_action, self.step_action, self.presentation_action, self.fullscreen_action))
+                              (self.play_action, self.step_action, self.next_action, self.presentation_action,
+                               self.fullscreen_action))
         self.step_label = QLabel("building …")
         self.step_label.setContentsMargins(12, 0, 0, 0)
         toolbar.addWidget(self.step_label)
@@ -258,6 +131,8 @@ class CompareWindow(QMainWindow):
         header.addWidget(self.fold_button, 0, Qt.AlignmentFlag.AlignTop)
         header.addWidget(self.header, 1)
         column.addLayout(header)
+        self.message_bar = MessageBar()   # the tour's stops
+        column.addWidget(self.message_bar)
         screen = self.screen().availableGeometry() if self.screen() is not None else None
         self.folded = screen is not None and 0 < screen.height() < FOLD_BELOW   # room for the plots first
         self.gradient_panel = GradientTimePanel(runs=self.labels)
@@ -287,6 +162,7 @@ class CompareWindow(QMainWindow):
         self.setCentralWidget(central)
 
     def _connect_worker(self):
+        self.model.tour.changed.connect(self._on_tour_changed)
         w = self.worker   # bound slots of this GUI-thread window only
         w.record_ready.connect(self._on_records)
         w.rebuild_failed.connect(self._on_rebuild_failed)
@@ -355,16 +231,25 @@ class CompareWindow(QMainWindow):
         if self.fullscreen_action.isChecked() != on:
             self.fullscreen_action.setChecked(on)   # comes back here through toggled
             return
-        state = self.windowState()
-        self.setWindowState(state | Qt.WindowState.WindowFullScreen if on
-                            else state & ~Qt.WindowState.WindowFullScreen)
+        set_full_screen(self, on)
 
     # -- controls (GUI thread) ----------------------------------------------------------------------------
     def is_playing(self) -> bool:
         return self.worker.is_playing()
 
+    tour: TourModel = property(lambda self: self.model.tour, doc="The comparison's tour (AppModel.tour).")
+
     def play(self):
-        self.controls.play()
+        """Play; on the tour, to its next stop (AppModel.play)."""
+        self.model.play()
+        self.controls.show(True)
+
+    def _on_tour_changed(self, tour: TourModel):
+        if tour.shown is not None:
+            self.message_bar.show_message("tour", tour.message(),
+                                          (("Next ▶", self.play),) if tour.shown.has_next else ())
+        elif self.message_bar.kind == "tour":
+            self.message_bar.clear()
 
     def pause(self):
         self.controls.pause()
@@ -375,8 +260,7 @@ class CompareWindow(QMainWindow):
     # -- worker -> GUI (queued, bound slots) ----------------------------------------------------------------
     @Slot(object)
     def _on_records(self, records: list[Record]):
-        for run, record in zip(self.runs, records):
-            run.add(record)
+        self.model.add_records(records)
         self.drawer.dirty = True
 
     @Slot(object, str)
@@ -396,12 +280,12 @@ class CompareWindow(QMainWindow):
     # -- timeline, drawing ----------------------------------------------------------------------------------
     @Slot(object)
     def _on_scrubbed(self, record: Record):
-        scrub_step(self.runs, record)
+        self.model.select_step(record)
         self.drawer.dirty = True
 
     @Slot()
     def _on_timeline_live(self):
-        scrub_step(self.runs, None)
+        self.model.select_step(None)
         self.drawer.dirty = True
 
     def draw_frame(self):
@@ -553,128 +437,6 @@ class CompareWindow(QMainWindow):
         super().closeEvent(event)
 
 
-# -- the dialog --------------------------------------------------------------------------------------------
-class CompareDialog(QDialog):
-    """Choose the runs: a comparison preset's own runs, or one setting varied on a preset's config."""
-
-    def __init__(self, parent: QWidget | None = None, base: str | Preset | None = None):
-        super().__init__(parent)
-        self.setWindowTitle("Compare runs")
-        self.presets: dict[str, Preset] = {}
-        for name in preset_names():
-            try:
-                self.presets[name] = load_preset(name)
-            except ConfigError:   # a broken preset file is the main window's to report
-                continue
-        self.preset_combo = QComboBox()
-        for name, preset in self.presets.items():
-            self.preset_combo.addItem(f"{preset.title}  [{name}]", name)
-        # as wide as ~40 characters, not its longest title (which took a 1280 px screen's width in presentation
-        # type); its list still shows each title whole
-        self.preset_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.preset_combo.setMinimumContentsLength(40)
-        self.preset_combo.view().setMinimumWidth(self.preset_combo.view().sizeHintForColumn(0))
-        self.from_preset = QRadioButton("the runs of this comparison preset")
-        self.vary = QRadioButton("vary one setting:")
-        self.mode = QButtonGroup(self)
-        self.mode.addButton(self.from_preset)
-        self.mode.addButton(self.vary)
-        self.key_combo = QComboBox()
-        for key in VARY_KEYS:
-            self.key_combo.addItem(key, key)
-        self.values_edit = QLineEdit()
-        self.values_edit.setPlaceholderText("comma-separated values, 2 to 4 of them")
-        self.error_label = QLabel()
-        self.error_label.setWordWrap(True)
-        self.error_label.setStyleSheet(f"color: {DEFAULT_THEME.alert};")
-        self.error_label.setVisible(False)
-        self.buttons = ok_cancel(self, "Compare", self._on_accept_clicked)
-
-        vary_row = QHBoxLayout()
-        vary_row.addWidget(self.vary)
-        vary_row.addWidget(self.key_combo)
-        vary_row.addWidget(self.values_edit, 1)
-        form = QFormLayout()
-        form.addRow("scenario (base config):", self.preset_combo)
-        form.addRow("compare:", self.from_preset)
-        form.addRow("", vary_row)
-        layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addWidget(QLabel(f"{MIN_RUNS}–{MAX_RUNS} runs, trained in lockstep on the same data and seed."))
-        layout.addWidget(self.error_label)
-        layout.addWidget(self.buttons)
-
-        self.preset_combo.currentIndexChanged.connect(self._on_preset_changed)
-        self.key_combo.currentIndexChanged.connect(self._on_key_changed)
-        name = base.name if isinstance(base, Preset) else base
-        if name is None:
-            name = next((n for n, p in self.presets.items() if p.runs), None)
-        index = self.preset_combo.findData(name) if name is not None else -1
-        self.preset_combo.setCurrentIndex(max(0, index))
-        self._on_key_changed(0)
-        self._on_preset_changed(self.preset_combo.currentIndex())
-        self.chosen: Runs | None = None
-        self.chosen_title = ""
-
-    def preset(self) -> Preset:
-        return self.presets[self.preset_combo.currentData()]
-
-    @Slot(int)
-    def _on_preset_changed(self, _index: int):
-        has_runs = bool(self.preset().runs)
-        self.from_preset.setEnabled(has_runs)
-        (self.from_preset if has_runs else self.vary).setChecked(True)
-        if has_runs:
-            self.from_preset.setText("its runs: " + ", ".join(label for label, _ in self.preset().runs))
-        else:
-            self.from_preset.setText("the runs of a comparison preset (this one has none)")
-
-    @Slot(int)
-    def _on_key_changed(self, _index: int):
-        self.values_edit.setText(VARY_KEYS[self.key_combo.currentData()])
-
-    def runs(self) -> Runs:
-        """The runs as chosen; ConfigError with a message if they do not make a comparison."""
-        preset = self.preset()
-        if self.from_preset.isChecked() and preset.runs:
-            return list(preset.runs)
-        return vary_runs(preset.config, self.key_combo.currentData(), self.values_edit.text())
-
-    def title(self) -> str:
-        preset = self.preset()
-        if self.from_preset.isChecked() and preset.runs:
-            return preset.title
-        return f"{self.key_combo.currentData()}: {self.values_edit.text()} ({preset.title})"
-
-    @Slot()
-    def _on_accept_clicked(self):
-        try:
-            runs = self.runs()
-            check_runs(runs)
-        except ConfigError as e:
-            self.error_label.setText(str(e))
-            self.error_label.setVisible(True)
-            return
-        self.chosen, self.chosen_title = runs, self.title()
-        self.accept()
-
-
-def vary_runs(base: Config, key: str, values: str) -> Runs:
-    """Runs that differ from `base` in `key` only, one per comma-separated value (as typed: '0.9', 'none').
-    Settings that only fit some models follow the model (core.cells.CELL_KEYS: forget_bias, activation ...)."""
-    tokens = [v.strip() for v in values.split(",") if v.strip()]
-    if not MIN_RUNS <= len(tokens) <= MAX_RUNS:
-        raise ConfigError(f"give {MIN_RUNS} to {MAX_RUNS} comma-separated values for {key}, got {len(tokens)}")
-    runs = []
-    for token in tokens:
-        changes: dict = {}
-        if key == "model":   # the keys the other cell takes and this one does not go back to their defaults
-            changes = {k: getattr(Config(), k) for k in CELL_KEYS if not Config.applies(k, token)}
-        config = base.replace(**changes).with_text(**{key: token})
-        runs.append((f"{key} = {token}" if key != "model" else token.upper(), config))
-    return runs
-
-
 # -- entry points for the main window --------------------------------------------------------------------
 def open_comparison(preset: Preset | str | Runs, parent: QWidget | None = None):
     """Open a comparison window and start it (paused at step 1). `preset`: a Preset with runs (compare_*),
@@ -688,7 +450,7 @@ def open_comparison(preset: Preset | str | Runs, parent: QWidget | None = None):
         runs, title, explanation = list(preset.runs), preset.title, preset.explanation
     else:
         runs, title, explanation = list(preset), "", ""
-    window = CompareWindow(runs, title, explanation, parent)
+    window = CompareWindow(runs, title, explanation, parent, preset=preset if isinstance(preset, Preset) else None)
     window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)   # after closeEvent has stopped its thread
     _open_windows.add(window)
     window.show()

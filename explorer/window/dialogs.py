@@ -177,17 +177,14 @@ class Problems(QObject):
                 self.last = None
 
 
-DISCARD_ASK_STEPS = 300   # Apply & rebuild over a run longer than this asks first
-
-
-def ask_discard_run(parent: QWidget | None, steps: int) -> str:
-    """Apply & rebuild would discard a `steps`-step run: "save" (save it as a session first), "discard" or
-    "cancel" (the default)."""
+def ask_discard_run(parent: QWidget | None, steps: int, action: str = "Apply & rebuild") -> str:
+    """`action` would discard a `steps`-step run (explorer.model.AppModel.may_discard): "save" (save it as a
+    session first), "discard" or "cancel" (the default)."""
     box = QMessageBox(QMessageBox.Icon.Question, "Discard the run?",
-                      f"Apply & rebuild builds a new model and starts again at step 1: the {steps:,} steps "
-                      f"trained so far are discarded.", QMessageBox.StandardButton.Cancel, parent)
+                      f"{action} replaces the run: the {steps:,} steps trained so far are discarded.",
+                      QMessageBox.StandardButton.Cancel, parent)
     save = box.addButton("Save session first…", QMessageBox.ButtonRole.AcceptRole)
-    discard = box.addButton("Discard and rebuild", QMessageBox.ButtonRole.DestructiveRole)
+    discard = box.addButton("Discard the run", QMessageBox.ButtonRole.DestructiveRole)
     box.setDefaultButton(QMessageBox.StandardButton.Cancel)
     box.exec()
     return {save: "save", discard: "discard"}.get(box.clickedButton(), "cancel")

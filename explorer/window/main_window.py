@@ -1,17 +1,16 @@
 """The main window wires the app together: toolbar and menus (actions), scenario banner, settings dock, panel
 docks (presentation, layout), timeline and status readout. It owns one `EngineConnection` and never trains:
-records arrive by signal at bound slots and go into its RunState; a FrameDrawer draws them ~30 times a second.
+records arrive by signal at bound slots and go to its AppModel (explorer.model: the scenario, the applied config,
+the run, the tour), which the window observes and sends intents to; a FrameDrawer draws the run ~30 times a second.
 Sessions, exports, recording, recovery after a blow-up and failures are helpers of their own (explorer.window)."""
 from __future__ import annotations
 
 import html
 from functools import partial
-from pathlib import Path
 from typing import Any, Callable
 
-from PySide6.QtCore import QRect, QSettings, Qt, Slot
-from PySide6.QtGui import QFont
-from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QMessageBox, QTabWidget, QVBoxLayout, QWidget
+from PySide6.QtCore import QSettings, Qt, Slot
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QVBoxLayout, QWidget
 
 from gradflow.core.config import Config
 from gradflow.core.presets import DEFAULT_PRESET, Preset, load_preset
@@ -21,24 +20,25 @@ from gradflow.explorer.engine import calls as engine_calls
 from gradflow.explorer.panels import PANELS, connect_panels
 from gradflow.explorer.window.actions import DEFAULT_SPEED, SPEEDS, build_menus, build_run_actions, build_toolbar, show_theme
 from gradflow.explorer.window.checkpoints import CHECKPOINT_EVERY, Checkpoints
-from gradflow.explorer.window.dialogs import DISCARD_ASK_STEPS, Problems, ask_discard_run
+from gradflow.explorer.model import AppModel
+from gradflow.explorer.model.tour import TourModel
+from gradflow.explorer.window.dialogs import Problems, ask_discard_run
 from gradflow.explorer.window.drawing import FrameDrawer
 from gradflow.explorer.window.failures import Failures
+from gradflow.explorer.window.frame import dock_host, make_dock, restore_view, save_view
 from gradflow.explorer.window.exports import WindowExports
 from gradflow.explorer.window.presentation import WindowLayout
-from gradflow.explorer.export.figures import ANIMATION_FPS
-from gradflow.explorer.window.recording import AnimationRecorder, Recording
+from gradflow.explorer.window.screen_fit import set_full_screen
+from gradflow.explorer.window.recording import AnimationRecorder
 from gradflow.explorer.window.recovery import Recovery
-from gradflow.explorer.window.run_state import RunState
 from gradflow.explorer.window.scenarios import Scenarios
 from gradflow.explorer.window.sessions import SessionFiles, apply_view
 from gradflow.explorer.window.settings import SettingsPanel
 from gradflow.explorer.window.status import StatusReadout, StepRate
 from gradflow.explorer.theme import DEFAULT_THEME, THEMES, Theme, presentation
-from gradflow.explorer.window.style import palette_for, stylesheet
+from gradflow.explorer.window.style import apply_to_app
 from gradflow.explorer.window.timeline import TimelineBar
-from gradflow.explorer.window.tour import Tour
-from gradflow.explorer.window.widgets import DockTitleBar, LoadingOverlay, MessageBar, ScenarioBanner
+from gradflow.explorer.window.widgets import LoadingOverlay, MessageBar, ScenarioBanner
 from gradflow.explorer.engine.worker import EngineConnection
 
 ORGANIZATION, APPLICATION = "GradientFlowExplorer", "Explorer"
@@ -55,12 +55,16 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Gradient Flow Explorer")
         self.setObjectName("MainWindow")
         self.store = settings if settings is not None else QSettings(ORGANIZATION, APPLICATION)
-        self.preset: Preset = load_preset(preset or DEFAULT_PRESET)
-        self.scenarios = Scenarios(self, self)               # the scenario picker
-        self.tour = Tour(self)                               # Play runs to the next step a claim names
-        config = config if config is not None else self.preset.config
-
-        self.run = RunState(config.history_mb * 2**20, config.precision)   # the run as this window knows it
+        scenario = load_preset(preset or DEFAULT_PRESET)
+        config = config if config is not None else scenario.config
+        speed_name = str(self.store.value("speed", DEFAULT_SPEED))
+        speed_name = speed_name if speed_name in dict(SPEEDS) else DEFAULT_SPEED
+        self.connection = EngineConnection(config, dict(SPEEDS)[speed_name])
+        self.worker = self.connection.worker
+        # the scenario, applied config, run and tour: this window observes it and sends it intents
+        self.model = AppModel(scenario, self.worker, config, ask_discard=self._ask_discard)
+        self.model.speed = dict(SPEEDS)[speed_name]
+        self.run, self.scenarios = self.model.run, Scenarios(self, self)   # the run as the window knows it, the picker
         self._closing = False
         self.rate = StepRate()
         self.theme: Theme = DEFAULT_THEME
@@ -71,12 +75,6 @@ class MainWindow(QMainWindow):
         self.recorder = AnimationRecorder(self, self.exports, self)   # an animation being recorded
         self.checkpoints = Checkpoints(self.call_in_worker, self.run)   # snapshots for Revert
         self.checkpoint_every = CHECKPOINT_EVERY
-
-        speed_name = str(self.store.value("speed", DEFAULT_SPEED))
-        if speed_name not in dict(SPEEDS):
-            speed_name = DEFAULT_SPEED
-        self.connection = EngineConnection(config, dict(SPEEDS)[speed_name])
-        self.worker = self.connection.worker
 
         self._build_central()
         self.settings_panel = SettingsPanel(config)
@@ -103,11 +101,15 @@ class MainWindow(QMainWindow):
         self.session_files.done.connect(self._on_file_work_done)
         self._connect_worker()
         connect_panels(self.panels, self.worker)   # eigenvalue editing, Jacobians on demand
+        for panel in self.panels:                  # a drag with hold ρ on turns it off (the model says so)
+            if hasattr(panel, "eigenvalue_edited"):
+                panel.eigenvalue_edited.connect(self._on_eigenvalue_edited)
+        self._observe_model()
         self.settings_panel.live_changed.connect(self._on_live_changed)
         self.settings_panel.rebuild_requested.connect(self._on_rebuild_requested)
         self.settings_panel.check_requested.connect(self._on_check_requested)
 
-        self._restore_settings()
+        restore_view(self)   # theme, presentation mode, banner, geometry and dock layout of the last launch
         self.connection.start()
 
     # -- construction ----------------------------------------------------------------------------------
@@ -116,20 +118,14 @@ class MainWindow(QMainWindow):
         self.banner.close_button.clicked.connect(self._on_banner_closed)
         self.banner.step_clicked.connect(self._on_caption_step)
         self.message_bar = MessageBar()
-        self.dock_host = QMainWindow()        # the docks live in an inner window, below banner and messages
-        self.dock_host.setObjectName("dockHost")
-        self.dock_host.setWindowFlags(Qt.WindowType.Widget)
-        self.dock_host.setDockNestingEnabled(True)
-        self.dock_host.setTabPosition(Qt.DockWidgetArea.AllDockWidgetAreas, QTabWidget.TabPosition.North)
-        self.dock_host.setDockOptions(QMainWindow.DockOption.AllowNestedDocks | QMainWindow.DockOption.AllowTabbedDocks
-                                      | QMainWindow.DockOption.AnimatedDocks)
+        self.dock_host = dock_host()          # the docks live in an inner window, below the banner
         central = QWidget()
         column = QVBoxLayout(central)
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(0)
         column.addWidget(self.banner)
-        column.addWidget(self.message_bar)
         column.addWidget(self.dock_host, 1)
+        self.message_bar.setParent(central)           # floats over the docks' bottom: moves nothing (_build_docks)
         self.timeline = TimelineBar(lambda: self.run.history)   # scrub back through the recorded steps
         column.addWidget(self.timeline)
         self.timeline.scrubbed.connect(self._on_scrubbed)
@@ -137,15 +133,16 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
 
     def _build_docks(self):
-        self.settings_dock = self._dock("Settings", self.settings_panel, "dock_Settings")
+        self.settings_dock = make_dock(self.dock_host, "Settings", self.settings_panel, "dock_Settings")
         self.settings_dock.titleBarWidget().label.setToolTip("The run's configuration: every key of core.config")
         self.panel_docks: dict[str, QDockWidget] = {}
         for panel in self.panels:
             name = type(panel).__name__
-            dock = self._dock(panel.title or name, panel, f"dock_{name}")
+            dock = make_dock(self.dock_host, panel.title or name, panel, f"dock_{name}")
             dock.titleBarWidget().label.setToolTip(panel.caption)
             dock.visibilityChanged.connect(self._on_dock_visibility_changed)
             self.panel_docks[name] = dock
+        self.message_bar.float_over(self.dock_host, self.settings_dock)
         # Only placed here; the real layout is restored or built once the window has its size
         # (tabifying before the first show leaves Qt's tab bars behind as stray widgets).
         self.dock_host.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.settings_dock)
@@ -153,15 +150,12 @@ class MainWindow(QMainWindow):
             self.dock_host.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
             dock.hide()   # stacked, their minimum heights would make the first window too tall
 
-    def _dock(self, title: str, widget: QWidget, name: str) -> QDockWidget:
-        dock = QDockWidget(title, self.dock_host)
-        dock.setObjectName(name)
-        dock.setWidget(widget)
-        dock.setTitleBarWidget(DockTitleBar(dock))
-        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
-                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable
-                         | QDockWidget.DockWidgetFeature.DockWidgetClosable)
-        return dock
+    def _observe_model(self):
+        model = self.model
+        model.tour.changed.connect(self._on_tour_changed)
+        model.scenario_changed.connect(self._on_scenario_changed)
+        model.comparison_requested.connect(self.scenarios.open_comparison)
+        model.notice.connect(self._on_notice)
 
     def _connect_worker(self):
         w = self.worker   # every connection goes to a bound slot of this GUI-thread object
@@ -172,29 +166,7 @@ class MainWindow(QMainWindow):
         w.update_failed.connect(self._on_update_failed)
         w.diverged.connect(self._on_diverged)
         w.failed.connect(self._on_failed)
-        w.paused.connect(self._on_paused)
         w.native_status.connect(self.readout.show_native)   # the compiled LSTM loops: compiling, compiled, Python
-
-    # -- persistence -----------------------------------------------------------------------------------
-    def _restore_settings(self):
-        s = self.store
-        self.banner_action.setChecked(str(s.value("banner", "true")).lower() != "false")
-        name = str(s.value("theme", DEFAULT_THEME.name))
-        on = str(s.value("presentation", "false")).lower() == "true"
-        self.presentation_action.blockSignals(True)
-        self.presentation_action.setChecked(on)
-        self.presentation_action.blockSignals(False)
-        self.set_theme(name if name in THEMES else DEFAULT_THEME.name, on)
-        self.layouts.restore(s)   # geometry fitted to the screen, each mode's dock layout (laid out on show)
-
-    def _save_settings(self):
-        s = self.store
-        self.layouts.save(s)
-        s.setValue("theme", self.theme.name)
-        s.setValue("presentation", "true" if self.theme.presentation else "false")
-        s.setValue("speed", self.speed_combo.currentText())
-        s.setValue("banner", "true" if self.banner_action.isChecked() else "false")
-        s.sync()
 
     # -- theme -------------------------------------------------------------------------------------------
     def set_theme(self, name: str, presentation_mode: bool | None = None):
@@ -203,13 +175,7 @@ class MainWindow(QMainWindow):
             presentation_mode = self.theme.presentation
         theme = presentation(THEMES[name], presentation_mode)
         self.theme = theme
-        app = QApplication.instance()
-        font = QFont(app.font())
-        font.setPointSizeF(theme.font_pt)   # the base size of every widget without a font of its own
-        app.setFont(font)                   # new windows and dialogs; it reaches widgets that exist ...
-        self.setFont(font)                  # ... only once the event loop runs: this window's, now
-        app.setPalette(palette_for(theme))   # on the app: a window palette does not reach styled children
-        self.setStyleSheet(stylesheet(theme))
+        apply_to_app(self, theme)
         for panel in self.panels:
             try:
                 panel.apply_theme(theme)
@@ -218,9 +184,7 @@ class MainWindow(QMainWindow):
         show_theme(self, name, presentation_mode)
         self.drawer.dirty = True
 
-    def set_fullscreen(self, on: bool):
-        state = self.windowState()   # back from full screen as it was before (maximised or not)
-        self.setWindowState(state | Qt.WindowState.WindowFullScreen if on else state & ~Qt.WindowState.WindowFullScreen)
+    set_fullscreen = set_full_screen   # F11 (explorer.window.screen_fit)
 
     @Slot()
     def _on_banner_closed(self):
@@ -230,11 +194,16 @@ class MainWindow(QMainWindow):
     def is_playing(self) -> bool:
         return self.worker.is_playing()
 
+    preset = property(lambda self: self.model.preset, lambda self, preset: self.model.set_scenario(preset),
+                      doc="The scenario the window runs (AppModel.preset).")
+    tour: TourModel = property(lambda self: self.model.tour, doc="The scenario's tour (AppModel.tour).")
+
     def play(self):
-        """Play; in a scenario with a tour, to its next stop (explorer.window.tour)."""
-        if self.message_bar.kind in ("error", "warning", "tour"):
+        """Play; in a scenario with a tour, to its next stop (AppModel.play)."""
+        if self.message_bar.kind in ("error", "warning"):
             self.message_bar.clear()
-        self.tour.play()
+        self.model.play()
+        self.controls.show(True)
 
     def pause(self):
         self.controls.pause()
@@ -244,18 +213,14 @@ class MainWindow(QMainWindow):
         self.controls.step()
 
     def reset(self):
-        """Start again from step 1 with the current settings."""
-        self.pause()
-        self.message_bar.clear()
-        self.worker.rebuild(self.settings_panel.config)
+        """Start again from step 1 with the current settings (asked first over a long run)."""
+        if self.model.reset():
+            self.controls.show(False)
+            self.message_bar.clear()
 
     def choose_speed(self, index: int):
-        self.apply_speed()
-
-    def apply_speed(self):
-        """The Speed setting, or the scenario's pace on its tour where that is slower (explorer.window.tour)."""
-        rates = [rate for rate in (self.speed_combo.currentData(), self.tour.pace()) if rate]
-        self.worker.set_max_rate(min(rates) if rates else None)
+        """The Speed setting; the scenario's pace on its tour where that is slower (AppModel.rate)."""
+        self.model.set_speed(self.speed_combo.currentData())
 
     def show_run_state(self, playing: bool):
         self.readout.set_state("▶ running" if playing else "■ paused")
@@ -263,37 +228,50 @@ class MainWindow(QMainWindow):
     # -- settings -> worker ----------------------------------------------------------------------------
     @Slot(dict)
     def _on_live_changed(self, changes: dict):
-        self.worker.update(**changes)
+        self.model.edit_live(changes)
         self._update_banner()
 
-    ask_discard_run = staticmethod(ask_discard_run)   # (parent, steps) -> "save" | "discard" | "cancel"
+    @Slot(int, int, object)
+    def _on_eigenvalue_edited(self, row: int, index: int, value: complex):
+        self.model.eigenvalue_dragged()
+
+    ask_discard_run = staticmethod(ask_discard_run)   # (parent, steps, action) -> "save" | "discard" | "cancel"
+
+    def _ask_discard(self, steps: int, action: str) -> bool:
+        """AppModel.ask_discard: may the `steps`-step run go for `action`? Asks, offering to save it first."""
+        choice = self.ask_discard_run(self, steps, action)
+        if choice == "save":
+            self.session_files.save_or_ask()
+            choice = "discard" if self.session_files.saves_pending else "cancel"   # the file dialog cancelled
+        return choice == "discard"
 
     @Slot(object)
     def _on_rebuild_requested(self, config: Config):
-        """Apply & rebuild; over a run of more than DISCARD_ASK_STEPS steps it asks first, offering to save it."""
-        steps = self.run.latest.step if self.run.latest is not None else 0
-        if steps > DISCARD_ASK_STEPS:
-            choice = self.ask_discard_run(self, steps)
-            if choice == "save":
-                self.session_files.save_or_ask()
-                choice = "discard" if self.session_files.saves_pending else "cancel"   # the file dialog cancelled
-            if choice == "cancel":
-                return
-        self.message_bar.clear()
-        self.worker.rebuild(config)
+        """Apply & rebuild (asked first over a long run, AppModel.rebuild)."""
+        if self.model.rebuild(config):
+            self.controls.show(False)
+            self.message_bar.clear()
 
     @Slot(object)
     def open_config(self, config: Config):
-        """Rebuild on `config` (e.g. a sweep's point) as Apply does."""
-        self._on_rebuild_requested(config)
+        """Rebuild on `config` (a sweep's point) as Apply does, in front of the window that asked."""
+        self.raise_()
+        self.activateWindow()
+        if self.model.rebuild(config, "Opening the sweep's point"):
+            self.controls.show(False)
+            self.message_bar.clear()
+
+    def ask_open_session(self):
+        """File ▸ Open Session (asked first over a long run)."""
+        if self.model.may_discard("Opening a session"):
+            self.session_files.ask_open()
 
     # -- worker -> GUI (queued, bound slots) ---------------------------------------------------------------
     @Slot(object)
     def _on_record(self, record: Record):
         if self.session_files.take_seed(record):   # the rebuilt model's step 1, about to be replaced
             return
-        self.run.add(record)
-        self.tour.on_record(record)
+        self.model.add_record(record)
         self.rate.add(record.step)
         if self.message_bar.kind == "info":
             self.message_bar.clear()
@@ -307,12 +285,11 @@ class MainWindow(QMainWindow):
 
     @Slot(object)
     def _on_rebuilt(self, config: Config):
-        self.run.reset(config.history_mb * 2**20, config.precision)
         self.rate.reset()
         self.checkpoints.new_model()     # snapshots of another model
-        self.scenarios.rebuilt(config)
-        self.tour.reset(self.preset)
         self.settings_panel.set_config(config)
+        self.model.on_rebuilt(config)
+        self.scenarios.select(self.preset.name)
         self._update_banner()
         if not self.worker.is_playing():
             self.controls.show(False)
@@ -322,20 +299,34 @@ class MainWindow(QMainWindow):
         self.overlay.hide()
         if self.session_files.rebuild_failed(message):   # Open Session: the saved run cannot be rebuilt here
             return
-        self.scenarios.rebuilt(None)
+        self.model.on_rebuild_failed()
+        self.scenarios.select(self.preset.name)
         self.settings_panel.show_error(message)
         self.message_bar.show_message(
             "warning", f"<b>The model was not rebuilt.</b> {html.escape(message, quote=False)} "
                        f"{'The previous model keeps running.' if self.latest is not None else ''}")
 
-    @Slot(int)
-    def _on_paused(self, step: int):
-        self.tour.on_paused(step)
-
     @Slot(object)
     def _on_config_changed(self, config: Config):
+        self.model.on_config_changed(config)
         self.settings_panel.confirm_live(config)
         self._update_banner()
+
+    # -- model -> window -----------------------------------------------------------------------------------
+    def _on_tour_changed(self, tour: TourModel):
+        """The stop's message: shown from the tour's state, gone when it has none."""
+        if tour.shown is not None:
+            self.message_bar.show_message("tour", tour.message(),
+                                          (("Next ▶", self.play),) if tour.shown.has_next else ())
+        elif self.message_bar.kind == "tour":
+            self.message_bar.clear()
+
+    def _on_scenario_changed(self, preset: Preset):
+        self.scenarios.select(preset.name)
+        self._update_banner()
+
+    def _on_notice(self, text: str):
+        self.message_bar.show_message("warning", text)
 
     @Slot(str)
     def _on_update_failed(self, message: str):
@@ -360,12 +351,12 @@ class MainWindow(QMainWindow):
     # -- timeline ---------------------------------------------------------------------------------------------
     @Slot(object)
     def _on_scrubbed(self, record: Record):
-        self.run.scrub(record)
+        self.model.select_step(record)
         self.drawer.dirty = True
 
     @Slot()
     def _on_timeline_live(self):
-        self.run.scrub(None)
+        self.model.select_step(None)
         self.drawer.dirty = True
 
     @Slot(int)
@@ -406,8 +397,7 @@ class MainWindow(QMainWindow):
             self.drawer.dirty = True   # a panel that was hidden catches up at the next frame
 
     def _update_banner(self):
-        config = self.settings_panel.config
-        self.banner.set_scenario(self.preset.title, self.preset.explanation, config != self.preset.config)
+        self.banner.set_scenario(self.preset.title, self.preset.explanation, self.model.modified)
 
     # -- calls into the engine (between two steps), problems the user can act on -------------------------------
     def call_in_worker(self, what: str, fn: Callable[[Any], Any], on_done: Callable[[Any, str], None]) -> str:
@@ -431,19 +421,6 @@ class MainWindow(QMainWindow):
         self.setWindowModified(modified)
 
     # -- sessions (explorer.window.sessions) -------------------------------------------------------------------
-    @property
-    def session_path(self) -> Path | None:
-        """The .gfe this run was opened from / saved to."""
-        return self.session_files.path
-
-    def save_session(self, path: str | Path):
-        """Save the run and the view to `path` (see SessionFiles.save)."""
-        self.session_files.save(path)
-
-    def open_session(self, path: str | Path):
-        """Reopen a saved run and its view (see SessionFiles.open)."""
-        self.session_files.open(path)
-
     @Slot(dict, object, object, list)
     def _on_session_opened(self, view: dict, history: History, seed: Record | None, saved: list[Record]):
         """An opened session's run replaces this one (SessionFiles.opened); the panels see the rebuilt model's step
@@ -466,36 +443,20 @@ class MainWindow(QMainWindow):
     def _on_file_work_done(self):
         self.controls.show(self.worker.is_playing())
 
-    # -- exports -----------------------------------------------------------------------------------------
-    def dashboard_rect(self) -> QRect:
-        """The part of the dock area the panels fill (WindowExports.dashboard_rect)."""
-        return self.exports.dashboard_rect()
-
-    def export_dashboard_png(self, path: str | Path, scale: float = 1.0) -> bool:
-        return self.exports.dashboard_png(path, scale)
-
-    def export_panel(self, name: str, path: str | Path, scale: float = 2.0) -> bool:
-        """One panel (class name) as PNG at `scale` × or as SVG, by the file's suffix."""
-        return self.exports.panel(name, path, scale)
-
-    def export_run_data(self, path: str | Path) -> bool:
-        """The run so far (the window's history) as CSV (one row per step) or NPZ (every array)."""
-        return self.exports.run_data(path)
-
-    def copy_figure(self, scale: float = 2.0):
-        """The dashboard at `scale` × on the clipboard, for pasting into slides."""
-        self.exports.copy_figure(scale)
-
-    # -- recording an animation (explorer.window.recording) ---------------------------------------------------
-    @property
-    def recording(self) -> Recording | None:
-        """The animation being recorded (None when there is none)."""
-        return self.recorder.current
-
-    def record_animation(self, path: str | Path, steps: int, frames: int, target: str = "dashboard",
-                         fps: int = ANIMATION_FPS) -> bool:
-        """Train `steps` more steps into a GIF/MP4 of `frames` frames (AnimationRecorder.start)."""
-        return self.recorder.start(path, steps, frames, target, fps)
+    # -- the helpers' ways in, for scripts and tests: sessions, exports, recording, recovery ------------------
+    session_path = property(lambda self: self.session_files.path, doc="The .gfe this run was opened from / saved to.")
+    save_session = property(lambda self: self.session_files.save, doc="(path): the run and the view (SessionFiles).")
+    open_session = property(lambda self: self.session_files.open, doc="(path): a saved run and its view (SessionFiles).")
+    dashboard_rect = property(lambda self: self.exports.dashboard_rect, doc="(): the panels' part of the docks.")
+    export_dashboard_png = property(lambda self: self.exports.dashboard_png, doc="(path, scale=1.0) -> bool")
+    export_panel = property(lambda self: self.exports.panel, doc="(name, path, scale=2.0) -> bool: PNG or SVG.")
+    export_run_data = property(lambda self: self.exports.run_data, doc="(path) -> bool: the history as CSV or NPZ.")
+    copy_figure = property(lambda self: self.exports.copy_figure, doc="(scale=2.0): the dashboard on the clipboard.")
+    recording = property(lambda self: self.recorder.current, doc="The animation being recorded (None: none).")
+    record_animation = property(lambda self: self.recorder.start,
+                                doc="(path, steps, frames, target='dashboard', fps) -> bool (AnimationRecorder).")
+    continue_with = property(lambda self: self.recovery.continue_with,
+                             doc="(values) -> bool: after a divergence, play on with `values` (Recovery).")
 
     # -- after a blow-up (explorer.window.recovery), engine-checked values -------------------------------
     @Slot(int)
@@ -507,10 +468,6 @@ class MainWindow(QMainWindow):
         self.draw_frame()
         self._update_banner()
         self.readout.step.setText(f"weights of step {step:,}")
-
-    def continue_with(self, values: dict[str, str]) -> bool:
-        """After a divergence: back to the last good state, play with `values` (Recovery.continue_with)."""
-        return self.recovery.continue_with(values)
 
     @Slot(str, object)
     def _on_check_requested(self, key: str, config: Config):
@@ -536,7 +493,7 @@ class MainWindow(QMainWindow):
             if self.recording is not None:
                 self.recorder.cancel()
             self.session_files.wait_for_saves()
-            self._save_settings()
+            save_view(self)
             self.drawer.frame_timer.stop()
             self.connection.close_for(self)
         super().closeEvent(event)

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from PySide6.QtWidgets import QComboBox, QWidget
 
-from gradflow.core.config import Config, ConfigError
+from gradflow.core.config import ConfigError
 from gradflow.core.presets import Preset, load_preset
 from gradflow.explorer.compare import window as compare_window
 from gradflow.explorer.window.widgets import MessageBar
@@ -17,21 +17,18 @@ from gradflow.explorer.window.widgets import MessageBar
 class ScenarioHost(Protocol):
     """What Scenarios uses of the window."""
 
-    preset: Preset                   # the scenario the window runs
+    preset: Preset                   # the scenario the window runs (AppModel.preset)
+    model: Any                       # explorer.model.AppModel: choose_scenario()
     scenario_combo: QComboBox
     message_bar: MessageBar
-    worker: Any                      # explorer.engine.worker.TrainingWorker: rebuild()
-
-    def pause(self) -> None: ...
 
 
 class Scenarios:
-    """The scenario picker of `host` (`parent`: the comparison window's). `candidate`: a scenario being built,
-    None when none is."""
+    """The scenario picker of `host` (`parent`: the comparison window's). The model decides (asking before a long
+    run is thrown away); the picker shows the model's scenario."""
 
     def __init__(self, host: ScenarioHost, parent: QWidget):
         self.host, self.parent = host, parent
-        self.candidate: Preset | None = None
 
     def choose(self, index: int):
         """The picker's item `index` was chosen."""
@@ -42,14 +39,11 @@ class Scenarios:
             host.message_bar.show_message("error", f"<b>Scenario not loaded.</b> {html.escape(str(e), quote=False)}")
             self.select(host.preset.name)
             return
-        if preset.runs:   # a comparison: its own window; this one keeps its run
-            self.select(host.preset.name)
-            self.open_comparison(preset)
-            return
-        self.candidate = preset
-        host.pause()
-        host.message_bar.clear()
-        host.worker.rebuild(preset.config)
+        building = not preset.runs
+        if not host.model.choose_scenario(preset) or not building:
+            self.select(host.preset.name)   # kept (asked, or a comparison in its own window)
+        elif host.message_bar.kind != "tour":
+            host.message_bar.clear()
 
     def select(self, name: str):
         """Show scenario `name` in the picker (choosing nothing)."""
@@ -57,17 +51,6 @@ class Scenarios:
         combo.blockSignals(True)
         combo.setCurrentIndex(combo.findData(name))
         combo.blockSignals(False)
-
-    def rebuilt(self, config: Config | None):
-        """The engine built `config` (None: it refused one): the scenario being built becomes the window's if
-        that is its config; the picker shows the window's. An earlier build that ends while the chosen scenario's
-        is still to come (a scenario picked during the first build) leaves the choice pending."""
-        if self.candidate is not None and config is not None and config != self.candidate.config:
-            return
-        if self.candidate is not None and self.candidate.config == config:
-            self.host.preset = self.candidate
-        self.candidate = None
-        self.select(self.host.preset.name)
 
     def open_comparison(self, preset: Preset):
         """A comparison preset in the comparison view (its own window over this one)."""

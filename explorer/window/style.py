@@ -6,7 +6,8 @@ from dataclasses import asdict
 from pathlib import Path
 from string import Template
 
-from PySide6.QtGui import QColor, QPalette
+from PySide6.QtGui import QColor, QFont, QPalette
+from PySide6.QtWidgets import QApplication, QWidget
 
 from gradflow.explorer.theme import Theme
 
@@ -57,3 +58,14 @@ def compare_stylesheet(theme: Theme) -> str:
             f"border: none; border-radius: 4px; padding: 4px 8px; }}"
             f"QToolBar QToolButton:hover {{ background: {theme.muted}; }}"
             f"QToolBar QLabel {{ color: {theme.muted}; }}")
+
+
+def apply_to_app(window: QWidget, theme: Theme):
+    """`theme`'s base type size and palette on the app, its style sheet on `window`."""
+    app = QApplication.instance()
+    font = QFont(app.font())
+    font.setPointSizeF(theme.font_pt)   # the base size of every widget without a font of its own
+    app.setFont(font)                   # new windows and dialogs; it reaches widgets that exist ...
+    window.setFont(font)                # ... only once the event loop runs: this window's, now
+    app.setPalette(palette_for(theme))  # on the app: a window palette does not reach styled children
+    window.setStyleSheet(stylesheet(theme))

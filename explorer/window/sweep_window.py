@@ -35,7 +35,7 @@ from gradflow.explorer.panels import plotting
 from gradflow.explorer.panels.base import themed_palette
 from gradflow.explorer.theme import DEFAULT_THEME, Theme
 from gradflow.explorer.window.file_dialogs import ask_save_path
-from gradflow.explorer.window.presentation import fit_to_screen
+from gradflow.explorer.window.screen_fit import fit_to_screen
 from gradflow.explorer.window.style import stylesheet
 
 PREFERRED_SIZE = (1280, 800)   # on a screen with room for it; a smaller screen gets its available area

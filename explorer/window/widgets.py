@@ -143,7 +143,8 @@ class LoadingOverlay(QLabel):
 
 
 class MessageBar(QFrame):
-    """A message in the window (divergence, errors): coloured, with optional buttons; stays until closed."""
+    """A message in the window (divergence, errors, a tour's stop): coloured, with optional buttons; stays until
+    closed. `float_over(host, beside)` keeps it over the bottom of `host` instead of in a layout."""
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -184,6 +185,35 @@ class MessageBar(QFrame):
             button.clicked.connect(callback)
             self._buttons.addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
         self.setVisible(True)
+
+    def float_over(self, host: QWidget, beside: QWidget):
+        """Float over the bottom of `host` (right of `beside` where that is docked at its left), in no layout:
+        showing or hiding a message moves no other control (a stop's message appearing shifted the settings)."""
+        self.setAutoFillBackground(True)
+        self._host, self._beside = host, beside
+        for watched in (host, beside, self):
+            watched.installEventFilter(self)
+
+    def eventFilter(self, watched, event) -> bool:
+        if event.type() in (QEvent.Type.Resize, QEvent.Type.Move, QEvent.Type.Show, QEvent.Type.Hide,
+                            QEvent.Type.LayoutRequest) and self.isVisible():
+            self._place()
+        return False
+
+    def _place(self):
+        host, beside = self._host, self._beside
+        left = 0
+        if beside.isVisible() and beside.parent() is host and beside.x() <= 1 and beside.width() < host.width() // 2:
+            left = beside.geometry().right() + 1   # docked at the left: the message stays off the settings
+        width = host.width() - left
+        layout = self.layout()
+        height = min(layout.totalHeightForWidth(width) if layout.hasHeightForWidth() else self.sizeHint().height(),
+                     host.height() // 2)
+        origin = host.mapTo(self.parentWidget(), host.rect().topLeft())
+        geometry = (origin.x() + left, origin.y() + host.height() - height, width, height)
+        if self.geometry().getRect() != geometry:
+            self.setGeometry(*geometry)
+        self.raise_()
 
     def text(self) -> str:
         """The message as plain text ('' when none is shown)."""

@@ -359,3 +359,21 @@ def test_a_single_preset_opens_in_the_main_window_alone(qtbot):
         assert not compare.open_windows()
     finally:
         window.close()
+
+
+def test_a_comparison_scenario_has_the_tour_its_stop_at_step_1_names_each_run(qtbot):
+    """Edge of chaos: all its claims are at step 1, so its one stop is shown as the window opens; Next then plays
+    freely (the tour is the model's: explorer.model, tested without a window in test_app_model)."""
+    preset = load_preset("compare_edge_of_chaos")
+    window = open_comparison(preset)                                       # deletes itself on close
+    try:
+        qtbot.waitUntil(lambda: window.message_bar.kind == "tour", timeout=WAIT_MS)
+        text = window.message_bar.text()
+        assert "Step 1 (stop 1 of 1)" in text and "tour ends here" in text
+        assert all(f"{label}:" in text for label, _ in preset.runs) and "✗" not in text
+        assert text.count("measured:") == len(preset.claims)
+        window.next_action.trigger()
+        qtbot.waitUntil(lambda: window.latest[0].step > 1, timeout=WAIT_MS)
+        assert window.message_bar.kind != "tour"
+    finally:
+        window.close()

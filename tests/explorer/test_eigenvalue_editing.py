@@ -228,3 +228,25 @@ def test_undo_restores_the_matrix_before_the_edit(qtbot, edit_connection):
     after = sink.records[1].eigenvalues[0]
     assert np.abs(after - target).min() > 0.1
     assert max(np.abs(after - e).min() for e in eig) < 0.02   # as before the edit, up to two Adam steps
+
+
+def test_a_drag_with_hold_rho_on_turns_hold_off_and_says_so_instead_of_being_undone(qtbot, open_window):
+    """With hold ρ on, the next step rescaled the whole spectrum back to the held ρ: a drag applied for one step
+    and was silently undone. Now the drag turns hold ρ off, the settings show it and the message bar says so."""
+    from window_helpers import SMALL, step_once
+    window = open_window(config=SMALL.replace(hold_spectral_radius=True, spectral_radius=0.9, optimizer="sgd",
+                                              lr=1e-4))
+    panel = window.panel("SpectrumPanel")
+    window.panel_docks["SpectrumPanel"].show()
+    window.panel_docks["SpectrumPanel"].raise_()
+    window.draw_frame()
+    eig = window.latest.eigenvalues[0]
+    index = int(np.argmax(np.where(np.abs(eig.imag) < 1e-9, eig.real, -np.inf)))   # the largest real one
+    assert abs(eig.imag[index]) < 1e-9
+    panel.eigenvalue_edited.emit(0, index, complex(2.3, 0))
+    qtbot.waitUntil(lambda: not window.model.applied.hold_spectral_radius, timeout=WAIT_MS)
+    assert "Hold ρ is now off" in window.message_bar.text()
+    assert window.settings_panel.field("hold_spectral_radius").text().lower() in ("false", "off", "")
+    step_once(qtbot, window)
+    step_once(qtbot, window)                               # two updates later the drag still stands
+    assert window.latest.spectral_radius > 2.2

@@ -278,6 +278,7 @@ def test_presentation_companion_settings_overlay_captions_and_banner(open_window
 
     qtbot.waitUntil(lambda: showing("SpectrumPanel"), timeout=5000)
     assert window.panel("GradientTimePanel") in layouts.visible_panels()
+    assert window.speed_combo.isVisible()   # the speed stays at hand (it gave its room to the scenario picker)
     assert window.banner.collapsed and not window.banner.text.isVisible()
     layouts.companion_actions["TrainingPanel"].trigger()          # key 3
     qtbot.waitUntil(lambda: showing("TrainingPanel"), timeout=5000)

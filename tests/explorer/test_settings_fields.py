@@ -380,9 +380,9 @@ def test_apply_stays_disabled_while_any_field_is_refused(qtbot, window):
 
 @pytest.mark.parametrize("choice,rebuilt", [("cancel", False), ("discard", True)])
 def test_applying_over_a_long_run_asks_first(qtbot, window, monkeypatch, choice, rebuilt):
-    from gradflow.explorer.window.dialogs import DISCARD_ASK_STEPS
+    from gradflow.explorer.model import DISCARD_ASK_STEPS
     asked = []
-    monkeypatch.setattr(window, "ask_discard_run", lambda parent, steps: asked.append(steps) or choice)
+    monkeypatch.setattr(window, "ask_discard_run", lambda parent, steps, action: asked.append(steps) or choice)
     model = window.settings_panel.field("model")
     model.widget.setCurrentText("gru")
     model.widget.activated.emit(model.widget.currentIndex())
@@ -402,9 +402,34 @@ def test_applying_over_a_long_run_asks_first(qtbot, window, monkeypatch, choice,
 
 
 def test_applying_over_a_short_run_does_not_ask(qtbot, window, monkeypatch):
-    monkeypatch.setattr(window, "ask_discard_run", lambda parent, steps: pytest.fail("asked"))
+    monkeypatch.setattr(window, "ask_discard_run", lambda parent, steps, action: pytest.fail("asked"))
     model = window.settings_panel.field("model")
     model.widget.setCurrentText("gru")
     model.widget.activated.emit(model.widget.currentIndex())
     qtbot.mouseClick(window.settings_panel.apply_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: window.shown_record.model == "gru", timeout=WAIT_MS)
+
+
+def test_the_scenario_box_reset_and_open_session_ask_before_replacing_a_long_run(qtbot, window, monkeypatch):
+    """Apply & rebuild asked; the scenario box, Reset and Open Session threw a long run away without asking
+    (a 5,592-step run was lost to the scenario box). Each asks now, naming what would replace it; kept on Cancel."""
+    from gradflow.explorer.model import DISCARD_ASK_STEPS
+    asked = []
+    monkeypatch.setattr(window, "ask_discard_run", lambda parent, steps, action: asked.append(action) or "cancel")
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: pytest.fail("the file dialog opened"))
+    window.play_action.trigger()
+    qtbot.waitUntil(lambda: window.latest.step > DISCARD_ASK_STEPS, timeout=10 * WAIT_MS)
+    window.play_action.trigger()
+    wait_paused(qtbot, window)
+    steps, scenario = window.latest.step, window.preset.name
+    combo = window.scenario_combo
+    other = next(i for i in range(combo.count()) if combo.itemData(i) not in (None, scenario)
+                 and not load_preset(combo.itemData(i)).runs)
+    combo.setCurrentIndex(other)
+    combo.activated.emit(other)
+    window.reset_action.trigger()
+    window.open_action.trigger()
+    assert asked == [f"Switching to “{load_preset(combo.itemData(other)).title}”", "Reset", "Opening a session"]
+    assert combo.currentData() == scenario and window.preset.name == scenario   # the picker shows the kept run
+    step_once(qtbot, window)
+    assert window.latest.step == steps + 1                                      # the run goes on where it was

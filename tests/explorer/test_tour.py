@@ -4,6 +4,7 @@ from gradflow.core.claim_checks import check_run
 from gradflow.core.claims import tour_stops
 from gradflow.core.presets import load_preset
 from gradflow.core.records import History
+from gradflow.explorer.model import MIN_LEG_SECONDS
 from window_helpers import WAIT_MS, wait_paused   # tests/explorer is on sys.path
 
 
@@ -11,7 +12,7 @@ def test_a_scenarios_stops_are_the_steps_its_claims_check_at():
     stops = tour_stops(load_preset("vanishing"))
     assert [stop.step for stop in stops] == [1, 40, 200]
     assert "Near step 40" in stops[1].claims[0].text
-    assert tour_stops(load_preset("compare_rho")) == []          # a comparison: no tour
+    assert tour_stops(load_preset("compare_rho")) == []          # core's: single runs only (the model's has both)
 
 
 def test_a_pinned_record_outlives_the_ring():
@@ -31,16 +32,20 @@ def test_play_stops_at_each_claimed_step_and_shows_what_was_measured(qtbot, open
     preset = load_preset("vanishing")
     window = open_window(config=preset.config)                   # the scenario's own config: the tour is on
     assert window.tour.active
+    # the stop at step 1 (computed when the scenario opens) is shown at once, before any Play
+    qtbot.waitUntil(lambda: "Step 1</b>" in window.message_bar.label.text(), timeout=WAIT_MS)
+    assert "about 0.83" in window.message_bar.text() and "✗" not in window.message_bar.text()
     window.play_action.trigger()
-    assert window.worker.max_rate == preset.pace_at(2) == 20      # the scenario's pace: 20 steps/s to step 200
+    # the tour's pace: the 39 steps to the next stop take MIN_LEG_SECONDS (slower than the scenario's 20 steps/s)
+    assert window.worker.max_rate == (40 - 1) / MIN_LEG_SECONDS
     wait_paused(qtbot, window)
-    qtbot.waitUntil(lambda: "Step 40" in window.message_bar.text(), timeout=WAIT_MS)   # the pause's other slot
+    qtbot.waitUntil(lambda: "Step 40" in window.message_bar.text(), timeout=WAIT_MS)
     assert window.latest.step == 40 and window.shown_record.step == 40
     assert window.shown_record.hidden is not None                # the stop is recorded in full
     text = window.message_bar.text()
     assert "Step 40" in text and "Near step 40 σ_max rises above 1.2" in text and "measured: sigma_max = " in text
     assert "✗" not in text                                       # the same run as the claims test's: it holds
-    assert "Next: step 200, played at 20 steps/s (the scenario's pace)" in text
+    assert "Next: step 200, played at 20 steps/s at most (the tour's pace)" in text
     window.next_action.trigger()
     qtbot.waitUntil(lambda: window.latest.step == 200 and not window.is_playing(), timeout=10 * WAIT_MS)
     wait_paused(qtbot, window)
@@ -55,19 +60,27 @@ def test_play_stops_at_each_claimed_step_and_shows_what_was_measured(qtbot, open
     assert at_200 and all(measured in text for measured in at_200)
 
 
-def test_the_speed_setting_slows_the_scenarios_pace_and_other_settings_drop_it(qtbot, open_window):
+def test_the_speed_setting_slows_the_tours_pace_and_a_rebuild_on_other_settings_drops_it(qtbot, open_window):
     preset = load_preset("vanishing")
     window = open_window(config=preset.config)
-    window.speed_combo.setCurrentText("5 steps/s")                 # slower than the pace: it wins
+    window.speed_combo.setCurrentText("1 step/s")                  # slower than the pace: it wins
     window.play_action.trigger()
-    assert window.worker.max_rate == 5
+    assert window.worker.max_rate == 1
     window.speed_combo.setCurrentText("unlimited")
-    assert window.worker.max_rate == 20
+    assert window.worker.max_rate == (40 - 1) / MIN_LEG_SECONDS
     window.play_action.trigger()                                   # pause
     wait_paused(qtbot, window)
-    window.settings_panel.set_config(preset.config.replace(lr=preset.config.lr / 2))   # the tour is off
+    # a live edit keeps the tour (Next shows where the scenario's claims no longer hold); a rebuild on other
+    # settings ends it: the claims are about the scenario's config (it was: the settings panel alone decided)
+    window.settings_panel.enter("lr", str(preset.config.lr / 2))
+    qtbot.waitUntil(lambda: window.model.applied.lr == preset.config.lr / 2, timeout=WAIT_MS)
+    assert window.tour.active
+    window.settings_panel.enter("hidden_size", "32")
+    window.settings_panel.apply_button.click()
+    qtbot.waitUntil(lambda: window.model.applied.hidden_size == 32 and window.latest is not None, timeout=WAIT_MS)
+    assert not window.tour.active
     window.play_action.trigger()
-    assert not window.tour.active and window.worker.max_rate is None
+    assert window.worker.max_rate is None
 
 
 def test_with_other_settings_play_plays_on(qtbot, open_window):
@@ -91,3 +104,24 @@ def test_the_captions_step_references_are_links_that_show_that_step(qtbot, open_
     window.banner.text.linkActivated.emit("step:1")              # one passed: the timeline shows it
     qtbot.waitUntil(lambda: window.shown_record.step == 1, timeout=WAIT_MS)
     assert not window.timeline.is_live
+
+
+def test_a_stop_message_moves_nothing_and_the_settings_open_while_it_is_shown(qtbot, open_window):
+    """At 1280×720 the message bar took the docks' height: View ▸ Settings did nothing while a stop was shown and
+    the settings jumped ~60 px when it came and went. Now it floats over the panels' bottom, off the settings."""
+    window = open_window(config=load_preset("vanishing").config, size=(1280, 720))
+    qtbot.waitUntil(lambda: window.message_bar.kind == "tour" and window.message_bar.isVisible(), timeout=WAIT_MS)
+    central = window.centralWidget()
+    settings = window.settings_dock
+    toggle = settings.toggleViewAction()
+    if settings.isVisible():
+        toggle.trigger()
+        qtbot.waitUntil(lambda: not settings.isVisible(), timeout=WAIT_MS)
+    toggle.trigger()                                               # View ▸ Settings while the stop is shown
+    qtbot.waitUntil(lambda: settings.isVisible() and toggle.isChecked(), timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: window.message_bar.geometry().left()
+                    >= settings.mapTo(central, settings.rect().topRight()).x(), timeout=WAIT_MS)
+    shown_at = settings.mapTo(central, settings.rect().topLeft()), window.dock_host.geometry()
+    window.message_bar.clear()
+    qtbot.waitUntil(lambda: not window.message_bar.isVisible(), timeout=WAIT_MS)
+    assert (settings.mapTo(central, settings.rect().topLeft()), window.dock_host.geometry()) == shown_at

@@ -1,0 +1,222 @@
+"""The app as a model, without Qt (napari's ViewerModel in small): the scenario, the applied config and the live
+edits on their way to the engine, the runs (one, or a comparison's in lockstep) with the selected step, the tour,
+play / speed, and what must be asked before a run is thrown away. Windows observe its events and send it intents;
+it talks to the engine through the worker's plain methods (`Engine`), so a test drives it with a fake engine.
+
+    model = AppModel(preset, engine, ask_discard=window_asks)
+    model.play()                    # to the tour's next stop (the whole way when there is none), at its pace
+    model.choose_scenario(preset)   # asks before throwing away a long run; a comparison is requested instead
+    model.edit_live({"spectral_radius": 1.1})
+    model.on_rebuilt(config); model.add_records([record]); model.on_config_changed(config)   # from the engine
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol, Sequence
+
+from gradflow.core.config import Config
+from gradflow.core.presets import Preset
+from gradflow.core.records import Record
+from gradflow.explorer.model.events import Event
+from gradflow.explorer.model.tour import TourModel
+from gradflow.explorer.window.run_state import RunState, scrub_step
+
+DISCARD_ASK_STEPS = 300   # replacing a run longer than this asks first (and offers to save it)
+
+
+class Engine(Protocol):
+    """What the model uses of explorer.engine.worker.TrainingWorker (all between two steps, never blocking)."""
+
+    def play(self) -> None: ...
+    def play_to(self, step: int) -> None: ...
+    def pause(self) -> None: ...
+    def update(self, **changes: Any) -> None: ...
+    def rebuild(self, config: Any) -> None: ...
+    def set_max_rate(self, steps_per_second: float | None) -> None: ...
+
+
+class AppModel:
+    """One window's state (see module doc). `labels`: a comparison's run labels (None: a single run);
+    `ask_discard(steps, action)`: may a `steps`-step run be thrown away for `action`? (the window asks, offering to
+    save it); `history_bytes`: each run's history cap."""
+
+    def __init__(self, preset: Preset, engine: Engine, config: Config | None = None,
+                 labels: Sequence[str] | None = None, history_bytes: int | None = None,
+                 ask_discard: Callable[[int, str], bool] | None = None):
+        self.preset = preset
+        self.engine = engine
+        self.applied: Config = config if config is not None else preset.config   # what the engine runs
+        self.pending: dict[str, Any] = {}       # live edits sent to the engine, not yet confirmed
+        self.labels: list[str | None] = list(labels) if labels else [None]
+        cap = history_bytes if history_bytes is not None else self.applied.history_mb * 2**20
+        self.runs = [RunState(cap, self.applied.precision) for _ in self.labels]
+        self.candidate: Preset | None = None    # a scenario being built
+        self.speed: float | None = None         # the user's speed limit (steps/s; None: unlimited)
+        self.touring = False                    # the last Play was the tour's: its pace applies
+        self._rate: float | None | bool = False  # the rate last sent (False: none yet)
+        self.ask_discard = ask_discard
+        self.tour = TourModel()
+        self.scenario_changed: Event[Preset] = Event()
+        self.config_changed: Event[Config] = Event()
+        self.comparison_requested: Event[Preset] = Event()
+        self.notice: Event[str] = Event()       # a sentence for the user (html)
+        self.step_selected: Event[int | None] = Event()
+        self._start_tour()
+
+    # -- what the window shows ---------------------------------------------------------------------------
+    @property
+    def run(self) -> RunState:
+        return self.runs[0]
+
+    @property
+    def steps(self) -> int:
+        latest = self.run.latest
+        return latest.step if latest is not None else 0
+
+    @property
+    def modified(self) -> bool:
+        """The run's config is not its scenario's."""
+        return self.applied != self.preset.config
+
+    def rate(self) -> float | None:
+        """The max steps/s now: the user's speed, and the tour's pace while Play is the tour's."""
+        rates = [self.speed, self.tour.pace_at(self.steps + 1) if self.touring else None]
+        rates = [r for r in rates if r]
+        return min(rates) if rates else None
+
+    # -- intents -------------------------------------------------------------------------------------------
+    def play(self):
+        """Play to the tour's next stop (the whole way when there is none), at its pace."""
+        self.tour.dismiss()
+        target = self.tour.target
+        self.touring = self.tour.active
+        self._send_rate()
+        if target is not None:
+            self.engine.play_to(target.step)
+        else:
+            self.engine.play()
+
+    next = play   # Next / N: the same as Play on a tour
+
+    def pause(self):
+        self.engine.pause()
+
+    def set_speed(self, steps_per_second: float | None):
+        self.speed = steps_per_second
+        self._send_rate()
+
+    def may_discard(self, action: str) -> bool:
+        """May the run be replaced for `action`? A run over DISCARD_ASK_STEPS steps is asked about."""
+        if self.steps <= DISCARD_ASK_STEPS or self.ask_discard is None:
+            return True
+        return self.ask_discard(self.steps, action)
+
+    def rebuild(self, config: Config, action: str = "Apply & rebuild") -> bool:
+        """A new model on `config` (asked first over a long run). False when the user kept the run."""
+        if not self.may_discard(action):
+            return False
+        self.engine.pause()
+        self.engine.rebuild(config)
+        return True
+
+    def reset(self) -> bool:
+        """Start again from step 1 with the applied settings."""
+        return self.rebuild(self.applied, "Reset")
+
+    def choose_scenario(self, preset: Preset) -> bool:
+        """A scenario from the picker: a single run replaces this one once the engine has built it (asked first
+        over a long run); a comparison is requested (comparison_requested) and this run stays."""
+        if preset.runs:
+            self.comparison_requested.emit(preset)
+            return True
+        if not self.may_discard(f"Switching to “{preset.title}”"):
+            return False
+        self.candidate = preset
+        self.engine.pause()
+        self.engine.rebuild(preset.config)
+        return True
+
+    def edit_live(self, changes: dict[str, Any]):
+        """Live settings (applied at the next step); at a tour stop the tour says what Next does now."""
+        self.pending.update(changes)
+        self.engine.update(**changes)
+        self.tour.settings_changed(", ".join(f"{key} = {value}" for key, value in changes.items()))
+
+    def eigenvalue_dragged(self):
+        """The user moved an eigenvalue of W_hh: with hold ρ on, the next step would rescale it back, so hold ρ
+        goes off (and the user is told)."""
+        if self.applied.hold_spectral_radius and self.pending.get("hold_spectral_radius", True):
+            self.edit_live({"hold_spectral_radius": False})
+            self.notice.emit("<b>Hold ρ is now off</b>, so the dragged eigenvalue stays where you put it "
+                             "(with it on, the next step would rescale the whole spectrum back to "
+                             f"ρ = {self.applied.spectral_radius:g}). Turn it on again in the settings.")
+
+    def set_scenario(self, preset: Preset):
+        """The run is `preset`'s (an opened session's scenario): its tour from the first stop not yet passed."""
+        self.preset = preset
+        self.scenario_changed.emit(preset)
+        self._start_tour()
+
+    def select_step(self, record: Record | None):
+        """The step picked on the timeline or in the caption (None: follow the newest)."""
+        scrub_step(self.runs, record) if len(self.runs) > 1 else self.run.scrub(record)
+        step = record.step if record is not None else None
+        self.tour.view(step)
+        self.step_selected.emit(step)
+
+    # -- from the engine -----------------------------------------------------------------------------------
+    def on_rebuilt(self, config: Config):
+        """The engine built `config`: a new run. The scenario being built becomes this one's when it is its
+        config (an earlier build that ends first leaves the choice pending)."""
+        for run in self.runs:
+            run.reset(config.history_mb * 2**20, config.precision)
+        self.applied, self.pending = config, {}
+        if self.candidate is not None and self.candidate.config == config:
+            self.preset, self.candidate = self.candidate, None
+            self.scenario_changed.emit(self.preset)
+        self.config_changed.emit(config)
+        self._start_tour()
+
+    def on_rebuild_failed(self):
+        self.candidate = None
+
+    def on_config_changed(self, config: Config):
+        """The engine applied live settings."""
+        self.applied = config
+        self.pending = {k: v for k, v in self.pending.items() if getattr(config, k) != v}
+        self.config_changed.emit(config)
+
+    def add_records(self, records: Sequence[Record]):
+        """One step's records (one per run) from the engine, in step order."""
+        for run, record in zip(self.runs, records):
+            run.add(record)
+            if record.hidden is not None and any(stop.step == record.step for stop in self.tour.stops):
+                run.history.pin(record)   # a stop stays reachable however long the run goes on
+        self.tour.reach(records[0].step, self._kept, self._diverged_at)
+        if self.touring:
+            self._send_rate()
+
+    def add_record(self, record: Record):
+        self.add_records([record])
+
+    # -- helpers -----------------------------------------------------------------------------------------
+    def _start_tour(self):
+        """The tour is on while the run is its scenario's own config (the claims are about that config)."""
+        self.touring = False
+        self.tour.start(self.preset if self.applied == self.preset.config or len(self.runs) > 1 else None)
+
+    def _run_of(self, label: str | None) -> RunState:
+        return self.runs[self.labels.index(label)] if label in self.labels else self.run
+
+    def _kept(self, label: str | None) -> dict[int, Record]:
+        history = self._run_of(label).history
+        return {record.step: record for record in history.records} | history.pinned
+
+    def _diverged_at(self, label: str | None) -> int | None:
+        diverged = self._run_of(label).diverged
+        return diverged.step if diverged is not None else None
+
+    def _send_rate(self):
+        rate = self.rate()
+        if rate != self._rate:
+            self._rate = rate
+            self.engine.set_max_rate(rate)
