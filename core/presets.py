@@ -44,7 +44,7 @@ class Preset:
     config: Config     # the base config (the first run's, for a comparison)
     runs: tuple[tuple[str, Config], ...] = ()  # a comparison: (label, config) per run, from [[runs]]
     claims: tuple[Claim, ...] = ()  # what the explanation promises, checked by tests/core/test_claims.py
-    pace: tuple[Pace, ...] = ()     # the tour's pace, by step (explorer.window.tour), `until` ascending
+    pace: tuple[Pace, ...] = ()     # the tour's pace, by step (explorer.model.tour), `until` ascending
 
     def pace_at(self, step: int) -> float | None:
         """The tour's steps/s for optimizer step `step` (1 = the first), None: as fast as the speed setting."""

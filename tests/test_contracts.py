@@ -64,30 +64,17 @@ def test_every_engine_module_sits_in_a_layer():
 
 
 MAX_LINES = 500
-# Being split by other work in progress; remove each as it lands (the test then holds it too).
-SPLITTING = {"core/sweep.py", "explorer/window/main_window.py", "explorer/window/presentation.py",
-             "explorer/compare/window.py"}
 
 
-def long_modules(skip=frozenset()) -> list[str]:
+def test_no_module_is_over_500_lines():
+    """One job per module: a module over MAX_LINES lines does several (split it by job)."""
     found = []
     for folder in ("core", "explorer", "gradflow"):
         for path in sorted((ROOT / folder).rglob("*.py")):
-            name = path.relative_to(ROOT).as_posix()
             lines = len(path.read_text(encoding="utf-8").splitlines())
-            if lines > MAX_LINES and name not in skip:
-                found.append(f"{name}: {lines} lines")
-    return found
-
-
-def test_no_module_but_those_being_split_is_over_500_lines():
-    assert long_modules(skip=SPLITTING) == []
-
-
-@pytest.mark.xfail(strict=False, reason=f"being split: {', '.join(sorted(SPLITTING))}")
-def test_no_module_is_over_500_lines():
-    """One job per module: a module over MAX_LINES lines does several (split it by job)."""
-    assert long_modules() == []
+            if lines > MAX_LINES:
+                found.append(f"{path.relative_to(ROOT).as_posix()}: {lines} lines")
+    assert found == []
 
 
 def test_importing_the_panels_leaves_pyqtgraph_as_it_was():
