@@ -26,11 +26,11 @@ ROOT = Path(__file__).resolve().parents[2]
 STEPS = 5
 RTOL = 1e-6   # float32 precision; a different first step differs by percents (exploding: 0.82 vs 0.92)
 
+pytestmark = pytest.mark.slow
+
 HEADLESS = """
 import sys
 from gradflow.core.cli import main
-
-pytestmark = pytest.mark.slow
 out, steps, names = sys.argv[1], sys.argv[2], sys.argv[3:]
 for name in names:   # one process for all presets: `gradflow run` once per preset, minus the imports
     if main(["--preset", name, "--steps", steps, "--json", f"{out}/{name}.json"]) != 0:
