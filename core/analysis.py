@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from torch.func import jacrev, vmap
 
+from gradflow.core.precision import exact_norm
 from gradflow.core.trace import carry_scales
 
 ACTIVATION_DERIVATIVE = {  # φ'(a) written in terms of h = φ(a)
@@ -38,10 +39,11 @@ ACTIVATION_DERIVATIVE = {  # φ'(a) written in terms of h = φ(a)
 def time_contributions(delta: torch.Tensor, h_prev: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """Step t's term δ_tᵀ h_{t−1} of ∂L/∂W_hh.
 
-    delta, h_prev (T, B, H) -> (norms (T,) ‖term_t‖_F, total (H, H) = Σ_t term_t)
+    delta, h_prev (T, B, H) -> (norms (T,) ‖term_t‖_F in float64 (core.precision.exact_norm),
+    total (H, H) = Σ_t term_t)
     """
     terms = torch.einsum("tbi,tbj->tij", delta, h_prev)  # (T, H, H)
-    return torch.linalg.matrix_norm(terms).cpu().numpy(), terms.sum(0).cpu().numpy()
+    return exact_norm(terms, dim=(1, 2)).cpu().numpy(), terms.sum(0).cpu().numpy()
 
 
 def row_contributions(row, delta: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
@@ -138,9 +140,10 @@ def zero_causes(model, trace, inputs: torch.Tensor, keep_grad_at, loss_at_last: 
                 dh_norms: np.ndarray) -> np.ndarray:
     """Why each exactly-zero ‖∂L/∂h_t‖ is zero: (R, T) int8 codes of core.records.ZERO_CAUSES.
 
-    dh_norms (R, T) as measured; trace: the step's core.trace.Trace (after backward); inputs (T, B, I);
-    keep_grad_at: the forward's truncation schedule (None: none). Rows are decided top layer first, each in
-    the order its gradient flows (last processed step first):
+    dh_norms (R, T) as measured (core.precision.exact_norm: a 0 means every entry of ∂L/∂h_t is 0); trace: the
+    step's core.trace.Trace (after backward); inputs (T, B, I); keep_grad_at: the forward's truncation schedule
+    (None: none). Rows are decided top layer first, each in the order its gradient flows (last processed step
+    first):
 
     - truncation: no path from any loss position reaches h_t without crossing a cut (ξ = 0);
     - no path: no loss position lies downstream of h_t even without cuts (a backward-direction row with
@@ -267,6 +270,6 @@ def linear_prediction(w_hh: torch.Tensor, dh_last: torch.Tensor, T: int) -> np.n
     w, v = w_hh.detach().double(), dh_last.detach().double()     # (H, H), (B, H)
     norms = torch.empty(T, dtype=torch.float64, device=v.device)
     for t in range(T - 1, -1, -1):
-        norms[t] = torch.linalg.vector_norm(v)
+        norms[t] = exact_norm(v)
         v = v @ w
     return norms.cpu().numpy()

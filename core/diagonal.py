@@ -41,6 +41,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from gradflow.core.analysis import JacobianProfile
+from gradflow.core.precision import exact_norm
 from gradflow.core.trace import KeepGradAt, RowTrace, StackedRows, Trace, carry_scales
 
 if TYPE_CHECKING:
@@ -310,13 +311,13 @@ def step_contributions(row: DiagonalRowTrace) -> tuple[np.ndarray, np.ndarray]:
     """The diagonal cells' contributions through time: step t's term Σ_b ∂L/∂h_t ⊙ conj(h_{t−1}) of ∂L/∂a for a
     decay a shared by every step and sample (for the LRU, Σ_t term_t is exactly ∂L/∂λ).
 
-    -> (norms (T,) ‖term_t‖ over units, total (H,) Σ_t term_t)
+    -> (norms (T,) ‖term_t‖ over units in float64 (core.precision.exact_norm), total (H,) Σ_t term_t)
     """
     r = _filled(row)
     h0u = r.h0.unsqueeze(0)
     prev = torch.cat([r.h[1:], h0u]) if r.reverse else torch.cat([h0u, r.h[:-1]])   # (T, B, H)
     terms = (r.dh * prev.conj()).sum(1)                                                   # (T, H)
-    return torch.linalg.vector_norm(terms, dim=1).double().cpu().numpy(), terms.sum(0).cpu().numpy()
+    return exact_norm(terms, dim=1).cpu().numpy(), terms.sum(0).cpu().numpy()
 
 
 def jacobian_profile(row: DiagonalRowTrace):

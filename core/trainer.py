@@ -25,7 +25,7 @@ from gradflow.core import cells
 from gradflow.core.config import LIVE_KEYS, Config, ConfigError
 from gradflow.core.analysis import linear_prediction, zero_causes
 from gradflow.core.optim import OPTIMIZERS
-from gradflow.core.precision import DTYPES
+from gradflow.core.precision import DTYPES, exact_norm
 from gradflow.core.trace import Trace, detach_state
 from gradflow.core.records import History, Record
 from gradflow.core.spectrum import SpectrumMeter, edit_eigenvalue, nearest_eigenvalue
@@ -152,13 +152,16 @@ class Trainer:
 
         params = [(name, p) for name, p in model.named_parameters() if p.grad is not None]
         grads = [g for _, p in params if (g := p.grad) is not None]   # every one of params'
-        param_norms = _norms(grads)
         R, T = len(trace.rows), inputs.shape[0]
-        norms = [loss.detach().reshape(1), torch.linalg.vector_norm(param_norms).reshape(1), param_norms]
-        norms += [torch.linalg.vector_norm(_real_view(row.dh), dim=(1, 2)) for row in trace.rows]  # (T,) each
+        # every recorded norm is exact for every representable entry (core.precision.exact_norm: float32 squares
+        # underflow below ~1e-19); the total ‖g‖ that clipping and the divergence check use stays torch's own
+        # (clip_grad_norm_'s, in the gradients' dtype), so clipped runs take the same steps
+        norms = [loss.detach().reshape(1).double(), torch.linalg.vector_norm(_norms(grads)).reshape(1).double()]
+        norms += [torch.stack([exact_norm(g) for g in grads])]
+        norms += [exact_norm(_real_view(row.dh), dim=(1, 2)) for row in trace.rows]  # (T,) each
         if trace.is_lstm:
-            norms += [torch.linalg.vector_norm(row.dc, dim=(1, 2)) for row in trace.rows]
-        measured = torch.cat(norms).double().cpu().numpy()  # the step's one device -> host transfer
+            norms += [exact_norm(dc, dim=(1, 2)) for row in trace.rows if (dc := row.dc) is not None]  # every row's
+        measured = torch.cat(norms).cpu().numpy()  # the step's one device -> host transfer
         spectrum = cell.spectrum(model, trace, self._spectrum, full=full_spectrum)  # of the W that made these gradients
         loss_value, grad_norm = float(measured[0]), float(measured[1])
         n = len(params)
@@ -343,7 +346,8 @@ def _divergence(loss: float, grad_norm: float) -> str | None:
 
 
 def _norms(tensors: list[torch.Tensor]) -> torch.Tensor:
-    """Each tensor's 2-norm, stacked: what torch.nn.utils.get_total_norm takes the norm of (it returns only that)."""
+    """Each tensor's 2-norm in its own dtype, stacked: what torch.nn.utils.get_total_norm takes the norm of (it
+    returns only that). For clipping only: a float32 one reads 0 below ~1e-19 (the record: exact_norm)."""
     return torch.stack([torch.linalg.vector_norm(t) for t in tensors])
 
 

@@ -240,9 +240,6 @@ def test_lru_normalisation_makes_the_state_variance_independent_of_the_modulus()
 
 
 # -- found on the way ----------------------------------------------------------------------------------------
-@pytest.mark.xfail(strict=True, reason="core/trainer.py takes ‖∂L/∂h_t‖ with a float32 vector_norm: its sum of squares "
-                                       "underflows for entries below ~1e-19 (fix: dtype=torch.float64 in the norm; "
-                                       "moves lstm_forget_bias_0's and compare_cells' 'underflow' zeros and every digest)")
 def test_float32_norms_of_representable_gradients_match_float64():
     """Same weights and data in both precisions: where the float64 ‖∂L/∂h_t‖ is far inside float32's range
     (entries above 1e-30), the float32 record should agree to 1e-4."""

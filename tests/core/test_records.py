@@ -103,7 +103,7 @@ def test_earlier_gives_the_newest_records_before_a_step_with_its_shape_without_s
 
 
 def test_a_float64_runs_history_keeps_its_norms_below_float32s_range():
-    trainer = Trainer(Config(model="gru", seq_len=200, precision="float64"))   # float32: exact zeros (underflow)
+    trainer = Trainer(Config(model="gru", seq_len=200, precision="float64"))   # float32: subnormals
     record = trainer.step()
     assert 0 < record.dh_norms.min() < np.finfo(np.float32).tiny   # float32 would keep these as denormals (or 0)
     _, profiles = trainer.history.profiles()

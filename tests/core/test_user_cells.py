@@ -126,8 +126,8 @@ def test_zero_causes_of_a_users_cell_tell_saturation_and_underflow(tmp_path):
     assert (record.dh_norms[0, :7] == 0).all() and (record.zero_cause[0, :7] == UNDERFLOW).all()
 
 
-def test_float64_removes_the_underflow_zeros_of_a_long_gru_profile():
-    profiles = {precision: Trainer(Config(model="gru", seq_len=200, precision=precision)).step(detail=False)
+def test_float64_removes_the_underflow_zeros_of_a_long_rnn_profile():
+    profiles = {precision: Trainer(Config(model="rnn", seq_len=300, precision=precision)).step(detail=False)
                 for precision in ("float32", "float64")}
     zeros = profiles["float32"].dh_norms == 0
     assert zeros.sum() > 20 and (profiles["float32"].zero_cause[zeros] == UNDERFLOW).all()
