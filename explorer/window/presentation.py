@@ -4,7 +4,7 @@ overlay, captions and banner, and fitting the window to its screen (explorer.win
 `WindowLayout(window)` owns all of it. The window hands it its docks and toolbar and calls `restore`/`save`
 with its QSettings; from then on it lays the docks out (explorer.window.layout) when the window is first
 shown, re-lays them out when the window is resized or moves to another screen, fits a saved geometry to the
-current screen, and switches modes. The same room and the same panels give the same default arrangement,
+current screen (one saved on a screen with less room gets this screen's first-launch size), and switches modes. The same room and the same panels give the same default arrangement,
 whatever was on screen before; a mode whose layout was a default arrangement is arranged anew when it comes back
 (on F5, on launch), so it follows the screen. Only a layout the user changed (a dock closed, moved, floated or
 tabbed) or a session's is saved and restored, and only while it fits; otherwise the default arrangement is built.
