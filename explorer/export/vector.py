@@ -6,7 +6,7 @@ import itertools
 import math
 import re
 import xml.etree.ElementTree as ET
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 import numpy as np
 from PySide6.QtCore import QBuffer, QIODevice, QMarginsF, QPoint, QRectF, QSizeF
@@ -15,7 +15,7 @@ from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import (QAbstractButton, QApplication, QComboBox, QGraphicsItem, QGraphicsOpacityEffect,
                                QLabel, QWidget)
 
-from gradflow.explorer.panels.base import UI_ONLY
+from gradflow.explorer.panels.base import UI_ONLY, Panel
 
 
 SVG_HEATMAP_PIXELS = 4_000_000   # at most this many pixels in an SVG's heatmap image (a zoomed-in plot's cells)
@@ -166,7 +166,10 @@ def as_figure(widget: QWidget):
     boxes from pixmaps as well). Everything keeps its place in the layout: only made transparent."""
     hidden: list[QWidget] = []
     stand_ins: list[QLabel] = []
+    legends = ExitStack()   # a panel's legends name only what its plots draw now (Panel.figure_legends)
     try:
+        for panel in widget.findChildren(Panel) + ([widget] if isinstance(widget, Panel) else []):
+            legends.enter_context(panel.figure_legends())
         for child in widget.findChildren(QWidget):
             if not child.isVisibleTo(widget) or child.graphicsEffect() is not None:
                 continue
@@ -189,6 +192,7 @@ def as_figure(widget: QWidget):
         for label in stand_ins:
             label.hide()
             label.deleteLater()
+        legends.close()
 
 
 def _heatmap(layers: list, view) -> QGraphicsItem | None:

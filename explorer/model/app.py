@@ -8,6 +8,7 @@ it talks to the engine through the worker's plain methods (`Engine`), so a test 
     model.choose_scenario(preset)   # asks before throwing away a long run; a comparison is requested instead
     model.edit_live({"spectral_radius": 1.1})
     model.on_rebuilt(config); model.add_records([record]); model.on_config_changed(config)   # from the engine
+    model.views_missing             # the views that do not apply to the run's cell (views_changed)
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any, Callable, Protocol, Sequence
 
 from gradflow.core.config import Config
 from gradflow.core.presets import Preset
-from gradflow.core.records import Record
+from gradflow.core.records import History, Record
 from gradflow.explorer.model.events import Event
 from gradflow.explorer.model.tour import TourModel
 from gradflow.explorer.window.run_state import RunState, scrub_step
@@ -60,6 +61,8 @@ class AppModel:
         self.comparison_requested: Event[Preset] = Event()
         self.notice: Event[str] = Event()       # a sentence for the user (html)
         self.step_selected: Event[int | None] = Event()
+        self.views_missing: dict[str, str] = {}   # the views (core.cells VIEWS) the run's cell has not, and why
+        self.views_changed: Event[dict[str, str]] = Event()   # views_missing changed (another cell's records)
         self._start_tour()
 
     # -- what the window shows ---------------------------------------------------------------------------
@@ -185,8 +188,17 @@ class AppModel:
         self.pending = {k: v for k, v in self.pending.items() if getattr(config, k) != v}
         self.config_changed.emit(config)
 
+    def adopt(self, history: History, records: Sequence[Record], seed: Record | None = None):
+        """An opened session's run replaces this one: its history and the records its panels showed (RunState.adopt);
+        `seed`: the step 1 of the model rebuilt for it (its cell's views where the session kept none)."""
+        self.run.adopt(history, records)
+        newest = records[-1] if records else seed
+        if newest is not None:
+            self._set_views(newest.views_missing)
+
     def add_records(self, records: Sequence[Record]):
         """One step's records (one per run) from the engine, in step order."""
+        self._set_views(records[0].views_missing)
         for run, record in zip(self.runs, records):
             run.add(record)
             if record.hidden is not None and any(stop.step == record.step for stop in self.tour.stops):
@@ -214,6 +226,11 @@ class AppModel:
     def _diverged_at(self, label: str | None) -> int | None:
         diverged = self._run_of(label).diverged
         return diverged.step if diverged is not None else None
+
+    def _set_views(self, missing: dict[str, str]):
+        if missing != self.views_missing:
+            self.views_missing = missing
+            self.views_changed.emit(missing)
 
     def _send_rate(self):
         rate = self.rate()

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
+from contextlib import contextmanager
 
 import pyqtgraph as pg
 from PySide6.QtCore import QSize, Qt, QTimer
@@ -127,6 +129,7 @@ class Panel(QWidget):
 
     title: str = ""
     caption: str = ""
+    cell_view: str | None = None   # the core.cells VIEWS entry it shows: it applies to the cells that have it (None: all)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -155,6 +158,7 @@ class Panel(QWidget):
         self.yielding_labels: list[YieldingLabel] = [self.caption_label, self.key_label, self.alert_label]
         self._footer_added = False
         self._last_seen_step: int | None = None
+        self._last_history: weakref.ref[History] | None = None   # the history of the run drawn last
         self._last_record: Record | None = None
         self._defer_timer: QTimer | None = None
         self._deferred: tuple[Record, History] | None = None
@@ -165,21 +169,24 @@ class Panel(QWidget):
         """Draw the newest record; `history` holds the run so far (scalars, profiles, recent records)."""
         raise NotImplementedError
 
-    def _is_new_run(self, record: Record) -> bool:
-        """True when `record` starts another run (its step went back, e.g. after a rebuild):
-        panels then drop what they kept from the old run (sticky ranges, last preview ...)."""
-        new = self._last_seen_step is not None and record.step < self._last_seen_step
-        self._last_seen_step = record.step
+    def _is_new_run(self, record: Record, history: History) -> bool:
+        """True when `record` starts another run: it comes with another history (a rebuild, another scenario, an
+        opened session: each run has its own), or its step went back (a rebuild, a checkpoint): panels then drop
+        what they kept from the old run (sticky ranges, legend entries, last preview ...). By the history, not the
+        step alone: a panel behind a tab sees the next run first at a later step than the last it drew."""
+        new = self._last_seen_step is not None and (record.step < self._last_seen_step
+                                                    or self._last_history() is not history)
+        self._last_seen_step, self._last_history = record.step, weakref.ref(history)
         return new
 
-    def _first_sight(self, record: Record) -> bool:
+    def _first_sight(self, record: Record, history: History) -> bool:
         """For panels that draw each record once: False when `record` is the one seen last (the
         window hands it in again, e.g. on a theme change) — nothing to redraw. Otherwise True, after
         `_on_new_run()` when `record` starts another run."""
         if record is self._last_record:
             return False
         self._last_record = record
-        if self._is_new_run(record):
+        if self._is_new_run(record, history):
             self._on_new_run()
         return True
 
@@ -440,6 +447,30 @@ class Panel(QWidget):
             self._place_legend(legend)
             legends.fit_legend(legend, self.width())
         self.fit_minimums()
+
+    @contextmanager
+    def figure_legends(self):
+        """While the panel is drawn as a figure (explorer.export.vector.as_figure): its legends name only what its
+        plots draw now (legends.leave_out_undrawn); as they were afterwards."""
+        left_out = [(legend, entries) for legend in self._legends
+                    if (entries := legends.leave_out_undrawn(legend)) is not None]
+        if left_out:
+            self._refit_legends()
+        try:
+            yield
+        finally:
+            for legend, entries in left_out:
+                legends.keep_entries(legend, entries)
+            if left_out:
+                self._refit_legends()
+
+    def _refit_legends(self):
+        """fit_legends, and the plots laid out around the legends now (not at the next event: a figure is drawn
+        before it)."""
+        self.fit_legends()
+        for view in self._graphics:
+            if hasattr(view, "ci"):
+                view.ci.layout.activate()
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)

@@ -28,6 +28,7 @@ def shares(record: Record) -> np.ndarray | None:
 
 class ContributionsPanel(Panel):
     title = "Contributions through time"
+    cell_view = "contributions"
     caption = ("∂L/∂W_hh is a sum over time steps: each step t adds its own term. The total never vanishes as a "
                "whole; what vanishes is the share of the steps far from the loss (right), swamped by the near ones.")
 
@@ -60,11 +61,11 @@ class ContributionsPanel(Panel):
 
     # -- drawing ------------------------------------------------------------------------------
     def show_record(self, record: Record, history: History) -> None:
-        if not self._first_sight(record):
+        if not self._first_sight(record, history):
             return
         if record.contributions is not None:
             self._detail = record
-        missing = record.views_missing.get("contributions")
+        missing = record.views_missing.get(self.cell_view)
         if missing is not None:   # the formula needs a W_hh term this cell has not
             for curve in self.row_curves:
                 curve.setVisible(False)

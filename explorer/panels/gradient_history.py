@@ -63,7 +63,7 @@ class GradientHistoryPanel(Panel):
         self.apply_theme(self.theme)
 
     def show_record(self, record: Record, history: History) -> None:
-        if self._is_new_run(record):
+        if self._is_new_run(record, history):
             self._last_draw, self._shape, self._x_hi = 0.0, None, None     # draw now, with fresh levels
         count = len(history)
         if count == self._last_count and record.step == self._last_step:

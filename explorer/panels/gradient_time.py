@@ -77,7 +77,7 @@ class GradientTimePanel(Panel):
 
     # -- drawing ------------------------------------------------------------------------------
     def show_record(self, record: Record, history: History) -> None:
-        if not self._first_sight(record):
+        if not self._first_sight(record, history):
             return
         dh = np.asarray(record.dh_norms, dtype=float)                     # (R, T)
         dc = None if record.dc_norms is None else np.asarray(record.dc_norms, dtype=float)
@@ -125,7 +125,7 @@ class GradientTimePanel(Panel):
         if len(records) == len(self._shown_runs) and all(a is b for a, b in zip(records, self._shown_runs)):
             return
         self._shown_runs = records
-        if self._is_new_run(records[0]):
+        if self._is_new_run(records[0], histories[0]):
             self._on_new_run()
         rows = np.stack([np.asarray(r.dh_norms[0], dtype=float) for r in records])   # (runs, T): T is shared
         T = rows.shape[1]
@@ -162,7 +162,8 @@ class GradientTimePanel(Panel):
 
     def _mark(self, zero_t, inf_t) -> tuple[bool, bool]:
         """Whether the legend names the exact-zero and the ∞ markers: once this run has drawn them (a run deep in
-        underflow has zeros at some steps, not others: a legend whose entries came and went would jump)."""
+        underflow has zeros at some steps, not others: a legend whose entries came and went would jump); till the
+        next run (Panel._is_new_run). A figure names only the markers it draws (Panel.figure_legends)."""
         self._marked = (self._marked[0] or len(zero_t) > 0, self._marked[1] or len(inf_t) > 0)
         return self._marked
 

@@ -93,7 +93,7 @@ class HiddenStatePanel(Panel):
 
     # -- public ---------------------------------------------------------------------------------
     def show_record(self, record: Record, history: History) -> None:
-        if self._is_new_run(record):
+        if self._is_new_run(record, history):
             self._detail, self._symmetric = None, {}
         if record.hidden is not None:
             self._detail = record

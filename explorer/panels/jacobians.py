@@ -84,7 +84,7 @@ class JacobiansPanel(Panel):
         if record is self._shown:
             return
         self._shown = record
-        if self._is_new_run(record):
+        if self._is_new_run(record, history):
             self.jacobians, self.shown_step, self._drawn = None, None, None
             self.y_range.reset()
             self.step_range.reset()

@@ -126,6 +126,41 @@ def fit_legend(legend: pg.LegendItem, width: float):
     _snug_inside(legend)
 
 
+def draws_nothing(item) -> bool:
+    """Whether a legend entry's item, in a plot, draws nothing there now: hidden, or without a finite point. An item
+    in no plot is a sample standing for items drawn otherwise (the runs' theory lines): never nothing."""
+    if item.scene() is None or not hasattr(item, "getData"):
+        return False
+    if not item.isVisible():
+        return True
+    _, y = item.getData()
+    return y is None or not np.isfinite(np.asarray(y, dtype=float)).any()
+
+
+def leave_out_undrawn(legend: pg.LegendItem) -> list | None:
+    """The entries of `legend` whose item draws nothing now (draws_nothing) hidden and out of its layout (the legend
+    of a figure names only what the figure shows; on screen an entry may stay a while, so that the legend does not
+    jump); the entries as they were, for keep_entries, or None when every entry is drawn. Fit it afterwards."""
+    entries = list(legend.items)
+    kept = [(sample, label) for sample, label in entries if not draws_nothing(sample.item)]
+    if len(kept) == len(entries):
+        return None
+    for sample, label in entries:
+        if (sample, label) not in kept:
+            sample.hide()
+            label.hide()
+    legend.items = kept
+    return entries
+
+
+def keep_entries(legend: pg.LegendItem, entries: list):
+    """`legend` with `entries` again (as leave_out_undrawn returned them), all shown. Fit it afterwards."""
+    legend.items = entries
+    for sample, label in entries:
+        sample.show()
+        label.show()
+
+
 CORNERS = ((0, 0), (1, 0), (0, 1), (1, 1))   # (x, y) fractions of the view box: top left, top right, ...
 
 

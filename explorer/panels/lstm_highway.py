@@ -18,6 +18,7 @@ NOT_LSTM = "LSTM only — switch model to lstm"
 
 class LstmHighwayPanel(Panel):
     title = "LSTM highway"
+    cell_view = "cell_state"
     caption = ("The LSTM's cell path c_(t−1) → c_t multiplies the gradient by the forget gate f_t alone (no weight "
                "matrix, no tanh'): the closer f_t is to 1 (bottom), the further back ‖∂L/∂c_t‖ reaches. "
                "Raise forget_bias to push f_t towards 1 and watch the cell curve flatten.")
@@ -68,10 +69,10 @@ class LstmHighwayPanel(Panel):
 
     # -- drawing ------------------------------------------------------------------------------
     def show_record(self, record: Record, history: History) -> None:
-        if not self._first_sight(record):
+        if not self._first_sight(record, history):
             return
         if record.dc_norms is None:
-            why = record.views_missing.get("cell_state", "This cell has no cell state.")
+            why = record.views_missing.get(self.cell_view, "This cell has no cell state.")
             self._show_placeholder(f"{NOT_LSTM}.\n\n{why}\n\nOnly an LSTM has the separate c_(t−1) → c_t highway "
                                    "shown here: pick model = lstm in Settings to see ‖∂L/∂c_t‖ beside ‖∂L/∂h_t‖.")
             return

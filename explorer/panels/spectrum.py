@@ -316,7 +316,7 @@ class SpectrumPanel(Panel):
             self.edit_refused = refused
             self.edit_label.setText(self._edit_hint())
             self._show_edit_controls(self.editable)
-        if self._is_new_run(record):
+        if self._is_new_run(record, history):
             self.extent.reset()
             self.drag = self.pending = None
             self._undoable, self.edit_error = 0, ""

@@ -101,7 +101,7 @@ class TrainingPanel(Panel):
         self.apply_theme(self.theme)
 
     def show_record(self, record: Record, history: History) -> None:
-        if self._is_new_run(record):
+        if self._is_new_run(record, history):
             self.loss_range.reset()
             self.norm_range.reset()
             self._last_draw, self._x_hi = 0.0, None
@@ -164,7 +164,7 @@ class TrainingPanel(Panel):
         if len(records) != len(self.run_labels):
             raise ValueError(f"expected a record for each of the {len(self.run_labels)} runs, got {len(records)}")
         record = records[0]
-        if self._is_new_run(record):
+        if self._is_new_run(record, histories[0]):
             self.loss_range.reset()
             self.norm_range.reset()
             self._last_draw, self._x_hi = 0.0, None

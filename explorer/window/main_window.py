@@ -427,7 +427,7 @@ class MainWindow(QMainWindow):
         1 (`seed`), then what they showed when it was saved: a new run."""
         self.drawer.show_all(([seed] if seed is not None else []) + saved, history)
         self.go_live()
-        self.run.adopt(history, saved)
+        self.model.adopt(history, saved, seed)
         self.drawer.redraw_all()
         self.rate.reset()
         self.checkpoints.new_model()

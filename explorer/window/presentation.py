@@ -4,7 +4,7 @@ overlay, captions and banner, and fitting the window to its screen (explorer.win
 `WindowLayout(window)` owns all of it. The window hands it its docks and toolbar and calls `restore`/`save`
 with its QSettings; from then on it lays the docks out (explorer.window.layout) when the window is first
 shown, re-lays them out when the window is resized or moves to another screen, fits a saved geometry to the
-current screen, and switches modes. The same room and the same panels give the same default arrangement,
+current screen (one saved on a screen with less room gets this screen's first-launch size), and switches modes. The same room and the same panels give the same default arrangement,
 whatever was on screen before; a mode whose layout was a default arrangement is arranged anew when it comes back
 (on F5, on launch), so it follows the screen. Only a layout the user changed (a dock closed, moved, floated or
 tabbed) or a session's is saved and restored, and only while it fits; otherwise the default arrangement is built.
@@ -19,7 +19,8 @@ from PySide6.QtWidgets import QComboBox, QDockWidget, QLabel, QMainWindow, QMenu
 
 from gradflow.explorer.window import layout
 from gradflow.explorer.window.layout import Arrangement
-from gradflow.explorer.window.screen_fit import RELAYOUT_DELAY_MS, first_launch, fit_to_screen
+from gradflow.explorer.window.screen_fit import (RELAYOUT_DELAY_MS, first_launch, fit_to_screen, on_larger_screen,
+                                                 screen_room)
 
 LAYOUT_KEYS = {False: "docks", True: "docks_presentation"}   # QSettings keys of each mode's dock layout
 LAYOUT_VERSION = 4          # bump when the set of docks or the arrangements change: old layouts are ignored
@@ -42,7 +43,7 @@ class WindowLayout(QObject):
         self._arranged: tuple = ()                 # the docks' placement right after it was laid out (_placement)
         self._chosen: dict[tuple, Arrangement] = {}   # _window_key() -> the arrangement chosen for it (_choice)
         self._saved: dict[bool, QByteArray | None] = {False: None, True: None}   # mode -> a layout the user made
-        self.companion = layout.DEFAULT_COMPANION
+        self.chosen = layout.DEFAULT_COMPANION     # the companion picked (shown where it applies: companion)
         self.captions = True
         self._banner = {False: False, True: True}   # mode -> explanation folded to its title
         self._shown_once = False
@@ -65,6 +66,7 @@ class WindowLayout(QObject):
             action.triggered.connect(self._on_view_toggled)
         self._build_actions()
         window.banner.collapsed_changed.connect(self._on_banner_collapsed)
+        window.model.views_changed.connect(self._on_views_changed)
 
     # -- actions -------------------------------------------------------------------------------------
     def _build_actions(self):
@@ -94,8 +96,6 @@ class WindowLayout(QObject):
         self.companion_combo.setObjectName("companionCombo")
         self.companion_combo.setToolTip("The panel shown beside Gradient through time in presentation mode "
                                         "(number keys 1-8)")
-        for index, name in enumerate(self.companion_actions, start=1):
-            self.companion_combo.addItem(f"{index} {w.panel_docks[name].windowTitle()}", name)
         self.companion_combo.activated.connect(self._on_companion_chosen)
         bar = w.toolbar
         self._companion_widgets = [bar.addWidget(self.companion_label), bar.addWidget(self.companion_combo)]
@@ -116,6 +116,46 @@ class WindowLayout(QObject):
     def presentation(self) -> bool:
         return self.window.theme.presentation
 
+    def applies(self, name: str) -> bool:
+        """Whether panel `name` applies to the run's cell: the view it shows (Panel.cell_view) is not among those
+        the cell has not (AppModel.views_missing, from the cell's records)."""
+        view = self.window.panel_docks[name].widget().cell_view
+        return view is None or view not in self.window.model.views_missing
+
+    def offered(self) -> list[str]:
+        """The companions that apply to the run's cell (applies), in their keys' order."""
+        return [name for name in self.companion_actions if self.applies(name)]
+
+    @property
+    def companion(self) -> str:
+        """The panel beside Gradient through time in presentation mode: the one chosen where it applies to the run's
+        cell, else the default, else the first that applies."""
+        offered = self.offered()
+        return next((name for name in (self.chosen, layout.DEFAULT_COMPANION) if name in offered),
+                    offered[0] if offered else self.chosen)
+
+    def _on_views_changed(self, _missing: dict):
+        """Another cell's records: the picker offers the companions that apply to it; in presentation mode one that
+        no longer applies gives way to one that does (the chosen one comes back with a cell it applies to)."""
+        shown = self.current.names()[1:] if self.presentation and self.current is not None else None
+        self._show_mode_controls()
+        if shown is not None and shown != [self.companion] and self._shown_once:
+            self.arrange_default()
+
+    def _show_companions(self):
+        """The picker and the number keys offer the companions that apply (keys keep their numbers)."""
+        offered, combo = self.offered(), self.companion_combo
+        items = [(f"{index} {self.window.panel_docks[name].windowTitle()}", name)
+                 for index, name in enumerate(self.companion_actions, start=1) if name in offered]
+        if [(combo.itemText(i), combo.itemData(i)) for i in range(combo.count())] != items:
+            combo.clear()
+            for text, name in items:
+                combo.addItem(text, name)
+        for name, action in self.companion_actions.items():
+            action.setVisible(name in offered)
+            action.setEnabled(self.presentation and name in offered)
+        combo.setCurrentIndex(combo.findData(self.companion))
+
     def _show_mode_controls(self):
         on = self.presentation
         for action in self._companion_widgets:
@@ -126,11 +166,7 @@ class WindowLayout(QObject):
             widget = bar.widgetForAction(action)
             if isinstance(widget, QLabel) and widget.text().strip() in ("Max speed", "Scenario"):
                 action.setVisible(not on)
-        for action in self.companion_actions.values():
-            action.setEnabled(on)
-        index = self.companion_combo.findData(self.companion)
-        if index >= 0:
-            self.companion_combo.setCurrentIndex(index)
+        self._show_companions()
 
     @Slot(bool)
     def _on_view_toggled(self, shown: bool):
@@ -140,9 +176,13 @@ class WindowLayout(QObject):
 
     # -- persistence ---------------------------------------------------------------------------------
     def restore(self, store: QSettings) -> None:
-        """Geometry (fitted to the screen), each mode's saved dock layout, companion, captions, banner."""
+        """Geometry (fitted to the screen), each mode's saved dock layout, companion, captions, banner. A geometry
+        saved on a screen with less room is this screen's first-launch size instead, with its default layouts."""
         geometry = store.value("geometry")
         self.restore_geometry(geometry if isinstance(geometry, QByteArray) and not geometry.isEmpty() else None)
+        larger = on_larger_screen(self.window, store.value("screen"))
+        if larger:
+            first_launch(self.window)
         saved = store.value("window_size")
         room = self.window.screen().availableGeometry() if self.window.screen() is not None else QRect()
         if isinstance(saved, QSize) and room.width() > 0 and (saved.width() > room.width()
@@ -151,10 +191,10 @@ class WindowLayout(QObject):
             self.fit_to_screen()
         for mode, key in LAYOUT_KEYS.items():
             state = store.value(key)
-            self._saved[mode] = state if isinstance(state, QByteArray) and not state.isEmpty() else None
+            self._saved[mode] = state if isinstance(state, QByteArray) and not state.isEmpty() and not larger else None
         companion = str(store.value("companion", layout.DEFAULT_COMPANION))
         if companion in self.companion_actions:
-            self.companion = companion
+            self.chosen = companion
         self.captions_action.setChecked(str(store.value("captions", "true")).lower() != "false")
         self.set_captions(self.captions_action.isChecked())
         self._restore_banner(store)
@@ -163,13 +203,14 @@ class WindowLayout(QObject):
     def save(self, store: QSettings) -> None:
         store.setValue("geometry", self.window.saveGeometry())
         store.setValue("window_size", self.window.size())
+        store.setValue("screen", screen_room(self.window))
         self._keep_layout()
         for mode, key in LAYOUT_KEYS.items():
             if self._saved[mode] is not None:
                 store.setValue(key, self._saved[mode])
             else:
                 store.remove(key)
-        store.setValue("companion", self.companion)
+        store.setValue("companion", self.chosen)
         store.setValue("captions", "true" if self.captions else "false")
         for mode in (False, True):
             store.setValue(_banner_key(mode), "true" if self._banner[mode] else "false")
@@ -394,14 +435,15 @@ class WindowLayout(QObject):
             self.arrange_default()
 
     def set_companion(self, name: str):
-        """The panel beside Gradient through time in presentation mode."""
+        """The panel beside Gradient through time in presentation mode (where it applies to the run's cell: see
+        companion)."""
         if name not in self.companion_actions:
             raise ValueError(f"companion must be one of {', '.join(self.companion_actions)}, got {name!r}")
-        self.companion = name
+        self.chosen = name
         self._show_mode_controls()
         if self.presentation and self._shown_once:
             self.arrange_default()
-            self.window.panel_docks[name].raise_()
+            self.window.panel_docks[self.companion].raise_()
 
     @Slot(int)
     def _on_companion_chosen(self, index: int):

@@ -3,7 +3,7 @@ whenever it moves, resizes or changes state (fit_to_screen), full screen and bac
 comparison and sweep windows share them."""
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, QRect, Qt, QTimer, Slot
+from PySide6.QtCore import QEvent, QObject, QRect, QSize, Qt, QTimer, Slot
 from PySide6.QtWidgets import QWidget
 
 RELAYOUT_DELAY_MS = 120     # a move or resize is laid out and fitted once it has settled this long
@@ -24,6 +24,20 @@ def first_launch(window: QWidget) -> None:
     if 0 < screen.width() <= FILL_SCREENS_UP_TO[0] and 0 < screen.height() <= FILL_SCREENS_UP_TO[1]:
         window.setWindowState(window.windowState() | Qt.WindowState.WindowMaximized)   # (shown maximised)
     fit_to_screen(window)
+
+
+def screen_room(window: QWidget) -> QSize:
+    """The available size of the window's screen (empty without one): saved with its geometry (on_larger_screen)."""
+    return window.screen().availableGeometry().size() if window.screen() is not None else QSize()
+
+
+def on_larger_screen(window: QWidget, saved_room: object) -> bool:
+    """Whether `window` (its saved geometry restored) is on a screen with more room than `saved_room`, its screen's
+    when its geometry was saved (screen_room; None where it was not saved): a geometry fitted to a smaller screen
+    (997×720 on a 1280×720 projector) is then no size for this one."""
+    room = screen_room(window)
+    return isinstance(saved_room, QSize) and not saved_room.isEmpty() and room.isValid() and \
+        (room.width() > saved_room.width() or room.height() > saved_room.height())
 
 
 class _KeepOnScreen(QObject):

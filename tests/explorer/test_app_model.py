@@ -173,3 +173,16 @@ def test_comparison_journey_edge_of_chaos():
     assert "tour ends here" in text
     model.next()                                                           # past the last stop: plays freely
     assert engine.calls[-1] == ("play",) and model.tour.shown is None
+
+
+def test_the_views_of_the_runs_cell_follow_the_scenario():
+    """The model says which views (core.cells VIEWS) the run's cell has not, from its records: the windows offer
+    only what applies (presentation's companions)."""
+    model, engine = lecture()
+    seen = []
+    model.views_changed.connect(seen.append)
+    assert "cell_state" in model.views_missing                           # a vanilla RNN: no cell state
+    assert model.choose_scenario(load_preset("lstm_forget_bias_1"))
+    assert "cell_state" not in model.views_missing and seen == [model.views_missing]
+    model.reset()                                                        # the same cell: nothing changed
+    assert len(seen) == 1

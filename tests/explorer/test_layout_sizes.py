@@ -113,6 +113,26 @@ def test_presentation_keeps_every_companion_beside_the_gradient_inside_the_scree
             assert w >= GRADIENT_AREA_720P[0] and h >= GRADIENT_AREA_720P[1], where + f"gradient data area {w}×{h}"
 
 
+SMALL_WINDOW = (997, 720)   # the window a lecturer left on a 1280×720 projector (issue 29)
+
+
+@pytest.mark.slow
+def test_a_window_saved_on_a_smaller_screen_reopens_with_the_larger_screens_size_and_layout(tmp_path):
+    """Used on a 1280×720 screen (a 997×720 window, a dock closed), reopened on 1920×1080: maximised with the
+    default arrangement a fresh window has there (the dock closed on the small screen back), not the small window
+    with one tab strip; reopened on the same small screen, it keeps its size."""
+    for name in ("small", "large", "again"):
+        (tmp_path / name).mkdir()
+    (small,) = _run("small", (1280, 720, 1), tmp_path / "small")
+    assert not small["maximized"] and small["size"][0] == SMALL_WINDOW[0], small
+    saved = str(tmp_path / "small" / "small.ini")
+    reopened, fresh = _run("reopen", (1920, 1080, 1), tmp_path / "large", saved)
+    assert reopened["maximized"] and reopened["size"] == fresh["size"], (reopened, fresh)
+    assert reopened["arrangement"] == fresh["arrangement"] is not None and reopened["task view"], (reopened, fresh)
+    again, _ = _run("reopen", (1280, 720, 1), tmp_path / "again", saved)
+    assert not again["maximized"] and again["size"][0] == SMALL_WINDOW[0], again
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("screen", SIZES[:3], ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES[:3]])
 def test_the_comparison_window_fits_the_screen(screen, tmp_path):
@@ -325,11 +345,11 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
         window.draw_frame()
         app.processEvents()
 
-    def open_window(ini: Path, presentation: bool):
+    def open_window(ini: Path, presentation: bool, cell: str = config.model):
         store = QSettings(str(ini), QSettings.Format.IniFormat)
         store.setValue("presentation", "true" if presentation else "false")
         store.sync()
-        window = MainWindow(config=config, settings=store)
+        window = MainWindow(config=config.replace(model=cell), settings=store)
         window.show()
         settle(window)
         return window
@@ -369,6 +389,29 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
             window = open_window(ini, presentation)
             window.resize(3000, 1900)
             settle(window)
+            window.close()
+        return
+    if mode == "small":   # used on a small screen, not maximised, a dock closed, then closed: all of it saved
+        window = open_window(tmp / "small.ini", False)
+        window.showNormal()
+        settle(window, 0.3)
+        window.resize(*SMALL_WINDOW)
+        settle(window)
+        window.panel_docks["TaskViewPanel"].close()   # a layout the user made: saved
+        settle(window, 0.3)
+        print("RESULT " + json.dumps({"size": window.size().toTuple(), "maximized": window.isMaximized()}), flush=True)
+        window.close()
+        return
+    if mode == "reopen":   # the settings saved by "small" (args[0]), then a fresh window's, on this screen
+        shutil.copy(args[0], tmp / "reopened.ini")
+        for name in ("reopened", "fresh"):
+            window = open_window(tmp / f"{name}.ini", False)
+            settle(window)
+            print("RESULT " + json.dumps({
+                "window": name, "size": window.size().toTuple(), "maximized": window.isMaximized(),
+                "screen": window.screen().availableGeometry().size().toTuple(),
+                "arrangement": window.layouts.current.name if window.layouts.current else None,
+                "task view": window.panel_docks["TaskViewPanel"].isVisible()}), flush=True)
             window.close()
         return
     if mode == "compare":
@@ -475,7 +518,7 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
     if mode == "companions":
         from gradflow.explorer.window import layout
 
-        window = open_window(tmp / "companions.ini", False)
+        window = open_window(tmp / "companions.ini", False, "lstm")   # a cell every companion applies to
         window.showMaximized()
         settle(window)
 

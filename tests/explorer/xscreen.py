@@ -308,7 +308,7 @@ def window_state(window) -> dict:
     latest = window.latest
     return {"presentation": window.theme.presentation, "fullscreen": window.isFullScreen(),
             "maximized": window.isMaximized(), "arrangement": layouts.current.name if layouts.current else None,
-            "companion": layouts.companion, "docks": in_front, "groups": groups,
+            "companion": layouts.companion, "offered": layouts.offered(), "docks": in_front, "groups": groups,
             "settings": _rect(settings, False) if settings.isVisible() and not settings.isFloating() else None,
             "timeline": _rect(window.timeline), "status_bar": _rect(window.statusBar()),
             "slider": _rect(window.timeline.slider), "gradient_area": [round(gradient.width()), round(gradient.height())],

@@ -1,0 +1,47 @@
+"""Presentation mode's "Beside it" offers only the companions that apply to the run's cell (issue 29): the cells say
+which views they have (Record.views_missing, core.cells VIEWS), the panels which they show (Panel.cell_view); a
+companion that does not apply to the next cell gives way to one that does, and comes back with a cell it applies to."""
+from __future__ import annotations
+
+from gradflow.explorer.window.layout import GT
+from window_helpers import SMALL, WAIT_MS   # tests/explorer is on sys.path
+
+HIGHWAY, SPECTRUM = "LstmHighwayPanel", "SpectrumPanel"
+LSTM = SMALL.replace(model="lstm")
+
+
+def offered(window) -> list[str]:
+    combo = window.layouts.companion_combo
+    return [combo.itemData(i) for i in range(combo.count())]
+
+
+def beside(window) -> list[str] | None:
+    current = window.layouts.current
+    return current.names() if current is not None else None
+
+
+def test_an_rnn_is_not_offered_the_lstm_highway_and_an_lstm_is(open_window, qtbot):
+    window = open_window()                                      # the default scenario's RNN
+    layouts = window.layouts
+    assert "cell_state" in window.model.views_missing
+    assert HIGHWAY not in offered(window) and SPECTRUM in offered(window)
+    assert not layouts.companion_actions[HIGHWAY].isVisible()   # nor its number key
+    window.model.rebuild(LSTM)
+    qtbot.waitUntil(lambda: HIGHWAY in offered(window), timeout=WAIT_MS)
+    assert offered(window) == list(layouts.companion_actions)   # every companion applies to an LSTM
+    numbers = [layouts.companion_combo.itemText(i).split()[0] for i in range(layouts.companion_combo.count())]
+    assert numbers == [str(k) for k in range(1, len(numbers) + 1)]
+
+
+def test_switching_to_a_cell_without_the_companion_falls_back_and_the_choice_comes_back(open_window, qtbot):
+    window = open_window(LSTM)
+    layouts = window.layouts
+    window.presentation_action.trigger()
+    layouts.companion_actions[HIGHWAY].trigger()
+    qtbot.waitUntil(lambda: beside(window) == [GT, HIGHWAY], timeout=WAIT_MS)
+    window.model.rebuild(SMALL)                                  # an RNN: no cell state
+    qtbot.waitUntil(lambda: beside(window) == [GT, SPECTRUM], timeout=WAIT_MS)
+    assert layouts.companion == SPECTRUM and layouts.companion_combo.currentData() == SPECTRUM
+    window.model.rebuild(LSTM)
+    qtbot.waitUntil(lambda: beside(window) == [GT, HIGHWAY], timeout=WAIT_MS)
+    assert layouts.companion_combo.currentData() == HIGHWAY
