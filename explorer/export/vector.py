@@ -103,7 +103,7 @@ def vector_painting(widget: QWidget):
             item.setExportMode(False)
         for curve, (x, y, connect) in clipped:
             curve.setData(x, y, connect=connect)
-        for item, opacity in concealed:
+        for item, opacity in reversed(concealed):   # an item concealed twice ends as it was
             item.setOpacity(opacity)
         for stand_in in stand_ins:
             if stand_in.scene() is not None:

@@ -220,10 +220,11 @@ def test_a_figures_svg_and_pdf_hold_no_image_but_its_heatmap(api_run, name):
     figure = api_run.figure(name)
     panel = figure.view.panels[0]
     heatmap = int(_heatmap_shown(panel))
+    shown = [(item, item.isVisible(), item.opacity()) for view in panel.graphics_views() for item in view.scene().items()]
     images = list(ET.fromstring(figure.svg().encode()).iter(SVG + "image"))
     assert len(images) == heatmap, [(i.get("width"), i.get("height")) for i in images]
     assert figure.pdf().count(b"/Subtype /Image") == heatmap
-    assert _heatmap_shown(panel) == bool(heatmap)           # the panel on screen as it was
+    assert [(item, item.isVisible(), item.opacity()) for item, _, _ in shown] == shown   # the screen as it was
 
 
 def test_a_figure_carries_no_note_on_the_live_screen(api_run, tmp_path):
