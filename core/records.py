@@ -182,10 +182,16 @@ class History:
             self._cell_profiles.add(record.step, record.dc_norms)
         self._zero_causes.add(record.step, np.zeros(record.dh_norms.shape, np.int8)
                               if record.zero_cause is None else record.zero_cause)
-        self.records.append(record)
-        self._record_bytes += record.nbytes()
-        while len(self.records) > 1 and self.nbytes > self.max_bytes:
-            self._record_bytes -= self.records.popleft().nbytes()
+        self.keep([record])
+
+    def keep(self, records):
+        """Put `records` (oldest first) into the ring of the newest full records, which drops its oldest beyond the
+        cap; the scalars and profiles are not touched (append adds those; a session read back holds them)."""
+        for record in records:
+            self.records.append(record)
+            self._record_bytes += record.nbytes()
+            while len(self.records) > 1 and self.nbytes > self.max_bytes:
+                self._record_bytes -= self.records.popleft().nbytes()
 
     def pin(self, record: Record):
         """Keep `record` for good (the few steps a scenario's tour stops at), beside the ring of the newest."""

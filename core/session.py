@@ -7,7 +7,11 @@ appears complete or not at all.
 
 One codec turns nested state into the manifest's JSON and the file's arrays: tensors and numpy arrays become
 references into the arrays, dicts keep keys of any JSON type, Records keep their fields. The view (the GUI's
-settings) may hold Records (what the panels showed), saved and reopened exactly.
+settings) may hold Records too, saved and reopened exactly.
+
+The session keeps the records a reopened run shows (shown_records: its newest step, and the newest with hidden
+states and with a task preview where that one lacks them), so it draws its last step at once: the window's panels,
+gradflow's Run.last and figure(). Sessions saved before kept them in the window's view, or not at all.
 """
 from __future__ import annotations
 
@@ -89,6 +93,7 @@ def save_session(trainer, path: str | Path, view: dict[str, Any] | None = None):
         "view": _flatten(view or {}, "view", arrays),
         "model": _flatten(trainer.model.state_dict(), "model", arrays),
         "optimizer": _flatten(trainer.optimizer.state_dict(), "optimizer", arrays),
+        "records": _flatten(shown_records(trainer.history), "records", arrays),
     }
     for key, value in trainer.history.state().items():
         arrays[f"history/{key}"] = np.asarray(value)
@@ -99,6 +104,20 @@ def save_session(trainer, path: str | Path, view: dict[str, Any] | None = None):
         atomic_write(path, buffer.getvalue())
     except OSError as e:
         raise SessionError(f"cannot save the session to {path}: {e.strerror or e}") from None
+
+
+def shown_records(history: History) -> list[Record]:
+    """The records a reopened run shows, oldest first: the newest, and where it lacks hidden states or a task
+    preview the newest record that has them (the panels that draw those keep showing them)."""
+    if not history.records:
+        return []
+    chosen = [history.records[-1]]
+    for field in ("hidden", "task_preview"):
+        if getattr(chosen[0], field) is None:
+            found = next((r for r in reversed(history.records) if getattr(r, field) is not None), None)
+            if found is not None and all(found is not r for r in chosen):
+                chosen.append(found)
+    return sorted(chosen, key=lambda r: r.step)
 
 
 def _cell_file_entry(config: Config) -> dict[str, Any]:
@@ -143,7 +162,27 @@ def load_session(path: str | Path, cell_changed_ok: bool = False, trust_cell_cod
     except (KeyError, ValueError, RuntimeError, TypeError, AttributeError, IndexError):   # RecursionError included
         raise SessionError(f"{path.name} is damaged: its saved weights, optimizer state or history do not fit the "
                            "model its settings describe") from None
-    return trainer, _read_view(manifest.get("view"), arrays)
+    view = _read_view(manifest.get("view"), arrays)
+    saved = manifest["records"] if isinstance(manifest.get("records"), list) \
+        else [view.get(k) for k in ("preview_record", "detailed_record", "record")]   # before: the window's view
+    trainer.history.keep(_read_records(saved, arrays, trainer))
+    return trainer, view
+
+
+def _read_records(saved: list, arrays: dict[str, np.ndarray], trainer) -> list[Record]:
+    """The saved records that read back and fit the run (steps it took, profiles of its shape), oldest first: a
+    damaged one is left out (the run then draws its next step)."""
+    _, profiles = trainer.history.profiles()                                            # (N, R, T)
+    read = {}
+    for value in saved:
+        try:
+            record = as_record(_unflatten(value, arrays))
+        except (KeyError, ValueError, TypeError, AttributeError, RecursionError):
+            continue
+        if record is not None and isinstance(record.step, int) and 0 < record.step <= trainer.steps_done \
+                and isinstance(record.dh_norms, np.ndarray) and record.dh_norms.shape == profiles.shape[1:]:
+            read[record.step] = record
+    return [read[step] for step in sorted(read)]
 
 
 def _read_view(view: Any, arrays: dict[str, np.ndarray]) -> dict[str, Any]:

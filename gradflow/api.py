@@ -149,8 +149,8 @@ class Run:
         return run_data.run_arrays(self.trainer.history, self.config, self.last)
 
     def save(self, path: str | os.PathLike) -> Path:
-        """A .gfe session the app opens (File → Open Session): config, weights, optimizer state, history. Returns
-        the path written."""
+        """A .gfe session the app opens (File → Open Session): config, weights, optimizer state, history and the
+        newest record (what `last` and figure() show once reopened). Returns the path written."""
         from gradflow.core.session import save_session
         save_session(self.trainer, Path(path))
         return Path(path)
@@ -160,6 +160,9 @@ class Run:
                size: tuple[int, int] = (800, 500), presentation: bool = False) -> "Figure":
         """The app's panel `panel` showing the newest record, rendered offscreen (no display needed): shown
         inline in Jupyter, saved with .save(path) as PNG, SVG or PDF."""
+        if self.last is None and self.steps_done:
+            raise RuntimeError(f"no record of step {self.steps_done} to draw: this session was saved without it "
+                               "(by a version before sessions kept their last record); run.step() records the next")
         if self.last is None:
             raise RuntimeError("nothing to draw yet: train or step the run first")
         from gradflow.explorer.export.inline import Figure
@@ -277,7 +280,8 @@ class RunData:
 
 def open(path: str | os.PathLike, cell_changed_ok: bool = False, *,
          trust_cell_code: bool = False) -> Run | RunData | list[RunData]:
-    """A .gfe session as a Run that trains on from where it was saved; a --json/--csv/--npz file as a RunData (a
+    """A .gfe session as a Run that trains on from where it was saved (its `last` record is the one saved, so
+    figure() draws it); a --json/--csv/--npz file as a RunData (a
     comparison's JSON: a list, one per run). ValueError (SessionError for sessions) names what is wrong. A session
     of a user's cell imports its Python file only with `trust_cell_code` (else UntrustedCellError names the file
     and its sha256); one whose file changed since it was saved raises CellFileChanged, unless `cell_changed_ok`:

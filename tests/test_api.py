@@ -141,7 +141,29 @@ def test_a_saved_session_opens_as_a_run_that_trains_on(tmp_path):
     assert reopened.config == run.config and list(reopened.history["loss"]) == list(run.history["loss"])
     for saved, opened in zip(run.trainer.model.parameters(), reopened.trainer.model.parameters()):
         assert torch.equal(saved, opened)
+    assert reopened.last.step == 4 and np.array_equal(reopened.last.dh_norms, run.last.dh_norms)
+    assert reopened.last.hidden is not None            # train's last step is fully recorded, and saved so
+    assert reopened.figure("gradient_time")._repr_png_().startswith(b"\x89PNG")   # the saved step, no new one
+    assert reopened.steps_done == 4
     assert reopened.step().step == 5                   # it trains on from step 4 (the data stream starts anew)
+
+
+def test_a_session_saved_without_its_last_record_opens_and_figure_says_what_is_missing(tmp_path):
+    run = gradflow.Run("vanishing", **SMALL)
+    run.train(2, progress=False)
+    path = run.save(tmp_path / "old.gfe")
+    with np.load(path, allow_pickle=False) as npz:      # as sessions were saved before they kept their records
+        arrays = {k: npz[k] for k in npz.files if not k.startswith("records/")}
+    manifest = json.loads(arrays["manifest"].tobytes())
+    del manifest["records"]
+    arrays["manifest"] = np.frombuffer(json.dumps(manifest).encode(), dtype=np.uint8)
+    with path.open("wb") as f:                         # np.savez would add .npz to the name
+        np.savez(f, **arrays)
+    reopened = gradflow.open(path)
+    assert reopened.last is None and reopened.steps_done == 2
+    with pytest.raises(RuntimeError, match="no record of step 2 .*saved without it.*run.step"):
+        reopened.figure()
+    assert reopened.step().step == 3 and reopened.figure()._repr_png_().startswith(b"\x89PNG")
 
 
 def test_run_files_open_as_run_data(tmp_path):

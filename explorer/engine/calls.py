@@ -46,25 +46,10 @@ def restore(snapshot: bytes, live: dict[str, Any], trainer) -> tuple[int, Config
 
 
 def save_session(path: str, view: dict, trainer) -> int:
-    """core.session.save_session, with the records the panels show in the view (so a reopened run looks the
-    same)."""
+    """core.session.save_session (which keeps the records the panels show, core.session.shown_records)."""
     if trainer is None:
         raise RuntimeError("there is no model to save: the first build failed")
     from gradflow.core.session import save_session as save
-    view = dict(view)
-    records = trainer.history.records
-    if records:   # the newest record, and the newest with hidden states / a task preview if it lacks them
-        latest = records[-1]
-        view["record"] = latest
-        detailed = None
-        if latest.hidden is None:
-            detailed = next((r for r in reversed(records) if r.hidden is not None), None)
-            if detailed is not None:
-                view["detailed_record"] = detailed
-        if latest.task_preview is None:
-            preview = next((r for r in reversed(records) if r.task_preview is not None), None)
-            if preview is not None and preview is not detailed:
-                view["preview_record"] = preview
     save(trainer, path, view)
     return trainer.steps_done
 
@@ -86,12 +71,12 @@ def read_session(path: str, cell_changed_ok: bool, trusted: frozenset[str], _tra
 
 
 def adopt_session(path: str, cell_changed_ok: bool, trusted: frozenset[str], trainer) -> dict:
-    """Move the session at `path` into the trainer the engine just built for its config; the records the
-    panels showed (saved in the view) go back into its history, so a save right away keeps them.
+    """Move the session at `path` into the trainer the engine just built for its config, with the records the
+    panels showed (core.session.shown_records) in its history, so a save right away keeps them.
     Returns the window's copy of the history and those records, oldest first. `cell_changed_ok` and `trusted`
     as for read_session."""
-    from gradflow.core.session import as_record, load_session
-    loaded, view = load_session(path, cell_changed_ok, trusted)
+    from gradflow.core.session import load_session
+    loaded, _ = load_session(path, cell_changed_ok, trusted)
     if trainer is None or trainer.config != loaded.config:
         raise RuntimeError("the model for the session's settings was not built")
     trainer.model.load_state_dict(loaded.model.state_dict())
@@ -99,11 +84,9 @@ def adopt_session(path: str, cell_changed_ok: bool, trusted: frozenset[str], tra
     trainer.task = loaded.task            # its data stream from the start, as a reopened run
     trainer.steps_done = loaded.steps_done
     trainer.history = loaded.history
-    records = sorted((r for r in (as_record(view.get(k)) for k in ("preview_record", "detailed_record", "record"))
-                      if r is not None), key=lambda r: r.step)   # oldest first; the newest is what the run shows
+    records = list(loaded.history.records)                 # oldest first; the newest is what the run shows
     history = History.from_state(loaded.history.state())   # the GUI's own copy
-    trainer.history.records.extend(records)
-    history.records.extend(records)
+    history.keep(records)
     return {"history": history, "records": records}
 
 

@@ -15,7 +15,7 @@ from PySide6.QtSvg import QSvgGenerator
 from PySide6.QtWidgets import (QAbstractButton, QApplication, QComboBox, QGraphicsItem, QGraphicsOpacityEffect,
                                QLabel, QWidget)
 
-from gradflow.explorer.panels.base import UI_ONLY, Panel
+from gradflow.explorer.panels.base import FIGURE_TEXT, UI_ONLY, Panel
 
 
 SVG_HEATMAP_PIXELS = 4_000_000   # at most this many pixels in an SVG's heatmap image (a zoomed-in plot's cells)
@@ -28,7 +28,9 @@ def vector_painting(widget: QWidget):
     would be an image of the whole sheet), a curve is one path (on screen a wide one is drawn as segments: see
     explorer.panels.plotting), no item paints from its pixmap cache (the axes cache theirs on
     screen), and a colour bar is a linear gradient. Heatmaps (ImageItem) stay images: they are pixels; the
-    images of one plot (a heatmap and its overlay) become one, at the resolution they have on screen."""
+    images of one plot (a heatmap and its overlay) become one, at the resolution they have on screen. An item
+    drawn instead of another leaves that one visible, only transparent: a legend's sample of a hidden item is
+    pyqtgraph's crossed-out eye, a pixmap (a legend entry of an item hidden on screen shows no sample)."""
     import pyqtgraph as pg
     from PySide6.QtGui import QBrush, QLinearGradient
     from PySide6.QtWidgets import QGraphicsRectItem, QGraphicsView
@@ -37,8 +39,14 @@ def vector_painting(widget: QWidget):
     cached: list[tuple[QGraphicsItem, QGraphicsItem.CacheMode]] = []
     exporting: list = []
     clipped: list = []          # (curve, its data and connect mode before clipping)
-    replaced: list[tuple[list[QGraphicsItem], QGraphicsItem]] = []   # items hidden, the item drawn instead
+    concealed: list[tuple[QGraphicsItem, float]] = []   # items made transparent, their opacity before
+    stand_ins: list[QGraphicsItem] = []                  # the items drawn instead
     backgrounds = [(view, view.cacheMode()) for view in views]
+
+    def conceal(item: QGraphicsItem):
+        concealed.append((item, item.opacity()))
+        item.setOpacity(0.0)   # not painted (nor its children), and still visible
+
     try:
         for view in views:
             view.setCacheMode(QGraphicsView.CacheModeFlag.CacheNone)   # else the background is one image
@@ -47,13 +55,13 @@ def vector_painting(widget: QWidget):
                 if item.cacheMode() != QGraphicsItem.CacheMode.NoCache:
                     cached.append((item, item.cacheMode()))
                     item.setCacheMode(QGraphicsItem.CacheMode.NoCache)
-                if isinstance(item, pg.ImageItem) and item.isVisible() and item.image is not None:
+                if isinstance(item, pg.ImageItem) and item.isVisible() and item.opacity() and item.image is not None:
                     images.setdefault(item.parentItem(), []).append(item)
                 elif isinstance(item, pg.ScatterPlotItem) and item.isVisible():
                     merged = _merged_markers(item)
                     if merged is not None:
-                        item.setVisible(False)
-                        replaced.append(([item], merged))
+                        conceal(item)
+                        stand_ins.append(merged)
                     else:
                         item.setExportMode(True, {"antialias": True, "resolutionScale": 1.0})
                         exporting.append(item)
@@ -75,14 +83,16 @@ def vector_painting(widget: QWidget):
                     for i, rgba in enumerate(lut):
                         gradient.setColorAt(i / (len(lut) - 1), pg.mkColor(tuple(int(c) for c in rgba)))
                     rect.setBrush(QBrush(gradient))
-                    bar.setVisible(False)
-                    replaced.append(([bar], rect))
+                    conceal(bar)
+                    stand_ins.append(rect)
+                elif isinstance(item, pg.ItemSample) and not item.item.isVisible():
+                    conceal(item)
             for layers in images.values():
                 merged = _heatmap(layers, view)
                 if merged is not None:
                     for layer in layers:
-                        layer.setVisible(False)
-                    replaced.append((layers, merged))
+                        conceal(layer)
+                    stand_ins.append(merged)
         yield
     finally:
         for view, mode in backgrounds:
@@ -93,9 +103,9 @@ def vector_painting(widget: QWidget):
             item.setExportMode(False)
         for curve, (x, y, connect) in clipped:
             curve.setData(x, y, connect=connect)
-        for items, stand_in in replaced:
-            for item in items:
-                item.setVisible(True)
+        for item, opacity in reversed(concealed):   # an item concealed twice ends as it was
+            item.setOpacity(opacity)
+        for stand_in in stand_ins:
             if stand_in.scene() is not None:
                 stand_in.scene().removeItem(stand_in)
 
@@ -163,16 +173,21 @@ def as_figure(widget: QWidget):
     """While `widget` is drawn as a figure (PNG, SVG, PDF, animation frames): no control or hint of the screen
     in it. Buttons and widgets marked UI-only are not painted; each combo box is drawn as plain text of its
     choice (what the figure shows, e.g. "show: forget gate f_t"), not as a control (a style paints combo
-    boxes from pixmaps as well). Everything keeps its place in the layout: only made transparent."""
+    boxes from pixmaps as well); a label with a figure text (base.set_figure_text) reads it, without its notes
+    on the live screen. Everything keeps its place in the layout: only made transparent."""
     hidden: list[QWidget] = []
     stand_ins: list[QLabel] = []
     legends = ExitStack()   # a panel's legends name only what its plots draw now (Panel.figure_legends)
+    retexted: list[tuple[QLabel, str]] = []   # labels showing their figure text, their screen text
     try:
         for panel in widget.findChildren(Panel) + ([widget] if isinstance(widget, Panel) else []):
             legends.enter_context(panel.figure_legends())
         for child in widget.findChildren(QWidget):
             if not child.isVisibleTo(widget) or child.graphicsEffect() is not None:
                 continue
+            if isinstance(child, QLabel) and child.property(FIGURE_TEXT) is not None:
+                retexted.append((child, child.text()))
+                child.setText(child.property(FIGURE_TEXT))
             if isinstance(child, QComboBox):
                 label = QLabel(child.currentText(), child.parentWidget())
                 label.setFont(child.font())
@@ -189,6 +204,8 @@ def as_figure(widget: QWidget):
     finally:
         for child in hidden:
             child.setGraphicsEffect(None)
+        for label, text in retexted:
+            label.setText(text)
         for label in stand_ins:
             label.hide()
             label.deleteLater()

@@ -20,6 +20,7 @@ from gradflow.explorer.theme import DEFAULT_THEME, Theme
 SIDE_RATIO = 1.2   # legends go beside the plots when the room left for them is wider than this × the height
 PLOT_MIN = (220, 130)   # the smallest data area (a ViewBox, px) any plot is given: text around it yields first
 UI_ONLY = "uiOnly"      # widget property: a hint for the screen that exported figures leave out (mark_ui_only)
+FIGURE_TEXT = "figureText"   # label property: its text in exported figures, where it differs (set_figure_text)
 CAPTION_SHARE = 0.2     # a caption (or footer line) wraps only while that takes at most this share of the panel
 CAPTION_SHARE_PRESENTATION = 0.12   # in presentation type: the plots first (a long caption is one line + tooltip)
 
@@ -106,6 +107,12 @@ def mark_ui_only(widget: QWidget) -> QWidget:
     anyway: explorer.export.vector.as_figure)."""
     widget.setProperty(UI_ONLY, True)
     return widget
+
+
+def set_figure_text(label: QLabel, text: str | None) -> None:
+    """In exported figures `label` reads `text`: its screen text without what describes only the live screen
+    (how often it is redrawn, what the trainer does next); None: as on screen (explorer.export.vector.as_figure)."""
+    label.setProperty(FIGURE_TEXT, text)
 
 
 def themed_palette(palette: QPalette, theme: Theme) -> QPalette:
@@ -226,9 +233,11 @@ class Panel(QWidget):
             self._drawing_deferred = False
 
     # -- footer lines ------------------------------------------------------------------------------
-    def set_key(self, html: str) -> None:
-        """Explain special colours/markers in a muted line under the plots ('' hides it)."""
-        self._set_footer(self.key_label, html)
+    def set_key(self, html: str, screen: str = "") -> None:
+        """Explain special colours/markers in a muted line under the plots ('' hides it). `screen`: what only the
+        live screen does (how often it is recomputed), shown after it there and left out of exported figures."""
+        set_figure_text(self.key_label, html if screen else None)
+        self._set_footer(self.key_label, " · ".join(part for part in (html, screen) if part))
 
     def set_alert(self, text: str) -> None:
         """Warn (non-finite values, a refused update) in a line under the plots ('' hides it)."""

@@ -160,7 +160,7 @@ class JacobiansPanel(Panel):
             self.fit_legends()
         self._write_lyapunov(jac.lyapunov)
         state = "s = h" if jac.state == "h" else "s = (h, c), the LSTM's pair"
-        self.set_key(f"step {record.step} · layer 1, sample 0 · {state} · recomputed ≈ 2×/s while on screen")
+        self.set_key(f"step {record.step} · layer 1, sample 0 · {state}", screen="recomputed ≈ 2×/s while on screen")
         self.set_alert(ranges.nonfinite_note("σ_max(J_t)", sigma, "drawn at the top"))
 
     def _write_lyapunov(self, lyapunov: float | None):

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QStac
 
 from gradflow.core.records import History, Record
 from gradflow.explorer.panels import legends, plotting, ranges
-from gradflow.explorer.panels.base import Panel
+from gradflow.explorer.panels.base import Panel, set_figure_text
 from gradflow.explorer.theme import BLUE, GREEN, ORANGE, PURPLE, SKY_BLUE, VERMILLION, YELLOW, Theme
 
 K_STEPS = (1, 4, 16, 64)              # the sine preview's k-step predictions (d2l 8.1)
@@ -49,6 +49,7 @@ class TaskViewPanel(Panel):
         self.preview_step: int | None = None
 
         self.placeholder = QLabel("No task preview for this step yet\n(the trainer makes one every few steps).")
+        set_figure_text(self.placeholder, "No task preview for this step.")
         self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.stack.addWidget(self.placeholder)
         self._build_adding()

@@ -4,6 +4,7 @@ naming the file and the reason (nothing is written then; the app keeps running).
 from __future__ import annotations
 
 import re
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
@@ -14,10 +15,10 @@ from PySide6.QtWidgets import QApplication, QDialog, QDockWidget, QMainWindow, Q
 from gradflow.core.presets import Preset
 from gradflow.core.records import History, Record
 from gradflow.explorer import errors
+from gradflow.explorer.export.vector import as_figure
 from gradflow.explorer.window.dialogs import AnimationDialog, PanelExportDialog
 from gradflow.explorer.panels.visibility import on_screen
 from gradflow.explorer.window.file_dialogs import ask_save_path, folder_problem
-from gradflow.explorer.window.widgets import DockTitleBar
 
 
 class ExportsHost(Protocol):
@@ -161,16 +162,12 @@ class WindowExports:
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         painter.setRenderHint(QPainter.RenderHint.TextAntialiasing)
         painter.scale(scale, scale)
-        buttons = [b for dock in window.panel_docks.values() if isinstance(dock.titleBarWidget(), DockTitleBar)
-                   for b in (dock.titleBarWidget().float_button, dock.titleBarWidget().close_button)
-                   if b.isVisibleTo(dock)]
-        for button in buttons:   # window chrome has no place in a figure
-            button.setVisible(False)
         try:
-            window.dock_host.render(painter, QPoint(0, 0), QRegion(rect))
+            with ExitStack() as figure:   # no control, window chrome (a dock's buttons) or screen note in a figure
+                for dock in window.panel_docks.values():
+                    figure.enter_context(as_figure(dock))
+                window.dock_host.render(painter, QPoint(0, 0), QRegion(rect))
         finally:
-            for button in buttons:
-                button.setVisible(True)
             painter.end()
         return image
 

@@ -103,3 +103,24 @@ def test_the_lru_ring_is_kept_with_its_record_and_records_saved_before_it_still_
     _, view = load_session(path)
     assert isinstance(view["old"], Record) and view["old"].model == "" and view["old"].eigenvalue_ring is None
     assert same_record(view["old"], dataclasses.replace(record, model="", eigenvalue_ring=None))
+
+
+def test_the_session_keeps_the_records_a_reopened_run_shows_and_leaves_out_one_that_does_not_fit(tmp_path):
+    trainer = Trainer(SMALL)
+    detailed = trainer.step(detail=True)
+    latest = trainer.step(detail=False)                       # no hidden states: the detailed one is kept too
+    path = tmp_path / "run.gfe"
+    save_session(trainer, path)
+    reopened, _ = load_session(path)
+    assert [r.step for r in reopened.history.records] == [1, 2]
+    assert same_record(reopened.history.records[0], dataclasses.replace(detailed, jacobians=None))
+    assert same_record(reopened.history.records[1], latest)
+
+    with np.load(path) as npz:                                # a record whose profile is not the model's shape
+        arrays = {k: npz[k] for k in npz.files}
+    arrays["records/1/dh_norms"] = np.zeros((1, 3), np.float32)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    path.write_bytes(buffer.getvalue())
+    reopened, _ = load_session(path)
+    assert [r.step for r in reopened.history.records] == [1]  # the rest opens; the run draws its next step

@@ -15,7 +15,8 @@ from PySide6.QtWidgets import QLabel
 
 from gradflow.core.config import Config
 from gradflow.core.trainer import Trainer
-from gradflow.explorer.export.figures import Animation, Dashboard, ExportError, save_figure
+from gradflow.explorer.export.figures import Animation, Dashboard, ExportError, panel_name, save_figure
+from gradflow.explorer.export.vector import as_figure
 from gradflow.explorer.panels import PANELS
 from gradflow.explorer.theme import get_theme
 
@@ -194,6 +195,49 @@ def test_panel_svg_is_vector_small_and_renders_like_its_png(every_panel, tmp_pat
         diff = np.abs(_blocks(svg) - _blocks(png))
         assert diff.mean() < ALIKE[0], (reader, diff.mean())
         assert (diff > 40).mean() < ALIKE[1], (reader, (diff > 40).mean())
+
+
+@pytest.fixture(scope="module")
+def api_run(qapp):
+    """A small run whose newest record has everything a panel draws (hidden states, Jacobians)."""
+    import gradflow
+    run = gradflow.Run("vanishing", seq_len=20, hidden_size=16)
+    run.train(2, progress=False)
+    run.step(jacobians=True)
+    return run
+
+
+def _heatmap_shown(panel) -> bool:
+    import pyqtgraph as pg
+    return any(isinstance(item, pg.ImageItem) and item.isVisible() and item.image is not None
+               for view in panel.graphics_views() for item in view.scene().items())
+
+
+@pytest.mark.parametrize("name", [panel_name(cls) for cls in PANELS])
+def test_a_figures_svg_and_pdf_hold_no_image_but_its_heatmap(api_run, name):
+    """At its default size a figure shows its legend: every marker in it is a vector (pyqtgraph draws the sample
+    of an item hidden while exporting as a pixmap of a crossed-out eye; the spectrum's markers were)."""
+    figure = api_run.figure(name)
+    panel = figure.view.panels[0]
+    heatmap = int(_heatmap_shown(panel))
+    shown = [(item, item.isVisible(), item.opacity()) for view in panel.graphics_views() for item in view.scene().items()]
+    images = list(ET.fromstring(figure.svg().encode()).iter(SVG + "image"))
+    assert len(images) == heatmap, [(i.get("width"), i.get("height")) for i in images]
+    assert figure.pdf().count(b"/Subtype /Image") == heatmap
+    assert [(item, item.isVisible(), item.opacity()) for item, _, _ in shown] == shown   # the screen as it was
+
+
+def test_a_figure_carries_no_note_on_the_live_screen(api_run, tmp_path):
+    """The Jacobians panel's key says on screen how often it is recomputed; its figures (PNG, SVG, PDF: each drawn
+    through as_figure) leave that out and keep the rest of the key."""
+    figure = api_run.figure("jacobians")
+    panel = figure.view.panels[0]
+    assert "while on screen" in panel.key_text
+    with as_figure(panel):
+        assert "on screen" not in panel.key_label.text() and f"step {api_run.last.step}" in panel.key_label.text()
+    assert "while on screen" in panel.key_text                # the screen has its note back
+    texts = " ".join("".join(t.itertext()) for t in ET.fromstring(figure.svg().encode()).iter(SVG + "text"))
+    assert f"step {api_run.last.step}" in texts and "on screen" not in texts and "recomputed" not in texts
 
 
 def test_a_panel_svg_shows_the_chosen_quantity_as_text(every_panel, tmp_path):

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from PySide6.QtWidgets import QMessageBox
 
+import gradflow
 from gradflow.explorer.window.main_window import MainWindow
 from window_helpers import LECTURE_SIZE, SMALL, WAIT_MS, curve_y, fill_the_disk, step_to, wait_problem
 from window_probes import weights   # tests/explorer is on sys.path
@@ -59,6 +60,17 @@ def test_a_saved_session_reopens_in_a_new_window_at_the_same_step_history_and_we
     second.step_action.trigger()                                   # and it trains on from there
     qtbot.waitUntil(lambda: second.shown_record.step == 6, timeout=WAIT_MS)
     assert len(second.history) == 6
+
+
+def test_a_session_saved_by_the_api_opens_showing_its_last_step_at_once(qtbot, open_window, tmp_path):
+    run = gradflow.Run(config=SMALL)
+    run.train(3, progress=False)
+    path = run.save(tmp_path / "api.gfe")
+    window = open_window(size=LECTURE_SIZE)
+    window.open_session(path)
+    qtbot.waitUntil(lambda: window.session_path == path, timeout=WAIT_MS)
+    assert window.latest.step == 3 and window.shown_record.step == 3          # the saved step: none trained
+    assert np.array_equal(window.latest.dh_norms, run.last.dh_norms) and len(window.history) == 3
 
 
 def _newer_version(source: Path, target: Path):

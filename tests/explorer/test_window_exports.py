@@ -140,3 +140,19 @@ def test_the_light_theme_exports_dark_ink_on_white(qtbot, window, tmp_path):
     pixels = np.asarray(Image.open(tmp_path / "light.png").convert("L"))
     assert np.median(pixels) > 240                                       # paper white
     assert pixels.min() < 80                                             # dark ink for text and axes
+
+
+def test_the_dashboard_png_carries_no_control_nor_note_on_the_live_screen(qtbot, window, tmp_path):
+    """While the dashboard is drawn as a figure (PNG, clipboard, animation frames) a key's note on the live screen
+    is left out and the docks' buttons are not painted; afterwards the screen has them back."""
+    panel = next(p for p in window.panels if p.isVisible())
+    panel.set_key("the key", screen="note on the live screen")
+    dock = window.panel_docks[type(panel).__name__]
+    button = dock.titleBarWidget().close_button
+    seen = []
+    draw = window.dock_host.render
+    window.dock_host.render = lambda *args: seen.append((panel.key_label.text(), button.graphicsEffect() and
+                                                         button.graphicsEffect().opacity())) or draw(*args)
+    assert window.export_dashboard_png(tmp_path / "d.png", 1)
+    assert seen == [("the key", 0.0)]
+    assert panel.key_text == "the key · note on the live screen" and button.graphicsEffect() is None
