@@ -13,11 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtWidgets import QMessageBox
-
 from gradflow.explorer.window.main_window import MainWindow
+from PySide6.QtWidgets import QMessageBox
 from window_helpers import LECTURE_SIZE, SMALL, WAIT_MS, curve_y, fill_the_disk, step_to, wait_problem
-from window_probes import weights   # tests/explorer is on sys.path
+from window_probes import weights  # tests/explorer is on sys.path
 
 
 def saved_session(qtbot, window: MainWindow, path: Path) -> Path:
