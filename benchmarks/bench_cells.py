@@ -19,7 +19,6 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-
 from gradflow.core import cells
 from gradflow.core.config import Config
 from gradflow.core.trainer import Trainer, engine_threads, engine_threads_used

@@ -24,7 +24,6 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from bench_step import BATCH, CLIP, POOL, PlainStep, cycling  # noqa: E402
-
 from gradflow.core.claim_checks import check_claims  # noqa: E402
 from gradflow.core.config import Config  # noqa: E402
 from gradflow.core.presets import load_preset, preset_names  # noqa: E402
@@ -95,9 +94,9 @@ def timing(device: str, cells: list[str], hiddens: list[int], seq_len: int, reps
             trainer.task.next_batch = cycling(batches)
             moved = [dataclasses.replace(b, inputs=b.inputs.to(device), targets=b.targets.to(device)) for b in batches]
             plain_batches = cycling(moved)
-            runs = {"plain": lambda: plain.step(plain_batches()),
-                    "instrumented": lambda: trainer.step(detail=False),
-                    "recorded": lambda: trainer.step(detail=True, jacobians=True, spectrum=True)}
+            runs = {"plain": lambda plain=plain, batch=plain_batches: plain.step(batch()),
+                    "instrumented": lambda trainer=trainer: trainer.step(detail=False),
+                    "recorded": lambda trainer=trainer: trainer.step(detail=True, jacobians=True, spectrum=True)}
             times: dict[str, list[float]] = {name: [] for name in runs}
             for rep in range(warmup + reps):
                 for name in list(runs)[rep % 3:] + list(runs)[:rep % 3]:

@@ -111,10 +111,9 @@ def headless_engine(app, config):
 def open_window(app, config, size: tuple[int, int], presentation: bool, full_rate: bool):
     """The main window of `size`, in normal or presentation mode, shown with its first record drawn; its frames are
     timed (`window.frame_starts`, `window.frame_updates`: when each began and the ms the panels took)."""
-    from PySide6.QtCore import QSettings
-
     from gradflow.explorer.window.drawing import FRAME_PERIOD_S
     from gradflow.explorer.window.main_window import MainWindow
+    from PySide6.QtCore import QSettings
 
     store = QSettings(str(ROOT / "benchmarks/results/.bench.ini"), QSettings.IniFormat)
     store.clear()   # the layout of this size and mode, not one saved by an earlier run
@@ -186,9 +185,8 @@ def main() -> int:
     if os.environ["QT_QPA_PLATFORM"] == "offscreen":   # a screen of that size: the window is fitted to its screen
         os.environ["QT_QPA_PLATFORM"] = offscreen_platform(tempfile.mkdtemp(), *size)
 
-    from PySide6.QtWidgets import QApplication
-
     from gradflow.core.presets import DEFAULT_PRESET, load_preset
+    from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance() or QApplication([])
     config = load_preset(DEFAULT_PRESET).config

@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     times: dict[str, list[float]] = {name: [] for name in COMMANDS}
     cpu_times: dict[str, list[float]] = {name: [] for name in COMMANDS}
     with tempfile.TemporaryDirectory() as folder:
-        for name, command in COMMANDS.items():   # warm-up: files into the page cache
+        for command in COMMANDS.values():   # warm-up: files into the page cache
             timed(command, folder)
         for rep in range(args.reps):
             for name in list(COMMANDS)[::1 if rep % 2 == 0 else -1]:

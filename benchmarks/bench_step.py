@@ -47,14 +47,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from torch import nn  # noqa: E402
-
 from gradflow.core import cells, native  # noqa: E402
 from gradflow.core.cells.families import DiagonalCell  # noqa: E402
 from gradflow.core.config import Config  # noqa: E402
-from gradflow.core.trace import Trace  # noqa: E402
 from gradflow.core.spectrum import FULL_SPECTRUM_MAX_SIZE, SpectrumMeter  # noqa: E402
+from gradflow.core.trace import Trace  # noqa: E402
 from gradflow.core.trainer import Trainer  # noqa: E402
+from torch import nn  # noqa: E402
 
 TARGETS = {"rnn": 1.1, "gru": 1.3, "lstm": 1.3,          # issue 6: instrumented / plain, every step
            "mingru": 1.3, "minlstm": 1.3, "lru": 1.3}    # issue 14
@@ -141,7 +140,8 @@ def sizes(text: str) -> tuple[tuple[int, int], ...]:
     try:
         return tuple(tuple(int(n) for n in size.split("x")) for size in text.split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"sizes are HxT, comma-separated (e.g. 256x100,1024x100), got {text!r}")
+        raise argparse.ArgumentTypeError(f"sizes are HxT, comma-separated (e.g. 256x100,1024x100), got {text!r}") \
+            from None
 
 
 def cycling(batches):

@@ -65,7 +65,7 @@ class Run:
 
     def __init__(self):
         self.machine = machine()
-        self.started = datetime.datetime.now(datetime.timezone.utc)
+        self.started = datetime.datetime.now(datetime.UTC)
         self.load_start = os.getloadavg()
 
     def save(self, path: str | Path, payload: dict[str, Any],

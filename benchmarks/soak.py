@@ -57,10 +57,9 @@ def soak_window(config: Config, steps: int, checkpoints: int):
     """The main window playing in Qt's own event loop; a 20 ms timer takes the memory rows and measures the
     loop's responsiveness (how late each tick comes). Returns (rows, lateness in ms of each tick)."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from gradflow.explorer.window.main_window import MainWindow
     from PySide6.QtCore import QSettings, Qt, QTimer
     from PySide6.QtWidgets import QApplication
-
-    from gradflow.explorer.window.main_window import MainWindow
 
     app = QApplication.instance() or QApplication([])
     window = MainWindow(config=config, settings=QSettings(str(Path(__file__).parent / "results/.soak.ini"),

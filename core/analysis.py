@@ -22,10 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from torch.func import jacrev, vmap
-
 from gradflow.core.precision import exact_norm
 from gradflow.core.trace import carry_scales
+from torch.func import jacrev, vmap
 
 ACTIVATION_DERIVATIVE = {  # φ'(a) written in terms of h = φ(a)
     "tanh": lambda h: 1 - h * h,

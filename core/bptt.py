@@ -10,9 +10,8 @@ g_b_act)``; ``step`` is its time step under autograd for the unrolled reference 
 from __future__ import annotations
 
 import torch
-from torch.autograd.function import once_differentiable
-
 from gradflow.core.buffers import BufferPool
+from torch.autograd.function import once_differentiable
 
 
 class RowSpec:

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import math
-import torch
 
+import torch
 from gradflow.core import torch_private
 
 _use_count = torch_private.storage_use_count   # None: every buffer is simply fresh

@@ -2,7 +2,8 @@
 ``gradflow run``, as far as its last claim needs, and check every claim on that one run."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from gradflow.core import cells
 from gradflow.core.claims import Outcome, check_claim
@@ -38,7 +39,7 @@ def check_run(preset, run: str | None, step_hook: Callable[[Any], None] | None =
     """Train one run of `preset` (`run`: a member's label, None: the single run) once, as far as its last
     claim needs, and check all its claims on that one run: [(index in preset.claims, Outcome), ...].
     `preset` may be a Preset or a preset name (so that a worker process can be handed the name)."""
-    from gradflow.core.trainer import Trainer   # torch import only when checking
+    from gradflow.core.trainer import Trainer  # torch import only when checking
     if isinstance(preset, str):
         preset = load_preset(preset)
     runs = dict(preset.runs) if preset.runs else {None: preset.config}

@@ -62,11 +62,11 @@ and returns one ``Outcome`` per claim (``check_claim``), with what was measured.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
-
 from gradflow.core import cells
 from gradflow.core.config import Config, ConfigError, short_repr
 from gradflow.core.records import ZERO_CAUSES

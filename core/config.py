@@ -16,8 +16,7 @@ from typing import Any
 
 from gradflow.core import cells
 from gradflow.core.cells import CELL_KEYS, USER_CELL
-from gradflow.core.errors import ConfigError   # the name every caller imports from here
-
+from gradflow.core.errors import ConfigError  # the name every caller imports from here
 
 # Keys that take effect at the next step without rebuilding the model.
 LIVE_KEYS = frozenset({"lr", "clip", "truncation", "truncation_mode", "truncation_prob", "spectral_radius",
@@ -208,12 +207,12 @@ class Config:
         return TASK_LOSS_AT[self.task][0] if self.loss_at == "auto" else self.loss_at
 
     # -- construction ----------------------------------------------------------
-    def replace(self, **changes: Any) -> "Config":
+    def replace(self, **changes: Any) -> Config:
         """A new validated config with `changes` applied (unknown keys rejected)."""
         _reject_unknown(changes)
         return dataclasses.replace(self, **changes)
 
-    def with_text(self, **changes: str) -> "Config":
+    def with_text(self, **changes: str) -> Config:
         """Like replace(), but values are strings as typed in `--set` or a GUI field."""
         return self.replace(**{k: parse_value(k, v) for k, v in changes.items()})
 
@@ -221,14 +220,14 @@ class Config:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> "Config":
+    def from_dict(cls, values: dict[str, Any]) -> Config:
         if not isinstance(values, dict):
             raise ConfigError(f"a config must be a table of config keys, got {short_repr(values)}")
         _reject_unknown(values)
         return cls(**values)
 
     @classmethod
-    def from_toml(cls, path: str | Path, base: "Config | None" = None) -> "Config":
+    def from_toml(cls, path: str | Path, base: Config | None = None) -> Config:
         """Apply a TOML file's keys on top of `base` (default: the defaults); ConfigError names the file."""
         values = read_toml(path)
         values = values.get("config", values)

@@ -37,12 +37,11 @@ from typing import TYPE_CHECKING, Protocol, cast
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import nn
-from torch.autograd.function import once_differentiable
-
 from gradflow.core.analysis import JacobianProfile
 from gradflow.core.precision import exact_norm
 from gradflow.core.trace import KeepGradAt, RowTrace, StackedRows, Trace, carry_scales
+from torch import nn
+from torch.autograd.function import once_differentiable
 
 if TYPE_CHECKING:
     from gradflow.core.cells.families import DiagonalCell

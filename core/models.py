@@ -48,14 +48,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import torch
-from torch import nn
-
 from gradflow.core import torch_private
 from gradflow.core.bptt import RowBPTT, RowSpec
 from gradflow.core.buffers import BufferPool
 from gradflow.core.initialize import initialize
-from gradflow.core.trace import (KeepGradAt, RowTrace, ScaleGrad, StackedRows, Trace, carry_scales, detach_state,
-                                 map_state)
+from gradflow.core.trace import (
+    KeepGradAt,
+    RowTrace,
+    ScaleGrad,
+    StackedRows,
+    Trace,
+    carry_scales,
+    detach_state,
+    map_state,
+)
+from torch import nn
 
 if TYPE_CHECKING:
     from gradflow.core.cells.families import DenseCell
@@ -201,7 +208,7 @@ class RecurrentNet(StackedRows, nn.Module):
                 if scale == 0.0:
                     state = detach_state(state)
                 elif scale is not None and scale != 1.0:
-                    state = map_state(state, lambda s: ScaleGrad.apply(s, scale))
+                    state = map_state(state, lambda s, scale=scale: ScaleGrad.apply(s, scale))
             state, step_gates = self.cell_step(x_proj[t], state, w_hh, b_hh, row)
             h = state[0] if lstm else state
             if trace is not None:

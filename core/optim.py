@@ -10,7 +10,8 @@ but lr.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import torch
 from torch.optim.adam import adam

@@ -251,7 +251,7 @@ class History:
                 **{f"scalar_{name}": values for name, values in self.scalars().items()}}
 
     @classmethod
-    def from_state(cls, state: dict[str, np.ndarray]) -> "History":
+    def from_state(cls, state: dict[str, np.ndarray]) -> History:
         profiles = np.asarray(state["profiles"])
         history = cls(int(state["max_bytes"]), "float64" if profiles.dtype == np.float64 else "float32")
         history._scalars.stride = int(state.get("scalar_stride", 1))   # sessions saved before it existed: 1

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from gradflow.core.config import Config
 from gradflow.core.files import atomic_write
 from gradflow.core.records import SCALARS, ZERO_CAUSES, History, Record

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from gradflow.core import cells
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.files import NpzError, SafeNpz, atomic_write

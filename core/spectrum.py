@@ -65,7 +65,7 @@ def spectrum(mats) -> tuple[np.ndarray, np.ndarray]:
     was up to 20x slower for 128 x 128 on a busy 2-core machine, and a worker
     thread gained nothing there (measured: benchmarks/README.md).
     """
-    import torch   # here, not at the top: the GUI process reads verdict() without loading torch
+    import torch  # here, not at the top: the GUI process reads verdict() without loading torch
     mats = mats.detach().to("cpu", torch.float64)   # (R, H, H)
     if not torch.isfinite(mats).all():
         nan = np.full(mats.shape[:2], np.nan)
@@ -108,7 +108,7 @@ class Spectrum:
     method: str                          # EXACT or ESTIMATED: what it holds (METHODS: how it was measured)
 
     @classmethod
-    def exact(cls, eigenvalues: np.ndarray, singular_values: np.ndarray) -> "Spectrum":
+    def exact(cls, eigenvalues: np.ndarray, singular_values: np.ndarray) -> Spectrum:
         """From a full spectrum (R, K) each."""
         return cls(eigenvalues, singular_values, float(np.abs(eigenvalues[0]).max()), float(singular_values[0, 0]),
                    EXACT)

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.sweep_plan import MAX_KEYS, Axis, Plan, Point, csv_text, parse_axis, parse_fit, parse_grid
@@ -53,6 +54,7 @@ def sweep(grid: Iterable[str] | dict[str, Any], base: Config | str | None = None
     trust_cell_code: run the Python cell file a base preset file names (core.trust; else UntrustedCellError).
     Raises ConfigError naming the problem before anything trains."""
     import tempfile
+
     from gradflow.core.presets import load_preset
     from gradflow.core.trust import require_trust
     if isinstance(base, str):

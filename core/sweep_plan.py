@@ -6,11 +6,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
-
 from gradflow.core.config import SPECS, Config, ConfigError, parse_value
 from gradflow.core.sweep_point import METRICS
 
@@ -44,10 +44,7 @@ def parse_axis(text: str) -> Axis:
         raise ConfigError(f"grid {text!r}: unknown config key {key!r}; known keys: {', '.join(SPECS)}")
     if key == "seed":
         raise ConfigError(f"grid {text!r}: seeds are the sweep's own axis (--seeds N), not a grid key")
-    if ":" in spec:
-        values = _range(key, spec, text)
-    else:
-        values = tuple(parse_value(key, part) for part in spec.split(","))
+    values = _range(key, spec, text) if ":" in spec else tuple(parse_value(key, part) for part in spec.split(","))
     distinct = tuple(dict.fromkeys(values))
     if len(distinct) < len(values):
         raise ConfigError(f"grid {text!r} repeats a value of {key}: {', '.join(map(csv_text, values))}")
@@ -180,7 +177,7 @@ def _cell_files(points: list[Point]) -> dict:
     models = {p.config.model for p in points if cells.cell_for(p.config.model).source_file(p.config) is not None}
     if not models:
         return {}
-    from gradflow.core.user_cell import cell_source   # torch: only for a user's cell
+    from gradflow.core.user_cell import cell_source  # torch: only for a user's cell
     return {model: cell_source(model) for model in sorted(models)}
 
 

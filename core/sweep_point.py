@@ -11,7 +11,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-
 from gradflow.core.config import Config
 
 if TYPE_CHECKING:
@@ -89,7 +88,7 @@ def _decay(dh: np.ndarray, fit: tuple[int, int] | None = None) -> tuple[float, s
     return float(np.exp(-slope)), f"{start + first}..{end}"
 
 
-def run_point(config: Config, steps: int, cell: "CellSource | None" = None,
+def run_point(config: Config, steps: int, cell: CellSource | None = None,
               options: dict[str, Any] | None = None) -> dict[str, Any]:
     """measure_point(config, steps, **options) on one torch thread; a point that raises gives a row with its
     error. cell: the content of the user's cell file config.model names (Plan.cells), read by the client: this

@@ -10,8 +10,9 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from gradflow.core.config import ConfigError
 from gradflow.core.sweep_plan import Plan, Point

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from gradflow.core.config import ConfigError, parse_value
 from gradflow.core.sweep_plan import Plan, Point, csv_text
 from gradflow.core.sweep_point import TEXT_METRICS
@@ -82,8 +81,9 @@ class Table:
         return float(cell) if cell else math.nan
 
     def _sidecar(self) -> dict[str, Any]:
-        import torch
         from importlib.metadata import PackageNotFoundError, version
+
+        import torch
         try:
             gradflow_version = version("gradient-flow-explorer")
         except PackageNotFoundError:

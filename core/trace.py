@@ -2,8 +2,8 @@
 form (a tensor, or an (h, c) tuple), truncation as a factor on the carried state, rows as layers × directions."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import torch
 from torch import nn

@@ -15,21 +15,21 @@ import os
 import sys
 import time
 from collections import defaultdict
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-
 from gradflow.core import cells
-from gradflow.core.config import LIVE_KEYS, Config, ConfigError
 from gradflow.core.analysis import linear_prediction, zero_causes
+from gradflow.core.config import LIVE_KEYS, Config, ConfigError
 from gradflow.core.optim import OPTIMIZERS
 from gradflow.core.precision import DTYPES, exact_norm
-from gradflow.core.trace import Trace, detach_state
 from gradflow.core.records import History, Record
 from gradflow.core.spectrum import SpectrumMeter, edit_eigenvalue, nearest_eigenvalue
 from gradflow.core.tasks import make_task
+from gradflow.core.trace import Trace, detach_state
 
 THREADS_VARIABLE = "GRADFLOW_THREADS"  # overrides engine_threads()
 

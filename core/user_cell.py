@@ -26,20 +26,28 @@ import hashlib
 import sys
 import traceback
 import types
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
-from torch import nn
-from torch.func import jacrev, vmap
-
 from gradflow.core.analysis import JacobianProfile, jacobian_profile_of
 from gradflow.core.errors import ConfigError
 from gradflow.core.precision import DTYPES
-from gradflow.core.trace import (KeepGradAt, RowTrace, ScaleGrad, StackedRows, Trace, carry_scales, detach_state,
-                                  map_state)
+from gradflow.core.trace import (
+    KeepGradAt,
+    RowTrace,
+    ScaleGrad,
+    StackedRows,
+    Trace,
+    carry_scales,
+    detach_state,
+    map_state,
+)
+from torch import nn
+from torch.func import jacrev, vmap
 
 if TYPE_CHECKING:
     from gradflow.core.config import Config
@@ -337,7 +345,7 @@ class UserCellNet(StackedRows, nn.Module):
             if scale == 0.0:
                 state = detach_state(state)
             elif scale != 1.0:
-                state = map_state(state, lambda s: ScaleGrad.apply(s, scale))
+                state = map_state(state, lambda s, scale=scale: ScaleGrad.apply(s, scale))
             entering[t] = detach_state(state)
             state = self._step(cell, inputs[t], state, t, row)
             states[t] = state

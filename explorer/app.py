@@ -48,10 +48,9 @@ def main(argv: list[str] | None = None) -> int:
         print(system.missing_libraries_message(missing), file=sys.stderr)   # instead of Qt's abort
         return EXIT_BAD_INPUT
 
-    from PySide6.QtWidgets import QApplication  # Qt only from here on
-
     from gradflow.explorer import errors
     from gradflow.explorer.window.main_window import APPLICATION, ORGANIZATION
+    from PySide6.QtWidgets import QApplication  # Qt only from here on
 
     app = QApplication.instance() or QApplication([sys.argv[0], *qt_args])
     app.setOrganizationName(ORGANIZATION)
@@ -75,12 +74,11 @@ def open_windows(preset: str | None):
     preset (compare_*) opens as the scenario picker opens it: in the comparison window, over the main window
     on the default scenario. A preset whose runs import a Python cell file asks first (core.trust); refused, the
     window opens on the default scenario."""
-    from PySide6.QtCore import QSettings
-
     from gradflow.core.trust import cell_codes
     from gradflow.explorer import errors
     from gradflow.explorer.window.main_window import APPLICATION, ORGANIZATION, MainWindow
     from gradflow.explorer.window.trust import ask_trust
+    from PySide6.QtCore import QSettings
 
     chosen = load_preset(preset) if preset is not None else None
     code = cell_codes([config for _, config in chosen.runs] or [chosen.config], preset) if chosen else ()

@@ -17,13 +17,12 @@ def _version(package: str) -> str:
 def report() -> list[tuple[str, str]]:
     """(what, value) pairs, in the order printed."""
     import torch
-    from PySide6 import QtCore
-    from PySide6.QtCore import QCoreApplication, QSettings
-
     from gradflow.core import native
     from gradflow.core.trainer import engine_threads
     from gradflow.explorer import errors, system
     from gradflow.explorer.window.main_window import APPLICATION, ORGANIZATION
+    from PySide6 import QtCore
+    from PySide6.QtCore import QCoreApplication, QSettings
 
     QCoreApplication.setOrganizationName(ORGANIZATION)   # where the app's settings and log live
     QCoreApplication.setApplicationName(APPLICATION)

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -92,7 +93,7 @@ class Run:
         self._adopt(Trainer(config), load_preset(preset).title if preset is not None else "Custom run")
 
     @classmethod
-    def of_trainer(cls, trainer, title: str) -> "Run":
+    def of_trainer(cls, trainer, title: str) -> Run:
         """A Run of an engine built elsewhere (a session read back: gradflow.open)."""
         run = cls.__new__(cls)
         run._adopt(trainer, title)
@@ -157,7 +158,7 @@ class Run:
 
     # -- figures ------------------------------------------------------------------------------------------------
     def figure(self, panel: str = "gradient_time", theme: str = "light", scale: int = 2, caption: bool = False,
-               size: tuple[int, int] = (800, 500), presentation: bool = False) -> "Figure":
+               size: tuple[int, int] = (800, 500), presentation: bool = False) -> Figure:
         """The app's panel `panel` showing the newest record, rendered offscreen (no display needed): shown
         inline in Jupyter, saved with .save(path) as PNG, SVG or PDF."""
         if self.last is None and self.steps_done:
@@ -252,7 +253,7 @@ class Comparison:
         return _stacked([run.profiles() for run in self.runs], self.labels)
 
     def figure(self, panel: str = "gradient_time", theme: str = "light", scale: int = 2, caption: bool = False,
-               size: tuple[int, int] = (800, 500), presentation: bool = False) -> "Figure":
+               size: tuple[int, int] = (800, 500), presentation: bool = False) -> Figure:
         """The comparison window's panel with the runs overlaid: "gradient_time" or "training"."""
         if any(run.last is None for run in self.runs):
             raise RuntimeError("nothing to draw yet: train or step the comparison first")

@@ -49,12 +49,11 @@ def shoot(out: Path, width: int, height: int, steps: int, preset: str | None, wi
 
 
 def child(out: Path, steps: int, preset: str | None, tmp: Path, windows: list[str]) -> None:
-    from PySide6.QtCore import QSettings
-    from PySide6.QtWidgets import QApplication
-
     from gradflow.core.presets import load_preset
     from gradflow.explorer.window.main_window import MainWindow
     from gradflow.explorer.window.sweep_window import SweepWindow
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
 
     app = QApplication([])
 
@@ -71,11 +70,12 @@ def child(out: Path, steps: int, preset: str | None, tmp: Path, windows: list[st
         window = MainWindow(preset=preset, settings=store)
         window.showMaximized()
         window.setGeometry(screen)   # offscreen windows have no frame: the whole screen
-        wait(60, lambda: window.shown_record is not None)
+        wait(60, lambda window=window: window.shown_record is not None)
         name = f"{screen.width()}x{screen.height()}-{mode}"
         if "main" in windows:
             window.play()
-            wait(120, lambda: window.latest is not None and (window.latest.step >= steps or not window.is_playing()))
+            wait(120, lambda window=window: window.latest is not None and (window.latest.step >= steps
+                                                                 or not window.is_playing()))
             window.pause()
             wait(1.5)
             window.draw_frame()
@@ -93,7 +93,7 @@ def child(out: Path, steps: int, preset: str | None, tmp: Path, windows: list[st
                 sweeping.seeds_spin.setValue(seeds)
                 sweeping.steps_spin.setValue(0)
                 sweeping.start()
-                wait(600, lambda: not sweeping.is_running())
+                wait(600, lambda sweeping=sweeping: not sweeping.is_running())
                 wait(0.5)
                 path = out / f"{name}-sweep-{shot}.png"
                 sweeping.grab().save(str(path))

@@ -6,11 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtWidgets import QVBoxLayout, QWidget
-
 from gradflow.core.bifurcation import bifurcation_sweep, fixed_points
 from gradflow.explorer.export.figures import save_png
 from gradflow.explorer.export.inline import application
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "papers_doya.png"
 W, T = 5.0, 200

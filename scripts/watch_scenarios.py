@@ -27,12 +27,11 @@ WIDTH, HEIGHT = 1920, 1080
 
 
 def child(out: Path, seconds: float, names: list[str], tmp: Path) -> None:
-    from PySide6.QtCore import QSettings
-    from PySide6.QtWidgets import QApplication
-
     from gradflow.core.presets import load_preset
     from gradflow.explorer.compare import window as compare_window
     from gradflow.explorer.window.main_window import MainWindow
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
 
     app = QApplication([])
 
@@ -61,15 +60,15 @@ def child(out: Path, seconds: float, names: list[str], tmp: Path) -> None:
         combo.setCurrentIndex(index)
         combo.activated.emit(index)          # what choosing it with the mouse sends
         if preset.runs:
-            wait(60, lambda: set(compare_window.open_windows()) - before)
+            wait(60, lambda before=before: set(compare_window.open_windows()) - before)
             target = next(iter(set(compare_window.open_windows()) - before))
             target.showMaximized()
             target.setGeometry(screen)
-            wait(120, lambda: target.latest is not None)
-            latest = lambda: target.latest[0] if target.latest else None  # noqa: E731
+            wait(120, lambda target=target: target.latest is not None)
+            latest = lambda target=target: target.latest[0] if target.latest else None  # noqa: E731
         else:
             target = window
-            wait(120, lambda: window.preset.name == name and window.latest is not None)
+            wait(120, lambda name=name: window.preset.name == name and window.latest is not None)
             latest = lambda: window.latest  # noqa: E731
         start_step = latest().step if latest() is not None else None
         started = time.monotonic()
@@ -94,7 +93,7 @@ def child(out: Path, seconds: float, names: list[str], tmp: Path) -> None:
         print(f"{name}: step {entry['steps']} after {entry['seconds']} s -> {path}", flush=True)
         if preset.runs:
             target.close()
-            wait(15, lambda: target not in compare_window.open_windows())
+            wait(15, lambda target=target: target not in compare_window.open_windows())
     (out / "summary.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False), encoding="utf-8")
     window.close()
 

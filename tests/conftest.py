@@ -2,7 +2,7 @@ import os
 from pathlib import Path
 
 import pytest
-from runner_life import start_sweeper   # tests/ is on sys.path
+from runner_life import start_sweeper  # tests/ is on sys.path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")  # Qt aborts without a display
 # The Python LSTM loops everywhere (the same on every machine, and no background build into the user's cache);

@@ -7,9 +7,9 @@ import sys
 import numpy as np
 import pytest
 import torch
+from gradflow.core.trainer import Trainer, engine_threads
 
 import gradflow
-from gradflow.core.trainer import Trainer, engine_threads
 
 SMALL = {"seq_len": 20, "hidden_size": 16}
 

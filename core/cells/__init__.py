@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     import numpy as np
-
     from gradflow.core.analysis import JacobianProfile
     from gradflow.core.config import Config
     from gradflow.core.spectrum import Spectrum, SpectrumMeter

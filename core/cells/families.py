@@ -37,9 +37,8 @@ class DenseCell(Cell):
 
     def build(self, config, input_size, output_size):
         import torch
-        from torch.nn.utils.parametrizations import orthogonal
-
         from gradflow.core.models import RecurrentNet
+        from torch.nn.utils.parametrizations import orthogonal
         model = RecurrentNet(config, input_size, output_size, self)
         if config.recurrent_constraint == "orthogonal":
             if config.precision == "float64":    # the parametrization keeps its start Q: orthogonal to float64, not 32

@@ -19,7 +19,7 @@ class UserCell(Cell):
                         "file) does not say where a W_hh enters its step")
 
     def check(self, config):
-        from gradflow.core.user_cell import check_file   # the file is parsed, never run, here
+        from gradflow.core.user_cell import check_file  # the file is parsed, never run, here
         check_file(config.model)
 
     def source_file(self, config):

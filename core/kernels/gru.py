@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import torch
-from torch import nn
-
 from gradflow.core.bptt import processing_order, weight_grads
 from gradflow.core.buffers import state_buffer
+from torch import nn
 
 
 class GruKernel:

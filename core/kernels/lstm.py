@@ -9,11 +9,11 @@ per-step matmuls go through oneDNN with packed weights (both loops).
 from __future__ import annotations
 
 import torch
-from torch import nn
-
 from gradflow.core import native, torch_private
 from gradflow.core.bptt import processing_order
 from gradflow.core.buffers import carve
+from torch import nn
+
 
 class _LstmForwardBuffers:
     """One LSTM row's forward buffers and their per-step views (engine gate order o, i, f, g).

@@ -5,10 +5,9 @@ modReLU(a) = sign(a) ⊙ relu(|a| + b) with a learned bias b per unit and row (A
 from __future__ import annotations
 
 import torch
-from torch import nn
-
 from gradflow.core.bptt import processing_order, weight_grads
 from gradflow.core.buffers import state_buffer
+from torch import nn
 
 ACTIVATIONS = {"tanh": torch.tanh, "relu": torch.relu, "sigmoid": torch.sigmoid, "identity": lambda a: a}   # modrelu: activate
 

@@ -1,7 +1,7 @@
 """The tasks a network can learn; ``make_task(config)`` builds the one ``config.task`` names."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from gradflow.core.config import Config
 from gradflow.core.tasks.adding import AddingTask

@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 import torch
-
 from gradflow.core.config import Config
 from gradflow.core.tasks.base import Batch, RunFn, Task
 

@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-
 from gradflow.core.config import Config
 from gradflow.core.tasks.base import Batch, RunFn, Task
 

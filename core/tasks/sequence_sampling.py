@@ -14,9 +14,10 @@ batches start a fresh hidden state.
 from __future__ import annotations
 
 import random
-from typing import Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import torch
+
 
 def seq_data_iter_random(corpus: Sequence | torch.Tensor, batch_size: int, num_steps: int,
                          rng: random.Random) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
@@ -71,7 +72,7 @@ class WindowStream:
         self.epoch = 0        # epochs started so far
         self._batches: Iterator[tuple[torch.Tensor, torch.Tensor]] = iter(())
 
-    def __iter__(self) -> "WindowStream":
+    def __iter__(self) -> WindowStream:
         return self
 
     def __next__(self) -> tuple[torch.Tensor, torch.Tensor, bool]:

@@ -13,11 +13,10 @@ from typing import Any
 
 import numpy as np
 import torch
-
 from gradflow.core.config import Config, ConfigError
-from gradflow.core.trace import map_state
 from gradflow.core.tasks.base import Batch, RunFn, Task
 from gradflow.core.tasks.sequence_sampling import WindowStream, min_corpus_length
+from gradflow.core.trace import map_state
 
 NUM_POINTS = 1000
 N_TRAIN = 600             # only x_1..x_600 are trained on

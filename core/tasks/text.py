@@ -24,7 +24,6 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.tasks.base import Batch, RunFn, Task
 from gradflow.core.tasks.sequence_sampling import WindowStream, min_corpus_length

@@ -2,15 +2,14 @@
 (RunColumn, arranged by the room it gets), the columns side by side in a row (RunsRow)."""
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject, QSize, Qt
-from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QScrollArea, QSizePolicy, QWidget
-
 from gradflow.core.records import Record
 from gradflow.explorer.panels import plotting
 from gradflow.explorer.panels.base import Panel
 from gradflow.explorer.panels.hidden_state import HiddenStatePanel
 from gradflow.explorer.panels.spectrum import SpectrumPanel
 from gradflow.explorer.theme import Theme
+from PySide6.QtCore import QEvent, QObject, QSize, Qt
+from PySide6.QtWidgets import QFrame, QGridLayout, QHBoxLayout, QLabel, QScrollArea, QSizePolicy, QWidget
 
 SPECTRUM_MIN = (220, 130)      # a run's spectrum plot's smallest data area (px): small multiples get the smallest
                                # any plot gets (panels.base.PLOT_MIN; the main window's spectrum asks for 220×180)

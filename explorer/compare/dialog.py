@@ -2,16 +2,25 @@
 (CompareDialog, vary_runs)."""
 from __future__ import annotations
 
-from PySide6.QtCore import Slot
-from PySide6.QtWidgets import (QButtonGroup, QComboBox, QDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
-                               QRadioButton, QVBoxLayout, QWidget)
-
 from gradflow.core.cells import CELL_KEYS
 from gradflow.core.compare import MAX_RUNS, MIN_RUNS, check_runs
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.presets import Preset, load_preset, preset_names
 from gradflow.explorer.theme import DEFAULT_THEME
 from gradflow.explorer.window.dialogs import ok_cancel
+from PySide6.QtCore import Slot
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QComboBox,
+    QDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QRadioButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 VARY_KEYS = {                  # setting -> values offered by default in the dialog
     "model": "rnn, gru, lstm",

@@ -19,11 +19,6 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, Slot
-from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QMainWindow, QSizePolicy, QSplitter, QStyle, QToolBar, \
-    QToolButton, QVBoxLayout, QWidget
-
 from gradflow.core.compare import check_runs
 from gradflow.core.presets import Preset, load_preset
 from gradflow.core.records import History, Record
@@ -37,11 +32,25 @@ from gradflow.explorer.panels.gradient_time import GradientTimePanel
 from gradflow.explorer.panels.training import TrainingPanel
 from gradflow.explorer.theme import DEFAULT_THEME, THEMES, Theme, presentation
 from gradflow.explorer.window.drawing import StepDrawer
-from gradflow.explorer.window.screen_fit import first_launch, fit_to_screen, set_full_screen
 from gradflow.explorer.window.run_controls import RunControls, run_action, run_toolbar
+from gradflow.explorer.window.screen_fit import first_launch, fit_to_screen, set_full_screen
 from gradflow.explorer.window.style import compare_stylesheet
 from gradflow.explorer.window.timeline import TimelineBar
 from gradflow.explorer.window.widgets import MessageBar
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, Slot
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QSizePolicy,
+    QSplitter,
+    QStyle,
+    QToolBar,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 __all__ = ["CompareDialog", "CompareWindow", "open_comparison", "open_comparison_dialog", "open_windows", "vary_runs"]
 
@@ -49,7 +58,7 @@ HISTORY_MB_PER_RUN = 16        # each run's GUI-side History cap (the main windo
 RUNS_SHARE = 0.42              # of the height under the header the runs' row starts with (the overlays the rest)
 FOLD_BELOW = 900               # on a screen shorter than this (px) the explanation starts folded to its title
 
-_open_windows: set["CompareWindow"] = set()   # keeps parentless windows alive until they close
+_open_windows: set[CompareWindow] = set()   # keeps parentless windows alive until they close
 
 
 # -- the window ---------------------------------------------------------------------------------------

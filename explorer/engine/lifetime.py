@@ -20,8 +20,9 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
-from typing import Any, Callable
+from typing import Any
 
 EXIT_GRACE_S = 0.5   # after its own SIGTERM, how long the engine may take to unwind before os._exit
 

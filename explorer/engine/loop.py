@@ -20,14 +20,16 @@ loop in a thread (`threading` flags, a `queue.Queue`), which also exposes the en
 """
 from __future__ import annotations
 
+import contextlib
 import pickle
 import queue
 import signal
 import threading
 import time
 import traceback
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.protocol import Engine
@@ -186,10 +188,8 @@ class EngineLoop:
     def _wait_for_command(self, timeout: float):
         self._report_native()   # a background build may finish while nothing steps
         self.flush()
-        try:
+        with contextlib.suppress(queue.Empty):
             self._handle(self.commands.get(timeout=timeout))
-        except queue.Empty:
-            pass
 
     def _finish_pause(self):
         """After Pause the last record must be complete: if the last step was not detailed, take one more
@@ -256,7 +256,7 @@ class EngineLoop:
         """native_status(state, lstm, text) when the compiled LSTM loops' state (core.native.state) or the kind
         of run changed: `lstm` when the newest step `result` (a Record, or one per run) has an LSTM run; text
         for a tooltip (core.native.status: the build log's path on failure)."""
-        from gradflow.core import cells, native   # imports torch: the engine's side only
+        from gradflow.core import cells, native  # imports torch: the engine's side only
         if result is not None:
             self._lstm = any(cells.cell_for(record.model).compiled_kernel
                              for record in (result if isinstance(result, list) else [result]))
@@ -335,7 +335,7 @@ class BatchingEmitter:
 
 def serve(spec: RunSpec, flags: Flags, commands: PickledQueue, events: PickledQueue):
     """The engine process's main function: run the loop, its events batched onto `events`."""
-    from gradflow.core.trainer import steady_allocator   # imports torch: the engine's side only
+    from gradflow.core.trainer import steady_allocator  # imports torch: the engine's side only
     steady_allocator()
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl+C in the terminal is the GUI's to handle
     signal.signal(signal.SIGTERM, _exit_on_terminate)

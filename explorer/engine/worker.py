@@ -27,12 +27,12 @@ import multiprocessing
 import os
 import queue
 import time
-from typing import Any, Callable
-
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from collections.abc import Callable
+from typing import Any
 
 from gradflow.explorer.engine.lifetime import ParentLink, run_tied
 from gradflow.explorer.engine.loop import IDLE_POLL_S, Command, EngineLoop, Flags, PickledQueue, RunSpec, serve
+from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 ENGINE_ENV = "GRADFLOW_ENGINE"   # "process" (default) or "thread"
 STOP_GRACE_S = 0.3               # after stop, how long a busy engine process may take to finish its step

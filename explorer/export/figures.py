@@ -14,12 +14,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from gradflow.core.files import atomic_write
+from gradflow.explorer.export.vector import as_figure, pdf_bytes, svg_bytes
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPoint, QSize
 from PySide6.QtGui import QGuiApplication, QImage, QPainter
 from PySide6.QtWidgets import QApplication, QGridLayout, QLabel, QVBoxLayout, QWidget
-
-from gradflow.core.files import atomic_write
-from gradflow.explorer.export.vector import as_figure, pdf_bytes, svg_bytes
 
 DASHBOARD_PANELS = ("gradient_time", "gradient_history", "hidden_state", "spectrum", "training", "task_view")
 IMAGE_SUFFIXES = (".png", ".svg")
@@ -241,9 +240,8 @@ def export_main(argv: list[str] | None = None) -> int:
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     app = QApplication.instance() or QApplication(["gradflow-export"])
-    from gradflow.explorer.theme import get_theme
-
     from gradflow.core.presets import load_preset
+    from gradflow.explorer.theme import get_theme
 
     title = load_preset(args.preset).title if args.preset else "Custom run"
     view = Dashboard(title, [args.panel] if args.panel else None)

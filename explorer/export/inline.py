@@ -7,11 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import qInstallMessageHandler
-from PySide6.QtWidgets import QApplication
-
 from gradflow.explorer.export.figures import Dashboard, _encode, render_image, save_figure
 from gradflow.explorer.export.vector import pdf_bytes, svg_bytes
+from PySide6.QtCore import qInstallMessageHandler
+from PySide6.QtWidgets import QApplication
 
 COMPARISON_PANELS = ("gradient_time", "training")   # a comparison's figure: these panels with its runs overlaid
 
@@ -44,9 +43,9 @@ class Figure:
 
     @classmethod
     def of_run(cls, run, panel: str, theme: str, scale: int, caption: bool, size: tuple[int, int],
-               presentation: bool) -> "Figure":
-        from gradflow.explorer.panels import PANELS
+               presentation: bool) -> Figure:
         from gradflow.explorer.export.figures import panel_name
+        from gradflow.explorer.panels import PANELS
         names = [panel_name(p) for p in PANELS]
         if panel not in names:
             raise ValueError(f"panel must be one of {', '.join(names)}, got {panel!r}")
@@ -64,7 +63,7 @@ class Figure:
 
     @classmethod
     def of_comparison(cls, comparison, panel: str, theme: str, scale: int, caption: bool, size: tuple[int, int],
-                      presentation: bool) -> "Figure":
+                      presentation: bool) -> Figure:
         if panel not in COMPARISON_PANELS:
             raise ValueError(f"a comparison's panel must be one of {', '.join(COMPARISON_PANELS)}, got {panel!r}")
         application()
@@ -77,7 +76,7 @@ class Figure:
             view.show_runs([run.last for run in comparison.runs], [run.trainer.history for run in comparison.runs])
         return cls(view, draw, comparison.title, scale, size)
 
-    def refresh(self) -> "Figure":
+    def refresh(self) -> Figure:
         self._draw()
         application().processEvents()
         return self

@@ -14,14 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QPen
-from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
-
 from gradflow.core.meanfield import critical_sigma_w2, mean_field
 from gradflow.explorer.panels import legends, plotting
 from gradflow.explorer.panels.base import themed_palette
 from gradflow.explorer.theme import LIGHT, Theme
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QPen
+from PySide6.QtWidgets import QLabel, QVBoxLayout, QWidget
 
 METRIC_LABELS = {
     "grad_ratio_init": "log₁₀ ‖∂L/∂h₁‖/‖∂L/∂h_T‖ at initialisation",

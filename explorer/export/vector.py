@@ -9,14 +9,19 @@ import xml.etree.ElementTree as ET
 from contextlib import ExitStack, contextmanager
 
 import numpy as np
+from gradflow.explorer.panels.base import FIGURE_TEXT, UI_ONLY, Panel
 from PySide6.QtCore import QBuffer, QIODevice, QMarginsF, QPoint, QRectF, QSizeF
 from PySide6.QtGui import QFontInfo, QImage, QPageSize, QPainter, QPdfWriter
 from PySide6.QtSvg import QSvgGenerator
-from PySide6.QtWidgets import (QAbstractButton, QApplication, QComboBox, QGraphicsItem, QGraphicsOpacityEffect,
-                               QLabel, QWidget)
-
-from gradflow.explorer.panels.base import FIGURE_TEXT, UI_ONLY, Panel
-
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QApplication,
+    QComboBox,
+    QGraphicsItem,
+    QGraphicsOpacityEffect,
+    QLabel,
+    QWidget,
+)
 
 SVG_HEATMAP_PIXELS = 4_000_000   # at most this many pixels in an SVG's heatmap image (a zoomed-in plot's cells)
 

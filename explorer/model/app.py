@@ -12,7 +12,8 @@ it talks to the engine through the worker's plain methods (`Engine`), so a test 
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from gradflow.core.config import Config
 from gradflow.core.presets import Preset

@@ -16,8 +16,8 @@ A stop's message lists its claims with what this run measured, checked as the cl
 from __future__ import annotations
 
 import html
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 from gradflow.core.claims import Claim, Stop, check_claim
 from gradflow.core.presets import Preset

@@ -7,15 +7,13 @@ import weakref
 from contextlib import contextmanager
 
 import pyqtgraph as pg
-from PySide6.QtCore import QSize, Qt, QTimer
-from PySide6 import QtGui
-from PySide6.QtGui import QPalette, QTextDocument
-from PySide6.QtWidgets import QBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
-
 from gradflow.core.records import History, Record
 from gradflow.explorer.panels import legends, plotting
 from gradflow.explorer.theme import DEFAULT_THEME, Theme
-
+from PySide6 import QtGui
+from PySide6.QtCore import QSize, Qt, QTimer
+from PySide6.QtGui import QPalette, QTextDocument
+from PySide6.QtWidgets import QBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 SIDE_RATIO = 1.2   # legends go beside the plots when the room left for them is wider than this × the height
 PLOT_MIN = (220, 130)   # the smallest data area (a ViewBox, px) any plot is given: text around it yields first

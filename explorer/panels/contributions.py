@@ -5,12 +5,10 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-
 from gradflow.core.records import History, Record
 from gradflow.explorer.panels import legends, plotting, ranges
 from gradflow.explorer.panels.base import Panel
 from gradflow.explorer.theme import Theme
-
 
 
 def shares(record: Record) -> np.ndarray | None:

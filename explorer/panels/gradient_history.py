@@ -6,12 +6,11 @@ import time
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF
-
 from gradflow.core.records import ZERO_CAUSES, History, Record
 from gradflow.explorer.panels import plotting, ranges
 from gradflow.explorer.panels.base import Panel
 from gradflow.explorer.theme import GREEN, PURPLE, SKY_BLUE, Theme
+from PySide6.QtCore import QRectF
 
 MAX_COLUMNS = 2000        # wider histories are binned (max per bin, so a single flare survives)
 MAX_DECADES = 16          # the colour scale spans at most this many decades; lower values saturate
@@ -77,7 +76,7 @@ class GradientHistoryPanel(Panel):
             return
         self._last_draw, self._last_count, self._last_step = now, count, record.step
         R, T = profiles.shape[1], profiles.shape[2]
-        if (R, T) != self._shape:
+        if self._shape != (R, T):
             self._shape = (R, T)
             self.levels.reset()
             self._row_note = f"{record.row_labels[0]} (of {R} rows)" if R > 1 else ""

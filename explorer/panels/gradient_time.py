@@ -3,11 +3,10 @@ of 2–4 runs overlaid (a comparison: `GradientTimePanel(runs=labels)`, then `sh
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pyqtgraph as pg
-
 from gradflow.core.records import History, Record
 from gradflow.explorer.panels import legends, plotting, ranges
 from gradflow.explorer.panels.base import Panel
@@ -149,7 +148,7 @@ class GradientTimePanel(Panel):
         self.set_key(f"step {records[0].step} · layer 1 · the same minibatch for every run")
 
     def _set_seq_len(self, T: int):
-        if T != self._seq_len:
+        if self._seq_len != T:
             self._seq_len = T
             self.plot.setXRange(0.5, T + 0.5, padding=0)
             self.plot.setLabel("bottom", f"time step t  (T = {T})")

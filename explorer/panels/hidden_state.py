@@ -5,13 +5,12 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel
-
 from gradflow.core.records import History, Record
 from gradflow.explorer.panels import plotting, ranges
 from gradflow.explorer.panels.base import Panel
 from gradflow.explorer.theme import Theme
+from PySide6.QtCore import QRectF
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel
 
 # what the quantity combo offers: key -> (combo text, colour-bar label)
 GATE_SYMBOLS = {

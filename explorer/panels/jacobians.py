@@ -6,14 +6,13 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel
-
 from gradflow.core.records import History, Record
 from gradflow.explorer.panels import legends, plotting, ranges
 from gradflow.explorer.panels.base import Panel
 from gradflow.explorer.panels.visibility import OnScreenWatch
 from gradflow.explorer.theme import Theme
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
 
 SCAN = 400          # records searched back in the history for the newest one with Jacobians
 

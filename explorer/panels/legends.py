@@ -5,11 +5,10 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QSizePolicy
-
 from gradflow.explorer.panels.plotting import brush, color, pen
 from gradflow.explorer.theme import Theme
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QSizePolicy
 
 
 def style_legend(legend: pg.LegendItem, theme: Theme):

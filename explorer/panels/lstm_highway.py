@@ -5,13 +5,12 @@ import math
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel
-
 from gradflow.core.records import History, Record
 from gradflow.explorer.panels import legends, plotting, ranges
 from gradflow.explorer.panels.base import Panel
 from gradflow.explorer.theme import Theme
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
 
 NOT_LSTM = "LSTM only — switch model to lstm"
 

@@ -10,11 +10,10 @@ from html import escape
 
 import numpy as np
 import pyqtgraph as pg
+from gradflow.explorer.theme import Theme
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QGuiApplication, QPen, QPixmapCache
 from PySide6.QtWidgets import QGraphicsItem
-
-from gradflow.explorer.theme import Theme
 
 AXIS_CACHE_SCREENS = 3   # Qt's pixmap cache holds this many screenfuls (it is 10 MB by default): room for the
                          # cached axes of every plot on screen, each as large as its plot (it draws the grid)

@@ -11,11 +11,10 @@ colour-blind eyes), and its curves carry its label at an end, the labels kept ap
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pyqtgraph as pg
-
 from gradflow.explorer.panels import plotting, ranges
 from gradflow.explorer.theme import Theme
 

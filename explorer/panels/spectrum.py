@@ -26,15 +26,14 @@ from operator import methodcaller
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtWidgets import QHBoxLayout, QPushButton
-
 from gradflow.core.records import History, Record
 from gradflow.core.spectrum import FULL_SPECTRUM_MAX_SIZE, RITZ_TOL, record_verdict
 from gradflow.explorer.panels import legends, plotting, ranges
 from gradflow.explorer.panels.base import Panel, YieldingLabel, mark_ui_only
 from gradflow.explorer.panels.visibility import OnScreenWatch
 from gradflow.explorer.theme import Theme
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtWidgets import QHBoxLayout, QPushButton
 
 CIRCLE = np.exp(1j * np.linspace(0, 2 * np.pi, 129))   # 128 chords: 0.1 px from the arc at a 330 px radius
 EDIT_TAG = "spectrum.edit_eigenvalue"     # worker.call tags this panel sends and answers to

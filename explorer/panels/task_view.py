@@ -8,13 +8,12 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget
-
 from gradflow.core.records import History, Record
 from gradflow.explorer.panels import legends, plotting, ranges
 from gradflow.explorer.panels.base import Panel, set_figure_text
 from gradflow.explorer.theme import BLUE, GREEN, ORANGE, PURPLE, SKY_BLUE, VERMILLION, YELLOW, Theme
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget
 
 K_STEPS = (1, 4, 16, 64)              # the sine preview's k-step predictions (d2l 8.1)
 COPY_LENGTH = 10

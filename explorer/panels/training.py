@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pyqtgraph as pg
-
 from gradflow.core.records import History, Record
 from gradflow.explorer.panels import legends, plotting, ranges
 from gradflow.explorer.panels.base import Panel

@@ -2,7 +2,7 @@
 something only while they are seen: the Jacobians, the full spectrum of a large matrix)."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QTimer, Slot
 from PySide6.QtWidgets import QWidget

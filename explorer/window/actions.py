@@ -11,15 +11,14 @@ from __future__ import annotations
 from functools import partial
 from typing import Any, Protocol
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QActionGroup, QKeySequence
-from PySide6.QtWidgets import QComboBox, QDockWidget, QLabel, QMenuBar, QMessageBox, QStyle, QToolBar, QWidget
-
 from gradflow.core.presets import Preset
 from gradflow.explorer.theme import THEMES
 from gradflow.explorer.window.dialogs import PNG_SCALES
 from gradflow.explorer.window.run_controls import RunControls, run_action, run_toolbar, scenario_picker
 from gradflow.explorer.window.sweep_window import open_sweep_window
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence
+from PySide6.QtWidgets import QComboBox, QDockWidget, QLabel, QMenuBar, QMessageBox, QStyle, QToolBar, QWidget
 
 SPEEDS: tuple[tuple[str, float | None], ...] = (
     ("1 step/s", 1.0), ("5 steps/s", 5.0), ("20 steps/s", 20.0), ("unlimited", None))

@@ -4,16 +4,26 @@ such dialog."""
 from __future__ import annotations
 
 import html
-from typing import Callable
-
-from PySide6.QtCore import QObject, Qt, Slot
-from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QFormLayout, QLabel, QLayout, QLineEdit,
-                               QMessageBox, QSpinBox, QVBoxLayout, QWidget)
+from collections.abc import Callable
 
 from gradflow.core.config import SPECS, Config, ConfigError
 from gradflow.explorer import errors
 from gradflow.explorer.export.figures import ANIMATION_FPS
 from gradflow.explorer.window.settings import format_value
+from PySide6.QtCore import QObject, Qt, Slot
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QLabel,
+    QLayout,
+    QLineEdit,
+    QMessageBox,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
 PNG_SCALES = ((1, "screen"), (2, "slides"), (4, "print"))   # PNG resolutions offered, with what each is for
 

@@ -9,16 +9,16 @@ from __future__ import annotations
 import math
 import os
 import time
-from typing import Any, Callable, Sequence
-
-from PySide6.QtCore import QObject, Qt, QTimer, Slot
-from PySide6.QtWidgets import QWidget
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from gradflow.core.records import History, Record
 from gradflow.explorer.panels.visibility import on_screen
 from gradflow.explorer.window.run_state import RunState, frame_step
 from gradflow.explorer.window.status import StatusReadout, StepRate
 from gradflow.explorer.window.timeline import TimelineBar
+from PySide6.QtCore import QObject, Qt, QTimer, Slot
+from PySide6.QtWidgets import QWidget
 
 FRAME_PERIOD_S = 0.031      # a frame at most every 31 ms (~32 fps: the target is >= 30) ...
 FRAME_POLL_MS = 6           # ... looked for every 6 ms, so a frame comes at most that late

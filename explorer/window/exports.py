@@ -4,21 +4,21 @@ naming the file and the reason (nothing is written then; the app keeps running).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, Callable, Protocol
-
-from PySide6.QtCore import QByteArray, QPoint, QRect, QSettings, QSize
-from PySide6.QtGui import QGuiApplication, QImage, QPainter, QRegion
-from PySide6.QtWidgets import QApplication, QDialog, QDockWidget, QMainWindow, QStatusBar, QWidget
+from typing import Any, Protocol
 
 from gradflow.core.presets import Preset
 from gradflow.core.records import History, Record
 from gradflow.explorer import errors
 from gradflow.explorer.export.vector import as_figure
-from gradflow.explorer.window.dialogs import AnimationDialog, PanelExportDialog
 from gradflow.explorer.panels.visibility import on_screen
+from gradflow.explorer.window.dialogs import AnimationDialog, PanelExportDialog
 from gradflow.explorer.window.file_dialogs import ask_save_path, folder_problem
+from PySide6.QtCore import QByteArray, QPoint, QRect, QSettings, QSize
+from PySide6.QtGui import QGuiApplication, QImage, QPainter, QRegion
+from PySide6.QtWidgets import QApplication, QDialog, QDockWidget, QMainWindow, QStatusBar, QWidget
 
 
 class ExportsHost(Protocol):
@@ -189,10 +189,9 @@ class WindowExports:
 
 
 def _write_png(image: QImage, path: Path):
-    from PySide6.QtCore import QBuffer, QIODevice
-
     from gradflow.core.files import atomic_write
     from gradflow.explorer.export.figures import ExportError
+    from PySide6.QtCore import QBuffer, QIODevice
     data = QByteArray()
     buffer = QBuffer(data)
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)

@@ -8,11 +8,10 @@ import html
 import traceback
 from typing import Any
 
-from PySide6.QtCore import QObject, Qt, Slot
-from PySide6.QtWidgets import QMessageBox, QWidget
-
 from gradflow.explorer import errors
 from gradflow.explorer.window.widgets import MessageBar
+from PySide6.QtCore import QObject, Qt, Slot
+from PySide6.QtWidgets import QMessageBox, QWidget
 
 
 class Failures(QObject):

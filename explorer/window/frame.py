@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QTabWidget, QWidget
-
 from gradflow.explorer.theme import DEFAULT_THEME, THEMES
 from gradflow.explorer.window.widgets import DockTitleBar
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QTabWidget, QWidget
 
 
 def dock_host() -> QMainWindow:

@@ -6,40 +6,47 @@ Sessions, exports, recording, recovery after a blow-up and failures are helpers 
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable
-
-from PySide6.QtCore import QSettings, Qt, Slot
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QVBoxLayout, QWidget
+from typing import Any
 
 from gradflow.core.config import Config
 from gradflow.core.presets import DEFAULT_PRESET, Preset, load_preset
 from gradflow.core.records import History, Record
 from gradflow.explorer import errors
 from gradflow.explorer.engine import calls as engine_calls
-from gradflow.explorer.panels import PANELS, connect_panels
-from gradflow.explorer.window.actions import DEFAULT_SPEED, SPEEDS, build_menus, build_run_actions, build_toolbar, show_theme
-from gradflow.explorer.window.checkpoints import CHECKPOINT_EVERY, Checkpoints
+from gradflow.explorer.engine.worker import EngineConnection
 from gradflow.explorer.model import AppModel
 from gradflow.explorer.model.tour import TourModel
+from gradflow.explorer.panels import PANELS, connect_panels
+from gradflow.explorer.theme import DEFAULT_THEME, THEMES, Theme, presentation
+from gradflow.explorer.window.actions import (
+    DEFAULT_SPEED,
+    SPEEDS,
+    build_menus,
+    build_run_actions,
+    build_toolbar,
+    show_theme,
+)
+from gradflow.explorer.window.checkpoints import CHECKPOINT_EVERY, Checkpoints
 from gradflow.explorer.window.dialogs import Problems, ask_discard_run
 from gradflow.explorer.window.drawing import FrameDrawer
+from gradflow.explorer.window.exports import WindowExports
 from gradflow.explorer.window.failures import Failures
 from gradflow.explorer.window.frame import dock_host, make_dock, restore_view, save_view
-from gradflow.explorer.window.exports import WindowExports
 from gradflow.explorer.window.presentation import WindowLayout
-from gradflow.explorer.window.screen_fit import set_full_screen
 from gradflow.explorer.window.recording import AnimationRecorder
 from gradflow.explorer.window.recovery import Recovery
 from gradflow.explorer.window.scenarios import Scenarios
+from gradflow.explorer.window.screen_fit import set_full_screen
 from gradflow.explorer.window.sessions import SessionFiles, apply_view
 from gradflow.explorer.window.settings import SettingsPanel
 from gradflow.explorer.window.status import StatusReadout, StepRate
-from gradflow.explorer.theme import DEFAULT_THEME, THEMES, Theme, presentation
 from gradflow.explorer.window.style import apply_to_app
 from gradflow.explorer.window.timeline import TimelineBar
 from gradflow.explorer.window.widgets import LoadingOverlay, MessageBar, ScenarioBanner
-from gradflow.explorer.engine.worker import EngineConnection
+from PySide6.QtCore import QSettings, Qt, Slot
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QMessageBox, QVBoxLayout, QWidget
 
 ORGANIZATION, APPLICATION = "GradientFlowExplorer", "Explorer"
 

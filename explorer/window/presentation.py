@@ -13,14 +13,18 @@ from __future__ import annotations
 
 from functools import partial
 
+from gradflow.explorer.window import layout
+from gradflow.explorer.window.layout import Arrangement
+from gradflow.explorer.window.screen_fit import (
+    RELAYOUT_DELAY_MS,
+    first_launch,
+    fit_to_screen,
+    on_larger_screen,
+    screen_room,
+)
 from PySide6.QtCore import QByteArray, QEvent, QObject, QRect, QSettings, QSize, Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QComboBox, QDockWidget, QLabel, QMainWindow, QMenu, QTabBar, QWidget
-
-from gradflow.explorer.window import layout
-from gradflow.explorer.window.layout import Arrangement
-from gradflow.explorer.window.screen_fit import (RELAYOUT_DELAY_MS, first_launch, fit_to_screen, on_larger_screen,
-                                                 screen_room)
 
 LAYOUT_KEYS = {False: "docks", True: "docks_presentation"}   # QSettings keys of each mode's dock layout
 LAYOUT_VERSION = 4          # bump when the set of docks or the arrangements change: old layouts are ignored

@@ -7,14 +7,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
-from PySide6.QtCore import QObject, QSize, Qt, Slot
-from PySide6.QtGui import QImage
-from PySide6.QtWidgets import QApplication, QProgressDialog, QStatusBar, QWidget
-
 from gradflow.core.records import Record
 from gradflow.explorer.export.figures import ANIMATION_FPS
 from gradflow.explorer.window.exports import WindowExports
 from gradflow.explorer.window.file_dialogs import folder_problem
+from PySide6.QtCore import QObject, QSize, Qt, Slot
+from PySide6.QtGui import QImage
+from PySide6.QtWidgets import QApplication, QProgressDialog, QStatusBar, QWidget
 
 
 class RecordingHost(Protocol):

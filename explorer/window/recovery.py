@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Callable
 from functools import partial
-from typing import Any, Callable, Protocol
-
-from PySide6.QtCore import QObject, Signal, Slot
-from PySide6.QtWidgets import QWidget
+from typing import Any, Protocol
 
 from gradflow.core.config import LIVE_KEYS, ConfigError
 from gradflow.core.records import Record
@@ -27,6 +25,8 @@ from gradflow.explorer.window.run_state import RunState
 from gradflow.explorer.window.settings import SettingsPanel, format_value
 from gradflow.explorer.window.status import fmt
 from gradflow.explorer.window.widgets import MessageBar
+from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtWidgets import QWidget
 
 
 class RecoveryHost(Protocol):

@@ -3,14 +3,13 @@ Right steps once): the actions, the toolbar they open, and `RunControls`, which 
 and the scenario picker beside them (`scenario_picker`)."""
 from __future__ import annotations
 
-from typing import Callable
-
-from PySide6.QtCore import QObject, Qt, Slot
-from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QComboBox, QMainWindow, QStyle, QToolBar
+from collections.abc import Callable
 
 from gradflow.core.config import ConfigError
 from gradflow.core.presets import Preset, load_preset, preset_groups
+from PySide6.QtCore import QObject, Qt, Slot
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QComboBox, QMainWindow, QStyle, QToolBar
 
 
 def run_action(window: QMainWindow, icon: QStyle.StandardPixmap, text: str, key: Qt.Key, tip: str,

@@ -16,7 +16,7 @@ Records are never mutated after the engine sent them, so a state only swaps refe
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from gradflow.core.records import History, Record
 

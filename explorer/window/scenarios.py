@@ -6,12 +6,11 @@ from __future__ import annotations
 import html
 from typing import Any, Protocol
 
-from PySide6.QtWidgets import QComboBox, QWidget
-
 from gradflow.core.config import ConfigError
 from gradflow.core.presets import Preset, load_preset
 from gradflow.explorer.compare import window as compare_window
 from gradflow.explorer.window.widgets import MessageBar
+from PySide6.QtWidgets import QComboBox, QWidget
 
 
 class ScenarioHost(Protocol):

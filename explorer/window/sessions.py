@@ -6,14 +6,12 @@ run to the window."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Protocol
-
-from PySide6.QtCore import QByteArray, QObject, QSettings, Signal
-from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QApplication, QComboBox, QFileDialog, QMainWindow, QMessageBox, QStatusBar, QWidget
+from typing import Any, Protocol
 
 from gradflow.core.config import ConfigError
 from gradflow.core.presets import Preset, load_preset, preset_names
@@ -26,10 +24,13 @@ from gradflow.explorer.theme import THEMES, Theme
 from gradflow.explorer.window.actions import SPEEDS
 from gradflow.explorer.window.exports import WindowExports
 from gradflow.explorer.window.file_dialogs import ask_save_path, folder_problem, last_dir, remember_dir
+from gradflow.explorer.window.presentation import LAYOUT_VERSION
 from gradflow.explorer.window.status import StatusReadout
 from gradflow.explorer.window.trust import ask_trust, trusted_digests
-from gradflow.explorer.window.presentation import LAYOUT_VERSION
 from gradflow.explorer.window.widgets import MessageBar
+from PySide6.QtCore import QByteArray, QObject, QSettings, Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QApplication, QComboBox, QFileDialog, QMainWindow, QMessageBox, QStatusBar, QWidget
 
 VIEW_VERSION = 1            # the layout of the `view` dict a window writes into a session
 
@@ -76,10 +77,8 @@ def apply_view(window: ViewHost, view: dict):
         window.banner_action.setChecked(view["banner"])
     name = view.get("preset")
     if isinstance(name, str) and name != window.preset.name and name in preset_names():
-        try:
+        with contextlib.suppress(ConfigError):
             window.preset = load_preset(name)
-        except ConfigError:
-            pass
         window.scenarios.select(window.preset.name)
 
 

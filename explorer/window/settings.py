@@ -25,12 +25,25 @@ import re
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QEvent, Qt, QTimer, Signal, Slot
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QGridLayout, QGroupBox, QHBoxLayout, QLabel,
-                               QLineEdit, QPushButton, QScrollArea, QSizePolicy, QToolButton, QVBoxLayout, QWidget)
-
 from gradflow.core.config import LIVE_KEYS, SPECS, Config, ConfigError
 from gradflow.explorer.theme import LIVE_MARK_COLOR
+from PySide6.QtCore import QEvent, Qt, QTimer, Signal, Slot
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QScrollArea,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Model", ("model", "activation", "hidden_size", "num_layers", "bidirectional", "init", "sigma_w", "sigma_b",
@@ -397,9 +410,9 @@ class SettingsPanel(QWidget):
         while progress:
             progress = False
             for other, f in self.fields.items():
-                if other != key and f.error and f.text() != format_value(getattr(self._pending, other)):
-                    if self._accept(other):
-                        progress = True
+                if other != key and f.error and f.text() != format_value(getattr(self._pending, other)) \
+                        and self._accept(other):
+                    progress = True
         self._refresh_pending()
 
     def _accept(self, key: str) -> bool:

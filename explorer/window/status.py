@@ -6,10 +6,9 @@ import math
 import time
 from collections import deque
 
+from gradflow.core.records import Record
 from PySide6.QtCore import Slot
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QWidget
-
-from gradflow.core.records import Record
 
 RATE_WINDOW_S = 2.0
 NATIVE_LABELS = {   # core.native.state() -> the status bar's words

@@ -6,10 +6,9 @@ from dataclasses import asdict
 from pathlib import Path
 from string import Template
 
+from gradflow.explorer.theme import Theme
 from PySide6.QtGui import QColor, QFont, QPalette
 from PySide6.QtWidgets import QApplication, QWidget
-
-from gradflow.explorer.theme import Theme
 
 STYLE_TEMPLATE = Path(__file__).resolve().parents[2] / "resources" / "styles" / "app.qss"
 

@@ -23,10 +23,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QThread, QTimer, Signal, Slot
-from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QMainWindow, QMenu,
-                               QProgressBar, QPushButton, QSpinBox, QVBoxLayout, QWidget)
-
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.sweep import FIGURE_METRICS, Plan, Table, duration, execute, parse_grid
 from gradflow.explorer.export.figures import save_figure
@@ -37,6 +33,21 @@ from gradflow.explorer.theme import DEFAULT_THEME, Theme
 from gradflow.explorer.window.file_dialogs import ask_save_path
 from gradflow.explorer.window.screen_fit import fit_to_screen
 from gradflow.explorer.window.style import stylesheet
+from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QThread, QTimer, Signal, Slot
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMainWindow,
+    QMenu,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
 
 PREFERRED_SIZE = (1280, 800)   # on a screen with room for it; a smaller screen gets its available area
 REDRAW_MS = 200          # the diagram is redrawn at most this often while rows arrive

@@ -22,13 +22,12 @@ right end to follow it again); a rebuild (a new History) returns to live by itse
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
+from gradflow.core.records import History, Record
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSlider, QStyle, QStyleOptionSlider, QWidget
-
-from gradflow.core.records import History, Record
 
 
 class JumpSlider(QSlider):

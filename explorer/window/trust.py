@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from gradflow.core.trust import CellCode
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QCheckBox, QMessageBox, QWidget
-
-from gradflow.core.trust import CellCode
 
 TRUSTED_KEY = "trust/cell_sha256"   # the settings' list of cell-file digests the user trusts from now on
 

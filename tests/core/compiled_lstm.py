@@ -9,9 +9,8 @@ import os
 import time
 from pathlib import Path
 
-import pytest
-
 import gradflow.core.native as native
+import pytest
 
 BUILD_DEADLINE_S = 900   # a compile takes ~1-2 min on a loaded 2-core machine
 

@@ -1,8 +1,8 @@
 """What the engine tests share: a cell-by-cell unroll of a whole net, independent of core.models' engines."""
 import pytest
 import torch
-from reference_scale import ReferenceScale   # tests/core is on sys.path
-from compiled_lstm import compiled_lstm, use_compiled, use_python   # noqa: F401 - fixtures: the compiled LSTM loops
+from compiled_lstm import compiled_lstm, use_compiled, use_python  # noqa: F401 - fixtures: the compiled LSTM loops
+from reference_scale import ReferenceScale  # tests/core is on sys.path
 
 
 def _unroll(net, x, cell_of, state_of, keep_grad_at=None):

@@ -33,7 +33,6 @@ def path_key(capability: str | None = None) -> str:
     """Where numbers are computed: a kernel path (None: the one torch dispatches to here), torch's version
     and the engine's threads."""
     import torch
-
     from gradflow.core.trainer import engine_threads
     capability = (capability or torch.backends.cpu.get_cpu_capability()).upper()
     return f"{capability}/torch {torch.__version__}/{engine_threads()} threads"
@@ -43,7 +42,6 @@ def digested_run(name: str, run: str | None) -> tuple[list, str, str]:
     """core.claim_checks.check_run(name, run)'s outcomes, this process's path_key() and a digest of every step's
     loss, ‖g‖ and ‖∂L/∂h_t‖ (the numbers the claims read grow out of these)."""
     import numpy as np
-
     from gradflow.core.claim_checks import check_run
     digest = hashlib.sha256()
 

@@ -4,10 +4,9 @@ import math
 import numpy as np
 import pytest
 import torch
-
 from gradflow.core.analysis import jacobians_through_time
-from gradflow.core.config import Config
 from gradflow.core.cells import build_model
+from gradflow.core.config import Config
 from gradflow.core.spectrum import edit_eigenvalue
 
 

@@ -5,7 +5,6 @@ import math
 
 import numpy as np
 import pytest
-
 from gradflow.core.bifurcation import fixed_points, saddle_node_biases, state_sensitivity
 
 W = 5.0

@@ -5,7 +5,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from gradflow.core import cells
 from gradflow.core.config import SPECS, Config, ConfigError
 from gradflow.core.trainer import Trainer

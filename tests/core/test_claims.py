@@ -17,16 +17,15 @@ import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing import get_context
 
-import kernel_paths   # tests/core is on sys.path
+import kernel_paths  # tests/core is on sys.path
 import pytest
 import torch
-from kernel_paths import UPDATE, digested_run, path_key, read_record, use_kernels, write_record   # tests/core
-
 from gradflow.core.claim_checks import check_claims, claim_runs, run_cost
 from gradflow.core.claims import KINDS
 from gradflow.core.config import ConfigError
 from gradflow.core.presets import load_preset, preset_names
 from gradflow.core.trainer import engine_threads
+from kernel_paths import UPDATE, digested_run, path_key, read_record, use_kernels, write_record  # tests/core
 
 PRESETS = preset_names()
 HEADLESS = "test_every_claim_of_every_preset_holds_headless"
@@ -57,8 +56,9 @@ class ClaimRuns:
         self.record, self.lock, self.decided = read_record(), threading.Lock(), set()
         self.pools: dict[str, ProcessPoolExecutor] = {}
         self.futures: dict[tuple[str, str], dict[str | None, Future]] = {}   # (name, kernels) -> {run: future}
-        for _, name, run in sorted(((run_cost(preset, run), name, run) for name in self.others
-                                    for preset in [load_preset(name)] for run in claim_runs(preset)), reverse=True):
+        jobs = sorted(((run_cost(preset, run), name, run) for name in self.others
+                       for preset in [load_preset(name)] for run in claim_runs(preset)), reverse=True)
+        for _, name, run in jobs:
             self._submit(name, MACHINE, run).add_done_callback(lambda _, name=name: self._decide(name))
 
     def _submit(self, name: str, kernels: str, run: str | None) -> Future:

@@ -5,7 +5,6 @@ import math
 import numpy as np
 import pytest
 import torch
-
 from gradflow.core.compare import Comparison
 from gradflow.core.config import Config
 from gradflow.core.presets import DEFAULT_PRESET, load_preset

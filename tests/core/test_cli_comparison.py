@@ -5,7 +5,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-
 from gradflow.core.presets import load_preset
 from gradflow.core.trainer import Trainer
 

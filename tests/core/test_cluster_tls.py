@@ -7,7 +7,6 @@ import shutil
 import subprocess
 
 import pytest
-
 from gradflow.core.sweep import main
 
 pytestmark = pytest.mark.slow

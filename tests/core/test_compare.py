@@ -1,7 +1,6 @@
 """Runs in a comparison see the same data; LSTM keeps far more gradient than a vanilla RNN."""
 import pytest
 import torch
-
 from gradflow.core.compare import Comparison
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.presets import load_preset, preset_names

@@ -3,7 +3,6 @@ import subprocess
 import sys
 
 import pytest
-
 from gradflow.core.config import SPECS, Config, ConfigError, parse_assignment
 
 BAD_VALUES = {  # key -> values that must be refused

@@ -1,10 +1,9 @@
 """Property-based: no value, of any type, gets past the config unchecked or crashes it."""
 import math
 
+from gradflow.core.config import SPECS, Config, ConfigError, parse_value
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from gradflow.core.config import SPECS, Config, ConfigError, parse_value
 
 ANY_VALUE = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12), st.floats(allow_nan=True),
                       st.text(max_size=12), st.lists(st.integers(), max_size=2))

@@ -5,12 +5,11 @@ import copy
 import numpy as np
 import pytest
 import torch
-
 from gradflow.core.analysis import linear_prediction
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.precision import exact_norm
-from gradflow.core.trace import Trace
 from gradflow.core.records import ZERO_CAUSES
+from gradflow.core.trace import Trace
 from gradflow.core.trainer import Trainer
 
 

@@ -16,11 +16,10 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-
-from gradflow.core.config import Config
 from gradflow.core.cells import build_model
-from gradflow.core.trace import Trace
+from gradflow.core.config import Config
 from gradflow.core.spectrum import spectrum
+from gradflow.core.trace import Trace
 from gradflow.core.trainer import Trainer
 
 CELLS = [("rnn", "tanh"), ("rnn", "relu"), ("rnn", "identity"), ("gru", "tanh"), ("lstm", "tanh")]

@@ -6,16 +6,15 @@ Both time loops are checked against it on every machine: the Python loops, and t
 Checked per case: loss, outputs, final state, every parameter gradient, the gradients of the input
 and the initial state, and per row h, c, gates (the whole batch), ∂L/∂h_t and ∂L/∂c_t.
 """
+import gradflow.core.kernels.lstm as lstm_kernel
 import pytest
 import torch
 import torch.nn.functional as F
-
-import gradflow.core.kernels.lstm as lstm_kernel
-from gradflow.core.config import Config
 from gradflow.core.cells import build_model
+from gradflow.core.config import Config
 from gradflow.core.trace import Trace
 from gradflow.core.trainer import Trainer
-from reference_scale import ReferenceScale   # tests/core is on sys.path
+from reference_scale import ReferenceScale  # tests/core is on sys.path
 
 T, B, I, H, O = 11, 3, 4, 6, 2
 

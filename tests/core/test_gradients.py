@@ -4,11 +4,10 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from torch import nn
-
 from gradflow.core.config import Config
 from gradflow.core.tasks.base import Batch
 from gradflow.core.trainer import Trainer
+from torch import nn
 
 
 def fixed_batch(trainer: Trainer, seed: int = 1) -> Batch:

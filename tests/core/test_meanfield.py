@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 import torch
-
 from gradflow.core.config import Config
 from gradflow.core.meanfield import critical_sigma_w2, gaussian_mean, mean_field
 from gradflow.core.trainer import Trainer

@@ -1,9 +1,8 @@
 """The unrolled cells equal torch.nn's fused modules and cells with the same weights."""
 import pytest
 import torch
-
-from gradflow.core.config import Config
 from gradflow.core.cells import build_model
+from gradflow.core.config import Config
 
 
 @pytest.mark.parametrize("model", ["rnn", "gru", "lstm"])

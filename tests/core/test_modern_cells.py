@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-
 from gradflow.core.cells import build_model
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.diagonal import jacobian_profile, step_contributions
@@ -123,7 +122,7 @@ def test_modrelu_rnn_forward_and_gradient_equal_a_straightforward_loop(layers, b
         _close(trace.rows[r].dh, torch.stack(grads[r * T:(r + 1) * T]))
     n = layers * D * T
     _close(net.modrelu_bias.grad, grads[n])                                   # the learned bias b too
-    for (name, p), g in zip(net.rnn.named_parameters(), grads[n + 1:]):
+    for p, g in zip(net.rnn.parameters(), grads[n + 1:]):
         _close(p.grad, g)
     net.engine = "unrolled"                                                   # the reference engine agrees
     _, unrolled = _recorded(net, x, weights)
@@ -223,7 +222,7 @@ def _lru_reference(net, x, cut_every=None):
     enc = net.encoder
     u = x @ enc.weight.detach().T + enc.bias.detach()
     hs, lams = [], []
-    for layer, p in enumerate(net.rows):
+    for p in net.rows:
         nu, theta = p.nu_log.detach().clone().requires_grad_(), p.theta_log.detach()
         lam = torch.exp(-torch.exp(nu)) * torch.exp(1j * torch.exp(theta))       # λ = |λ| e^{iφ}
         lams.append(lam)

@@ -16,14 +16,13 @@ import sys
 import time
 from pathlib import Path
 
+import gradflow.core.native as native
 import pytest
 import torch
-
-import gradflow.core.native as native
-from gradflow.core.trace import Trace
 from gradflow.core.presets import DEFAULT_PRESET, load_preset
+from gradflow.core.trace import Trace
 from gradflow.core.trainer import Trainer
-from test_fused_lstm import CASES, H, T, build, inputs, loss_of, reference, schedule   # tests/core is on sys.path
+from test_fused_lstm import CASES, H, T, build, inputs, loss_of, reference, schedule  # tests/core is on sys.path
 
 TOLERANCE = {torch.float64: dict(rtol=1e-12, atol=1e-13), torch.float32: dict(rtol=1e-5, atol=1e-6)}
 
@@ -57,7 +56,7 @@ def test_compiled_equals_python_loops(use_compiled, monkeypatch, case, dtype):
     assert use_compiled.calls == 2 * len([k for k in compiled if k.startswith("h row")])  # forward + backward per row
     assert compiled.keys() == python.keys()
     for name, value in compiled.items():
-        torch.testing.assert_close(value, python[name], **TOLERANCE[dtype], msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(value, python[name], **TOLERANCE[dtype], msg=lambda m, name=name: f"{name}: {m}")
 
 
 # -- at the extremes ---------------------------------------------------------------------------------------------
@@ -98,7 +97,7 @@ def test_both_loops_agree_with_float64_at_the_extremes_nan_and_inf_included(use_
             assert torch.equal(got.isnan(), value.isnan()), f"{name} ({'compiled' if on else 'Python'}): NaN pattern"
             assert torch.equal(got.isinf(), value.isinf()), f"{name} ({'compiled' if on else 'Python'}): Inf pattern"
             torch.testing.assert_close(got, value.detach(), rtol=1e-4, atol=1e-5, equal_nan=True,
-                                       msg=lambda m: f"{name} ({'compiled' if on else 'Python'}): {m}")
+                                       msg=lambda m, name=name, on=on: f"{name} ({'compiled' if on else 'Python'}): {m}")
         assert found["h row 0"][:, 2].isfinite().all(), "batch row 2 never saw an overflow"
         assert found["h row 0"][5:, 0].isnan().all() and found["h row 0"][8:, 1].isnan().all()
     assert use_compiled.calls == 2

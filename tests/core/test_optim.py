@@ -6,7 +6,6 @@ import sys
 
 import pytest
 import torch
-
 from gradflow.core import optim
 
 TORCH = {"sgd": torch.optim.SGD, "adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop}

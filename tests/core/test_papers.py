@@ -10,7 +10,6 @@ import math
 import numpy as np
 import pytest
 import torch
-
 from gradflow.core import cells
 from gradflow.core.analysis import row_contributions
 from gradflow.core.claims import check_claim, parse_claim
@@ -65,7 +64,7 @@ def test_sigmoid_rnn_forward_and_gradient_equal_a_straightforward_loop(layers, b
     _close(outputs, ref_out)
     for r in range(layers * D):
         _close(trace.rows[r].dh, torch.stack(grads[r * T:(r + 1) * T]))
-    for (name, p), g in zip(net.rnn.named_parameters(), grads[layers * D * T:]):
+    for p, g in zip(net.rnn.parameters(), grads[layers * D * T:]):
         _close(p.grad, g)
     net.engine = "unrolled"                                                   # the reference engine agrees
     _, _, unrolled = _recorded(net, x, weights)
@@ -201,7 +200,7 @@ def test_min_cells_step_jacobian_is_exactly_diagonal_at_every_step(kind):
     row = trace.rows[0]
     prev = torch.cat([h0[0], row.h[:-1, 0]])                                # (T, H): h_{t−1}
     for t in range(T):
-        J = torch.autograd.functional.jacobian(lambda h: net(x[t:t + 1], h.view(1, 1, H))[1].view(H), prev[t])
+        J = torch.autograd.functional.jacobian(lambda h, t=t: net(x[t:t + 1], h.view(1, 1, H))[1].view(H), prev[t])
         off = J - torch.diag(torch.diagonal(J))
         assert torch.count_nonzero(off) == 0, (t, off.abs().max().item())
         _close(torch.diagonal(J), row.decay[t, 0], 1e-14)

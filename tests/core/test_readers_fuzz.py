@@ -18,14 +18,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from gradflow.core import run_data
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.presets import load_preset, preset_dir
 from gradflow.core.session import SessionError, load_session, save_session
 from gradflow.core.sweep import Plan, Table, parse_grid
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 FAST = int(os.environ.get("GRADFLOW_FUZZ_EXAMPLES", 30))
 LARGE = int(os.environ.get("GRADFLOW_FUZZ_EXAMPLES", 1000))
@@ -381,7 +380,7 @@ def cell_files(draw, source: bytes):
 
 @pytest.mark.parametrize("examples", TIERS)
 def test_cell_files_checked_by_config(folder, examples):
-    from cell_files import marker_cell   # tests/ is on sys.path
+    from cell_files import marker_cell  # tests/ is on sys.path
     cell, marker = marker_cell(folder)
 
     def check(data):

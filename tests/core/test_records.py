@@ -6,7 +6,6 @@ import tracemalloc
 
 import numpy as np
 import pytest
-
 from gradflow.core.config import Config
 from gradflow.core.records import History
 from gradflow.core.trainer import Trainer

@@ -4,7 +4,6 @@ numbers the run recorded."""
 import numpy as np
 import pandas as pd
 import pytest
-
 from gradflow.core.config import Config
 from gradflow.core.run_data import SCHEMA_VERSION, read_tables, save_csv, save_json, save_npz
 from gradflow.core.trainer import Trainer

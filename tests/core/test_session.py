@@ -4,12 +4,11 @@ import zipfile
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from gradflow.core.config import Config
 from gradflow.core.session import SessionError, load_session, save_session
 from gradflow.core.trainer import Trainer
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 
 @pytest.fixture(scope="module")

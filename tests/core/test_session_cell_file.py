@@ -11,11 +11,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-import gradflow
 from gradflow.core.config import Config
 from gradflow.core.session import CellFileChanged, SessionError, load_session, save_session
 from gradflow.core.trainer import Trainer
+
+import gradflow
 
 CELL = Path(__file__).parent / "cells" / "torch_rnn.py"
 

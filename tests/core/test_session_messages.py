@@ -8,7 +8,6 @@ import zipfile
 
 import numpy as np
 import pytest
-
 from gradflow.core.config import Config
 from gradflow.core.session import SessionError, load_session, save_session
 from gradflow.core.trainer import Trainer

@@ -9,7 +9,6 @@ import json
 import zipfile
 
 import numpy as np
-
 from gradflow.core.config import Config
 from gradflow.core.records import Record
 from gradflow.core.session import as_record, load_session, save_session

@@ -6,11 +6,17 @@ import math
 import numpy as np
 import pytest
 import torch
-
 from gradflow.core.config import Config
 from gradflow.core.run_data import json_document, run_arrays
-from gradflow.core.spectrum import (ESTIMATED, EXACT, FULL_SPECTRUM_MAX_SIZE, METHODS, RITZ_TOL, SpectrumMeter,
-                                    largest_ritz)
+from gradflow.core.spectrum import (
+    ESTIMATED,
+    EXACT,
+    FULL_SPECTRUM_MAX_SIZE,
+    METHODS,
+    RITZ_TOL,
+    SpectrumMeter,
+    largest_ritz,
+)
 from gradflow.core.trainer import Trainer
 
 CHECKED_TOL = 1e-6          # relative; the tolerance docs/data.md states

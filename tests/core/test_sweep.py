@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.sweep import METRICS, Plan, execute, main, parse_axis, parse_grid, sweep
 
@@ -307,6 +306,7 @@ def test_a_cluster_that_goes_away_leaves_the_finished_rows_and_says_so(tmp_path,
 @pytest.mark.slow
 def test_the_sidecar_holds_the_definition_versions_and_thread_policy(tmp_path):
     import json
+
     import torch
     sweep(["seq_len=10,12"], base=SMALL, seeds=2, steps=1, out=tmp_path / "s.csv", jobs=1)
     sidecar = json.loads((tmp_path / "s.json").read_text())

@@ -15,7 +15,6 @@ import sys
 import time
 
 import pytest
-
 from gradflow.core.config import Config
 from gradflow.core.sweep import Plan, main, parse_grid
 from gradflow.core.sweep_point import run_point
@@ -174,6 +173,7 @@ def test_the_window_follows_the_threads_connected_now():
     refill, not per thread at the start. Driven by hand: a future completes only when on_row of the previous one
     completes it, so the points in flight at each row are exact."""
     import concurrent.futures as cf
+
     from gradflow.core.sweep_run import run_points
     submitted: list[cf.Future] = []
 

@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.tasks import AddingTask, Batch, CopyTask, SineTask, Task, TextTask, make_task
 from gradflow.core.tasks.sequence_sampling import WindowStream, seq_data_iter_random, seq_data_iter_sequential
@@ -80,7 +79,7 @@ def d2l_seq_data_iter_sequential(corpus, batch_size, num_steps):  #@save
 
 def d2l_read_time_machine(path):  # d2l reads its downloaded copy; here the file is passed in
     """Load the time machine dataset into a list of text lines."""
-    with open(path, 'r') as f:
+    with open(path) as f:
         lines = f.readlines()
     return [re.sub('[^A-Za-z]+', ' ', line).strip().lower() for line in lines]
 
@@ -446,7 +445,7 @@ def _write(tmp_path, name, data: bytes) -> str:
     ("missing", lambda d: str(d / "nope.txt"), ["no such file"]),
     ("directory", lambda d: str(d), ["directory"]),
     ("empty", lambda d: _write(d, "empty.txt", b""), ["empty"]),
-    ("not utf-8", lambda d: _write(d, "latin1.txt", "clocks and ".encode() + "café".encode("latin-1") * 500),
+    ("not utf-8", lambda d: _write(d, "latin1.txt", b"clocks and " + "café".encode("latin-1") * 500),
      ["UTF-8", "byte offset 14"]),
     ("binary", lambda d: _write(d, "blob.bin", b"abc" * 100 + b"\x00\x01\x02" + b"x" * 5000), ["NUL", "offset 300"]),
     ("no letters", lambda d: _write(d, "digits.txt", b"1234 5678 !!! " * 400), ["text_filter", "raw"]),

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from gradflow.core import torch_private
 from gradflow.core.trainer import _norms
 

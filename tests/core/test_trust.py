@@ -7,13 +7,13 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-
-import gradflow
+from cell_files import marker_cell, preset_file  # tests/ is on sys.path
 from gradflow.core import cli, user_cell
 from gradflow.core.config import Config
 from gradflow.core.session import save_session
 from gradflow.core.trust import UntrustedCellError, file_sha256, require_trust, untrusted
-from cell_files import marker_cell, preset_file   # tests/ is on sys.path
+
+import gradflow
 
 
 @pytest.fixture

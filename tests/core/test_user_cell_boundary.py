@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-
-import gradflow
 from gradflow.core.cli import run as gradflow_run
 from gradflow.core.config import Config
 from gradflow.core.trainer import Trainer
 from gradflow.core.user_cell import UserCellError
+
+import gradflow
 
 T = 50
 FAILURES = {   # kind: (the statement that fails, what the message says)

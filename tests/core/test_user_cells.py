@@ -5,12 +5,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
 from gradflow.core.analysis import SATURATION, UNDERFLOW
+from gradflow.core.cells import USER_CELL, cell_for
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.trace import Trace
 from gradflow.core.trainer import Trainer
-from gradflow.core.cells import USER_CELL, cell_for
 from gradflow.core.user_cell import STEP_JACOBIAN_BLOCK, UserCellError
 
 ROOT = Path(__file__).resolve().parents[2]

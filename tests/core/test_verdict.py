@@ -4,7 +4,6 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
-
 from gradflow.core.config import Config
 from gradflow.core.spectrum import RHO_EDGE, record_verdict, verdict
 from gradflow.core.trainer import Trainer

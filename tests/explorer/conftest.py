@@ -1,12 +1,11 @@
 import os
 
 import pytest
-from PySide6.QtCore import QSettings, QStandardPaths
-
 from gradflow.explorer import errors
 from gradflow.explorer.engine.worker import ENGINE_ENV
 from gradflow.explorer.window.main_window import MainWindow
-from window_helpers import SMALL, WAIT_MS, TrustAnswerer   # tests/explorer is on sys.path
+from PySide6.QtCore import QSettings, QStandardPaths
+from window_helpers import SMALL, WAIT_MS, TrustAnswerer  # tests/explorer is on sys.path
 
 # Windows here run their engine in the worker's thread: a test can then reach into the trainer (and pass
 # it lambdas), and the suite does not start a process per window. The app's default, the engine in a

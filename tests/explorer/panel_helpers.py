@@ -4,7 +4,6 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-
 from gradflow.core.config import Config
 from gradflow.core.trainer import Trainer
 

@@ -4,7 +4,7 @@ companion that does not apply to the next cell gives way to one that does, and c
 from __future__ import annotations
 
 from gradflow.explorer.window.layout import GT
-from window_helpers import SMALL, WAIT_MS   # tests/explorer is on sys.path
+from window_helpers import SMALL, WAIT_MS  # tests/explorer is on sys.path
 
 HIGHWAY, SPECTRUM = "LstmHighwayPanel", "SpectrumPanel"
 LSTM = SMALL.replace(model="lstm")

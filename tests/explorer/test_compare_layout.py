@@ -20,9 +20,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from gradflow.explorer.offscreen import offscreen_platform
-from processes import run_child   # tests/explorer is on sys.path
+from processes import run_child  # tests/explorer is on sys.path
 
 pytestmark = pytest.mark.slow
 
@@ -94,10 +93,9 @@ def test_four_runs_fit_the_screen_and_scroll_sideways_only_where_they_must(scree
 def _child() -> None:
     import time
 
-    from PySide6.QtWidgets import QApplication
-
     from gradflow.core.presets import load_preset
     from gradflow.explorer.compare.window import CompareWindow
+    from PySide6.QtWidgets import QApplication
 
     app = QApplication([])
     preset = load_preset("compare_rho")

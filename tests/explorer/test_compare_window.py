@@ -7,22 +7,27 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPointF
-from PySide6.QtWidgets import QApplication
-
 from gradflow.core.compare import DATA_KEYS
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.presets import DEFAULT_PRESET, load_preset, preset_names
 from gradflow.explorer import app
 from gradflow.explorer.compare import window as compare
-from gradflow.explorer.compare.window import CompareDialog, CompareWindow, open_comparison, open_comparison_dialog, vary_runs
+from gradflow.explorer.compare.window import (
+    CompareDialog,
+    CompareWindow,
+    open_comparison,
+    open_comparison_dialog,
+    vary_runs,
+)
 from gradflow.explorer.panels import runs as runs_module
 from gradflow.explorer.panels.gradient_time import GradientTimePanel
 from gradflow.explorer.panels.runs import RunCurves
 from gradflow.explorer.panels.training import TrainingPanel
 from gradflow.explorer.theme import DEFAULT_THEME, presentation
 from gradflow.explorer.window.main_window import MainWindow
-from panel_helpers import gaps, shown_plot   # tests/explorer is on sys.path
+from panel_helpers import gaps, shown_plot  # tests/explorer is on sys.path
+from PySide6.QtCore import QPointF
+from PySide6.QtWidgets import QApplication
 from window_helpers import LECTURE_SIZE, SMALL, WAIT_MS
 
 

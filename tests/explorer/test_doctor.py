@@ -9,10 +9,9 @@ from importlib.metadata import version
 
 import pytest
 import torch
-from PySide6 import QtCore
-
 from gradflow.explorer import system
 from gradflow.explorer.app import main as open_app
+from PySide6 import QtCore
 
 
 @pytest.mark.slow

@@ -8,15 +8,14 @@ from pathlib import Path
 import numpy as np
 import pyqtgraph as pg
 import pytest
-from PySide6.QtCore import QEvent, QObject, QPointF, Qt, Slot
-from PySide6.QtGui import QMouseEvent
-from PySide6.QtWidgets import QApplication
-
 from gradflow.core.config import Config
 from gradflow.core.records import History
 from gradflow.explorer.engine.worker import EngineConnection
 from gradflow.explorer.panels import SpectrumPanel
-from panel_helpers import LARGE, Run, feed, jacobian_run, make   # tests/explorer is on sys.path
+from panel_helpers import LARGE, Run, feed, jacobian_run, make  # tests/explorer is on sys.path
+from PySide6.QtCore import QEvent, QObject, QPointF, Qt, Slot
+from PySide6.QtGui import QMouseEvent
+from PySide6.QtWidgets import QApplication
 from window_probes import WAIT_MS
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "cells"

@@ -13,14 +13,12 @@ from functools import partial
 
 import numpy as np
 import pytest
+from gradflow.explorer.engine.worker import ENGINE_ENV
+from processes import linux_only, wait_for_engine_process, wait_gone, wait_until_catches  # tests/explorer: sys.path
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFileDialog
-
-from gradflow.explorer.engine.worker import ENGINE_ENV
-from processes import linux_only, wait_for_engine_process, wait_gone, wait_until_catches   # tests/explorer: sys.path
-from window_probes import WAIT_MS
 from window_helpers import STABLE, bar_button, step_once
-from window_probes import in_engine, state_arrays
+from window_probes import WAIT_MS, in_engine, state_arrays
 
 
 @pytest.fixture(autouse=True)

@@ -4,10 +4,9 @@ the message bar and logged."""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import QTimer
-
 from gradflow.explorer import errors
-from window_helpers import WAIT_MS, bar_button, wait_paused   # tests/explorer is on sys.path
+from PySide6.QtCore import QTimer
+from window_helpers import WAIT_MS, bar_button, wait_paused  # tests/explorer is on sys.path
 
 
 def test_an_exception_in_the_worker_is_shown_and_the_app_keeps_running(qtbot, window, monkeypatch):

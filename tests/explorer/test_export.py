@@ -10,15 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
-from PySide6.QtWidgets import QLabel
-
 from gradflow.core.config import Config
 from gradflow.core.trainer import Trainer
 from gradflow.explorer.export.figures import Animation, Dashboard, ExportError, panel_name, save_figure
 from gradflow.explorer.export.vector import as_figure
 from gradflow.explorer.panels import PANELS
 from gradflow.explorer.theme import get_theme
+from PIL import Image
+from PySide6.QtWidgets import QLabel
 
 ROOT = Path(__file__).resolve().parents[2]
 

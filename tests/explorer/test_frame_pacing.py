@@ -7,10 +7,20 @@ import math
 from types import SimpleNamespace
 
 import pytest
+from gradflow.explorer.window.drawing import (
+    FRAME_PERIOD_S,
+    FRAME_POLL_MS,
+    LOAD_SMOOTHING_S,
+    OWN_HELPERS,
+    SLOWEST_FRAME_S,
+    THREAD_SHARE,
+    WINDOW_SHARE,
+    FrameDrawer,
+    FramePacer,
+    MachineLoad,
+    window_budget,
+)
 from PySide6.QtWidgets import QWidget
-
-from gradflow.explorer.window.drawing import (FRAME_PERIOD_S, FRAME_POLL_MS, LOAD_SMOOTHING_S, OWN_HELPERS, SLOWEST_FRAME_S,
-                                     THREAD_SHARE, WINDOW_SHARE, FramePacer, FrameDrawer, MachineLoad, window_budget)
 
 
 class Clock:

@@ -17,9 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from gradflow.explorer.offscreen import offscreen_platform
-from processes import run_child   # tests/explorer is on sys.path
+from processes import run_child  # tests/explorer is on sys.path
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = [(1280, 720, 1), (1366, 768, 1), (1920, 1080, 1), (3840, 2160, 2)]   # physical px, scale factor
@@ -175,12 +174,11 @@ def test_the_gradient_legend_leaves_the_plot_only_when_the_curves_fill_every_cor
     clear of it (its text smaller where needed), beside or under the plot when a curve runs through every corner,
     and inside again with the next theme."""
     import numpy as np
-    from panel_helpers import Run, feed, make   # tests/explorer is on sys.path
-    from PySide6.QtWidgets import QApplication
-
     from gradflow.core.config import Config
     from gradflow.explorer.panels import GradientTimePanel, plotting
     from gradflow.explorer.theme import THEMES, presentation
+    from panel_helpers import Run, feed, make  # tests/explorer is on sys.path
+    from PySide6.QtWidgets import QApplication
 
     panel = make(qtbot, GradientTimePanel, (700, 420))
     panel.apply_theme(presentation(THEMES["dark"]))
@@ -324,11 +322,10 @@ def test_presentation_companion_settings_overlay_captions_and_banner(open_window
 def _child(mode: str, tmp: Path, args: list[str]) -> None:
     import time
 
-    from PySide6.QtCore import QSettings
-    from PySide6.QtWidgets import QApplication, QTabBar, QToolButton
-
     from gradflow.core.presets import DEFAULT_PRESET, load_preset
     from gradflow.explorer.window.main_window import MainWindow
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication, QTabBar, QToolButton
 
     app = QApplication([])
     config = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
@@ -594,10 +591,9 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
         window.close()
         return
     if mode == "dialogs":
-        from PySide6.QtWidgets import QMessageBox
-
         from gradflow.explorer.compare.window import CompareDialog
         from gradflow.explorer.window.dialogs import AnimationDialog, ContinueDialog, PanelExportDialog
+        from PySide6.QtWidgets import QMessageBox
 
         window = open_window(tmp / "dialogs.ini", args[0] == "True")
         error = QMessageBox(QMessageBox.Icon.Critical, "Error in training", "The training step raised an exception.",

@@ -7,12 +7,11 @@ import dataclasses
 import functools
 
 import numpy as np
-
 from gradflow.core.config import Config
 from gradflow.explorer.export.vector import as_figure
 from gradflow.explorer.panels import GradientTimePanel, legends
 from gradflow.explorer.theme import presentation
-from panel_helpers import Run, make   # tests/explorer is on sys.path
+from panel_helpers import Run, make  # tests/explorer is on sys.path
 
 SMALL = dict(model="rnn", seq_len=30, hidden_size=16, batch_size=8)
 

@@ -12,10 +12,10 @@ import textwrap
 import time
 
 import pytest
-
-from gradflow.explorer.engine import lifetime, worker as worker_module
+from gradflow.explorer.engine import lifetime
+from gradflow.explorer.engine import worker as worker_module
 from gradflow.explorer.engine.worker import ENGINE_ENV
-from processes import descendants, linux_only, wait_for_engine_process, wait_gone   # tests/explorer is on sys.path
+from processes import descendants, linux_only, wait_for_engine_process, wait_gone  # tests/explorer is on sys.path
 from test_worker import start
 from window_probes import WAIT_MS
 

@@ -13,11 +13,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import Qt
-
 from gradflow.core.presets import DEFAULT_PRESET, load_preset, preset_names
 from gradflow.explorer.window.main_window import MainWindow
-from window_helpers import SMALL, WAIT_MS, curve_y, status_text, wait_paused   # tests/explorer is on sys.path
+from PySide6.QtCore import Qt
+from window_helpers import SMALL, WAIT_MS, curve_y, status_text, wait_paused  # tests/explorer is on sys.path
 from window_probes import in_engine
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from gradflow.core.config import Config
 from gradflow.core.records import History
 from gradflow.core.trainer import Trainer
 from gradflow.explorer.panels import LstmHighwayPanel, SpectrumPanel
 from gradflow.explorer.panels.lstm_highway import NOT_LSTM
-from panel_helpers import make   # tests/explorer is on sys.path
+from panel_helpers import make  # tests/explorer is on sys.path
 
 SMALL = {"hidden_size": 8, "seq_len": 10, "batch_size": 4}
 
@@ -62,7 +61,7 @@ def test_min_cells_show_their_step_jacobians_diagonal_over_time_and_say_so(qtbot
     panel.show_record(records[0], history)
     x, y = panel.scatter.data["x"], panel.scatter.data["y"]
     assert len(x) == SMALL["seq_len"] * SMALL["hidden_size"]          # every t, every unit (sample 0)
-    assert np.all(y == 0) and np.all((0 < x) & (x < 1))               # real factors in (0, 1)
+    assert np.all(y == 0) and np.all((x > 0) & (x < 1))               # real factors in (0, 1)
     assert entry in panel.caption_label.text() and "over the time steps" in panel.caption_label.text()
     assert any(shown in label for label in legend_labels(panel))
     assert panel.readout_text.startswith(records[0].recurrent_block)

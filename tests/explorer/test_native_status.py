@@ -6,13 +6,12 @@ import multiprocessing
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import QObject, Slot
-
 from gradflow.core.presets import DEFAULT_PRESET, load_preset
 from gradflow.explorer.engine import worker as worker_module
 from gradflow.explorer.engine.worker import EngineConnection
 from gradflow.explorer.window.status import NATIVE_LABELS, StatusReadout
-from window_probes import SHUTDOWN_MS, WAIT_MS   # tests/explorer is on sys.path
+from PySide6.QtCore import QObject, Slot
+from window_probes import SHUTDOWN_MS, WAIT_MS  # tests/explorer is on sys.path
 
 RNN = load_preset(DEFAULT_PRESET).config.replace(model="rnn", seq_len=12, hidden_size=8)
 LSTM = RNN.replace(model="lstm")

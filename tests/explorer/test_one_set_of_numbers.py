@@ -13,14 +13,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtWidgets import QDockWidget
-
 from gradflow.core.presets import load_preset, preset_names
 from gradflow.explorer.compare.window import open_comparison
 from gradflow.explorer.engine.worker import ENGINE_ENV
 from gradflow.explorer.panels.jacobians import JacobiansPanel
 from gradflow.explorer.window.main_window import MainWindow
-from window_probes import WAIT_MS   # tests/explorer is on sys.path
+from PySide6.QtWidgets import QDockWidget
+from window_probes import WAIT_MS  # tests/explorer is on sys.path
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 5

@@ -11,23 +11,43 @@ import math
 import numpy as np
 import pyqtgraph as pg
 import pytest
-from PySide6.QtGui import QColor, QImage
-from PySide6.QtWidgets import QApplication
-
 from gradflow.core.config import Config
 from gradflow.core.records import History
 from gradflow.core.spectrum import ESTIMATED
 from gradflow.explorer.engine.worker import TrainingWorker
-from gradflow.explorer.panels import (DEEPER_PANELS, PANELS, ContributionsPanel, GradientHistoryPanel, GradientTimePanel,
-                             HiddenStatePanel, JacobiansPanel, LstmHighwayPanel, Panel, SpectrumPanel,
-                             TaskViewPanel, TrainingPanel, connect_panels)
-from gradflow.explorer.panels import plotting, ranges
+from gradflow.explorer.panels import (
+    DEEPER_PANELS,
+    PANELS,
+    ContributionsPanel,
+    GradientHistoryPanel,
+    GradientTimePanel,
+    HiddenStatePanel,
+    JacobiansPanel,
+    LstmHighwayPanel,
+    Panel,
+    SpectrumPanel,
+    TaskViewPanel,
+    TrainingPanel,
+    connect_panels,
+    plotting,
+    ranges,
+)
 from gradflow.explorer.panels.gradient_time import straight_log_line
 from gradflow.explorer.panels.lstm_highway import NOT_LSTM
 from gradflow.explorer.panels.spectrum import ESTIMATE_NOTE
 from gradflow.explorer.theme import THEMES, presentation
-from panel_helpers import (JACOBIAN_CONFIGS, LARGE, Run, feed, gaps, jacobian_run, make,   # tests/explorer is on sys.path
-                           shown_plot)
+from panel_helpers import (  # tests/explorer is on sys.path
+    JACOBIAN_CONFIGS,
+    LARGE,
+    Run,
+    feed,
+    gaps,
+    jacobian_run,
+    make,
+    shown_plot,
+)
+from PySide6.QtGui import QColor, QImage
+from PySide6.QtWidgets import QApplication
 from window_helpers import WAIT_MS
 
 SMALL = dict(hidden_size=16, batch_size=8)
@@ -418,7 +438,7 @@ def test_task_view_sine_draws_data_and_every_k_step_prediction(qtbot):
     panel, preview = task_view(qtbot, "sine")
     assert panel.kind == "sine"
     assert len(panel.data_curve.yData) == len(preview["data"]) == 1000
-    for k, curve in panel.sine_curves.items():
+    for curve in panel.sine_curves.values():
         assert len(curve.xData) == len(curve.yData) == 1000
         assert curve.isVisible()
     assert panel.train_end.value() == pytest.approx(preview["n_train"] + 0.5)
@@ -611,7 +631,7 @@ def test_lstm_highway_draws_cell_and_hidden_gradient_norms_and_the_mean_forget_g
     np.testing.assert_allclose(panel.forget_low.yData, forget.min(axis=1), rtol=1e-6)
     np.testing.assert_allclose(panel.forget_high.yData, forget.max(axis=1), rtol=1e-6)
     assert panel.shown_step == detailed.step
-    assert 0.0 < panel.forget_curve.yData.min() and panel.forget_curve.yData.max() < 1.0
+    assert panel.forget_curve.yData.min() > 0.0 and panel.forget_curve.yData.max() < 1.0
 
 
 @pytest.mark.parametrize("name", ["rnn", "gru"])

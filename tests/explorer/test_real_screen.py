@@ -23,8 +23,7 @@ Skipped where Xvfb, openbox, xdotool, x11-utils, ImageMagick or Qt's xcb librari
 from __future__ import annotations
 
 import pytest
-
-import xscreen   # tests/explorer is on sys.path
+import xscreen  # tests/explorer is on sys.path
 from gradflow.explorer.window.layout import COMPANIONS, GT
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("xscreen"),   # one worker: one X server at a time
@@ -87,7 +86,7 @@ MAXIMISED = {"maximized_vert", "maximized_horz"}
 def test_the_first_launch_fills_the_screen_with_settings_beside_the_panels_where_they_fit(on_screen):
     screen, app = on_screen
     launched = app.settle()
-    assert launched["main"]["maximized"] and MAXIMISED <= screen.states(app.main_window()), \
+    assert launched["main"]["maximized"] and screen.states(app.main_window()) >= MAXIMISED, \
         f"launched {launched['x_frames']}, the window manager's states {screen.states(app.main_window())}"
     assert launched["x_frames"]["Gradient Flow Explorer"] == launched["available"]
     _assert_on_screen(launched)
@@ -116,7 +115,7 @@ def test_the_window_stays_on_the_screen_and_keeps_its_layout_through_restore_and
         back = app.settle()
         _assert_on_screen(back)
         states = screen.states(window)
-        assert MAXIMISED <= states and "fullscreen" not in states, f"back from {what}: {states}"
+        assert states >= MAXIMISED and "fullscreen" not in states, f"back from {what}: {states}"
         assert back["x_frames"] == launched["x_frames"], f"back from {what}"
         _assert_same_layout(back, launched, f"{what} and back")
 
@@ -159,7 +158,7 @@ def test_a_click_on_the_timeline_while_paused_keeps_the_layout(on_screen):
     app.main_window()
     for step in range(2, 5):   # three more steps, fully recorded, paused
         app.ask("call step")
-        app.wait_for(lambda s: s["main"]["step"] >= step)
+        app.wait_for(lambda s, step=step: s["main"]["step"] >= step)
     before = app.settle()
     x, y, w, h = before["main"]["slider"]
     screen.click(x + 6, y + h // 2)                 # the oldest step kept
@@ -196,7 +195,7 @@ def test_on_a_4k_screen_the_window_fits_and_every_companion_sits_beside_the_grad
         if scale == 2:   # the window manager's state: Qt's own reads not maximised here at 2× (its frame
                          # 1920×1081 in its rounded px, fitted to the screen once more?), an open question
             states = screen.states(app.main_window())
-            assert MAXIMISED <= states, f"{launched['x_frames']}, the window manager's states {states}, " \
+            assert states >= MAXIMISED, f"{launched['x_frames']}, the window manager's states {states}, " \
                 f"Qt's maximised: {launched['main']['maximized']}"
         assert len(launched["main"]["docks"]) >= 4, launched["main"]["groups"]
         _assert_every_companion_beside_the_gradient(screen, app, scale)

@@ -8,8 +8,7 @@ import math
 import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
-
-from window_helpers import SMALL, STABLE, WAIT_MS, bar_button, step_once, wait_paused   # tests/explorer is on sys.path
+from window_helpers import SMALL, STABLE, WAIT_MS, bar_button, step_once, wait_paused  # tests/explorer is on sys.path
 from window_probes import weights
 
 # The brief's exploding config: identity φ, ρ = 3, SGD lr 10 — ‖g‖ is not finite at the very first step.

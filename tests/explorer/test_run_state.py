@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from gradflow.core.config import Config
 from gradflow.core.records import History
 from gradflow.core.trainer import Trainer

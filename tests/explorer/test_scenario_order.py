@@ -2,12 +2,11 @@
 for the picker, `gradflow --help` and `gradflow run --help`; a new preset file still appears."""
 import shutil
 
-from PySide6.QtCore import Qt
-
 from gradflow.core import cli
 from gradflow.core.presets import DEFAULT_PRESET, load_preset, preset_dir, preset_groups, preset_names
 from gradflow.explorer import app
 from gradflow.explorer.window.run_controls import scenario_picker
+from PySide6.QtCore import Qt
 
 LECTURE = ["vanishing", "exploding", "clipping", "linear_rnn", "orthogonal_init", "irnn", "truncated_fixed",
            "truncated_random", "rnn_adding", "gru_adding", "lstm_forget_bias_0", "lstm_forget_bias_1", "copy_lstm",

@@ -3,15 +3,14 @@ the panels show the step picked, not the newest: its values in the legend, a mar
 when one was recorded (and say so when none was); the status bar reads that step; exports show it too."""
 import numpy as np
 import pytest
-from PySide6.QtCore import QObject, Slot
-
 from gradflow.core.config import Config
 from gradflow.core.records import History
 from gradflow.core.trainer import Trainer
 from gradflow.explorer.panels import TaskViewPanel, TrainingPanel
 from gradflow.explorer.window.status import fmt
 from gradflow.explorer.window.timeline import TimelineBar
-from panel_helpers import jacobian_run   # tests/explorer is on sys.path
+from panel_helpers import jacobian_run  # tests/explorer is on sys.path
+from PySide6.QtCore import QObject, Slot
 from window_helpers import LECTURE_SIZE, WAIT_MS, curve_y, step_to
 
 
@@ -56,7 +55,7 @@ def test_status_bar_reads_the_scrubbed_step_and_the_newest_again_when_live(windo
     for _ in range(3):
         before = window.run.latest.step
         window.step_action.trigger()
-        qtbot.waitUntil(lambda: window.run.latest.step > before and len(window.timeline.records()) >= 2,
+        qtbot.waitUntil(lambda before=before: window.run.latest.step > before and len(window.timeline.records()) >= 2,
                         timeout=WAIT_MS)
     window.timeline.scrub_to(0)                                   # as a drag to the left end does
     scrubbed = window.timeline.record
@@ -142,9 +141,9 @@ def test_the_panels_follow_the_timeline_and_exports_show_the_step_picked(qtbot, 
 
 def test_a_click_on_the_timelines_groove_jumps_to_the_clicked_step(qtbot):
     """QSlider pages by pageStep towards a click on its groove; the timeline jumps there, as a lecturer expects."""
+    from gradflow.explorer.window.timeline import JumpSlider
     from PySide6.QtCore import QPoint, Qt
     from PySide6.QtWidgets import QStyle, QStyleOptionSlider
-    from gradflow.explorer.window.timeline import JumpSlider
     slider = JumpSlider(Qt.Orientation.Horizontal)
     qtbot.addWidget(slider)
     slider.setRange(0, 400)

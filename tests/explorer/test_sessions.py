@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gradflow.explorer.window.main_window import MainWindow
 from PySide6.QtWidgets import QMessageBox
+from window_helpers import LECTURE_SIZE, SMALL, WAIT_MS, curve_y, fill_the_disk, step_to, wait_problem
+from window_probes import weights  # tests/explorer is on sys.path
 
 import gradflow
-from gradflow.explorer.window.main_window import MainWindow
-from window_helpers import LECTURE_SIZE, SMALL, WAIT_MS, curve_y, fill_the_disk, step_to, wait_problem
-from window_probes import weights   # tests/explorer is on sys.path
 
 
 def saved_session(qtbot, window: MainWindow, path: Path) -> Path:

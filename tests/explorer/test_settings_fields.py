@@ -7,15 +7,16 @@ import operator
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings as hyp_settings, strategies as st
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QComboBox, QFileDialog, QLineEdit
-
 from gradflow.core.config import SPECS
 from gradflow.core.presets import load_preset
 from gradflow.core.tasks.text import MAX_TEXT_BYTES
 from gradflow.explorer.window.settings import SettingsPanel, format_value
-from window_helpers import SMALL, WAIT_MS, status_text, step_once, wait_paused   # tests/explorer is on sys.path
+from hypothesis import given
+from hypothesis import settings as hyp_settings
+from hypothesis import strategies as st
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QCheckBox, QComboBox, QFileDialog, QLineEdit
+from window_helpers import SMALL, WAIT_MS, status_text, step_once, wait_paused  # tests/explorer is on sys.path
 from window_probes import in_engine
 
 

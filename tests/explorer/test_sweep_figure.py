@@ -3,13 +3,12 @@ heatmap over 2 keys and as lines with the seeds' range over 1, to PNG and SVG.""
 import math
 
 import pytest
-from PySide6.QtGui import QImage
-
 from gradflow.core.config import Config
 from gradflow.core.meanfield import critical_sigma_w2, mean_field
 from gradflow.core.sweep import Plan, parse_grid, sweep
 from gradflow.explorer.__main__ import main as gradflow
 from gradflow.explorer.export.sweep_figure import draw_sweep, theory_lines
+from PySide6.QtGui import QImage
 
 MEAN_FIELD = Config(init="gaussian", sigma_b=0.05, input_sigma=0.5, task="text", loss_at="last", hidden_size=16,
                     batch_size=4)

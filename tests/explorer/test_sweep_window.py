@@ -7,11 +7,10 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-
 from gradflow.core.config import Config
 from gradflow.core.sweep import Plan, parse_grid, sweep
 from gradflow.explorer.window.sweep_window import SweepWindow
-from window_probes import WAIT_MS   # tests/explorer is on sys.path
+from window_probes import WAIT_MS  # tests/explorer is on sys.path
 
 GRID = ["spectral_radius=0.5,1.5", "seq_len=10,20"]
 BASE = Config(hidden_size=8)

@@ -7,11 +7,10 @@ import dataclasses
 import re
 
 import pytest
-from PySide6.QtWidgets import QLabel
-
 from gradflow.explorer.theme import THEMES, Chrome, Theme, get_theme
 from gradflow.explorer.window.style import STYLE_TEMPLATE, palette_for, stylesheet
-from window_helpers import LECTURE_SIZE, WAIT_MS   # tests/explorer is on sys.path
+from PySide6.QtWidgets import QLabel
+from window_helpers import LECTURE_SIZE, WAIT_MS  # tests/explorer is on sys.path
 
 
 def test_themes_are_frozen_with_a_larger_presentation_variant():

@@ -5,7 +5,7 @@ from gradflow.core.claims import tour_stops
 from gradflow.core.presets import load_preset
 from gradflow.core.records import History
 from gradflow.explorer.model import MIN_LEG_SECONDS
-from window_helpers import WAIT_MS, wait_paused   # tests/explorer is on sys.path
+from window_helpers import WAIT_MS, wait_paused  # tests/explorer is on sys.path
 
 
 def test_a_scenarios_stops_are_the_steps_its_claims_check_at():

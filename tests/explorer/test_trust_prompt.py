@@ -7,14 +7,13 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from PySide6.QtWidgets import QApplication
-
+from cell_files import marker_cell, preset_file  # tests/ is on sys.path
 from gradflow.core import user_cell
 from gradflow.core.config import Config
 from gradflow.core.session import save_session
 from gradflow.core.trainer import Trainer
 from gradflow.explorer.window.trust import trusted_digests
-from cell_files import marker_cell, preset_file   # tests/ is on sys.path
+from PySide6.QtWidgets import QApplication
 from window_helpers import WAIT_MS
 
 

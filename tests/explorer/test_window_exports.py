@@ -16,9 +16,8 @@ from PIL import Image
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QPushButton
-
 from window_helpers import LECTURE_SIZE, WAIT_MS, fill_the_disk, step_to, wait_problem
-from window_probes import caught_up   # tests/explorer is on sys.path
+from window_probes import caught_up  # tests/explorer is on sys.path
 
 pytestmark = pytest.mark.window_size(*LECTURE_SIZE)
 

@@ -12,11 +12,10 @@ import weakref
 from functools import partial
 
 import pytest
-from PySide6.QtCore import QCoreApplication, QObject, QThread, Slot
-
 from gradflow.core.config import Config
 from gradflow.explorer.engine.worker import EngineConnection
-from window_helpers import SMALL   # tests/explorer is on sys.path
+from PySide6.QtCore import QCoreApplication, QObject, QThread, Slot
+from window_helpers import SMALL  # tests/explorer is on sys.path
 from window_probes import SHUTDOWN_MS, WAIT_MS
 
 

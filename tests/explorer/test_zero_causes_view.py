@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-
 from gradflow.core.config import Config
 from gradflow.core.records import ZERO_CAUSES, History
 from gradflow.core.trainer import Trainer
 from gradflow.explorer.panels import GradientHistoryPanel, GradientTimePanel
 from gradflow.explorer.panels.gradient_history import ZERO_KEYS
-from panel_helpers import make   # tests/explorer is on sys.path
+from panel_helpers import make  # tests/explorer is on sys.path
 
 SMALL = dict(seq_len=12, batch_size=4, hidden_size=8)
 

@@ -8,13 +8,12 @@ import errno
 import os
 
 import numpy as np
-from PySide6.QtCore import QEvent, QObject, QTimer
-from PySide6.QtWidgets import QPushButton
-
 from gradflow.core.presets import DEFAULT_PRESET, load_preset
 from gradflow.explorer.window.main_window import MainWindow
 from gradflow.explorer.window.trust import TrustPrompt
-from window_probes import WAIT_MS   # tests/explorer is on sys.path
+from PySide6.QtCore import QEvent, QObject, QTimer
+from PySide6.QtWidgets import QPushButton
+from window_probes import WAIT_MS  # tests/explorer is on sys.path
 
 SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
 STABLE = SMALL.replace(activation="identity", spectral_radius=1.0, optimizer="sgd", lr=0.01)

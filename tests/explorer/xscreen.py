@@ -17,6 +17,7 @@ PRESET`, `compare-call METHOD`, `sweep GRID[;GRID] SEEDS STEPS` (fills the newes
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -26,8 +27,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 TOOLS = ("Xvfb", "openbox", "xdotool", "xwininfo", "xprop", "import")
 START_S = 30        # deadlines for the mechanism (a busy 2-core machine is slow), never speed claims
@@ -81,10 +83,8 @@ def _end(process: subprocess.Popen, grace: float = 10.0) -> None:
             break
         except subprocess.TimeoutExpired:
             continue
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)   # what the leader left behind in its group
-    except ProcessLookupError:
-        pass
     process.wait()
 
 
@@ -360,15 +360,14 @@ def _start_sweep(window, spec: str) -> Any:
 
 
 def _probe(args: list[str]) -> int:
-    from PySide6.QtCore import QSocketNotifier
-    from PySide6.QtGui import QGuiApplication
-    from PySide6.QtWidgets import QApplication
-
     from gradflow.core.presets import load_preset
     from gradflow.explorer import app as gradflow_app
     from gradflow.explorer.compare import window as compare_window
     from gradflow.explorer.window.main_window import MainWindow
     from gradflow.explorer.window.sweep_window import SweepWindow
+    from PySide6.QtCore import QSocketNotifier
+    from PySide6.QtGui import QGuiApplication
+    from PySide6.QtWidgets import QApplication
 
     qt = QApplication([sys.argv[0]])
 
