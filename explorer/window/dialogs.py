@@ -9,7 +9,7 @@ from collections.abc import Callable
 from gradflow.core.config import SPECS, Config, ConfigError
 from gradflow.explorer import errors
 from gradflow.explorer.export.figures import ANIMATION_FPS
-from gradflow.explorer.window.settings import format_value
+from gradflow.explorer.window.fields import format_value
 from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtWidgets import (
     QComboBox,

@@ -20,14 +20,7 @@ from gradflow.explorer.model import AppModel
 from gradflow.explorer.model.tour import TourModel
 from gradflow.explorer.panels import PANELS, connect_panels
 from gradflow.explorer.theme import DEFAULT_THEME, THEMES, Theme, presentation
-from gradflow.explorer.window.actions import (
-    DEFAULT_SPEED,
-    SPEEDS,
-    build_menus,
-    build_run_actions,
-    build_toolbar,
-    show_theme,
-)
+from gradflow.explorer.window import actions
 from gradflow.explorer.window.checkpoints import CHECKPOINT_EVERY, Checkpoints
 from gradflow.explorer.window.dialogs import Problems, ask_discard_run
 from gradflow.explorer.window.drawing import FrameDrawer
@@ -64,13 +57,13 @@ class MainWindow(QMainWindow):
         self.store = settings if settings is not None else QSettings(ORGANIZATION, APPLICATION)
         scenario = load_preset(preset or DEFAULT_PRESET)
         config = config if config is not None else scenario.config
-        speed_name = str(self.store.value("speed", DEFAULT_SPEED))
-        speed_name = speed_name if speed_name in dict(SPEEDS) else DEFAULT_SPEED
-        self.connection = EngineConnection(config, dict(SPEEDS)[speed_name])
+        speed_name = str(self.store.value("speed", actions.DEFAULT_SPEED))
+        speed_name = speed_name if speed_name in dict(actions.SPEEDS) else actions.DEFAULT_SPEED
+        self.connection = EngineConnection(config, dict(actions.SPEEDS)[speed_name])
         self.worker = self.connection.worker
         # the scenario, applied config, run and tour: this window observes it and sends it intents
         self.model = AppModel(scenario, self.worker, config, ask_discard=self._ask_discard)
-        self.model.speed = dict(SPEEDS)[speed_name]
+        self.model.speed = dict(actions.SPEEDS)[speed_name]
         self.run, self.scenarios = self.model.run, Scenarios(self, self)   # the run as the window knows it, the picker
         self._closing = False
         self.rate = StepRate()
@@ -87,10 +80,10 @@ class MainWindow(QMainWindow):
         self.settings_panel = SettingsPanel(config)
         self.panels = [cls() for cls in (panels if panels is not None else PANELS)]
         self._build_docks()
-        build_run_actions(self)
-        build_toolbar(self, speed_name)
+        actions.build_run_actions(self)
+        actions.build_toolbar(self, speed_name)
         self.layouts = WindowLayout(self)                    # dock layout, presentation mode, screen fitting
-        build_menus(self)
+        actions.build_menus(self)
         self.readout = StatusReadout()
         self.statusBar().addWidget(self.readout, 1)
         self._update_banner()
@@ -188,7 +181,7 @@ class MainWindow(QMainWindow):
                 panel.apply_theme(theme)
             except Exception as e:  # noqa: BLE001 - one panel must not take the window down
                 self.failures.panel_failed(panel, e)
-        show_theme(self, name, presentation_mode)
+        actions.show_theme(self, name, presentation_mode)
         self.drawer.dirty = True
 
     set_fullscreen = set_full_screen   # F11 (explorer.window.screen_fit)

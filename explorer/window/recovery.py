@@ -21,8 +21,9 @@ from gradflow.explorer.engine import calls as engine_calls
 from gradflow.explorer.engine.worker import TrainingWorker
 from gradflow.explorer.window.checkpoints import Checkpoint, Checkpoints
 from gradflow.explorer.window.dialogs import ContinueDialog
+from gradflow.explorer.window.fields import format_value
 from gradflow.explorer.window.run_state import RunState
-from gradflow.explorer.window.settings import SettingsPanel, format_value
+from gradflow.explorer.window.settings import SettingsPanel
 from gradflow.explorer.window.status import fmt
 from gradflow.explorer.window.widgets import MessageBar
 from PySide6.QtCore import QObject, Signal, Slot

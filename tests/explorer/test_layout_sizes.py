@@ -584,6 +584,10 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
             settle(window, 0.3)
             other.move(small.x() + 20, small.y() + 20)
             settle(window, 0.5)
+            end = time.monotonic() + 30   # the refit waits for the window manager's events: slower under load
+            while not other.screen().availableGeometry().contains(other.frameGeometry()) and time.monotonic() < end:
+                app.processEvents()
+                time.sleep(0.01)
             screen, frame = other.screen().availableGeometry(), other.frameGeometry()
             print("RESULT " + json.dumps({"step": f"{name} moved", "screen": list(screen.getRect()),
                                           "frame": list(frame.getRect())}), flush=True)

@@ -10,7 +10,8 @@ import pytest
 from gradflow.core.config import SPECS
 from gradflow.core.presets import load_preset
 from gradflow.core.tasks.text import MAX_TEXT_BYTES
-from gradflow.explorer.window.settings import SettingsPanel, format_value
+from gradflow.explorer.window.fields import format_value
+from gradflow.explorer.window.settings import SettingsPanel
 from hypothesis import given
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
