@@ -254,11 +254,7 @@ class CompareWindow(QMainWindow):
         self.controls.show(True)
 
     def _on_tour_changed(self, tour: TourModel):
-        if tour.shown is not None:
-            self.message_bar.show_message("tour", tour.message(),
-                                          (("Next ▶", self.play),) if tour.shown.has_next else ())
-        elif self.message_bar.kind == "tour":
-            self.message_bar.clear()
+        self.message_bar.show_tour(tour, self.play)
 
     def pause(self):
         self.controls.pause()

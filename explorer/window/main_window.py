@@ -314,12 +314,7 @@ class MainWindow(QMainWindow):
 
     # -- model -> window -----------------------------------------------------------------------------------
     def _on_tour_changed(self, tour: TourModel):
-        """The stop's message: shown from the tour's state, gone when it has none."""
-        if tour.shown is not None:
-            self.message_bar.show_message("tour", tour.message(),
-                                          (("Next ▶", self.play),) if tour.shown.has_next else ())
-        elif self.message_bar.kind == "tour":
-            self.message_bar.clear()
+        self.message_bar.show_tour(tour, self.play)
 
     def _on_scenario_changed(self, preset: Preset):
         self.scenarios.select(preset.name)

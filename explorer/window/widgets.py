@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import re
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QEvent, Qt, Signal, Slot
 from PySide6.QtGui import QTextDocument
@@ -19,6 +20,9 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+
+if TYPE_CHECKING:
+    from gradflow.explorer.model.tour import TourModel
 
 
 class ScenarioBanner(QFrame):
@@ -232,6 +236,13 @@ class MessageBar(QFrame):
         doc = QTextDocument()
         doc.setHtml(self.label.text())
         return doc.toPlainText()
+
+    def show_tour(self, tour: TourModel, on_next) -> None:
+        """The tour's stop, with Next where there is one after it; gone when the tour shows none."""
+        if tour.shown is not None:
+            self.show_message("tour", tour.message(), (("Next ▶", on_next),) if tour.shown.has_next else ())
+        elif self.kind == "tour":
+            self.clear()
 
     @Slot()
     def clear(self):
