@@ -18,11 +18,12 @@ SIDE_BY_SIDE = 1.6             # a run's column this many times wider than tall:
 
 
 class RunColumn(QWidget):
-    """One run's small multiples: its label, its spectrum and its hidden state. The spectrum always shows; the
-    hidden state beside it where the column is wide (SIDE_BY_SIDE), under it where the column is tall enough for
-    both, and not at all where it is not (the spectrum keeps the room: it is what tells the runs apart)."""
+    """One run's small multiples: its label, its spectrum and its hidden state. The spectrum shows where the
+    column has its height (else the label alone: a short window with the tour's message shown); the hidden
+    state beside it where the column is wide (SIDE_BY_SIDE), under it where the column is tall enough for both,
+    and not at all where it is not (the spectrum keeps the room: it is what tells the runs apart)."""
 
-    ARRANGEMENTS = ("beside", "under", "spectrum")
+    ARRANGEMENTS = ("beside", "under", "spectrum", "label")
 
     def __init__(self, label: str, index: int, parent: QWidget | None = None):
         super().__init__(parent)
@@ -59,14 +60,19 @@ class RunColumn(QWidget):
 
     # -- arrangement --------------------------------------------------------------------------------------
     def minimumSizeHint(self):
-        """The label and the spectrum alone: the hidden state only takes room the column has."""
-        spectrum = self.spectrum.minimumSizeHint()
-        return QSize(spectrum.width(), self.label.sizeHint().height() + self.grid.spacing() + spectrum.height())
+        """The label alone: the spectrum and the hidden state only take room the column has."""
+        return QSize(self.spectrum.minimumSizeHint().width(), self.label.sizeHint().height())
+
+    def spectrum_height(self) -> int:
+        """The height (px) at which the column shows its spectrum under its label."""
+        return self.label.sizeHint().height() + self.grid.spacing() + self.spectrum.minimumSizeHint().height()
 
     def choose(self, width: int, height: int) -> str:
         """The arrangement for a column of width × height px (see the class doc)."""
         body = height - self.label.sizeHint().height() - self.grid.spacing()
         spectrum, hidden = self.spectrum.minimumSizeHint(), self.hidden.minimumSizeHint()
+        if height < self.spectrum_height():
+            return "label"
         if width >= SIDE_BY_SIDE * body and width >= spectrum.width() + hidden.width() + self.grid.spacing() \
                 and body >= max(spectrum.height(), hidden.height()):
             return "beside"
@@ -101,7 +107,8 @@ class RunColumn(QWidget):
             if arrangement == "under":
                 self.grid.addWidget(self.hidden, 2, 0)
                 self.grid.setRowStretch(2, 3)
-        self.hidden.setVisible(arrangement != "spectrum")
+        self.spectrum.setVisible(arrangement != "label")
+        self.hidden.setVisible(arrangement in ("beside", "under"))
 
     def _fit(self):
         self.arrange(self.choose(self.width(), self.height()))
@@ -133,8 +140,16 @@ class RunsRow(QScrollArea):
 
     def minimumSizeHint(self) -> QSize:
         row = self.widget().minimumSizeHint()
-        one = max(column.minimumSizeHint().width() for column in self.widget().findChildren(RunColumn))
+        one = max(column.minimumSizeHint().width() for column in self.columns())
         return QSize(min(row.width(), one), row.height() + self.horizontalScrollBar().sizeHint().height())
+
+    def columns(self) -> list[RunColumn]:
+        return self.widget().findChildren(RunColumn)
+
+    def spectra_height(self) -> int:
+        """The height (px) at which every run shows its spectrum (RunColumn.spectrum_height)."""
+        return max(column.spectrum_height() for column in self.columns()) \
+            + self.horizontalScrollBar().sizeHint().height()
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.widget() and event.type() == QEvent.Type.LayoutRequest:

@@ -359,18 +359,20 @@ class CompareWindow(QMainWindow):
         self._share_out()
 
     def choose(self) -> str:
-        """The arrangement for the window's size now: "rows" where the overlays and the runs' row fit under each
-        other, else "columns" where the gradient and the runs' row fit under each other beside the training panel
-        (the runs' row scrolls sideways where it is narrower than all its runs), else "rows"."""
+        """The arrangement for the window's size now: "rows" where the overlays and the runs' spectra fit under
+        each other, else "columns" where the gradient and the runs' spectra fit under each other beside the
+        training panel (the runs' row scrolls sideways where it is narrower than all its runs); where neither
+        does (a short screen with the tour's message shown), the same with the runs' labels alone (RunColumn)."""
         room = self.splitter.size() if self.splitter.isVisible() else self._room()
         if not self.below.isVisibleTo(self):
             return "rows"
         handle = self.splitter.handleWidth()
-        gradient, training, runs = (w.minimumSizeHint() for w in (self.gradient_panel, self.training_panel, self.below))
-        if max(gradient.height(), training.height()) + handle + runs.height() <= room.height():
-            return "rows"
-        if gradient.height() + handle + runs.height() <= room.height():   # the runs' row may scroll sideways
-            return "columns"
+        gradient, training = (w.minimumSizeHint().height() for w in (self.gradient_panel, self.training_panel))
+        for runs in (self.below.spectra_height(), self.below.minimumSizeHint().height()):
+            if max(gradient, training) + handle + runs <= room.height():
+                return "rows"
+            if gradient + handle + runs <= room.height():
+                return "columns"
         return "rows"
 
     def _room(self) -> QSize:
@@ -392,24 +394,34 @@ class CompareWindow(QMainWindow):
     def _share_out(self):
         """The splitters' sizes for the arrangement: RUNS_SHARE of the height to the runs' row (at least its
         minimum); in "rows" the gradient 58% of the width, in "columns" the training panel 32% or less, so that
-        the runs' row need not scroll (at least their minimums). Again only when the arrangement or the splitter's size changed (a dragged handle stays)."""
+        the runs' row need not scroll (at least their minimums). Again only when the arrangement or the splitter's
+        size changed (a dragged handle stays)."""
         size = self.splitter.size()
         key = (self.arrangement, size.toTuple())
         if size.height() <= 0 or key == self._placed:
             return
         self._placed = key
+        handle = self.splitter.handleWidth()   # each splitter's one handle takes this much of its length
         if self.arrangement == "rows":
-            runs = max(round(RUNS_SHARE * size.height()), self.below.minimumSizeHint().height())
-            self.splitter.setSizes([size.height() - runs, runs] if self.below.isVisibleTo(self) else [1, 0])
+            runs = self._runs_height(size.height(), self.inner.minimumSizeHint().height())
+            self.splitter.setSizes([size.height() - handle - runs, runs] if self.below.isVisibleTo(self) else [1, 0])
             training = max(round(0.42 * size.width()), self.training_panel.minimumSizeHint().width())
             self.inner.setSizes([size.width() - training, training])
         else:   # the training panel 32%, less where the runs' row would scroll, never below its minimum
-            whole = self.below.widget().minimumSizeHint().width() + self.splitter.handleWidth()
+            whole = self.below.widget().minimumSizeHint().width() + handle
             training = max(min(round(0.32 * size.width()), size.width() - whole),
                            self.training_panel.minimumSizeHint().width())
             self.splitter.setSizes([size.width() - training, training])
-            runs = max(round(RUNS_SHARE * size.height()), self.below.minimumSizeHint().height())
-            self.inner.setSizes([size.height() - runs, runs])
+            runs = self._runs_height(size.height(), self.gradient_panel.minimumSizeHint().height())
+            self.inner.setSizes([size.height() - handle - runs, runs])
+
+    def _runs_height(self, height: int, above: int) -> int:
+        """The runs' row's share of `height` px under a part that needs `above` px: RUNS_SHARE, at least their
+        spectra's height, where that leaves `above` its room; else their labels' height."""
+        spectra = self.below.spectra_height()
+        if spectra > height - above - self.splitter.handleWidth():
+            return self.below.minimumSizeHint().height()
+        return max(round(RUNS_SHARE * height), spectra)
 
     def resizeEvent(self, event):
         super().resizeEvent(event)

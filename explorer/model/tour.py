@@ -130,13 +130,16 @@ class TourModel:
         for claim in stop.claims:
             run = claim.run if claim.run is not None else first
             kept = records(run)
+            text = claim.text
+            if run is not None and text.startswith(f"{run}:"):   # the claim names its run itself
+                text = text[len(run) + 1:].lstrip()
             who = f"<b>{html.escape(run)}</b>: " if run is not None else ""
             if all(s in kept for s in claim.steps) or claim.kind == "diverges":
                 outcome = check_claim(claim, kept, diverged_at(run))
                 mark = "✓" if outcome.holds else "✗ not here:"
-                lines.append(f"{mark} {who}{html.escape(claim.text)} <i>(measured: {html.escape(outcome.measured)})</i>")
+                lines.append(f"{mark} {who}{html.escape(text)} <i>(measured: {html.escape(outcome.measured)})</i>")
             else:
-                lines.append(f"{who}{html.escape(claim.text)} <i>(its steps are no longer all kept)</i>")
+                lines.append(f"{who}{html.escape(text)} <i>(its steps are no longer all kept)</i>")
         index = self.stops.index(stop)
         later = self.stops[index + 1:]
         where = f"stop {index + 1} of {len(self.stops)}"

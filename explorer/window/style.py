@@ -48,15 +48,16 @@ def palette_for(theme: Theme) -> QPalette:
 
 
 def compare_stylesheet(theme: Theme) -> str:
-    """A comparison window of its own (no main window's style sheet reaches it): the theme's colours, the
-    panels' control colour for the toolbar."""
-    return (f"QMainWindow#CompareWindow, QWidget#compareCentral {{ background: {theme.background}; "
-            f"color: {theme.foreground}; }}"
-            f"QToolBar {{ background: {theme.chrome.control}; border: none; padding: 3px; spacing: 4px; }}"
-            f"QToolBar QToolButton {{ color: {theme.foreground}; background: transparent; "
-            f"border: none; border-radius: 4px; padding: 4px 8px; }}"
-            f"QToolBar QToolButton:hover {{ background: {theme.muted}; }}"
-            f"QToolBar QLabel {{ color: {theme.muted}; }}")
+    """A comparison window of its own (no main window's style sheet reaches it): the app's style sheet (its
+    messages, the tour's stops), the theme's background, the panels' control colour for the toolbar."""
+    return stylesheet(theme) + (
+        f"QMainWindow#CompareWindow, QWidget#compareCentral {{ background: {theme.background}; "
+        f"color: {theme.foreground}; }}"
+        f"QToolBar {{ background: {theme.chrome.control}; border: none; padding: 3px; spacing: 4px; }}"
+        f"QToolBar QToolButton {{ color: {theme.foreground}; background: transparent; "
+        f"border: none; border-radius: 4px; padding: 4px 8px; }}"
+        f"QToolBar QToolButton:hover {{ background: {theme.muted}; }}"
+        f"QToolBar QLabel {{ color: {theme.muted}; }}")
 
 
 def apply_to_app(window: QWidget, theme: Theme):
