@@ -22,6 +22,7 @@ import html
 from gradflow.core.compare import check_runs
 from gradflow.core.presets import Preset, load_preset
 from gradflow.core.records import History, Record
+from gradflow.explorer.compare.arrangement import Arranged
 from gradflow.explorer.compare.columns import RunColumn, RunsRow
 from gradflow.explorer.compare.dialog import CompareDialog, Runs, vary_runs
 from gradflow.explorer.engine.worker import EngineConnection
@@ -36,8 +37,8 @@ from gradflow.explorer.window.run_controls import RunControls, run_action, run_t
 from gradflow.explorer.window.screen_fit import first_launch, fit_to_screen, set_full_screen
 from gradflow.explorer.window.style import compare_stylesheet
 from gradflow.explorer.window.timeline import TimelineBar
-from gradflow.explorer.window.widgets import MessageBar
-from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, Slot
+from gradflow.explorer.window.widgets import MessageBar, ScrolledWhenShort
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -46,7 +47,6 @@ from PySide6.QtWidgets import (
     QSizePolicy,
     QSplitter,
     QStyle,
-    QToolBar,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -55,14 +55,13 @@ from PySide6.QtWidgets import (
 __all__ = ["CompareDialog", "CompareWindow", "open_comparison", "open_comparison_dialog", "open_windows", "vary_runs"]
 
 HISTORY_MB_PER_RUN = 16        # each run's GUI-side History cap (the main window's default is larger)
-RUNS_SHARE = 0.42              # of the height under the header the runs' row starts with (the overlays the rest)
 FOLD_BELOW = 900               # on a screen shorter than this (px) the explanation starts folded to its title
 
 _open_windows: set[CompareWindow] = set()   # keeps parentless windows alive until they close
 
 
 # -- the window ---------------------------------------------------------------------------------------
-class CompareWindow(QMainWindow):
+class CompareWindow(Arranged, QMainWindow):
     """2–4 runs in lockstep (see module doc). `runs`: [(label, Config), ...] that share their data keys
     (core.compare.DATA_KEYS); ConfigError otherwise, before any thread starts. `preset`: the comparison scenario
     they come from (its claims make the tour)."""
@@ -135,13 +134,15 @@ class CompareWindow(QMainWindow):
         self.header.setWordWrap(True)
         self.header.setTextFormat(Qt.TextFormat.RichText)
         self.header.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)   # wraps, never widens
-        header = QHBoxLayout()
+        header_row = QWidget()
+        header = QHBoxLayout(header_row)
         header.setContentsMargins(0, 0, 0, 0)
         header.addWidget(self.fold_button, 0, Qt.AlignmentFlag.AlignTop)
         header.addWidget(self.header, 1)
-        column.addLayout(header)
         self.message_bar = MessageBar()   # the tour's stops
-        column.addWidget(self.message_bar)
+        for part in (ScrolledWhenShort(header_row), ScrolledWhenShort(self.message_bar, follow=True)):
+            column.addWidget(part)   # on a short screen: their first lines, the rest scrolled
+        header_row.setAutoFillBackground(False)
         screen = self.screen().availableGeometry() if self.screen() is not None else None
         self.folded = screen is not None and 0 < screen.height() < FOLD_BELOW   # room for the plots first
         self.gradient_panel = GradientTimePanel(runs=self.labels)
@@ -332,96 +333,6 @@ class CompareWindow(QMainWindow):
         self._placed = ()
         self._rearrange()
         QTimer.singleShot(0, self, lambda: fit_to_screen(self))
-
-    # -- arrangement ---------------------------------------------------------------------------------------
-    ARRANGEMENTS = ("rows", "columns")
-
-    def arrange(self, arrangement: str) -> None:
-        """"rows": the overlays side by side over the runs' row, RUNS_SHARE of the height to the runs (a screen
-        with the height for both); "columns": the gradient over the runs' row at the left, the training plots
-        the whole height at the right (a short screen, 1280×720 or 1366×768: the training panel's two plots
-        and the runs' spectra do not fit under each other, beside each other they do)."""
-        if arrangement not in self.ARRANGEMENTS:
-            raise ValueError(f"arrangement must be one of {', '.join(self.ARRANGEMENTS)}, got {arrangement!r}")
-        if arrangement == self.arrangement:
-            return
-        self.arrangement = arrangement
-        rows = arrangement == "rows"
-        if rows:
-            self.inner.insertWidget(1, self.training_panel)
-            self.splitter.insertWidget(1, self.below)
-        else:
-            self.inner.insertWidget(1, self.below)
-            self.splitter.insertWidget(1, self.training_panel)
-        self.splitter.setOrientation(Qt.Orientation.Vertical if rows else Qt.Orientation.Horizontal)
-        self.inner.setOrientation(Qt.Orientation.Horizontal if rows else Qt.Orientation.Vertical)
-        self._placed = ()
-        self._share_out()
-
-    def choose(self) -> str:
-        """The arrangement for the window's size now: "rows" where the overlays and the runs' spectra fit under
-        each other, else "columns" where the gradient and the runs' spectra fit under each other beside the
-        training panel (the runs' row scrolls sideways where it is narrower than all its runs); where neither
-        does (a short screen with the tour's message shown), the same with the runs' labels alone (RunColumn)."""
-        room = self.splitter.size() if self.splitter.isVisible() else self._room()
-        if not self.below.isVisibleTo(self):
-            return "rows"
-        handle = self.splitter.handleWidth()
-        gradient, training = (w.minimumSizeHint().height() for w in (self.gradient_panel, self.training_panel))
-        for runs in (self.below.spectra_height(), self.below.minimumSizeHint().height()):
-            if max(gradient, training) + handle + runs <= room.height():
-                return "rows"
-            if gradient + handle + runs <= room.height():
-                return "columns"
-        return "rows"
-
-    def _room(self) -> QSize:
-        """The splitter's size in a window of this size (before the window is laid out)."""
-        central = self.centralWidget()
-        margins = central.layout().contentsMargins()
-        used = sum(central.layout().itemAt(i).sizeHint().height() for i in range(central.layout().count())
-                   if central.layout().itemAt(i).widget() is not self.splitter)
-        toolbar = sum(bar.sizeHint().height() for bar in self.findChildren(QToolBar))
-        return QSize(self.width() - margins.left() - margins.right(),
-                     self.height() - toolbar - used - margins.top() - margins.bottom()
-                     - central.layout().spacing() * (central.layout().count() - 1))
-
-    def _rearrange(self):
-        """Choose the arrangement again (the window's size or the panels' minimum sizes changed)."""
-        self.arrange(self.choose())
-        self._share_out()
-
-    def _share_out(self):
-        """The splitters' sizes for the arrangement: RUNS_SHARE of the height to the runs' row (at least its
-        minimum); in "rows" the gradient 58% of the width, in "columns" the training panel 32% or less, so that
-        the runs' row need not scroll (at least their minimums). Again only when the arrangement or the splitter's
-        size changed (a dragged handle stays)."""
-        size = self.splitter.size()
-        key = (self.arrangement, size.toTuple())
-        if size.height() <= 0 or key == self._placed:
-            return
-        self._placed = key
-        handle = self.splitter.handleWidth()   # each splitter's one handle takes this much of its length
-        if self.arrangement == "rows":
-            runs = self._runs_height(size.height(), self.inner.minimumSizeHint().height())
-            self.splitter.setSizes([size.height() - handle - runs, runs] if self.below.isVisibleTo(self) else [1, 0])
-            training = max(round(0.42 * size.width()), self.training_panel.minimumSizeHint().width())
-            self.inner.setSizes([size.width() - training, training])
-        else:   # the training panel 32%, less where the runs' row would scroll, never below its minimum
-            whole = self.below.widget().minimumSizeHint().width() + handle
-            training = max(min(round(0.32 * size.width()), size.width() - whole),
-                           self.training_panel.minimumSizeHint().width())
-            self.splitter.setSizes([size.width() - training, training])
-            runs = self._runs_height(size.height(), self.gradient_panel.minimumSizeHint().height())
-            self.inner.setSizes([size.height() - handle - runs, runs])
-
-    def _runs_height(self, height: int, above: int) -> int:
-        """The runs' row's share of `height` px under a part that needs `above` px: RUNS_SHARE, at least their
-        spectra's height, where that leaves `above` its room; else their labels' height."""
-        spectra = self.below.spectra_height()
-        if spectra > height - above - self.splitter.handleWidth():
-            return self.below.minimumSizeHint().height()
-        return max(round(RUNS_SHARE * height), spectra)
 
     def resizeEvent(self, event):
         super().resizeEvent(event)

@@ -1,12 +1,12 @@
 """The small widgets the main window is built from: the scenario banner, a dock's title bar, the loading
-overlay and the message bar."""
+overlay, the message bar (and its scrolled holder, for a window with no height to spare)."""
 from __future__ import annotations
 
 import html
 import re
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QEvent, Qt, Signal, Slot
+from PySide6.QtCore import QEvent, QSize, Qt, Signal, Slot
 from PySide6.QtGui import QTextDocument
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QScrollArea,
     QSizePolicy,
     QStyle,
     QToolButton,
@@ -249,3 +250,49 @@ class MessageBar(QFrame):
         self.kind = ""
         self.label.setText("")
         self.setVisible(False)
+
+
+class ScrolledWhenShort(QScrollArea):
+    """Text that wraps (a MessageBar, an explanation) in a window's column that cannot always give it its height
+    (a stop's claims, an unfolded explanation on a short screen): all of it where there is room, at least its
+    first `lines` lines, the rest scrolled rather than the window pushed past its screen or its plots squashed.
+    `follow`: shown while the content is (a message bar hides itself when cleared)."""
+
+    def __init__(self, content: QWidget, lines: int = 3, follow: bool = False):
+        super().__init__()
+        self.content, self.lines, self.follow = content, lines, follow
+        self.setWidget(content)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
+        self.viewport().setAutoFillBackground(False)
+        content.installEventFilter(self)
+        if follow:
+            self.setVisible(not content.isHidden())
+
+    def _whole(self) -> int:
+        """The content's height at this width (px)."""
+        bar = self.verticalScrollBar()
+        width = self.width() - (bar.width() if bar.isVisible() else 0)
+        return self.content.heightForWidth(max(width, self.content.minimumSizeHint().width()))
+
+    def sizeHint(self) -> QSize:
+        return QSize(self.content.sizeHint().width(), self._whole())
+
+    def minimumSizeHint(self) -> QSize:
+        margins = self.content.layout().contentsMargins()
+        lines = self.lines * self.content.fontMetrics().lineSpacing() + margins.top() + margins.bottom()
+        return QSize(self.content.minimumSizeHint().width(), min(self._whole(), lines))
+
+    def eventFilter(self, watched, event) -> bool:
+        if self.follow and event.type() in (QEvent.Type.ShowToParent, QEvent.Type.HideToParent):
+            self.setVisible(event.type() == QEvent.Type.ShowToParent)   # shown or hidden itself, not with us
+        if event.type() in (QEvent.Type.ShowToParent, QEvent.Type.LayoutRequest):
+            self.updateGeometry()   # new text: a new height
+        return False
+
+    def resizeEvent(self, event):
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self.updateGeometry()

@@ -32,10 +32,10 @@ TIMEOUT_S = 300
 WAIT_S = 60   # a deadline for conditions awaited on a busy machine, never a pause
 
 
-def _run(screen: tuple[int, int, int], tmp: Path, runs: int = 3) -> list[dict]:
+def _run(screen: tuple[int, int, int], tmp: Path, runs: int = 3, tour: bool = False) -> list[dict]:
     width, height, scale = screen
     env = dict(os.environ, QT_QPA_PLATFORM=offscreen_platform(tmp, width, height), QT_SCALE_FACTOR=str(scale),
-               GRADFLOW_ENGINE="thread", PYTHONPATH=str(ROOT), COMPARE_RUNS=str(runs))
+               GRADFLOW_ENGINE="thread", PYTHONPATH=str(ROOT), COMPARE_RUNS=str(runs), COMPARE_TOUR=str(int(tour)))
     out = run_child([sys.executable, __file__], TIMEOUT_S, cwd=ROOT, env=env)
     assert out.returncode == 0, out.stderr[-4000:]
     return [json.loads(line[len("RESULT "):]) for line in out.stdout.splitlines() if line.startswith("RESULT ")]
@@ -89,6 +89,25 @@ def test_four_runs_fit_the_screen_and_scroll_sideways_only_where_they_must(scree
             assert whole[:2] == [True, True] and not all(whole), where + str(r["spectra"])
 
 
+@pytest.mark.parametrize("screen", [(1280, 720, 1), (1366, 768, 1)], ids=["1280x720", "1366x768"])
+def test_at_a_tour_stop_the_window_fits_with_its_explanation_unfolded_in_both_modes(screen, tmp_path):
+    """The edge-of-chaos comparison at its step-1 stop (seven claims in the message) on a short screen: folded,
+    unfolded, and unfolded in presentation, the window stays inside the screen, every plot on screen keeps its
+    data area, and the message shows at least its first lines (the rest scrolls: ScrolledWhenShort)."""
+    results = _run(screen, tmp_path, tour=True)
+    assert [r["step"] for r in results] == ["stop", "unfolded", "presentation"]
+    for r in results:
+        where = f"{screen} {r['step']}: "
+        sx, sy, sw, sh = r["screen"]
+        fx, fy, fw, fh = r["frame"]
+        assert sx <= fx and sy <= fy and fx + fw <= sx + sw and fy + fh <= sy + sh, \
+            where + f"frame {r['frame']} on a screen of {r['screen']}"
+        for name, w, h in r["plots"]:
+            assert w >= MIN_PLOT[0] and h >= MIN_PLOT[1], where + f"{name} data area {w}×{h}"
+        shown, height, lines = r["message"]
+        assert shown and height >= 3 * lines, where + f"message shown {shown}, {height} px of {lines} px lines"
+
+
 # -- the program each screen size runs --------------------------------------------------------------------------------
 def _child() -> None:
     import time
@@ -98,11 +117,13 @@ def _child() -> None:
     from PySide6.QtWidgets import QApplication
 
     app = QApplication([])
-    preset = load_preset("compare_rho")
-    runs = [(label, c.replace(seq_len=30, hidden_size=16, batch_size=4)) for label, c in preset.runs]
+    tour = os.environ["COMPARE_TOUR"] == "1"
+    preset = load_preset("compare_edge_of_chaos" if tour else "compare_rho")
+    runs = [(label, c.replace(seq_len=c.seq_len if tour else 30, hidden_size=16, batch_size=4))
+            for label, c in preset.runs]   # on the tour, the claims' time steps
     if os.environ["COMPARE_RUNS"] == "4":   # the most the Compare dialog offers
         runs.append(("ρ = 1.2", runs[-1][1].replace(spectral_radius=1.2)))
-    window = CompareWindow(runs, preset.title, preset.explanation)
+    window = CompareWindow(runs, preset.title, preset.explanation, preset=preset if tour else None)
     window.show()
 
     def until(condition, what: str):
@@ -143,9 +164,19 @@ def _child() -> None:
         print("RESULT " + json.dumps({
             "step": step, "screen": list(screen.getRect()), "frame": list(frame.getRect()),
             "maximized": window.isMaximized(), "fullscreen": window.isFullScreen(), "folded": window.folded,
-            "arrangement": window.arrangement, "spectra": spectra, "plots": plots}), flush=True)
+            "arrangement": window.arrangement, "spectra": spectra, "plots": plots,
+            "message": [window.message_bar.isVisible(), window.message_bar.visibleRegion().boundingRect().height(),
+                        window.message_bar.label.fontMetrics().lineSpacing()]}), flush=True)
 
     until(lambda: window.shown is not None, "the first step drawn")
+    if tour:
+        report("stop", window.message_bar.isVisible)
+        window.set_folded(False)
+        report("unfolded", lambda: not window.folded)
+        window.set_presentation(True)
+        report("presentation", lambda: window.theme.presentation)
+        window.close()
+        return
     report("launch", lambda: True)
     window.showNormal()
     report("restored", lambda: not window.isMaximized())
