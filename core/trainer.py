@@ -148,7 +148,7 @@ class Trainer:
         keep_grad_at = self._truncation_schedule(inputs.shape[0])
         outputs, final_state = model(inputs, state, keep_grad_at, trace)
         loss = self._loss(outputs, targets)
-        loss.backward()
+        cell.backward(model, loss)
 
         params = [(name, p) for name, p in model.named_parameters() if p.grad is not None]
         grads = [g for _, p in params if (g := p.grad) is not None]   # every one of params'

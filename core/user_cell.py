@@ -204,7 +204,7 @@ class UserCellNet(StackedRows, nn.Module):
         self.num_layers = config.num_layers
         self.num_directions = D = 2 if config.bidirectional else 1
         self.state_type: type | None = None   # what initial_state returns: None (a tensor), tuple, list, a namedtuple
-        with self._user_code(f"building {cls.__name__}(input_size, hidden_size)"):
+        with self.user_code(f"building {cls.__name__}(input_size, hidden_size)"):
             self.rows = nn.ModuleList(cls(input_size if layer == 0 else H * D, H)
                                       for layer in range(self.num_layers) for _ in range(D))
         self.head = nn.Linear(H * D, output_size)
@@ -215,7 +215,7 @@ class UserCellNet(StackedRows, nn.Module):
         self._check_protocol(input_size)
 
     @contextlib.contextmanager
-    def _user_code(self, what: str):
+    def user_code(self, what: str):
         """Whatever the user's code raises inside: a UserCellError naming the file, the line and `what` ran."""
         try:
             yield
@@ -235,7 +235,7 @@ class UserCellNet(StackedRows, nn.Module):
         self._check_no_nan(0, x[None], [state], [new], [0])
         if self.has_matrix:
             user: Any = cell   # the user's protocol: methods nn.Module does not declare
-            with self._user_code(f"{type(cell).__name__}.recurrent_matrix()"):
+            with self.user_code(f"{type(cell).__name__}.recurrent_matrix()"):
                 matrix = user.recurrent_matrix()
             if not isinstance(matrix, torch.Tensor) or matrix.shape != (self.hidden_size, self.hidden_size):
                 raise UserCellError(f"{_line(type(user).recurrent_matrix)}: recurrent_matrix() must return an "
@@ -247,7 +247,7 @@ class UserCellNet(StackedRows, nn.Module):
         if not hasattr(cell, "initial_state"):
             return (like.new_zeros(batch_size, self.hidden_size),)
         user: Any = cell   # the user's protocol: methods nn.Module does not declare
-        with self._user_code(f"initial_state({batch_size})"):
+        with self.user_code(f"initial_state({batch_size})"):
             state = user.initial_state(batch_size)
         parts = self._checked(state, batch_size, like.dtype, "initial_state", type(user).initial_state)
         self.state_type = type(state) if isinstance(state, (tuple, list)) else None
@@ -279,7 +279,7 @@ class UserCellNet(StackedRows, nn.Module):
     def _step(self, cell: nn.Module, x: torch.Tensor, state: tuple[torch.Tensor, ...], t: int, row: int):
         """One step of one row: x (B, I), state (tuple) -> the new state (tuple, h first)."""
         when = f"time step {t + 1}, {self.row_label(row)}"
-        with self._user_code(f"{type(cell).__name__}.forward ({when})"):
+        with self.user_code(f"{type(cell).__name__}.forward ({when})"):
             new = cell(x, self.as_given(state))
         parts = tuple(new) if isinstance(new, (tuple, list)) else (new,)
         if len(parts) == len(state) and all(isinstance(p, torch.Tensor) and p.shape == s.shape and p.dtype == x.dtype
@@ -373,14 +373,15 @@ class UserCellNet(StackedRows, nn.Module):
         """What the spectrum describes, per row: its recurrent_matrix(), or else its step Jacobian ∂s_t/∂s_{t−1}
         (sample 0, (S, S)) at the row's last processed step."""
         if self.has_matrix:
-            with self._user_code(f"{type(self.rows[0]).__name__}.recurrent_matrix()"):
+            with self.user_code(f"{type(self.rows[0]).__name__}.recurrent_matrix()"):
                 return [cell.recurrent_matrix().detach() for cell in self.rows]   # type: ignore[operator]
         return [self._step_jacobians(row, [0 if row.reverse else len(row.entering) - 1])[0]
                 for row in map(_user_row, trace.rows)]
 
     def _step_jacobians(self, row: UserRowTrace, steps: list[int]) -> torch.Tensor:
         """(N, S, S) ∂s_t/∂s_{t−1} of sample 0 at each t of `steps`, s the state's elements flattened (S = H, 2H ...):
-        one torch.func.jacrev, vmapped over the steps (one jacrev per step took ~1.5 ms each at H = 64)."""
+        one torch.func.jacrev, vmapped over the steps (one jacrev per step took ~1.5 ms each at H = 64); where
+        torch.func cannot transform the cell, torch.autograd's jacobian per step."""
         assert row.rerun is not None and row.inputs is not None   # set by forward with a trace
         rerun, inputs = row.rerun, row.inputs
         sizes = [p.shape[1:].numel() for p in row.entering[steps[0]]]
@@ -391,9 +392,15 @@ class UserCellNet(StackedRows, nn.Module):
             return torch.cat([p.reshape(-1) for p in rerun(x, parts)])
 
         states = torch.stack([torch.cat([p[:1].reshape(-1) for p in row.entering[t]]) for t in steps])   # (N, S)
-        with torch.enable_grad(), self._user_code(f"differentiating one step of the cell ({row.label}) with "
-                                                  f"torch.func.jacrev"):
-            return vmap(jacrev(step))(states, inputs[steps, :1]).detach()                        # x: (N, 1, I)
+        xs = inputs[steps, :1]                                                                             # (N, 1, I)
+        with torch.enable_grad():
+            try:
+                return vmap(jacrev(step))(states, xs).detach()
+            except Exception:  # noqa: BLE001 - torch.func cannot transform some code (an autograd.Function without
+                pass           # setup_context): plain autograd, one step at a time, says what the cell raised
+            with self.user_code(f"differentiating one step of the cell ({row.label}) with torch.autograd"):
+                return torch.stack([torch.autograd.functional.jacobian(functools.partial(step, x=x), s)
+                                    for s, x in zip(states, xs)]).detach()
 
     def jacobian_profile(self, trace: Trace) -> JacobianProfile:
         """Jacobians through time of layer 1 (forward direction), sample 0, from torch.func."""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     import numpy as np
+    import torch
     from gradflow.core.analysis import JacobianProfile
     from gradflow.core.config import Config
     from gradflow.core.spectrum import Spectrum, SpectrumMeter
@@ -87,6 +88,10 @@ class Cell:
     # -- the network -------------------------------------------------------------------------------------------
     def build(self, config: Config, input_size: int, output_size: int) -> StackedRows:
         raise NotImplementedError
+
+    def backward(self, model: StackedRows, loss: torch.Tensor) -> None:
+        """loss.backward() through `model` (a user's cell: whatever its code raises in it names the file)."""
+        loss.backward()
 
     def recurrent_block(self, config: Config, model: StackedRows) -> str:
         """What the record's spectrum describes (the record's ``recurrent_block``)."""

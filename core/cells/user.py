@@ -30,6 +30,10 @@ class UserCell(Cell):
         from gradflow.core.user_cell import UserCellNet
         return UserCellNet(config, input_size, output_size)
 
+    def backward(self, model, loss):
+        with model.user_code(f"the backward pass through {type(model.rows[0]).__name__}"):
+            loss.backward()
+
     def recurrent_block(self, config, model):
         return model.recurrent_block
 

@@ -99,6 +99,38 @@ def test_gradflow_run_says_it_in_one_line_exits_2_and_writes_the_steps_done(tmp_
     assert np.load(files["npz"])["step"].tolist() == [1, 2]
 
 
+def test_an_error_in_the_cells_own_backward_is_named_and_keeps_the_steps_done(tmp_path, capsys):
+    """The cell's own autograd Function raising in backward (step 2): one line naming the file and line, exit 2,
+    step 1 kept; the API raises the same UserCellError."""
+    path = tmp_path / "backcell.py"
+    path.write_text("import torch\nfrom torch import nn\n\n\n"
+                    "class Clamp(torch.autograd.Function):\n"
+                    "    calls = 0\n\n"
+                    "    @staticmethod\n"
+                    "    def forward(ctx, x):\n"
+                    "        return x.clone()\n\n"
+                    "    @staticmethod\n"
+                    "    def backward(ctx, g):\n"
+                    "        Clamp.calls += 1\n"
+                    "        if Clamp.calls > 2 * 6:\n"
+                    "            raise ValueError('gradient clamp broke')\n"           # line 16
+                    "        return g\n\n\n"
+                    "class Cell(nn.Module):\n"
+                    "    def __init__(self, input_size, hidden_size):\n"
+                    "        super().__init__()\n"
+                    "        self.w = nn.Linear(input_size + hidden_size, hidden_size)\n\n"
+                    "    def forward(self, x, h):\n"
+                    "        return Clamp.apply(torch.tanh(self.w(torch.cat([x, h], 1))))\n")
+    args = ["--set", f"model={path}:Cell", "--set", "hidden_size=4", "--set", "seq_len=6", "--steps", "3",
+            "--quiet", "--csv", str(tmp_path / "run.csv")]
+    assert gradflow_run(args) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert re.search(r"backcell.py:16: the backward pass through Cell raised ValueError: gradient clamp broke "
+                     r"\(optimizer step 2; the run stopped after 1 steps?\)", err), err
+    assert pd.read_csv(tmp_path / "run.csv")["step"].tolist() == [1]
+
+
 def test_the_summary_names_what_rho_is_of(capsys):
     from pathlib import Path
     minimal = Path(__file__).resolve().parents[2] / "examples/cells/minimalrnn.py"
@@ -199,3 +231,44 @@ def test_a_float64_run_accepts_a_cell_holding_a_float64_buffer(tmp_path):
                     "        return self.decay * h + torch.tanh(self.w(torch.cat([x, h], 1)))\n")
     record = Trainer(Config(model=f"{path}:Cell", hidden_size=4, seq_len=8, precision="float64")).step()
     assert np.isfinite(record.loss) and (record.dh_norms > 0).all()
+
+
+IDENTITY_FUNCTION_CELL = '''
+import torch
+from torch import nn
+
+
+class Same(torch.autograd.Function):   # no setup_context: torch.func cannot transform it
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class Cell(nn.Module):
+    def __init__(self, input_size, hidden_size):
+        super().__init__()
+        self.w = nn.Linear(input_size + hidden_size, hidden_size)
+
+    def forward(self, x, h):
+        out = torch.tanh(self.w(torch.cat([x, h], 1)))
+        return Same.apply(out) if WRAPPED else out
+'''
+
+
+def test_a_cell_torch_func_cannot_transform_gets_the_same_step_jacobians_from_autograd(tmp_path):
+    """An old-style autograd.Function in the cell (no setup_context): the spectrum and the Jacobians through time
+    come from torch.autograd instead of torch.func, equal to the same cell's without the Function."""
+    records = []
+    for wrapped in (False, True):
+        path = tmp_path / f"cell_{wrapped}.py"
+        path.write_text(f"WRAPPED = {wrapped}\n" + IDENTITY_FUNCTION_CELL)
+        trainer = Trainer(Config(model=f"{path}:Cell", hidden_size=6, seq_len=12, precision="float64"))
+        records.append(trainer.step(jacobians=True))
+    plain, wrapped = records
+    assert wrapped.spectral_radius == pytest.approx(plain.spectral_radius, rel=1e-12)
+    np.testing.assert_allclose(wrapped.jacobians.step_sigma, plain.jacobians.step_sigma, rtol=1e-12)
+    np.testing.assert_allclose(wrapped.jacobians.log10_product, plain.jacobians.log10_product, atol=1e-12)

@@ -82,3 +82,38 @@ def test_a_worker_failure_is_logged_with_its_traceback(qtbot, window, log_file, 
     assert bar_button(window, "Details")
     logged = log_file.read_text()
     assert "simulated failure in the engine" in logged and "Traceback" in logged
+
+
+def test_a_user_cell_failing_mid_run_pauses_the_window_names_the_file_and_keeps_the_steps(qtbot, open_window,
+                                                                                           tmp_path):
+    """A user's cell that starts raising at its 7th time step once a flag file appears (after step 2): Play
+    pauses the window with the error in its message bar (the file, the line, the time step), the steps done stay
+    in the history, the settings stay usable."""
+    from gradflow.core.config import Config
+    path, flag = tmp_path / "failing.py", tmp_path / "fail_now"
+    path.write_text("import pathlib\nimport torch\nfrom torch import nn\n\n"
+                    f"FLAG = pathlib.Path({str(flag)!r})\n\n\n"
+                    "class Cell(nn.Module):\n"
+                    "    def __init__(self, input_size, hidden_size):\n"
+                    "        super().__init__()\n"
+                    "        self.w = nn.Linear(input_size + hidden_size, hidden_size)\n"
+                    "        self.calls = 0\n\n"
+                    "    def forward(self, x, h):\n"
+                    "        self.calls += FLAG.exists()\n"
+                    "        if self.calls == 7:\n"
+                    "            raise ValueError('no step 7')\n"   # line 17
+                    "        return torch.tanh(self.w(torch.cat([x, h], 1)))\n\n"
+                    "    def recurrent_matrix(self):\n"
+                    "        return self.w.weight[:, -self.w.out_features:]\n")
+    window = open_window(config=Config(model=f"{path}:Cell", hidden_size=8, seq_len=10, batch_size=4))
+    window.step_action.trigger()
+    qtbot.waitUntil(lambda: window.shown_record.step == 2, timeout=WAIT_MS)
+    done = window.run.history.scalars()["step"].tolist()
+    flag.touch()
+    window.play()
+    qtbot.waitUntil(lambda: "no step 7" in window.message_bar.text(), timeout=WAIT_MS)
+    wait_paused(qtbot, window)
+    text = window.message_bar.text()
+    assert window.message_bar.kind == "error" and "failing.py:17" in text and "time step 7" in text, text
+    assert window.worker.last_step == 2 and window.run.history.scalars()["step"].tolist() == done == [1, 2]
+    assert window.settings_panel.isEnabled()
