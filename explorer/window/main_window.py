@@ -93,7 +93,7 @@ class MainWindow(QMainWindow):
         self.drawer = FrameDrawer(self.panels, self.run, self.worker, self.timeline, self.readout, self.overlay,
                                   self.rate, self.failures.panel_failed, self)   # the panels, ~30 times a second
 
-        self.recovery = Recovery(self, self.run, self.checkpoints, self.settings_panel, self.message_bar,
+        self.recovery = Recovery(self, self.model, self.checkpoints, self.settings_panel, self.message_bar,
                                  self.worker, self)          # after a blow-up: Revert, Continue
         self.recovery.reverted.connect(self._on_reverted)
         self.session_files.opened.connect(self._on_session_opened)
@@ -156,6 +156,7 @@ class MainWindow(QMainWindow):
         model.scenario_changed.connect(self._on_scenario_changed)
         model.comparison_requested.connect(self.scenarios.open_comparison)
         model.notice.connect(self._on_notice)
+        model.config_changed.connect(self._on_applied)
 
     def _connect_worker(self):
         w = self.worker   # every connection goes to a bound slot of this GUI-thread object
@@ -309,8 +310,6 @@ class MainWindow(QMainWindow):
     @Slot(object)
     def _on_config_changed(self, config: Config):
         self.model.on_config_changed(config)
-        self.settings_panel.confirm_live(config)
-        self._update_banner()
 
     # -- model -> window -----------------------------------------------------------------------------------
     def _on_tour_changed(self, tour: TourModel):
@@ -318,6 +317,11 @@ class MainWindow(QMainWindow):
 
     def _on_scenario_changed(self, preset: Preset):
         self.scenarios.select(preset.name)
+        self._update_banner()
+
+    def _on_applied(self, config: Config):
+        """The model's applied config changed (live settings, a revert, a rebuild): the fields show it."""
+        self.settings_panel.confirm_live(config)
         self._update_banner()
 
     def _on_notice(self, text: str):

@@ -2,7 +2,7 @@
 new settings (Continue). The engine refuses an update whose loss or ‖g‖ is not finite and pauses; the window
 keeps snapshots of the trainer (explorer.window.checkpoints) to go back to.
 
-    recovery = Recovery(host, run, checkpoints, settings_panel, message_bar, worker)
+    recovery = Recovery(host, model, checkpoints, settings_panel, message_bar, worker)
     recovery.diverged(record)              # the worker's `diverged`: explain it, offer Revert / Continue / Reset
     recovery.reverted.connect(...)         # the engine is back at a checkpoint: the window redraws
 """
@@ -19,10 +19,10 @@ from gradflow.core.records import Record
 from gradflow.explorer import errors
 from gradflow.explorer.engine import calls as engine_calls
 from gradflow.explorer.engine.worker import TrainingWorker
+from gradflow.explorer.model import AppModel
 from gradflow.explorer.window.checkpoints import Checkpoint, Checkpoints
 from gradflow.explorer.window.dialogs import ContinueDialog
 from gradflow.explorer.window.fields import format_value
-from gradflow.explorer.window.run_state import RunState
 from gradflow.explorer.window.settings import SettingsPanel
 from gradflow.explorer.window.status import fmt
 from gradflow.explorer.window.widgets import MessageBar
@@ -47,10 +47,10 @@ class Recovery(QObject):
 
     reverted = Signal(int)
 
-    def __init__(self, host: RecoveryHost, run: RunState, checkpoints: Checkpoints, settings_panel: SettingsPanel,
+    def __init__(self, host: RecoveryHost, model: AppModel, checkpoints: Checkpoints, settings_panel: SettingsPanel,
                  message_bar: MessageBar, worker: TrainingWorker, parent: QWidget):
         super().__init__(parent)
-        self.host, self.run, self.checkpoints = host, run, checkpoints
+        self.host, self.model, self.run, self.checkpoints = host, model, model.run, checkpoints
         self.settings_panel, self.message_bar, self.worker = settings_panel, message_bar, worker
         self.dialog_parent = parent
         self.continue_dialog: ContinueDialog | None = None
@@ -76,7 +76,7 @@ class Recovery(QObject):
             earlier = f"gradient norm at this first step: ‖g‖ = <b>{fmt(record.grad_norm, 3)}</b>"
         else:
             earlier = "the gradient was not finite from the very first step"
-        cfg = self.settings_panel.config
+        cfg = self.model.applied
         tips = []
         if cfg.clip is None:
             tips.append("enable clipping (clip = 1)")
@@ -128,8 +128,8 @@ class Recovery(QObject):
             return
         steps_done, config = result
         errors.log.info("reverted to step %d (step counter at %d)", checkpoint.step, steps_done)
-        before = self.settings_panel.config
-        self.settings_panel.confirm_live(config)
+        before = self.model.applied
+        self.model.on_config_changed(config)   # the settings of that step are the applied ones again
         self.run.revert(checkpoint.latest, checkpoint.detailed)
         self.checkpoints.drop_after(checkpoint.step)
         self.reverted.emit(checkpoint.step)
@@ -159,7 +159,7 @@ class Recovery(QObject):
             where = "Continue from the initial weights (the refused update was the first) with:"
         else:
             where = "No state from before the blow-up was kept: start again from step 1 with:"
-        dialog = ContinueDialog(self.settings_panel.config, where, checkpoint.config if checkpoint else None,
+        dialog = ContinueDialog(self.model.applied, where, checkpoint.config if checkpoint else None,
                                 self.dialog_parent)
         dialog.accepted.connect(self._on_continue_accepted)
         self.continue_dialog = dialog
@@ -176,7 +176,7 @@ class Recovery(QObject):
         """After a divergence: go back to the last good state (or start again when none was kept), apply the
         live settings `values` (key -> text, as typed) and play. Values the engine refuses change nothing."""
         try:
-            self.settings_panel.config.with_text(**values)
+            self.model.applied.with_text(**values)
         except ConfigError as e:
             self.host.show_problem("Settings not changed", str(e))
             return False
@@ -196,6 +196,6 @@ class Recovery(QObject):
             for key, text in values.items():
                 self.settings_panel.enter(key, text)
             self.message_bar.clear()
-            self.worker.rebuild(self.settings_panel.config)
+            self.worker.rebuild(self.model.applied)
             self.host.play()
         return True

@@ -387,7 +387,7 @@ def _spin(low: int, high: int, value: int) -> QSpinBox:
 
 def open_sweep_window(main_window) -> SweepWindow:
     """Run → Sweep…: a sweep window over the main window's config; a double-clicked point opens in it."""
-    window = SweepWindow(main_window.settings_panel.config, main_window)
+    window = SweepWindow(main_window.model.applied, main_window)
     window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
     window.point_chosen.connect(main_window.open_config)
     window.show()

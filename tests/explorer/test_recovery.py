@@ -64,8 +64,9 @@ def test_a_blow_up_pauses_explains_itself_and_revert_restores_the_last_good_weig
     assert all(np.isfinite(v).all() for v in restored.values())
     assert all(np.array_equal(restored[k], kept[target][k]) for k in restored)
     assert window.shown_record.step == target and window.shown_record.diverged is None
-    config = window.settings_panel.config                              # the settings of that step came back
+    config = window.model.applied                                      # the settings of that step came back
     assert (config.lr, config.spectral_radius) == (STABLE.lr, STABLE.spectral_radius)
+    assert window.settings_panel.config == config                      # and the fields show the model's
     assert window.settings_panel.field("lr").widget.text() == "0.01"
     assert "lr 0.01 (was 10" in window.message_bar.text()
 
