@@ -15,9 +15,10 @@ from pathlib import Path
 
 import numpy as np
 from gradflow.core.files import atomic_write
-from gradflow.explorer.export.vector import as_figure, pdf_bytes, svg_bytes
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPoint, QSize
-from PySide6.QtGui import QGuiApplication, QImage, QPainter
+from gradflow.explorer.export.raster import render_image
+from gradflow.explorer.export.vector import pdf_bytes, svg_bytes
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice
+from PySide6.QtGui import QGuiApplication, QImage
 from PySide6.QtWidgets import QApplication, QGridLayout, QLabel, QVBoxLayout, QWidget
 
 DASHBOARD_PANELS = ("gradient_time", "gradient_history", "hidden_state", "spectrum", "training", "task_view")
@@ -32,21 +33,6 @@ class ExportError(RuntimeError):
 
 
 # -- still images ----------------------------------------------------------------------------------
-def render_image(widget: QWidget, scale: float = 1.0) -> QImage:
-    """The widget drawn at `scale` × its on-screen size (vector content is redrawn, not upsampled)."""
-    size = widget.size()
-    image = QImage(QSize(round(size.width() * scale), round(size.height() * scale)), QImage.Format_ARGB32)
-    image.fill(widget.palette().window().color())
-    painter = QPainter(image)
-    painter.setRenderHint(QPainter.Antialiasing)
-    painter.setRenderHint(QPainter.TextAntialiasing)
-    painter.scale(scale, scale)
-    with as_figure(widget):
-        widget.render(painter, QPoint())
-    painter.end()
-    return image
-
-
 def save_png(widget: QWidget, path: str | Path, scale: float = 1.0):
     _write(path, _encode(render_image(widget, scale), "PNG"))
 

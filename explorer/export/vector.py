@@ -27,8 +27,8 @@ SVG_HEATMAP_PIXELS = 4_000_000   # at most this many pixels in an SVG's heatmap 
 
 
 @contextmanager
-def vector_painting(widget: QWidget):
-    """While a figure is drawn for SVG: every pyqtgraph item under `widget` paints vectors, never pixmaps.
+def vector_painting(widget: QWidget, marker_scale: float = 1.0):
+    """While a figure is drawn for SVG (or into an image `marker_scale` × its size: explorer.export.raster): every pyqtgraph item under `widget` paints vectors, never pixmaps.
     Scatter symbols are drawn as paths (on screen they are copied from a pixmap atlas: in an SVG each marker
     would be an image of the whole sheet), a curve is one path (on screen a wide one is drawn as segments: see
     explorer.panels.plotting), no item paints from its pixmap cache (the axes cache theirs on
@@ -68,7 +68,7 @@ def vector_painting(widget: QWidget):
                         conceal(item)
                         stand_ins.append(merged)
                     else:
-                        item.setExportMode(True, {"antialias": True, "resolutionScale": 1.0})
+                        item.setExportMode(True, {"antialias": True, "resolutionScale": marker_scale})
                         exporting.append(item)
                 elif isinstance(item, pg.PlotCurveItem) and item.isVisible():   # one path a curve, not segments
                     item.setExportMode(True, {"antialias": True})
