@@ -80,12 +80,13 @@ def laid_out(widget: QWidget, shape: Shape) -> Iterator[float]:
     dpi = shape.layout_dpi
     try:
         for _ in range(FIT_TRIES):
-            widget.resize(shape.layout(dpi))
+            size = shape.layout(dpi)
+            widget.resize(size)
             QApplication.processEvents()
-            need = max(_shortfall(part) for part in [widget, *_panels(widget)])
-            if need <= 1.0:
+            need = max(_shortfall(part, size if part is widget else part.size()) for part in [widget, *_panels(widget)])
+            if need <= 1.0 and widget.size() == size:
                 break
-            dpi *= need
+            dpi *= max(need, 1.01)
         yield dpi
     finally:
         widget.resize(before)
@@ -97,10 +98,10 @@ def _panels(widget: QWidget) -> list[QWidget]:
     return widget.findChildren(Panel)
 
 
-def _shortfall(widget: QWidget) -> float:
-    """How many times larger (both ways) `widget` must be for its minimum size hint."""
-    hint = widget.minimumSizeHint()
-    return max(hint.width() / max(widget.width(), 1), hint.height() / max(widget.height(), 1), 1.0)
+def _shortfall(widget: QWidget, size: QSize) -> float:
+    """How many times larger (both ways) than `size` `widget` must be for its minimum size (hint)."""
+    least = widget.minimumSizeHint().expandedTo(widget.minimumSize())
+    return max(least.width() / max(size.width(), 1), least.height() / max(size.height(), 1), 1.0)
 
 
 def shaped_bytes(widget: QWidget, suffix: str, shape: Shape, dpi: float | None = None, title: str = "") -> bytes:
