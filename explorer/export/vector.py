@@ -385,7 +385,7 @@ def _portable(svg: bytes, inches: tuple[float, float] | None = None) -> bytes:
                                                                                    xml_declaration=False)
 
 
-SCRIPT_GAP = 0.08   # em of the text before it: the room before a sub- or superscript run
+SCRIPT_GAP = 0.05   # em of the text before it: the room before a sub- or superscript run
 
 
 def _space_scripts(group: ET.Element) -> None:
