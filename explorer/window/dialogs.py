@@ -12,6 +12,7 @@ from gradflow.core.config import SPECS, Config, ConfigError
 from gradflow.explorer import errors
 from gradflow.explorer.export.figures import ANIMATION_FPS
 from gradflow.explorer.export.shapes import DPI_RANGE, SHAPES
+from gradflow.explorer.theme import THEMES
 from gradflow.explorer.window.fields import format_value
 from gradflow.explorer.window.file_dialogs import folder_problem, last_dir, remember_dir
 from PySide6.QtCore import QObject, QSettings, Qt, Slot
@@ -73,22 +74,23 @@ def _note(text: str) -> QLabel:
 @dataclass(frozen=True)
 class FigureChoice:
     """A panel figure as PanelExportDialog chose it: the panel (class name), the file, a PNG's scale (as on screen)
-    or the shape and its dpi (explorer.export.shapes), and presentation lines and type (shaped figures)."""
+    or the shape and its dpi (explorer.export.shapes), presentation lines and type and the theme (shaped figures)."""
     panel: str
     path: Path
     scale: int = 2
     shape: str | None = None
     dpi: int | None = None
     presentation: bool = False
+    theme: str | None = None     # a shaped figure's theme (explorer.theme.THEMES); None: the window's
 
 
 class PanelExportDialog(QDialog):
     """Which panel, in what shape (as on screen, or for a slide or a paper), at what resolution, with presentation
-    lines and type or not, and into which file: PNG, SVG or PDF, chosen in the folder last used (kept in `store`,
+    lines and type or not, on which background (`theme`, first), and into which file: PNG, SVG or PDF, chosen in the folder last used (kept in `store`,
     the app's settings, across launches)."""
 
     def __init__(self, panels: list[tuple[str, str]], parent: QWidget | None = None, store: QSettings | None = None,
-                 name: str = "figure.png", presentation: bool = False):
+                 name: str = "figure.png", presentation: bool = False, theme: str = "light"):
         super().__init__(parent)
         self.setWindowTitle("Export a panel")
         self.store = store
@@ -101,6 +103,8 @@ class PanelExportDialog(QDialog):
         self.dpi_spin.setSuffix(" dpi")
         self.presentation_check = QCheckBox("presentation lines and type")
         self.presentation_check.setChecked(presentation)
+        self.theme_combo = _choices([(f"{name} background", name) for name in THEMES])
+        self.theme_combo.setCurrentIndex(self.theme_combo.findData(theme))
         self.size_note = QLabel()
         folder = last_dir(store) if store is not None else str(Path.home())
         self.path_edit = QLineEdit(str(Path(folder) / name))
@@ -116,6 +120,7 @@ class PanelExportDialog(QDialog):
         form.addRow("PNG resolution", self.scale_combo)
         form.addRow("PNG resolution", self.dpi_spin)
         form.addRow("", self.presentation_check)
+        form.addRow("Theme", self.theme_combo)
         form.addRow("", self.size_note)
         form.addRow("File", file_row)
         self.form = form
@@ -137,7 +142,8 @@ class PanelExportDialog(QDialog):
         shape = self.shape_combo.currentData()
         return FigureChoice(self.panel_combo.currentData(), Path(self.path_edit.text()).expanduser(),
                             self.scale_combo.currentData(), shape, self.dpi_spin.value() if shape else None,
-                            self.presentation_check.isChecked() if shape else False)
+                            self.presentation_check.isChecked() if shape else False,
+                            self.theme_combo.currentData() if shape else None)
 
     @Slot()
     def _on_shape_changed(self):
@@ -146,6 +152,7 @@ class PanelExportDialog(QDialog):
         for widget, shown in ((self.scale_combo, not shaped), (self.dpi_spin, shaped)):
             self.form.setRowVisible(widget, shown)
         self.presentation_check.setEnabled(shaped)
+        self.theme_combo.setEnabled(shaped)
         if shaped:
             shape = SHAPES[name]
             self.dpi_spin.setValue(shape.dpi)

@@ -13,8 +13,7 @@ from gradflow.core.records import History, Record
 from gradflow.explorer import errors
 from gradflow.explorer.export.vector import as_figure
 from gradflow.explorer.panels.visibility import on_screen
-from gradflow.explorer.theme import Theme
-from gradflow.explorer.theme import presentation as presentation_theme
+from gradflow.explorer.theme import Theme, get_theme
 from gradflow.explorer.window.dialogs import AnimationDialog, FigureChoice, PanelExportDialog
 from gradflow.explorer.window.file_dialogs import ask_save_path, folder_problem
 from PySide6.QtCore import QPoint, QRect, QSettings, QSize, Qt
@@ -89,7 +88,8 @@ class WindowExports:
     def ask_panel(self):
         window = self.window
         dialog = PanelExportDialog([(p.title, type(p).__name__) for p in window.panels], self.dialog_parent,
-                                   window.store, self.default_name(".png", "figure"), window.theme.presentation)
+                                   window.store, self.default_name(".png", "figure"), window.theme.presentation,
+                                   window.theme.name)
         if dialog.exec() == QDialog.DialogCode.Accepted:
             self.figure(dialog.choice())
 
@@ -121,7 +121,7 @@ class WindowExports:
         """A panel figure as the export dialog chose it: as on screen (panel) or shaped (shaped_panel)."""
         if choice.shape is None:
             return self.panel(choice.panel, choice.path, choice.scale)
-        return self.shaped_panel(choice.panel, choice.path, choice.shape, choice.dpi, choice.presentation)
+        return self.shaped_panel(choice.panel, choice.path, choice.shape, choice.dpi, choice.presentation, choice.theme)
 
     def panel(self, name: str, path: str | Path, scale: float = 2.0) -> bool:
         """One panel (class name) as on screen: PNG at `scale` ×, or SVG or PDF, by the file's suffix."""
@@ -134,9 +134,9 @@ class WindowExports:
         return self.write(panel.title, path, lambda: export.save_figure(panel, path, scale, title=panel.title))
 
     def shaped_panel(self, name: str, path: str | Path, shape: str, dpi: float | None = None,
-                     presentation: bool = False) -> bool:
+                     presentation: bool = False, theme: str | None = None) -> bool:
         """One panel (class name) as a figure for a slide or a paper (explorer.export.shapes), PNG, SVG or PDF: a copy
-        of it drawn offscreen with the step shown, in the window's theme with presentation lines and type or not,
+        of it drawn offscreen with the step shown, in `theme` (None: the window's), with presentation lines and type or not,
         laid out at the shape: what `gradflow export --shape` and `run.figure(shape=...)` draw."""
         from gradflow.explorer.export.figures import Dashboard, panel_name, save_figure
         from gradflow.explorer.export.shapes import get_shape
@@ -148,7 +148,7 @@ class WindowExports:
         view = Dashboard(window.preset.title, [panel_name(type(panel))])
         view.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)   # laid out and drawn, never on the screen
         view.title.hide()
-        view.apply_theme(presentation_theme(window.theme, presentation))
+        view.apply_theme(get_theme(theme or window.theme.name, presentation))
         for copy in view.panels:
             copy.set_captions_shown(panel.captions_shown)
         view.resize(shaped.layout())

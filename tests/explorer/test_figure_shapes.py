@@ -168,8 +168,11 @@ def test_gradflow_export_refuses_a_dpi_without_a_shape_and_a_shaped_animation(tm
 @pytest.mark.window_size(1280, 720)
 def test_the_window_exports_the_shape_the_api_does(window, tmp_path, figure):
     path = tmp_path / "w.png"
-    assert window.exports.figure(FigureChoice("GradientTimePanel", path, shape="slide4x3", presentation=True))
-    assert Image.open(path).size == Image.open(io.BytesIO(figure(shape="slide4x3").png())).size
+    assert window.exports.figure(FigureChoice("GradientTimePanel", path, shape="slide4x3", presentation=True,
+                                              theme="light"))
+    png = Image.open(path)
+    assert png.size == Image.open(io.BytesIO(figure(shape="slide4x3").png())).size
+    assert png.convert("L").getpixel((2, 2)) == 255   # on white, whatever the window's theme
     assert window.panel("GradientTimePanel").isVisible()   # the window's own panel stays where it was
 
 
@@ -190,7 +193,8 @@ def test_the_export_dialog_lists_every_format_and_remembers_its_folder_across_la
     dialog.path_edit.setText(str(tmp_path / "talks" / "fig.svg"))
     ok.click()
     assert dialog.result() == 1
-    assert dialog.choice() == FigureChoice("GradientTimePanel", tmp_path / "talks" / "fig.svg", 2, "slide16x9", 144)
+    assert dialog.choice() == FigureChoice("GradientTimePanel", tmp_path / "talks" / "fig.svg", 2, "slide16x9", 144,
+                                           theme="light")
     again = PanelExportDialog(panels, None, QSettings(ini, QSettings.Format.IniFormat), "next.png")   # a new launch
     qtbot.addWidget(again)
     assert again.folder() == str(tmp_path / "talks")
