@@ -30,16 +30,23 @@ def render_image(widget: QWidget, scale: float = 1.0, size: QSize | None = None,
     painter.setRenderHint(QPainter.RenderHint.TextAntialiasing)
     painter.scale(sx, sy)
     try:
-        with ExitStack() as drawing:
-            if abs(sx - 1) > 1e-3 or abs(sy - 1) > 1e-3:
-                # pens first: a curve given its wider pen is set again from its data (vector_painting clips it)
-                drawing.enter_context(wider_pens(widget, min(sx, sy)))
-                drawing.enter_context(vector_painting(widget, marker_scale=min(sx, sy)))
-            drawing.enter_context(as_figure(widget))
+        with drawn_larger(widget, min(sx, sy)), as_figure(widget):
             widget.render(painter, QPoint())
     finally:
         painter.end()
     return image
+
+
+@contextmanager
+def drawn_larger(widget: QWidget, scale: float):
+    """While `widget` is drawn `scale` × its size on screen: its pens as much wider (wider_pens), its markers as
+    paths of their size (vector_painting: pyqtgraph draws them in device pixels)."""
+    with ExitStack() as drawing:
+        if abs(scale - 1) > 1e-3:
+            # pens first: a curve given its wider pen is set again from its data (vector_painting clips it)
+            drawing.enter_context(wider_pens(widget, scale))
+            drawing.enter_context(vector_painting(widget, marker_scale=scale))
+        yield
 
 
 def _wider(pen, factor: float) -> QPen | None:

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from gradflow.core.presets import Preset
 from gradflow.core.records import History, Record
 from gradflow.explorer import errors
+from gradflow.explorer.export.raster import drawn_larger
 from gradflow.explorer.export.vector import as_figure
 from gradflow.explorer.panels.visibility import on_screen
 from gradflow.explorer.theme import Theme, get_theme
@@ -197,6 +198,7 @@ class WindowExports:
         try:
             with ExitStack() as figure:   # no control, window chrome (a dock's buttons) or screen note in a figure
                 for dock in window.panel_docks.values():
+                    figure.enter_context(drawn_larger(dock, scale))
                     figure.enter_context(as_figure(dock))
                 window.dock_host.render(painter, QPoint(0, 0), QRegion(rect))
         finally:
