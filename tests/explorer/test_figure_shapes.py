@@ -209,3 +209,10 @@ def test_a_sub_or_superscript_run_gets_room_and_moves_the_rest_of_its_line():
                           '<text x="0" y="50" font-size="20">next</text></g>')
     _space_scripts(group)
     assert [float(t.get("x")) for t in group] == pytest.approx([0, 30 + SCRIPT_GAP * 20, 44 + SCRIPT_GAP * 20, 0])
+
+
+def test_a_png_at_twice_the_screen_has_lines_twice_as_wide(figure):
+    """`gradflow export --scale 2` and figure(scale=2) without a shape: 3.2 px presentation pens drawn 6.4 px wide
+    (they stayed 3.2 px, near hairlines beside text twice as large)."""
+    figure = figure(scale=2, presentation=True)
+    assert _sample_thickness(figure, Image.open(io.BytesIO(figure.png()))) >= 6.0
