@@ -117,11 +117,11 @@ class PanelExportDialog(QDialog):
         form = QFormLayout()
         form.addRow("Panel", self.panel_combo)
         form.addRow("Shape", self.shape_combo)
+        form.addRow("", self.size_note)
         form.addRow("PNG resolution", self.scale_combo)
         form.addRow("PNG resolution", self.dpi_spin)
         form.addRow("", self.presentation_check)
         form.addRow("Theme", self.theme_combo)
-        form.addRow("", self.size_note)
         form.addRow("File", file_row)
         self.form = form
         self.error = _note("")
