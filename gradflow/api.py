@@ -158,9 +158,12 @@ class Run:
 
     # -- figures ------------------------------------------------------------------------------------------------
     def figure(self, panel: str = "gradient_time", theme: str = "light", scale: int = 2, caption: bool = False,
-               size: tuple[int, int] = (800, 500), presentation: bool = False) -> Figure:
+               size: tuple[int, int] = (800, 500), presentation: bool = False, shape: str | None = None,
+               dpi: float | None = None) -> Figure:
         """The app's panel `panel` showing the newest record, rendered offscreen (no display needed): shown
-        inline in Jupyter, saved with .save(path) as PNG, SVG or PDF."""
+        inline in Jupyter, saved with .save(path) as PNG, SVG or PDF. `shape` lays it out for a slide or a paper
+        instead of at `size`: "slide16x9", "slide4x3", "column" (3.5 in) or "page" (7 in), its PNG at `dpi` (the
+        shape's own by default: 144 for slides, 300 for paper), as `gradflow export --shape` does."""
         if self.last is None and self.steps_done:
             raise RuntimeError(f"no record of step {self.steps_done} to draw: this session was saved without it "
                                "(by a version before sessions kept their last record); run.step() records the next")
@@ -168,7 +171,7 @@ class Run:
             raise RuntimeError("nothing to draw yet: train or step the run first")
         from gradflow.explorer.export.inline import Figure
         return Figure.of_run(self, panel, theme=theme, scale=scale, caption=caption, size=size,
-                             presentation=presentation)
+                             presentation=presentation, shape=shape, dpi=dpi)
 
     def play(self, steps: int, panel: str = "gradient_time", every: int = 10, **figure_options: Any) -> Record:
         """Train `steps` steps, redrawing one inline figure in place every `every` steps (IPython display with a
@@ -253,13 +256,15 @@ class Comparison:
         return _stacked([run.profiles() for run in self.runs], self.labels)
 
     def figure(self, panel: str = "gradient_time", theme: str = "light", scale: int = 2, caption: bool = False,
-               size: tuple[int, int] = (800, 500), presentation: bool = False) -> Figure:
-        """The comparison window's panel with the runs overlaid: "gradient_time" or "training"."""
+               size: tuple[int, int] = (800, 500), presentation: bool = False, shape: str | None = None,
+               dpi: float | None = None) -> Figure:
+        """The comparison window's panel with the runs overlaid: "gradient_time" or "training"; `shape` and `dpi`
+        as for Run.figure."""
         if any(run.last is None for run in self.runs):
             raise RuntimeError("nothing to draw yet: train or step the comparison first")
         from gradflow.explorer.export.inline import Figure
         return Figure.of_comparison(self, panel, theme=theme, scale=scale, caption=caption, size=size,
-                                    presentation=presentation)
+                                    presentation=presentation, shape=shape, dpi=dpi)
 
     def __repr__(self) -> str:
         return f"Comparison({self.title!r}, runs {self.labels}, {self.runs[0].steps_done} steps)"

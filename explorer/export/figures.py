@@ -1,8 +1,8 @@
 """Figures out of the app: PNG at 1×/2×/4×, SVG and PDF (drawn as vectors: vector.py), the clipboard, and GIF/MP4
 animations of training.
 
-Headless: ``gradflow export --preset NAME [--set K=V ...] --steps N --out FILE.{png,svg,gif,mp4}
-[--panel NAME] [--scale 2] [--theme light] [--presentation] [--size WxH]`` renders the same panels
+Headless: ``gradflow export --preset NAME [--set K=V ...] --steps N --out FILE.{png,svg,pdf,gif,mp4}
+[--panel NAME] [--scale 2 | --shape slide16x9 [--dpi 144]] [--theme light] [--presentation] [--size WxH]`` renders the same panels
 offscreen, with a progress bar on stderr.
 """
 from __future__ import annotations
@@ -15,13 +15,15 @@ from pathlib import Path
 
 import numpy as np
 from gradflow.core.files import atomic_write
-from gradflow.explorer.export.vector import as_figure, pdf_bytes, svg_bytes
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPoint, QSize
-from PySide6.QtGui import QGuiApplication, QImage, QPainter
+from gradflow.explorer.export.raster import render_image
+from gradflow.explorer.export.shapes import SHAPES, Shape, check_dpi, shaped_bytes
+from gradflow.explorer.export.vector import pdf_bytes, svg_bytes
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QSize
+from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication, QGridLayout, QLabel, QVBoxLayout, QWidget
 
 DASHBOARD_PANELS = ("gradient_time", "gradient_history", "hidden_state", "spectrum", "training", "task_view")
-IMAGE_SUFFIXES = (".png", ".svg")
+IMAGE_SUFFIXES = (".png", ".svg", ".pdf")
 ANIMATION_SUFFIXES = (".gif", ".mp4")
 SCALES = (1, 2, 4)
 ANIMATION_FPS = 10          # GIF/MP4 of training, in the app and headless
@@ -32,44 +34,24 @@ class ExportError(RuntimeError):
 
 
 # -- still images ----------------------------------------------------------------------------------
-def render_image(widget: QWidget, scale: float = 1.0) -> QImage:
-    """The widget drawn at `scale` × its on-screen size (vector content is redrawn, not upsampled)."""
-    size = widget.size()
-    image = QImage(QSize(round(size.width() * scale), round(size.height() * scale)), QImage.Format_ARGB32)
-    image.fill(widget.palette().window().color())
-    painter = QPainter(image)
-    painter.setRenderHint(QPainter.Antialiasing)
-    painter.setRenderHint(QPainter.TextAntialiasing)
-    painter.scale(scale, scale)
-    with as_figure(widget):
-        widget.render(painter, QPoint())
-    painter.end()
-    return image
-
-
-def save_png(widget: QWidget, path: str | Path, scale: float = 1.0):
-    _write(path, _encode(render_image(widget, scale), "PNG"))
-
-
-def save_svg(widget: QWidget, path: str | Path, title: str = ""):
-    _write(path, svg_bytes(widget, title))
-
-
-def copy_to_clipboard(widget: QWidget, scale: float = 2.0):
-    QGuiApplication.clipboard().setImage(render_image(widget, scale))
-
-
-def save_figure(widget: QWidget, path: str | Path, scale: float = 1.0, title: str = ""):
-    """PNG, SVG or PDF by the file's suffix."""
-    suffix = Path(path).suffix.lower()
-    if suffix == ".png":
-        save_png(widget, path, scale)
-    elif suffix == ".svg":
-        save_svg(widget, path, title)
-    elif suffix == ".pdf":
-        _write(path, pdf_bytes(widget, title))
-    else:
+def figure_bytes(widget: QWidget, suffix: str, scale: float = 1.0, title: str = "", shape: Shape | None = None,
+                 dpi: float | None = None) -> bytes:
+    """`widget` as a PNG, SVG or PDF by `suffix`: shaped for a slide or a paper (`shape`, PNG at `dpi`:
+    explorer.export.shapes), or at its size on screen (PNG at `scale` ×)."""
+    suffix = suffix.lower()
+    if suffix not in IMAGE_SUFFIXES:
         raise ExportError(f"cannot export a figure as {suffix or 'a file without suffix'}: use .png, .svg or .pdf")
+    if shape is not None:
+        return shaped_bytes(widget, suffix, shape, dpi, title)
+    if suffix == ".png":
+        return encode(render_image(widget, scale), "PNG")
+    return svg_bytes(widget, title) if suffix == ".svg" else pdf_bytes(widget, title)
+
+
+def save_figure(widget: QWidget, path: str | Path, scale: float = 1.0, title: str = "", shape: Shape | None = None,
+                dpi: float | None = None):
+    """PNG, SVG or PDF by the file's suffix (figure_bytes)."""
+    write(path, figure_bytes(widget, Path(path).suffix, scale, title, shape, dpi))
 
 
 # -- animations ----------------------------------------------------------------------------------------
@@ -96,7 +78,7 @@ class Animation:
             buffer = io.BytesIO()
             images[0].save(buffer, format="GIF", save_all=True, append_images=images[1:],
                            duration=round(1000 / self.fps), loop=0)
-            _write(path, buffer.getvalue())
+            write(path, buffer.getvalue())
         elif suffix == ".mp4":
             import imageio.v3 as iio
 
@@ -106,12 +88,12 @@ class Animation:
                                    codec="libx264", macro_block_size=1)
             except Exception as e:  # noqa: BLE001 - the ffmpeg plugin raises many types
                 raise ExportError(f"cannot encode MP4 {path}: {e}") from None
-            _write(path, data)
+            write(path, data)
         else:
             raise ExportError(f"cannot write an animation as {suffix or 'a file without suffix'}: use .gif or .mp4")
 
 
-def _encode(image: QImage, fmt: str) -> bytes:
+def encode(image: QImage, fmt: str) -> bytes:
     data = QByteArray()
     buffer = QBuffer(data)
     buffer.open(QIODevice.WriteOnly)
@@ -120,7 +102,7 @@ def _encode(image: QImage, fmt: str) -> bytes:
     return bytes(data)
 
 
-def _write(path: str | Path, data: bytes):
+def write(path: str | Path, data: bytes):
     path = Path(path)
     if not path.parent.is_dir():
         raise ExportError(f"cannot write {path}: the folder {path.parent} does not exist")
@@ -191,10 +173,13 @@ def build_parser() -> argparse.ArgumentParser:
                                      description="Train headless and render the dashboard (or one panel) to a file.")
     add_config_arguments(parser)
     parser.add_argument("--steps", type=int, default=100, help="optimizer steps to train first (default 100)")
-    parser.add_argument("--out", required=True, help="FILE.png, .svg, .gif or .mp4")
+    parser.add_argument("--out", required=True, help="FILE.png, .svg, .pdf, .gif or .mp4")
     parser.add_argument("--panel", help="render one panel by name, e.g. gradient_time, spectrum, contributions "
                                         "(default: the six-panel dashboard); a wrong name lists them all")
-    parser.add_argument("--scale", type=int, default=1, choices=SCALES, help="PNG resolution factor")
+    parser.add_argument("--scale", type=int, default=1, choices=SCALES, help="PNG resolution factor (without --shape)")
+    parser.add_argument("--shape", choices=tuple(SHAPES), help="a figure for slides or papers: "
+                        + "; ".join(shape.describe() for shape in SHAPES.values()) + " (instead of --size)")
+    parser.add_argument("--dpi", type=float, help="with --shape: the PNG's resolution (default: the shape's)")
     parser.add_argument("--theme", default="light", choices=("light", "dark"))
     parser.add_argument("--presentation", action="store_true", help="large fonts and lines")
     parser.add_argument("--size", default="1600x1100", help="widget size in pixels, WxH (default 1600x1100)")
@@ -211,7 +196,7 @@ def export_main(argv: list[str] | None = None) -> int:
     suffix = out.suffix.lower()
     problems = []
     if suffix not in IMAGE_SUFFIXES + ANIMATION_SUFFIXES:
-        problems.append(f"--out must end in .png, .svg, .gif or .mp4, got {args.out!r}")
+        problems.append(f"--out must end in .png, .svg, .pdf, .gif or .mp4, got {args.out!r}")
     if not out.parent.is_dir():
         problems.append(f"--out folder {out.parent} does not exist")
     if args.steps < 1:
@@ -222,6 +207,14 @@ def export_main(argv: list[str] | None = None) -> int:
             raise ValueError
     except ValueError:
         problems.append(f"--size must be WxH with each side 200..8000 pixels, got {args.size!r}")
+    if args.shape and suffix in ANIMATION_SUFFIXES:
+        problems.append("--shape shapes a figure (.png, .svg, .pdf), not an animation")
+    if args.dpi is not None and not args.shape:
+        problems.append("--dpi goes with --shape (without it, --scale sets a PNG's resolution)")
+    try:
+        check_dpi(args.dpi)
+    except ValueError as e:
+        problems.append(f"--{e}")
     from gradflow.explorer.panels import PANELS
     names = [panel_name(cls) for cls in PANELS]
     if args.panel and args.panel not in names:
@@ -248,7 +241,8 @@ def export_main(argv: list[str] | None = None) -> int:
     if args.panel:
         view.title.hide()
     view.apply_theme(get_theme(args.theme, args.presentation))
-    view.resize(width, height)
+    shape = SHAPES[args.shape] if args.shape else None
+    view.resize(shape.layout() if shape is not None else QSize(width, height))
     view.show()
     app.processEvents()
 
@@ -292,15 +286,16 @@ def export_main(argv: list[str] | None = None) -> int:
         app.processEvents()
         if animated:
             animation.add(view)
-    view.grow_to_fit()    # the panels' minimum sizes are known once they show a record
-    if (view.width(), view.height()) != (width, height):
+    if shape is None:
+        view.grow_to_fit()    # the panels' minimum sizes are known once they show a record
+    if shape is None and (view.width(), view.height()) != (width, height):
         print(f"gradflow export: these panels need at least {view.width()}x{view.height()} pixels; "
               f"rendering at that size instead of {width}x{height}", file=sys.stderr)
     try:
         if animated:
             animation.save(out)
         else:
-            save_figure(view, out, scale=args.scale, title=title)
+            save_figure(view, out, scale=args.scale, title=title, shape=shape, dpi=args.dpi)
     except ExportError as e:
         print(f"gradflow export: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -7,9 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gradflow.explorer.export.figures import Dashboard, _encode, render_image, save_figure
-from gradflow.explorer.export.vector import pdf_bytes, svg_bytes
-from PySide6.QtCore import qInstallMessageHandler
+from gradflow.explorer.export.figures import Dashboard, figure_bytes, write
+from gradflow.explorer.export.shapes import Shape, check_dpi, get_shape
+from PySide6.QtCore import QSize, qInstallMessageHandler
 from PySide6.QtWidgets import QApplication
 
 COMPARISON_PANELS = ("gradient_time", "training")   # a comparison's figure: these panels with its runs overlaid
@@ -33,17 +33,22 @@ def _quiet_offscreen(mode, context, message: str):
 
 
 class Figure:
-    """One panel of a run (or a comparison's overlay) as a figure. refresh() redraws it with the newest records."""
+    """One panel of a run (or a comparison's overlay) as a figure: at `size` (PNG at `scale` ×), or shaped for a
+    slide or a paper (`shape`, explorer.export.shapes; PNG at `dpi`, the shape's own by default). refresh() redraws
+    it with the newest records."""
 
-    def __init__(self, view, draw, title: str, scale: int, size: tuple[int, int]):
-        self.view, self._draw, self.title, self.scale = view, draw, title, scale
-        self.view.resize(*size)
+    def __init__(self, view, draw, title: str, scale: int, size: tuple[int, int], shape: str | None = None,
+                 dpi: float | None = None):
+        check_dpi(dpi)
+        self.shape: Shape | None = get_shape(shape) if shape is not None else None
+        self.view, self._draw, self.title, self.scale, self.dpi = view, draw, title, scale, dpi
+        self.view.resize(self.shape.layout() if self.shape is not None else QSize(*size))
         self.view.show()
         self.refresh()
 
     @classmethod
     def of_run(cls, run, panel: str, theme: str, scale: int, caption: bool, size: tuple[int, int],
-               presentation: bool) -> Figure:
+               presentation: bool, shape: str | None = None, dpi: float | None = None) -> Figure:
         from gradflow.explorer.export.figures import panel_name
         from gradflow.explorer.panels import PANELS
         names = [panel_name(p) for p in PANELS]
@@ -59,11 +64,11 @@ class Figure:
             if panel == "jacobians" and record.jacobians is None:
                 raise ValueError("the jacobians panel needs a step that computed them: run.step(jacobians=True)")
             view.show_record(record, run.trainer.history)
-        return cls(view, draw, run.title, scale, size)
+        return cls(view, draw, run.title, scale, size, shape, dpi)
 
     @classmethod
     def of_comparison(cls, comparison, panel: str, theme: str, scale: int, caption: bool, size: tuple[int, int],
-                      presentation: bool) -> Figure:
+                      presentation: bool, shape: str | None = None, dpi: float | None = None) -> Figure:
         if panel not in COMPARISON_PANELS:
             raise ValueError(f"a comparison's panel must be one of {', '.join(COMPARISON_PANELS)}, got {panel!r}")
         application()
@@ -74,7 +79,7 @@ class Figure:
 
         def draw():
             view.show_runs([run.last for run in comparison.runs], [run.trainer.history for run in comparison.runs])
-        return cls(view, draw, comparison.title, scale, size)
+        return cls(view, draw, comparison.title, scale, size, shape, dpi)
 
     def refresh(self) -> Figure:
         self._draw()
@@ -82,18 +87,21 @@ class Figure:
         return self
 
     # -- output -------------------------------------------------------------------------------------------
+    def _bytes(self, suffix: str) -> bytes:
+        return figure_bytes(self.view, suffix, self.scale, self.title, self.shape, self.dpi)
+
     def png(self) -> bytes:
-        return _encode(render_image(self.view, self.scale), "PNG")
+        return self._bytes(".png")
 
     def svg(self) -> str:
-        return svg_bytes(self.view, self.title).decode("utf-8")
+        return self._bytes(".svg").decode("utf-8")
 
     def pdf(self) -> bytes:
-        return pdf_bytes(self.view, self.title)
+        return self._bytes(".pdf")
 
     def save(self, path: str | os.PathLike) -> Path:
-        """PNG (at the figure's scale), SVG or PDF by the file's suffix; ExportError names any other."""
-        save_figure(self.view, path, scale=self.scale, title=self.title)
+        """PNG (at the figure's scale or dpi), SVG or PDF by the file's suffix; ExportError names any other."""
+        write(path, self._bytes(Path(path).suffix))
         return Path(path)
 
     def _repr_png_(self) -> bytes:

@@ -27,8 +27,8 @@ SVG_HEATMAP_PIXELS = 4_000_000   # at most this many pixels in an SVG's heatmap 
 
 
 @contextmanager
-def vector_painting(widget: QWidget):
-    """While a figure is drawn for SVG: every pyqtgraph item under `widget` paints vectors, never pixmaps.
+def vector_painting(widget: QWidget, marker_scale: float = 1.0):
+    """While a figure is drawn for SVG (or into an image `marker_scale` × its size: explorer.export.raster): every pyqtgraph item under `widget` paints vectors, never pixmaps.
     Scatter symbols are drawn as paths (on screen they are copied from a pixmap atlas: in an SVG each marker
     would be an image of the whole sheet), a curve is one path (on screen a wide one is drawn as segments: see
     explorer.panels.plotting), no item paints from its pixmap cache (the axes cache theirs on
@@ -68,7 +68,7 @@ def vector_painting(widget: QWidget):
                         conceal(item)
                         stand_ins.append(merged)
                     else:
-                        item.setExportMode(True, {"antialias": True, "resolutionScale": 1.0})
+                        item.setExportMode(True, {"antialias": True, "resolutionScale": marker_scale})
                         exporting.append(item)
                 elif isinstance(item, pg.PlotCurveItem) and item.isVisible():   # one path a curve, not segments
                     item.setExportMode(True, {"antialias": True})
@@ -315,7 +315,8 @@ def _circle(radius: float, corners: int) -> list[tuple[float, float]]:
     return list(zip(radius * np.cos(angles), radius * np.sin(angles)))
 
 
-def svg_bytes(widget: QWidget, title: str = "") -> bytes:
+def svg_bytes(widget: QWidget, title: str = "", inches: tuple[float, float] | None = None) -> bytes:
+    """The widget as a portable SVG, its width and height those of the screen (at the screen's dpi) or `inches`."""
     buffer = QBuffer()
     buffer.open(QIODevice.WriteOnly)
     generator = QSvgGenerator()
@@ -328,7 +329,7 @@ def svg_bytes(widget: QWidget, title: str = "") -> bytes:
     with vector_painting(widget), as_figure(widget):
         widget.render(painter, QPoint())
     painter.end()
-    return _portable(bytes(buffer.data()))
+    return _portable(bytes(buffer.data()), inches)
 
 
 SVG_NS, XLINK_NS = "http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"
@@ -346,16 +347,20 @@ SCRIPTS = {**{sup: ("super", plain) for sup, plain in zip("⁰¹²³⁴⁵⁶⁷
            **{sub: ("sub", plain) for sub, plain in zip("₀₁₂₃₄₅₆₇₈₉₋₊ₜ", "0123456789-+t")}}
 
 
-def _portable(svg: bytes) -> bytes:
+def _portable(svg: bytes, inches: tuple[float, float] | None = None) -> bytes:
     """Qt's SVG made to render alike in other renderers. Shapes that Qt wrote in a plot's data coordinates
     under a scaling transform are rewritten in the figure's: Qt keeps their lines thin with
     vector-effect="non-scaling-stroke" (SVG Tiny 1.2), which not every renderer honours (librsvg 2.48 does
     not: it draws the 1.5 px unit circle of a spectrum 150 px wide). Groups holding anything else (text,
     images, gradients) keep their transform. Text gets the font Qt drew with and the generic sans-serif after
-    it (Qt writes its own alias "Sans Serif"), and super- and subscript characters become shifted plain ones."""
+    it (Qt writes its own alias "Sans Serif"), and super- and subscript characters become shifted plain ones.
+    `inches`: the figure's width and height (Qt writes them in whole millimetres of its integer resolution)."""
     ET.register_namespace("", SVG_NS)
     ET.register_namespace("xlink", XLINK_NS)
     root = ET.fromstring(svg)
+    if inches is not None:
+        root.set("width", f"{inches[0]:.4f}in")
+        root.set("height", f"{inches[1]:.4f}in")
     family = f"'{QFontInfo(QApplication.font()).family()}', sans-serif"
     for element in root.iter():
         if element.get("font-family") == "Sans Serif":
@@ -363,6 +368,7 @@ def _portable(svg: bytes) -> bytes:
         if element.tag == f"{{{SVG_NS}}}text":
             _shift_scripts(element)
     for group in root.iter(f"{{{SVG_NS}}}g"):
+        _space_scripts(group)
         found = _MATRIX.fullmatch(group.get("transform", ""))
         if found is None:
             continue
@@ -377,6 +383,25 @@ def _portable(svg: bytes) -> bytes:
         del group.attrib["transform"]
     return b'<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n' + ET.tostring(root, encoding="utf-8",
                                                                                    xml_declaration=False)
+
+
+SCRIPT_GAP = 0.05   # em of the text before it: the room before a sub- or superscript run
+
+
+def _space_scripts(group: ET.Element) -> None:
+    """Room before each sub- or superscript run of rich text (Qt writes each run as a <text> at the x it measured;
+    a renderer whose text before it comes out a little wider draws the W of W_hh onto its "hh"): the run, and the
+    rest of its line, SCRIPT_GAP further right."""
+    offset, last = 0.0, None   # last: (x, font size, y) of the run before
+    for text in group.iter(f"{{{SVG_NS}}}text"):
+        x, size, y = float(text.get("x", 0)), float(text.get("font-size", 0) or 0), text.get("y")
+        if last is not None and x < last[0]:
+            offset = 0.0   # another line
+        elif last is not None and size < last[1] and y != last[2]:
+            offset += SCRIPT_GAP * last[1]
+        if offset:
+            text.set("x", f"{x + offset:.3f}")
+        last = (x, size, y)
 
 
 def _shift_scripts(text: ET.Element) -> None:
@@ -430,17 +455,21 @@ def _move(shape: ET.Element, matrix: tuple[float, ...]) -> None:
         shape.set(key, f"{value:.2f}")
 
 
-def pdf_bytes(widget: QWidget, title: str = "") -> bytes:
-    """The widget as a one-page vector PDF of its own size (for papers): drawn as for SVG, vectors only."""
+def pdf_bytes(widget: QWidget, title: str = "", inches: tuple[float, float] | None = None) -> bytes:
+    """The widget as a one-page vector PDF (for papers) of its size on screen (at the screen's dpi) or of `inches`:
+    drawn as for SVG, vectors only."""
     buffer = QBuffer()
     buffer.open(QIODevice.WriteOnly)
     writer = QPdfWriter(buffer)
     writer.setTitle(title or "Gradient Flow Explorer")
-    dpi = round(widget.logicalDpiX())
-    writer.setResolution(dpi)
-    writer.setPageSize(QPageSize(QSizeF(widget.width() * 72 / dpi, widget.height() * 72 / dpi), QPageSize.Point))
+    dpi = widget.logicalDpiX() if inches is None else widget.width() / inches[0]
+    width_in, height_in = inches if inches is not None else (widget.width() / dpi, widget.height() / dpi)
+    writer.setResolution(round(dpi))
+    writer.setPageSize(QPageSize(QSizeF(width_in * 72, height_in * 72), QPageSize.Unit.Point))
     writer.setPageMargins(QMarginsF(0, 0, 0, 0))
     painter = QPainter(writer)
+    fill = painter.device().width() / max(widget.width(), 1)   # its integer resolution against the page's width
+    painter.scale(fill, fill)
     with vector_painting(widget), as_figure(widget):
         widget.render(painter, QPoint())
     painter.end()

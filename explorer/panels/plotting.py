@@ -255,12 +255,18 @@ def tighten_bottom_axis(axis: pg.AxisItem, theme: Theme):
     axis.resizeEvent()
 
 
+GRID_UNDER_DATA_Z = 1   # above pyqtgraph's axes (0.5), which draw the grid
+
+
 def style_plot(plot: pg.PlotItem, theme: Theme, grid: bool = True):
     configure()
     for name in AXES:
         style_axis(plot.getAxis(name), theme)
     if grid:
         plot.showGrid(x=True, y=True, alpha=theme.grid_alpha)
+        # the data area above its axes (pyqtgraph puts it below them): the grid the axes draw lies under the curves
+        # and under a legend inside the plot, not across its text
+        plot.vb.setZValue(GRID_UNDER_DATA_Z)
 
 
 def style_colorbar(bar: pg.ColorBarItem, theme: Theme):

@@ -129,7 +129,7 @@ def _file_menu(window: ActionsHost, file_menu):
     for scale, use in PNG_SCALES:
         window.dashboard_actions[scale] = dashboard.addAction(f"{scale}×  ({use})…",
                                                               partial(exports.ask_dashboard, scale))
-    export.addAction("Panel as PNG/SVG…", exports.ask_panel)
+    export.addAction("Panel as a figure (PNG, SVG, PDF)…", exports.ask_panel)
     export.addAction("Run data as CSV/NPZ…", exports.ask_run_data)
     export.addAction("Animation (GIF/MP4)…", exports.ask_animation)
     export.addSeparator()

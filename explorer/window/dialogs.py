@@ -5,27 +5,37 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 from gradflow.core.config import SPECS, Config, ConfigError
 from gradflow.explorer import errors
 from gradflow.explorer.export.figures import ANIMATION_FPS
+from gradflow.explorer.export.shapes import DPI_RANGE, SHAPES
+from gradflow.explorer.theme import THEMES
 from gradflow.explorer.window.fields import format_value
-from PySide6.QtCore import QObject, Qt, Slot
+from gradflow.explorer.window.file_dialogs import folder_problem, last_dir, remember_dir
+from PySide6.QtCore import QObject, QSettings, Qt, Slot
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
+    QFileDialog,
     QFormLayout,
+    QHBoxLayout,
     QLabel,
     QLayout,
     QLineEdit,
     QMessageBox,
+    QPushButton,
     QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
 PNG_SCALES = ((1, "screen"), (2, "slides"), (4, "print"))   # PNG resolutions offered, with what each is for
+FIGURE_FORMATS = (("PNG image", ".png"), ("SVG vector image", ".svg"), ("PDF vector figure", ".pdf"))
 
 
 def ok_cancel(dialog: QDialog, ok_text: str = "", on_ok: Callable[[], None] | None = None) -> QDialogButtonBox:
@@ -61,23 +71,123 @@ def _note(text: str) -> QLabel:
     return note
 
 
-class PanelExportDialog(QDialog):
-    """Which panel, and at what resolution if it becomes a PNG."""
+@dataclass(frozen=True)
+class FigureChoice:
+    """A panel figure as PanelExportDialog chose it: the panel (class name), the file, a PNG's scale (as on screen)
+    or the shape and its dpi (explorer.export.shapes), presentation lines and type and the theme (shaped figures)."""
+    panel: str
+    path: Path
+    scale: int = 2
+    shape: str | None = None
+    dpi: int | None = None
+    presentation: bool = False
+    theme: str | None = None     # a shaped figure's theme (explorer.theme.THEMES); None: the window's
 
-    def __init__(self, panels: list[tuple[str, str]], parent: QWidget | None = None):
+
+class PanelExportDialog(QDialog):
+    """Which panel, in what shape (as on screen, or for a slide or a paper), at what resolution, with presentation
+    lines and type or not, on which background (`theme`, first), and into which file: PNG, SVG or PDF, chosen in the folder last used (kept in `store`,
+    the app's settings, across launches)."""
+
+    def __init__(self, panels: list[tuple[str, str]], parent: QWidget | None = None, store: QSettings | None = None,
+                 name: str = "figure.png", presentation: bool = False, theme: str = "light"):
         super().__init__(parent)
         self.setWindowTitle("Export a panel")
+        self.store = store
         self.panel_combo = _choices(panels)
+        self.shape_combo = _choices([("as on screen", None)] + [(shape.label, shape.name) for shape in SHAPES.values()])
         self.scale_combo = _choices([(f"{scale}×  ({use})", scale) for scale, use in PNG_SCALES])
         self.scale_combo.setCurrentIndex(1)
+        self.dpi_spin = QSpinBox()
+        self.dpi_spin.setRange(*DPI_RANGE)
+        self.dpi_spin.setSuffix(" dpi")
+        self.presentation_check = QCheckBox("presentation lines and type")
+        self.presentation_check.setChecked(presentation)
+        self.theme_combo = _choices([(f"{name} background", name) for name in THEMES])
+        self.theme_combo.setCurrentIndex(self.theme_combo.findData(theme))
+        self.size_note = QLabel()
+        folder = last_dir(store) if store is not None else str(Path.home())
+        self.path_edit = QLineEdit(str(Path(folder) / name))
+        self.path_edit.setObjectName("figurePath")
+        choose = QPushButton("Choose…")
+        choose.clicked.connect(self._on_choose_clicked)
+        file_row = QHBoxLayout()
+        file_row.addWidget(self.path_edit, 1)
+        file_row.addWidget(choose)
         form = QFormLayout()
         form.addRow("Panel", self.panel_combo)
+        form.addRow("Shape", self.shape_combo)
+        form.addRow("", self.size_note)
         form.addRow("PNG resolution", self.scale_combo)
-        stack(self, form, _note("The next dialog chooses the file: .png for a picture, .svg for a vector figure."),
-              ok_cancel(self))
+        form.addRow("PNG resolution", self.dpi_spin)
+        form.addRow("", self.presentation_check)
+        form.addRow("Theme", self.theme_combo)
+        form.addRow("File", file_row)
+        self.form = form
+        self.error = _note("")
+        self.error.setObjectName("fieldError")
+        self.error.hide()
+        kinds = ", ".join(f"{suffix} ({label})" for label, suffix in FIGURE_FORMATS)
+        stack(self, form, _note(f"Formats: {kinds}, by the file's suffix. A shape lays the panel out anew at the "
+                                "page's aspect; its SVG and PDF have the page's size."), self.error,
+              ok_cancel(self, on_ok=self._on_ok))
+        self.shape_combo.currentIndexChanged.connect(self._on_shape_changed)
+        self._on_shape_changed()
 
-    def choice(self) -> tuple[str, int]:
-        return self.panel_combo.currentData(), self.scale_combo.currentData()
+    def folder(self) -> str:
+        """The folder the file chooser opens in: that of the file named now."""
+        return str(Path(self.path_edit.text()).expanduser().parent)
+
+    def choice(self) -> FigureChoice:
+        shape = self.shape_combo.currentData()
+        return FigureChoice(self.panel_combo.currentData(), Path(self.path_edit.text()).expanduser(),
+                            self.scale_combo.currentData(), shape, self.dpi_spin.value() if shape else None,
+                            self.presentation_check.isChecked() if shape else False,
+                            self.theme_combo.currentData() if shape else None)
+
+    @Slot()
+    def _on_shape_changed(self):
+        name = self.shape_combo.currentData()
+        shaped = name is not None
+        for widget, shown in ((self.scale_combo, not shaped), (self.dpi_spin, shaped)):
+            self.form.setRowVisible(widget, shown)
+        self.presentation_check.setEnabled(shaped)
+        self.theme_combo.setEnabled(shaped)
+        if shaped:
+            shape = SHAPES[name]
+            self.dpi_spin.setValue(shape.dpi)
+            self.size_note.setText(f"{shape.width_in:.4g} × {shape.height_in:.4g} in; a PNG of "
+                                   f"{' × '.join(map(str, shape.pixels(shape.dpi)))} px at {shape.dpi} dpi")
+        else:
+            self.size_note.setText("the panel at its size in the window")
+
+    @Slot()
+    def _on_choose_clicked(self):
+        filters = ";;".join(f"{label} (*{suffix})" for label, suffix in FIGURE_FORMATS)
+        current = Path(self.path_edit.text()).expanduser()
+        chosen, selected = QFileDialog.getSaveFileName(self, "Export a panel", str(Path(self.folder()) / current.name),
+                                                       filters)
+        if chosen:
+            path = Path(chosen)
+            if path.suffix.lower() not in [suffix for _, suffix in FIGURE_FORMATS]:
+                path = path.with_name(path.name + next((s for label, s in FIGURE_FORMATS if selected.startswith(label)),
+                                                       ".png"))
+            self.path_edit.setText(str(path))
+
+    @Slot()
+    def _on_ok(self):
+        path = Path(self.path_edit.text()).expanduser()
+        suffixes = [suffix for _, suffix in FIGURE_FORMATS]
+        problem = (f"the file must end in {', '.join(suffixes)}" if path.suffix.lower() not in suffixes
+                   else folder_problem(path))
+        if problem:
+            self.error.setText(problem)
+            self.error.show()
+            return
+        if self.store is not None:
+            remember_dir(self.store, path)
+            self.store.sync()   # the next launch opens here too
+        self.accept()
 
 
 class AnimationDialog(QDialog):

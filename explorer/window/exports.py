@@ -3,7 +3,6 @@ a figure on the clipboard. Each asks for a file, writes it atomically, and turns
 naming the file and the reason (nothing is written then; the app keeps running)."""
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
@@ -12,11 +11,13 @@ from typing import Any, Protocol
 from gradflow.core.presets import Preset
 from gradflow.core.records import History, Record
 from gradflow.explorer import errors
+from gradflow.explorer.export.raster import drawn_larger
 from gradflow.explorer.export.vector import as_figure
 from gradflow.explorer.panels.visibility import on_screen
-from gradflow.explorer.window.dialogs import AnimationDialog, PanelExportDialog
+from gradflow.explorer.theme import Theme, get_theme
+from gradflow.explorer.window.dialogs import AnimationDialog, FigureChoice, PanelExportDialog
 from gradflow.explorer.window.file_dialogs import ask_save_path, folder_problem
-from PySide6.QtCore import QByteArray, QPoint, QRect, QSettings, QSize
+from PySide6.QtCore import QPoint, QRect, QSettings, QSize, Qt
 from PySide6.QtGui import QGuiApplication, QImage, QPainter, QRegion
 from PySide6.QtWidgets import QApplication, QDialog, QDockWidget, QMainWindow, QStatusBar, QWidget
 
@@ -26,6 +27,7 @@ class ExportsHost(Protocol):
 
     store: QSettings
     preset: Preset
+    theme: Theme
     panels: list[Any]                # explorer.panels.base.Panel
 
     @property
@@ -85,15 +87,12 @@ class WindowExports:
             self.dashboard_png(path, scale)
 
     def ask_panel(self):
-        dialog = PanelExportDialog([(p.title, type(p).__name__) for p in self.window.panels], self.dialog_parent)
-        if dialog.exec() != QDialog.DialogCode.Accepted:
-            return
-        name, scale = dialog.choice()
-        path = self.ask_path("Export a panel", (("PNG image", ".png"), ("SVG vector image", ".svg"),
-                                                 ("PDF vector figure", ".pdf")),
-                             self.default_name(".png", _snake(name)))
-        if path is not None:
-            self.panel(name, path, scale)
+        window = self.window
+        dialog = PanelExportDialog([(p.title, type(p).__name__) for p in window.panels], self.dialog_parent,
+                                   window.store, self.default_name(".png", "figure"), window.theme.presentation,
+                                   window.theme.name)
+        if dialog.exec() == QDialog.DialogCode.Accepted:
+            self.figure(dialog.choice())
 
     def ask_run_data(self):
         path = self.ask_path("Export the run's data", (("CSV, one row per step", ".csv"),
@@ -119,15 +118,49 @@ class WindowExports:
         path = Path(path)
         return self.write("Dashboard", path, lambda: _write_png(self.render_dashboard(scale), path))
 
+    def figure(self, choice: FigureChoice) -> bool:
+        """A panel figure as the export dialog chose it: as on screen (panel) or shaped (shaped_panel)."""
+        if choice.shape is None:
+            return self.panel(choice.panel, choice.path, choice.scale)
+        return self.shaped_panel(choice.panel, choice.path, choice.shape, choice.dpi, choice.presentation, choice.theme)
+
     def panel(self, name: str, path: str | Path, scale: float = 2.0) -> bool:
-        """One panel (class name) as PNG at `scale` ×, or as SVG or PDF, by the file's suffix."""
+        """One panel (class name) as on screen: PNG at `scale` ×, or SVG or PDF, by the file's suffix."""
         from gradflow.explorer.export import figures as export
         path = Path(path)
-        if path.suffix.lower() not in (".png", ".svg", ".pdf"):
+        if path.suffix.lower() not in export.IMAGE_SUFFIXES:
             self.window.show_problem("Panel not exported", f"cannot export {path.name}: use .png, .svg or .pdf")
             return False
         panel = self.panel_on_screen(name)
         return self.write(panel.title, path, lambda: export.save_figure(panel, path, scale, title=panel.title))
+
+    def shaped_panel(self, name: str, path: str | Path, shape: str, dpi: float | None = None,
+                     presentation: bool = False, theme: str | None = None) -> bool:
+        """One panel (class name) as a figure for a slide or a paper (explorer.export.shapes), PNG, SVG or PDF: a copy
+        of it drawn offscreen with the step shown, in `theme` (None: the window's), with presentation lines and type or not,
+        laid out at the shape: what `gradflow export --shape` and `run.figure(shape=...)` draw."""
+        from gradflow.explorer.export.figures import Dashboard, panel_name, save_figure
+        from gradflow.explorer.export.shapes import get_shape
+        window, path, shaped = self.window, Path(path), get_shape(shape)
+        record, panel = window.frame_record(), window.panel(name)
+        if record is None:
+            window.show_problem("Panel not exported", "there is no step to draw yet")
+            return False
+        view = Dashboard(window.preset.title, [panel_name(type(panel))])
+        view.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)   # laid out and drawn, never on the screen
+        view.title.hide()
+        view.apply_theme(get_theme(theme or window.theme.name, presentation))
+        for copy in view.panels:
+            copy.set_captions_shown(panel.captions_shown)
+        view.resize(shaped.layout())
+        view.show()
+        view.show_record(record, window.history)
+        try:
+            return self.write(panel.title, path, lambda: save_figure(view, path, title=panel.title, shape=shaped,
+                                                                     dpi=dpi))
+        finally:
+            view.close()
+            view.deleteLater()
 
     def run_data(self, path: str | Path) -> bool:
         """The run so far (the window's history) as CSV (one row per step) or NPZ (every array)."""
@@ -165,6 +198,7 @@ class WindowExports:
         try:
             with ExitStack() as figure:   # no control, window chrome (a dock's buttons) or screen note in a figure
                 for dock in window.panel_docks.values():
+                    figure.enter_context(drawn_larger(dock, scale))
                     figure.enter_context(as_figure(dock))
                 window.dock_host.render(painter, QPoint(0, 0), QRegion(rect))
         finally:
@@ -189,17 +223,5 @@ class WindowExports:
 
 
 def _write_png(image: QImage, path: Path):
-    from gradflow.core.files import atomic_write
-    from gradflow.explorer.export.figures import ExportError
-    from PySide6.QtCore import QBuffer, QIODevice
-    data = QByteArray()
-    buffer = QBuffer(data)
-    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
-    if not image.save(buffer, "PNG"):
-        raise ExportError(f"cannot write {path}: Qt could not encode the image as PNG")
-    atomic_write(path, bytes(data))
-
-
-def _snake(name: str) -> str:
-    """'GradientTimePanel' -> 'gradient_time'."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name.removesuffix("Panel")).lower()
+    from gradflow.explorer.export.figures import encode, write
+    write(path, encode(image, "PNG"))

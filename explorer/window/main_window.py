@@ -448,7 +448,7 @@ class MainWindow(QMainWindow):
     open_session = property(lambda self: self.session_files.open, doc="(path): a saved run and its view (SessionFiles).")
     dashboard_rect = property(lambda self: self.exports.dashboard_rect, doc="(): the panels' part of the docks.")
     export_dashboard_png = property(lambda self: self.exports.dashboard_png, doc="(path, scale=1.0) -> bool")
-    export_panel = property(lambda self: self.exports.panel, doc="(name, path, scale=2.0) -> bool: PNG or SVG.")
+    export_panel = property(lambda self: self.exports.panel, doc="(name, path, scale=2.0) -> bool: PNG, SVG or PDF.")
     export_run_data = property(lambda self: self.exports.run_data, doc="(path) -> bool: the history as CSV or NPZ.")
     copy_figure = property(lambda self: self.exports.copy_figure, doc="(scale=2.0): the dashboard on the clipboard.")
     recording = property(lambda self: self.recorder.current, doc="The animation being recorded (None: none).")

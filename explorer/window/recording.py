@@ -94,7 +94,7 @@ class AnimationRecorder(QObject):
         if rec.target == "dashboard":
             image = self.exports.render_dashboard(1.0)
         else:
-            from gradflow.explorer.export.figures import render_image
+            from gradflow.explorer.export.raster import render_image
             image = render_image(window.panel(rec.target), 1.0)
         if rec.size is None:
             rec.size = image.size()

@@ -118,7 +118,7 @@ def test_the_file_menu_has_sessions_and_every_export(window):
     texts = [a.text() for a in file_menu.actions()]
     assert {"Open Session…", "Save Session", "Save Session As…", "Export"} <= set(texts)
     export = [a.text() for a in window.export_menu.actions()]
-    assert {"Dashboard as PNG", "Panel as PNG/SVG…", "Run data as CSV/NPZ…", "Animation (GIF/MP4)…",
+    assert {"Dashboard as PNG", "Panel as a figure (PNG, SVG, PDF)…", "Run data as CSV/NPZ…", "Animation (GIF/MP4)…",
             "Copy figure to clipboard"} <= set(export)
     assert window.open_action.shortcut().toString() == "Ctrl+O"
     assert window.save_action.shortcut().toString() == "Ctrl+S"
