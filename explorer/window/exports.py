@@ -170,7 +170,7 @@ class WindowExports:
         if suffix not in (".csv", ".npz"):
             self.window.show_problem("Run data not exported", f"cannot export {path.name}: use .csv or .npz")
             return False
-        history, last, config = self.window.history, self.window.frame_record(), self.window.settings_panel.config
+        history, last, config = self.window.history, self.window.frame_record(), self.window.model.applied
         write = (lambda: save_csv(path, history)) if suffix == ".csv" else (lambda: save_npz(path, history, config, last))
         return self.write("Run data", path, write)
 
