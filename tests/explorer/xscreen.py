@@ -314,7 +314,18 @@ def window_state(window) -> dict:
             "slider": _rect(window.timeline.slider), "gradient_area": [round(gradient.width()), round(gradient.height())],
             "gradient_legend": _legend_state(panel),
             "step": latest.step if latest is not None else 0, "playing": window.is_playing(),
-            "scrubbed": not window.timeline.is_live}
+            "scrubbed": not window.timeline.is_live, "message": window.message_bar.text(),
+            "message_covers_settings": window.message_bar.isVisible() and settings.isVisible()
+            and _overlap(window.message_bar, settings),
+            "scenario": window.preset.name,
+            "spectral_radius": window.model.applied.spectral_radius}
+
+
+def _overlap(a, b) -> bool:
+    """Whether two widgets' rectangles on the screen overlap."""
+    ax, ay, aw, ah = _rect(a)
+    bx, by, bw, bh = _rect(b)
+    return ax < bx + bw and bx < ax + aw and ay < by + bh and by < ay + ah
 
 
 def _legend_state(panel) -> dict:
@@ -365,9 +376,9 @@ def _probe(args: list[str]) -> int:
     from gradflow.explorer.compare import window as compare_window
     from gradflow.explorer.window.main_window import MainWindow
     from gradflow.explorer.window.sweep_window import SweepWindow
-    from PySide6.QtCore import QSocketNotifier
+    from PySide6.QtCore import QSocketNotifier, QTimer
     from PySide6.QtGui import QGuiApplication
-    from PySide6.QtWidgets import QApplication
+    from PySide6.QtWidgets import QApplication, QMessageBox
 
     qt = QApplication([sys.argv[0]])
 
@@ -376,6 +387,9 @@ def _probe(args: list[str]) -> int:
 
     def sweeps() -> list[SweepWindow]:   # the open sweep windows, oldest first
         return [w for w in main_window().findChildren(SweepWindow) if w.isVisible()]
+
+    paused_at: list[int] = []   # the steps the engine said it stopped at (worker.paused) since the last `pause`
+    watched: list[object] = []  # the workers whose paused signal fills it
 
     def answer(command: str) -> Any:
         verb, _, name = command.partition(" ")
@@ -387,6 +401,10 @@ def _probe(args: list[str]) -> int:
                                 for w in QApplication.topLevelWidgets() if w.isWindow() and w.isVisible()},
                     "main": window_state(window),
                     "compare_steps": [c.latest[0].step if c.latest else 0 for c in compare_window.open_windows()],
+                    "compare_messages": [c.message_bar.text() for c in compare_window.open_windows()],
+                    "paused_at": paused_at[-1] if paused_at else None,
+                    "questions": [box.text() for box in QApplication.topLevelWidgets()
+                                  if isinstance(box, QMessageBox) and box.isVisible()],
                     "sweeps": [sweep_state(w) for w in sweeps()]}
         if verb == "trigger":
             getattr(window, name).trigger()
@@ -398,12 +416,30 @@ def _probe(args: list[str]) -> int:
             getattr(compare_window.open_windows()[-1], name)()
         elif verb == "sweep":          # on the newest sweep window (Run → Sweep… opens one)
             return _start_sweep(sweeps()[-1], name)
+        elif verb == "pause":          # Pause; `paused_at` in the state: the step the engine stopped at
+            if window.worker not in watched:
+                watched.append(window.worker)
+                window.worker.paused.connect(paused_at.append)
+            paused_at.clear()
+            window.pause()
+        elif verb == "settings":       # View ▸ Settings, shown
+            if not window.settings_dock.isVisible():
+                window.settings_dock.toggleViewAction().trigger()
+        elif verb == "enter":          # `enter KEY TEXT`: typed into the settings field, then Enter
+            key, _, text = name.partition(" ")
+            window.settings_panel.enter(key, text)
+        elif verb == "scenario":       # picked in the scenario box (after this answer: it may ask first)
+            QTimer.singleShot(0, lambda: window.scenarios.choose(window.scenario_combo.findData(name)))
+        elif verb == "answer":         # the button of that text in the open question, clicked
+            box = next(b for b in QApplication.topLevelWidgets() if isinstance(b, QMessageBox) and b.isVisible())
+            next(b for b in box.buttons() if b.text() == name).click()
         elif verb == "quit":
             QApplication.closeAllWindows()
             qt.quit()
         else:
             raise ValueError("probe commands: state, trigger ACTION, call METHOD, compare PRESET, compare-call METHOD, "
-                             f"sweep GRID[;GRID] SEEDS STEPS, quit; got {command!r}")
+                             "sweep GRID[;GRID] SEEDS STEPS, pause, settings, enter KEY TEXT, scenario NAME, answer BUTTON, "
+                             f"quit; got {command!r}")
         return "ok"
 
     def on_stdin():
