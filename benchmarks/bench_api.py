@@ -9,12 +9,13 @@ busier favours neither. Reports each side's seconds per round and the ratio CLI 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import record  # benchmarks/record.py, beside this script
 
 RHOS = [0.5 + 0.05 * i for i in range(40)]
 
@@ -47,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
+    run = record.Run()
     points = configs(args.configs)
     api_side(points[:1], 1)                       # the API side's one-time imports, outside the timing
     api, cli = [], []
@@ -59,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
               "ratio_cli_over_api": statistics.median(c / a for a, c in zip(api, cli))}
     print(f"gradflow run in a loop / the API in one process: {result['ratio_cli_over_api']:.2f}x")
     if args.out:
-        args.out.write_text(json.dumps(result, indent=1))
+        run.save(args.out, result, summary={"gradflow run loop / API": (result["ratio_cli_over_api"], "lower")})
     return 0
 
 

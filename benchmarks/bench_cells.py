@@ -12,11 +12,10 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import time
 from pathlib import Path
 
+import record  # benchmarks/record.py, beside this script
 import torch
 import torch.nn.functional as F
 from gradflow.core import cells
@@ -89,6 +88,7 @@ def main():
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    run = record.Run()
     table = precision_table(args.steps)
     print("(a) float64 over float32, h = 64, T = 100, B = 32, recorded step (detail)")
     print(f"{'cell':8} {'float32 steps/s':>16} {'float64 steps/s':>16} {'time ×':>7}")
@@ -102,8 +102,8 @@ def main():
     print(f"with Jacobians through time too: {user['recorded_steps_s']:.1f} steps/s, "
           f"{user['recorded_time_over_plain']:.2f}×")
     if args.json:
-        args.json.write_text(json.dumps({"size": SIZE, "torch_threads": engine_threads(), "loadavg": os.getloadavg(),
-                                         "precision": table, "user_cell": user}, indent=1) + "\n")
+        run.save(args.json, {"size": SIZE, "torch_threads": engine_threads(), "precision": table, "user_cell": user},
+                 summary={"user cell recorded / plain": (user["detail_time_over_plain"], "lower")})
 
 
 if __name__ == "__main__":

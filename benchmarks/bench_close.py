@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "explorer"))
 
+import record  # noqa: E402 (benchmarks/record.py, beside this script)
 from processes import descendants, wait_for_engine_process, wait_gone  # noqa: E402 (a test helper: reads /proc)
 
 
@@ -87,13 +88,19 @@ def ctrl_c_of_gradflow_run() -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--json", type=Path, help="write the results here (tagged with the machine: record.py)")
     args = parser.parse_args()
+    run, found = record.Run(), {}
     print(f"{'what':<44} {'median s':>9} {'worst s':>8}   ({args.repeats} repeats, {os.cpu_count()} CPUs)")
     for name, measure in [("app closed by SIGTERM while training", close_on_sigterm),
                           ("gradflow run stopped by Ctrl+C", ctrl_c_of_gradflow_run),
                           ("engine, fork server gone after SIGKILL of app", gone_after_sigkill)]:
         times = [measure() for _ in range(args.repeats)]
+        found[name] = {"median_s": statistics.median(times), "worst_s": max(times), "times_s": times}
         print(f"{name:<44} {statistics.median(times):>9.2f} {max(times):>8.2f}")
+    if args.json:
+        run.save(args.json, {"repeats": args.repeats, "results": found},
+                 summary={f"{name} (median s)": (r["median_s"], "lower") for name, r in found.items()})
     return 0
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import statistics
 import sys
 import time
@@ -22,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import numpy as np  # noqa: E402
+import record  # noqa: E402 (benchmarks/record.py, beside this script)
 import torch  # noqa: E402
 from bench_step import BATCH, CLIP, POOL, PlainStep, cycling  # noqa: E402
 from gradflow.core.claim_checks import check_claims  # noqa: E402
@@ -128,8 +128,8 @@ def main(argv=None) -> int:
         print("bench_cuda: no CUDA device here", file=sys.stderr)
         return 2
     parts = args.parts.split(",")
-    result = {"device": torch.cuda.get_device_name() if args.device == "cuda" else args.device, "torch": torch.__version__,
-              "cuda": torch.version.cuda, "date": time.strftime("%Y-%m-%d")}
+    run = record.Run()
+    result = {"device": torch.cuda.get_device_name() if args.device == "cuda" else args.device, "cuda": torch.version.cuda}
     if "equality" in parts:
         result["equality"] = equality(args.device)
     if "timing" in parts:
@@ -138,7 +138,7 @@ def main(argv=None) -> int:
     if "claims" in parts:
         result["claims"] = claims(args.device, args.presets.split(","))
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1) + "\n")
+        run.save(args.json, result)
     return 0
 
 

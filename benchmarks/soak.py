@@ -10,7 +10,6 @@ the two RSS columns are the one process; with the window, the first is the windo
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -18,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import record  # noqa: E402 (benchmarks/record.py, beside this script)
 from gradflow.core.config import Config  # noqa: E402 - after the repository root is put on sys.path above (run as a script)
 
 
@@ -104,6 +104,7 @@ def main() -> int:
                         help="config overrides (default: a small RNN, h=16, T=20, so 100k steps take minutes)")
     parser.add_argument("--json", default="benchmarks/results/soak.json")
     args = parser.parse_args()
+    run = record.Run()
     from gradflow.core.config import parse_assignment
 
     config = Config(hidden_size=16, seq_len=20).replace(**dict(parse_assignment(a) for a in args.set))
@@ -131,11 +132,11 @@ def main() -> int:
               "p99_late_ms": ordered[int(0.99 * (len(ordered) - 1))], "max_late_ms": ordered[-1]}
         print(f"UI responsiveness ({ui['ticks']} ticks of a {PROBE_MS} ms timer): late by median "
               f"{ui['median_late_ms']:.1f} ms, 99th percentile {ui['p99_late_ms']:.1f} ms, max {ui['max_late_ms']:.1f} ms")
-    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps({"mode": "window" if args.window else "headless", "steps": args.steps,
-                                           "config": config.diff(), "warm_step": warm[0],
-                                           "growth_mib": growth["rss"], "engine_growth_mib": growth["engine_rss"], "ui": ui,
-                                           "rows": [dict(zip(COLUMNS, r)) for r in rows]}, indent=1))
+    run.save(args.json, {"mode": "window" if args.window else "headless", "steps": args.steps,
+                         "config": config.diff(), "warm_step": warm[0], "growth_mib": growth["rss"],
+                         "engine_growth_mib": growth["engine_rss"], "ui": ui,
+                         "rows": [dict(zip(COLUMNS, r)) for r in rows]},
+             summary={"RSS growth after warm-up (MiB)": (growth["rss"], "lower")})
     return 0
 
 
