@@ -300,9 +300,8 @@ class GradientTimePanel(Panel):
             self._style_row(len(self.row_curves) - 1, self.theme)
 
     def _style_row(self, r: int, theme: Theme):
-        c = theme.color(r)
-        self.row_curves[r].setPen(plotting.pen(c, theme.pen_width))
-        self.cell_curves[r].setPen(plotting.pen(c, theme.pen_width, plotting.DASH))
+        self.row_curves[r].setPen(plotting.quantity_pen(theme, "grad_h", r))
+        self.cell_curves[r].setPen(plotting.quantity_pen(theme, "grad_c", r))
 
     def _update_legend(self, record: Record, R: int, has_cell: bool, has_zero: bool, has_inf: bool):
         rho_text = RHO_TEXT.format(record.spectral_radius)
@@ -367,13 +366,12 @@ class GradientTimePanel(Panel):
         plotting.tighten_bottom_axis(self.plot.getAxis("bottom"), theme)   # the plot takes the height it frees
         for r in range(len(self.row_curves)):
             self._style_row(r, theme)
-        base = theme.color(0)
+        base = theme.quantity("grad_h").color
         for i, curve in enumerate(self.trail_curves):
             faded = plotting.blend(base, theme.background, 0.07 + 0.33 * (i + 1) / plotting.TRAIL)   # oldest faintest
             curve.setPen(plotting.pen(faded, theme.pen_width * 0.75))
-        self.rho_line.setPen(plotting.pen(theme.foreground, theme.pen_width * 0.75, plotting.DASH))
-        self.sigma_line.setPen(plotting.pen(theme.muted, theme.pen_width * 0.75, plotting.DOT))
-        self.linear_line.setPen(plotting.pen(theme.alert, theme.pen_width * 0.75, plotting.DASH_DOT))
+        for line, quantity in ((self.rho_line, "rho"), (self.sigma_line, "sigma"), (self.linear_line, "linear")):
+            line.setPen(plotting.quantity_pen(theme, quantity))
         self.zero_markers.setPen(None)
         self.zero_markers.setSymbol("o")
         self.zero_markers.setSymbolSize(theme.marker_size * 0.8)

@@ -45,6 +45,10 @@ DASH = Qt.PenStyle.DashLine
 DOT = Qt.PenStyle.DotLine
 DASH_DOT = Qt.PenStyle.DashDotLine
 SOLID = Qt.PenStyle.SolidLine
+DASHES = {"solid": SOLID, "dash": DASH, "dot": DOT, "dashdot": DASH_DOT,
+          "dashdotdot": Qt.PenStyle.DashDotDotLine}   # theme.DASH_NAMES -> Qt's
+LAYER_SHADES = (0.0, 0.35, 0.6, 0.8)   # layer r of a quantity: its colour this far towards the foreground (more
+                                       # contrast, not less), the last for every layer after
 
 
 # -- colours, pens, fonts --------------------------------------------------------------------
@@ -67,6 +71,19 @@ def pen(value: str, width: float = 1.0, style: Qt.PenStyle = SOLID, alpha: float
     p = pg.mkPen(color(value, alpha), width=width, style=style)
     p.setCosmetic(True)
     return p
+
+
+def quantity_color(theme: Theme, name: str, layer: int = 0) -> str:
+    """The colour of quantity `name` (theme.QUANTITIES) in `theme`; of its `layer`-th row (layer, direction) a shade of
+    it (LAYER_SHADES): a quantity keeps its hue in every row."""
+    shade = LAYER_SHADES[min(layer, len(LAYER_SHADES) - 1)]
+    return blend(theme.foreground, theme.quantity(name).color, shade) if shade else theme.quantity(name).color
+
+
+def quantity_pen(theme: Theme, name: str, layer: int = 0, width: float = 1.0, alpha: float = 1.0):
+    """Quantity `name`'s pen in `theme`: its colour (of row `layer`, quantity_color), its dash and its width × `width`."""
+    style = theme.quantity(name)
+    return pen(quantity_color(theme, name, layer), style.width * width, DASHES[style.dash], alpha)
 
 
 def brush(value: str, alpha: float = 1.0):
@@ -274,9 +291,10 @@ def style_colorbar(bar: pg.ColorBarItem, theme: Theme):
     bar.axis.setWidth(int(50 * theme.scale))
 
 
-def set_colorbar_label(bar: pg.ColorBarItem, text: str, theme: Theme):
+def set_colorbar_label(bar: pg.ColorBarItem, text: str, theme: Theme, ink: str | None = None):
+    """The bar's title, in `ink` (the quantity's colour) or the theme's foreground."""
     axis = bar.getAxis("left")
-    axis.setLabel(text, **{"color": theme.foreground, "font-size": f"{theme.label_pt}pt"})
+    axis.setLabel(text, **{"color": ink or theme.foreground, "font-size": f"{theme.label_pt}pt"})
 
 
 def set_colorbar_levels(bar: pg.ColorBarItem, levels: tuple[float, float]):
