@@ -389,12 +389,20 @@ class Note:
 
 # -- what a plot draws, in its data area's pixels ----------------------------------------------------------------------
 def drawn_segments(plot: pg.PlotItem) -> np.ndarray:
-    """Every visible curve and marker of `plot` as segments in its data area's pixels (the ViewBox's own
-    coordinates, y down): rows of x0, y0, x1, y1, reach, where reach is half the pen's width (a line) or the marker's
-    half size (a marker, a segment of length 0). A curve's gaps (non-finite points) are no segments."""
+    """Every visible curve, marker and level line (a horizontal or vertical InfiniteLine: a baseline) of `plot` as
+    segments in its data area's pixels (the ViewBox's own coordinates, y down): rows of x0, y0, x1, y1, reach, where
+    reach is half the pen's width (a line) or the marker's half size (a marker, a segment of length 0). A curve's gaps
+    (non-finite points) are no segments."""
     view = plot.vb
     to_px = view.childTransform()   # view (data, log10 where the axis is log) -> the ViewBox's pixels
     rows = []
+    (x_lo, x_hi), (y_lo, y_hi) = view.viewRange()
+    for item in plot.items:
+        if isinstance(item, pg.InfiniteLine) and item.isVisible() and item.angle % 90 == 0:
+            value = item.value()
+            ends = ((x_lo, value), (x_hi, value)) if item.angle % 180 == 0 else ((value, y_lo), (value, y_hi))
+            (a, b), (c, d) = (to_px.map(float(x), float(y)) for x, y in ends)
+            rows.append(np.array([[a, b, c, d, max(item.pen.widthF(), 1.0) / 2]]))
     for item in plot.listDataItems():
         if not item.isVisible():
             continue

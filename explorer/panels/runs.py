@@ -1,6 +1,6 @@
 """Several runs in one plot (a comparison's runs, trained in lockstep): each run keeps one style everywhere, a
 colour from the theme's palette *and* a dash pattern (told apart in greyscale, on a washed-out projector and by
-colour-blind eyes), and its curves carry its label at an end, the labels kept apart.
+colour-blind eyes), and its curves carry its label at an end, where nothing drawn crosses it.
 
     losses = RunCurves(plot, ["RNN", "GRU"])                   # one curve per run, labelled beside its right end
     profiles = RunCurves(plot, labels, end="left")             # ... or at its left end (where the runs differ)
@@ -17,9 +17,12 @@ import numpy as np
 import pyqtgraph as pg
 from gradflow.explorer.panels import plotting, ranges
 from gradflow.explorer.theme import Theme
+from PySide6.QtCore import QPointF
 
 DASHES = (plotting.SOLID, plotting.DASH, plotting.DASH_DOT, plotting.DOT)   # run i's pattern (2-4 runs)
 LABEL_GAP = 3   # px between two end labels, and between a right end and its label
+LABEL_MARGIN = 1   # px of a label's box around its text (Qt's default: 4)
+SPOT_STEPS = 8  # how far from its end a label may go to find a clear spot: this many of its heights up and down
 
 
 def run_pen(theme: Theme, index: int, width: float = 1.0, alpha: float = 1.0):
@@ -29,24 +32,24 @@ def run_pen(theme: Theme, index: int, width: float = 1.0, alpha: float = 1.0):
 
 class RunCurves:
     """One curve per run in `plot`, each in its run's style (run_pen); with `end_labels`, the run's label at the `end`
-    of its curve, in its colour: beside a "right" end (in the room the x range keeps to grow), above a "left" one; the
-    labels pushed apart vertically so that none covers or touches another (LABEL_GAP)."""
+    of its curve, in its colour: beside a "right" end (in the room the x range keeps to grow), above or below a "left"
+    one, moved until no curve, baseline or other label crosses it (LABEL_GAP px clear), hidden where no spot is."""
 
     def __init__(self, plot: pg.PlotItem, labels: Sequence[str], width: float = 1.0, alpha: float = 1.0,
                  end_labels: bool = True, end: str = "right", z: float = 0.0):
         if end not in ("right", "left"):
             raise ValueError(f"end must be 'right' or 'left', got {end!r}")
         self.plot, self.width, self.alpha, self.end = plot, width, alpha, end
-        # beside a right end, centred on it (the x range has room to grow there); above a left end (t = 1)
-        self._anchor = (0, 0.5) if end == "right" else (0, 1)
+        self._offsets: dict[int, tuple[float, float]] = {}   # each label's top left from its end last time, px
         self.curves = [plot.plot() for _ in labels]
         for curve in self.curves:
             curve.setZValue(z)
         self.labels: list[pg.TextItem] = []
         if end_labels:
-            self.labels = [pg.TextItem(label, anchor=self._anchor) for label in labels]
+            self.labels = [pg.TextItem(label, anchor=(0, 0)) for label in labels]   # placed by its top left
             for text in self.labels:
                 text.setZValue(30)
+                text.textItem.document().setDocumentMargin(LABEL_MARGIN)   # its box close around its text
                 plot.addItem(text, ignoreBounds=True)
             plot.vb.sigResized.connect(self._on_view_changed)       # labels keep apart by their size on screen
             plot.vb.sigYRangeChanged.connect(self._on_view_changed)
@@ -89,32 +92,67 @@ class RunCurves:
         return float(x[i]), math.log10(y[i]) if self._log_y else float(y[i])
 
     def _place(self) -> None:
-        """Each label at its curve's end (beside a right end, vertically centred on it; above a left end), the
-        labels pushed apart vertically, LABEL_GAP px between them, inside the view."""
-        ends = self._ends
-        (x_lo, x_hi), (y_lo, y_hi) = self.plot.vb.viewRange()
-        px_x, px_y = self.plot.vb.viewPixelSize()
-        px_x, px_y = px_x or (x_hi - x_lo) / 400, px_y or (y_hi - y_lo) / 300
-        shown = [(end, item) for end, item in zip(ends, self.labels) if end is not None]
-        for end, item in zip(ends, self.labels):
+        """Each label near its curve's end where no drawn curve, marker or level line (a baseline: plotting.drawn_segments)
+        and no other label crosses it, LABEL_GAP px clear: where it was last time (as far from its end) while that stays
+        clear, else the first clear spot of _spots, nearest first; hidden where none is (a plot too crowded for it: the
+        legend still names each run)."""
+        view = self.plot.vb
+        to_px = view.childTransform()                 # view coordinates -> the data area's pixels (y down)
+        to_view = to_px.inverted()[0]
+        area = view.boundingRect()
+        segments = plotting.drawn_segments(self.plot)
+        taken = [(box.left(), box.top(), box.right(), box.bottom()) for box in self._line_labels()]
+        for k, (end, item) in enumerate(zip(self._ends, self.labels)):
             item.setVisible(end is not None)
-        if not shown:
-            return
-        below = 1 - self._anchor[1]                                          # share of a label under its position
-        heights = [item.boundingRect().height() * px_y for _, item in shown]
-        gap = LABEL_GAP * px_y
-        order = sorted(range(len(shown)), key=lambda k: shown[k][0][1])      # bottom to top
-        bottoms = [min(max(shown[k][0][1] - below * heights[k], y_lo), y_hi - heights[k]) for k in order]
-        for j in range(1, len(bottoms)):                                     # push upwards apart ...
-            bottoms[j] = max(bottoms[j], bottoms[j - 1] + heights[order[j - 1]] + gap)
-        for j in reversed(range(len(bottoms))):                              # ... and back under the top
-            top = y_hi if j == len(bottoms) - 1 else bottoms[j + 1] - gap
-            bottoms[j] = min(bottoms[j], top - heights[order[j]])
-        for j, k in enumerate(order):
-            (x, _), item = shown[k]
-            if self.end == "right":   # beside the end where the view has room, else as far right as it fits
-                x = min(x + LABEL_GAP * px_x, x_hi - item.boundingRect().width() * px_x)
-            item.setPos(min(max(x, x_lo), x_hi), bottoms[j] + below * heights[k])
+            if end is None:
+                continue
+            at = to_px.map(QPointF(*end))
+            x, y, size = at.x(), at.y(), item.boundingRect()
+            spots = self._spots(x, y, size.width(), size.height(), area.width(), area.height())
+            if k in self._offsets:
+                dx, dy = self._offsets[k]
+                spots.insert(0, _inside(x + dx, y + dy, size.width(), size.height(), area.width(), area.height()))
+            best = next((spot for spot in spots if self._clear(spot, segments, taken)), None)
+            item.setVisible(best is not None)   # nowhere clear: the legend names the run (its entry, in its style)
+            if best is not None:
+                self._offsets[k] = (best[0] - x, best[1] - y)
+                taken.append(best)
+                item.setPos(to_view.map(QPointF(best[0], best[1])))
+
+    def _line_labels(self) -> list:
+        """The data-area rectangles (px) of the plot's level lines' own labels ("baseline")."""
+        labels = [getattr(item, "label", None) for item in self.plot.items
+                  if isinstance(item, pg.InfiniteLine) and item.isVisible()]   # pyqtgraph adds .label when given one
+        return [label.mapRectToItem(self.plot.vb, label.boundingRect()) for label in labels
+                if label is not None and label.isVisible()]
+
+    def _spots(self, x: float, y: float, w: float, h: float, width: float, height: float
+               ) -> list[tuple[float, float, float, float]]:
+        """Rectangles (left, top, right, bottom, px) a w × h label may take near its curve's end at (x, y), inside the
+        width × height data area: beside a right end or above and below a left one, then farther up and down by half
+        its height at a time; then anywhere in the area, on a grid of half its height by a quarter of its width,
+        nearest its end first."""
+        near = []
+        for step in range(2 * SPOT_STEPS):
+            dy = step * h / 2
+            if self.end == "right":
+                near += [(x + LABEL_GAP, y - h / 2 - dy), (x + LABEL_GAP, y - h / 2 + dy)]
+            else:
+                near += [(x, y - LABEL_GAP - h - dy), (x, y + LABEL_GAP + dy)]
+        grid = [(left, top) for left in np.arange(0.0, max(width - w, 0.0) + 1, max(w / 4, 1.0))
+                for top in np.arange(0.0, max(height - h, 0.0) + 1, max(h / 2, 1.0))]
+        grid.sort(key=lambda spot: math.hypot(spot[0] + w / 2 - x, spot[1] + h / 2 - y))
+        return [_inside(left, top, w, h, width, height) for left, top in near + grid]
+
+    @staticmethod
+    def _clear(spot, segments: np.ndarray, taken) -> bool:
+        """Whether a label at `spot` stays LABEL_GAP px clear of the labels `taken` and 1 px clear of every segment."""
+        left, top, right, bottom = spot
+        if any(left < other_right + LABEL_GAP and other_left - LABEL_GAP < right
+               and top < other_bottom + LABEL_GAP and other_top - LABEL_GAP < bottom
+               for other_left, other_top, other_right, other_bottom in taken):
+            return False
+        return not plotting.segments_meet(segments, left, top, right, bottom, clearance=1.0)
 
     def apply_theme(self, theme: Theme) -> None:
         for i, curve in enumerate(self.curves):
@@ -124,3 +162,9 @@ class RunCurves:
             item.setFont(plotting.font(theme, bold=True))
         if self._ends:
             self._place()   # their size changed with the type
+
+
+def _inside(left: float, top: float, w: float, h: float, width: float, height: float) -> tuple[float, float, float, float]:
+    """The w × h rectangle at (left, top) moved inside a width × height area: left, top, right, bottom."""
+    left, top = min(max(left, 0.0), width - w), min(max(top, 0.0), height - h)
+    return left, top, left + w, top + h
