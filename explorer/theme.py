@@ -129,6 +129,8 @@ QUANTITIES: dict[str, Quantity] = {
     "sigma": Quantity("muted", "dot", 0.75, "σ<sub>max</sub><sup>T−t</sup>"),   # its circle, the Jacobians' bound
     "linear": Quantity("alert", "dashdot", 0.75, "exact linear prediction"),
     "cell_path": Quantity("keep", "dashdot", 0.75, "∏ f<sub>k</sub>"),
+    "edge_of_chaos": Quantity("c", "solid", text="χ₁ = 1"),                 # the sweep diagram's mean-field lines
+    "trainable_length": Quantity("keep", "dashdotdot", text="T = 6ξ"),
     "jacobian_step": Quantity("read", "solid", text="σ<sub>max</sub>(J<sub>t</sub>)"),
     "jacobian_product": Quantity("h", "solid", 1.2, "‖∂s<sub>T</sub>/∂s<sub>t</sub>‖"),
 }

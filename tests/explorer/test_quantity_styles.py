@@ -41,6 +41,7 @@ DRAWN_TOGETHER = {
     "LSTM highway": (("grad_c", "grad_h"), ("forget",)),
     "Jacobians": (("jacobian_step",), ("jacobian_product", "sigma")),
     "spectrum": (("rho", "sigma"),),
+    "sweep diagram": (("rho", "edge_of_chaos", "trainable_length"),),
 }
 
 
