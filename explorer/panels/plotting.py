@@ -429,20 +429,28 @@ def drawn_segments(plot: pg.PlotItem) -> np.ndarray:
 def segments_meet(segments: np.ndarray, left: float, top: float, right: float, bottom: float,
                   clearance: float = 0.0) -> bool:
     """Whether any segment (drawn_segments), its pen's reach and `clearance` px included, touches the rectangle
-    (in the same pixels): each segment is clipped to the rectangle grown by both (Liang–Barsky)."""
-    if not len(segments):
-        return False
-    x0, y0, x1, y1, reach = segments.T
+    (in the same pixels)."""
+    return bool(rects_met(segments, np.array([[left, top, right, bottom]], dtype=float), clearance)[0])
+
+
+def rects_met(segments: np.ndarray, rects: np.ndarray, clearance: float = 0.0) -> np.ndarray:
+    """(S,) whether any segment touches each of `rects` (S, 4: left, top, right, bottom, in the segments' pixels), as
+    segments_meet: each segment is clipped to the rectangle grown by its reach and `clearance` (Liang–Barsky)."""
+    if not len(segments) or not len(rects):
+        return np.zeros(len(rects), dtype=bool)
+    x0, y0, x1, y1, reach = segments.T                     # (N,) each
+    left, top, right, bottom = (rects[:, k:k + 1] for k in range(4))   # (S, 1) each
     grow = reach + clearance
     dx, dy = x1 - x0, y1 - y0
-    t0, t1 = np.zeros(len(segments)), np.ones(len(segments))
-    hit = np.ones(len(segments), dtype=bool)
+    t0, t1 = np.zeros((len(rects), len(segments))), np.ones((len(rects), len(segments)))
+    hit = np.ones((len(rects), len(segments)), dtype=bool)
     for p, q in ((-dx, x0 - (left - grow)), (dx, (right + grow) - x0), (-dy, y0 - (top - grow)),
                  (dy, (bottom + grow) - y0)):
+        p = np.broadcast_to(p, q.shape)
         parallel = p == 0
         hit &= ~(parallel & (q < 0))
         with np.errstate(divide="ignore", invalid="ignore"):
             r = np.where(parallel, 0.0, q / np.where(parallel, 1.0, p))
         t0 = np.where(~parallel & (p < 0), np.maximum(t0, r), t0)
         t1 = np.where(~parallel & (p > 0), np.minimum(t1, r), t1)
-    return bool((hit & (t0 <= t1)).any())
+    return (hit & (t0 <= t1)).any(axis=1)

@@ -94,7 +94,8 @@ class RunCurves:
     def _place(self) -> None:
         """Each label near its curve's end where no drawn curve, marker or level line (a baseline: plotting.drawn_segments)
         and no other label crosses it, LABEL_GAP px clear: where it was last time (as far from its end) while that stays
-        clear, else the first clear spot of _spots, nearest first; hidden where none is (a plot too crowded for it: the
+        clear, else the first clear spot near its end (_near), else anywhere (_grid), nearest first; hidden where none is
+        (a plot too crowded for it: the
         legend still names each run)."""
         view = self.plot.vb
         to_px = view.childTransform()                 # view coordinates -> the data area's pixels (y down)
@@ -107,12 +108,15 @@ class RunCurves:
             if end is None:
                 continue
             at = to_px.map(QPointF(*end))
-            x, y, size = at.x(), at.y(), item.boundingRect()
-            spots = self._spots(x, y, size.width(), size.height(), area.width(), area.height())
-            if k in self._offsets:
-                dx, dy = self._offsets[k]
-                spots.insert(0, _inside(x + dx, y + dy, size.width(), size.height(), area.width(), area.height()))
-            best = next((spot for spot in spots if self._clear(spot, segments, taken)), None)
+            x, y = at.x(), at.y()
+            w, h = item.boundingRect().width(), item.boundingRect().height()
+            last = [(x + self._offsets[k][0], y + self._offsets[k][1])] if k in self._offsets else []
+            best = None
+            for spots in self._spots(x, y, w, h, last, area.width(), area.height()):   # made only if need be
+                best = _first_clear(_inside(np.asarray(spots, float).reshape(-1, 2), w, h, area.width(),
+                                            area.height()), segments, taken)
+                if best is not None:
+                    break
             item.setVisible(best is not None)   # nowhere clear: the legend names the run (its entry, in its style)
             if best is not None:
                 self._offsets[k] = (best[0] - x, best[1] - y)
@@ -126,12 +130,16 @@ class RunCurves:
         return [label.mapRectToItem(self.plot.vb, label.boundingRect()) for label in labels
                 if label is not None and label.isVisible()]
 
-    def _spots(self, x: float, y: float, w: float, h: float, width: float, height: float
-               ) -> list[tuple[float, float, float, float]]:
-        """Rectangles (left, top, right, bottom, px) a w × h label may take near its curve's end at (x, y), inside the
-        width × height data area: beside a right end or above and below a left one, then farther up and down by half
-        its height at a time; then anywhere in the area, on a grid of half its height by a quarter of its width,
-        nearest its end first."""
+    def _spots(self, x: float, y: float, w: float, h: float, last: list, width: float, height: float):
+        """The top lefts (px) a w × h label of the end at (x, y) tries, batch by batch: where it was last time, near
+        the end, anywhere in the width × height area."""
+        yield last
+        yield self._near(x, y, h)
+        yield self._grid(x, y, w, h, width, height)
+
+    def _near(self, x: float, y: float, h: float) -> list[tuple[float, float]]:
+        """Top lefts (px) of an h px tall label near its curve's end at (x, y), nearest first: beside a right end or
+        above and below a left one, then farther up and down by half its height at a time."""
         near = []
         for step in range(2 * SPOT_STEPS):
             dy = step * h / 2
@@ -139,20 +147,16 @@ class RunCurves:
                 near += [(x + LABEL_GAP, y - h / 2 - dy), (x + LABEL_GAP, y - h / 2 + dy)]
             else:
                 near += [(x, y - LABEL_GAP - h - dy), (x, y + LABEL_GAP + dy)]
-        grid = [(left, top) for left in np.arange(0.0, max(width - w, 0.0) + 1, max(w / 4, 1.0))
-                for top in np.arange(0.0, max(height - h, 0.0) + 1, max(h / 2, 1.0))]
-        grid.sort(key=lambda spot: math.hypot(spot[0] + w / 2 - x, spot[1] + h / 2 - y))
-        return [_inside(left, top, w, h, width, height) for left, top in near + grid]
+        return near
 
     @staticmethod
-    def _clear(spot, segments: np.ndarray, taken) -> bool:
-        """Whether a label at `spot` stays LABEL_GAP px clear of the labels `taken` and 1 px clear of every segment."""
-        left, top, right, bottom = spot
-        if any(left < other_right + LABEL_GAP and other_left - LABEL_GAP < right
-               and top < other_bottom + LABEL_GAP and other_top - LABEL_GAP < bottom
-               for other_left, other_top, other_right, other_bottom in taken):
-            return False
-        return not plotting.segments_meet(segments, left, top, right, bottom, clearance=1.0)
+    def _grid(x: float, y: float, w: float, h: float, width: float, height: float) -> np.ndarray:
+        """(S, 2) top lefts of a w × h label anywhere in the width × height area, on a grid of half its width by
+        half its height, nearest the end at (x, y) first."""
+        lefts, tops = np.meshgrid(np.arange(0.0, max(width - w, 0.0) + 1, max(w / 2, 1.0)),
+                                  np.arange(0.0, max(height - h, 0.0) + 1, max(h / 2, 1.0)))
+        grid = np.column_stack([lefts.ravel(), tops.ravel()])
+        return grid[np.argsort(np.hypot(grid[:, 0] + w / 2 - x, grid[:, 1] + h / 2 - y), kind="stable")]
 
     def apply_theme(self, theme: Theme) -> None:
         for i, curve in enumerate(self.curves):
@@ -164,7 +168,23 @@ class RunCurves:
             self._place()   # their size changed with the type
 
 
-def _inside(left: float, top: float, w: float, h: float, width: float, height: float) -> tuple[float, float, float, float]:
-    """The w × h rectangle at (left, top) moved inside a width × height area: left, top, right, bottom."""
-    left, top = min(max(left, 0.0), width - w), min(max(top, 0.0), height - h)
-    return left, top, left + w, top + h
+def _inside(tops_left: np.ndarray, w: float, h: float, width: float, height: float) -> np.ndarray:
+    """(S, 4) left, top, right, bottom of w × h rectangles at `tops_left` (S, 2), each moved inside a width × height
+    area."""
+    left = np.clip(tops_left[:, 0], 0.0, max(width - w, 0.0))
+    top = np.clip(tops_left[:, 1], 0.0, max(height - h, 0.0))
+    return np.column_stack([left, top, left + w, top + h])
+
+
+def _first_clear(spots: np.ndarray, segments: np.ndarray, taken: list) -> tuple[float, ...] | None:
+    """The first of `spots` (S, 4: left, top, right, bottom, px) LABEL_GAP px clear of the rectangles `taken` and 1 px
+    clear of every segment (plotting.drawn_segments), or None."""
+    if not len(spots):
+        return None
+    free = np.ones(len(spots), dtype=bool)
+    for left, top, right, bottom in taken:
+        free &= ~((spots[:, 0] < right + LABEL_GAP) & (left - LABEL_GAP < spots[:, 2])
+                  & (spots[:, 1] < bottom + LABEL_GAP) & (top - LABEL_GAP < spots[:, 3]))
+    candidates = np.flatnonzero(free)
+    clear = candidates[~plotting.rects_met(segments, spots[candidates], clearance=1.0)]
+    return tuple(float(v) for v in spots[clear[0]]) if len(clear) else None
