@@ -50,6 +50,7 @@ class RunCurves:
             for text in self.labels:
                 text.setZValue(30)
                 text.textItem.document().setDocumentMargin(LABEL_MARGIN)   # its box close around its text
+                text.setVisible(False)                                     # till _place finds it a spot
                 plot.addItem(text, ignoreBounds=True)
             plot.vb.sigResized.connect(self._on_view_changed)       # labels keep apart by their size on screen
             plot.vb.sigYRangeChanged.connect(self._on_view_changed)
