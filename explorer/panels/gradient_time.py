@@ -16,6 +16,9 @@ from gradflow.explorer.theme import Theme
 
 RHO_TEXT = "ρ<sup>T−t</sup> (ρ = {:.3f})"                                      # the theory lines' legend entries
 RUNS_RHO_TEXT = "thin: ρ<sup>T−t</sup> of each run, in its style"
+RUNS_CAPTION = ("‖∂L/∂h<sub>t</sub>‖ of layer 1 for each run, on the same batch{}. The sooner a curve falls towards "
+                "t = 1, the sooner its gradient vanishes: whose reaches back to t = 1?")
+RUNS_RHO_CAPTION = "; thin: its ρ<sup>T−t</sup> line"    # where a run's cell has one (core.cells: Cell.theory_lines)
 SIGMA_TEXT = "σ<sub>max</sub><sup>T−t</sup> (σ<sub>max</sub> = {:.3f})"
 CELL_PATH_TEXT = "cell path ‖∂L/∂c<sub>T</sub> ⊙ ∏<sub>k&gt;t</sub> f<sub>k</sub>‖"
 LINEAR_TEXT = "exact linear ‖(W<sub>hh</sub><sup>T</sup>)<sup>T−t</sup> ∂L/∂h<sub>T</sub>‖"
@@ -72,9 +75,7 @@ class GradientTimePanel(Panel):
         self.theory_sample = pg.PlotDataItem()                         # stands for the runs' theory lines
         self._shown_runs: tuple[Record, ...] = ()
         if runs:
-            self.caption_label.setText("‖∂L/∂h<sub>t</sub>‖ of layer 1 for each run, on the same batch; thin: its "
-                                       "ρ<sup>T−t</sup> line. The sooner a curve falls towards t = 1, the sooner "
-                                       "its gradient vanishes: whose reaches back to t = 1?")
+            self.caption_label.setText(RUNS_CAPTION.format(RUNS_RHO_CAPTION))
         self.apply_theme(self.theme)
 
     # -- drawing ------------------------------------------------------------------------------
@@ -145,7 +146,11 @@ class GradientTimePanel(Panel):
         zero_t, inf_t = ts[(rows == 0).any(axis=0)], ts[np.isinf(rows).any(axis=0)]
         ranges.set_points(self.zero_markers, zero_t, np.full(len(zero_t), self.floor))
         ranges.set_points(self.inf_markers, inf_t, np.full(len(inf_t), self.ceiling))
-        self._update_runs_legend(*self._mark(zero_t, inf_t))
+        has_rho = any("rho" in r.theory_lines for r in records)
+        self._update_runs_legend(has_rho, *self._mark(zero_t, inf_t))
+        caption = RUNS_CAPTION.format(RUNS_RHO_CAPTION if has_rho else "")
+        if self.caption_label.text() != caption:
+            self.caption_label.setText(caption)
         self.place_inside_legends()
         notes = [ranges.nonfinite_note(f"‖∂L/∂h_t‖ {label}", row, "▲ at the top")
                  for label, row in zip(self.run_labels, rows)]
@@ -352,16 +357,17 @@ class GradientTimePanel(Panel):
         if sigma is not None and sigma.text != sigma_text:
             sigma.setText(sigma_text)
 
-    def _update_runs_legend(self, has_zero: bool, has_inf: bool):
+    def _update_runs_legend(self, has_rho: bool, has_zero: bool, has_inf: bool):
         texts = tuple(item.textItem.toPlainText() for item in self.run_curves.labels)
-        key = (texts, has_zero, has_inf)
+        key = (texts, has_rho, has_zero, has_inf)
         if key == self._legend_key:
             return
         self._legend_key = key
         self.legend.clear()
         for curve, text in zip(self.run_curves.curves, texts):
             self.legend.addItem(curve, text)
-        self.legend.addItem(self.theory_sample, RUNS_RHO_TEXT)
+        if has_rho:
+            self.legend.addItem(self.theory_sample, RUNS_RHO_TEXT)
         self._finish_legend(has_zero, has_inf)
 
     def _finish_legend(self, has_zero: bool, has_inf: bool):

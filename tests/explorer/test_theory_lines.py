@@ -61,3 +61,13 @@ def test_compared_lstms_get_no_rho_lines(qtbot):
     panel.show_runs([r.last for r in runs], [r.history for r in runs])
     lstm_theory, rnn_theory = panel.run_theory.curves
     assert _points(lstm_theory) == 0 and _points(rnn_theory) >= 2
+    assert "thin: ρ" in _legend_text(panel) and "thin: its ρ" in panel.caption_label.text()
+
+
+def test_compared_lstms_alone_get_no_word_of_a_rho_line(qtbot):
+    runs = [Run(Config(model="lstm", hidden_size=4, forget_bias=b, **SMALL), [{}]) for b in (0.0, 1.0)]
+    panel = GradientTimePanel(runs=["b = 0", "b = 1"])
+    qtbot.addWidget(panel)
+    panel.show_runs([r.last for r in runs], [r.history for r in runs])
+    assert all(_points(curve) == 0 for curve in panel.run_theory.curves)
+    assert "ρ" not in _legend_text(panel) and "ρ" not in panel.caption_label.text()
