@@ -102,43 +102,40 @@ class Inks:
     read: str        # the output gate o and the one-step stretch σ_max(∂s_t/∂s_t−1)
 
 
-DASH_NAMES = ("solid", "dash", "dot", "dashdot", "dashdotdot")   # Quantity.dash (plotting maps them to Qt's)
-
-
 @dataclass(frozen=True)
 class Quantity:
     """How one quantity is drawn in every panel, window and export."""
     ink: str             # a field of Inks, or "foreground", "muted", "alert": the theme's own inks
-    dash: str            # one of DASH_NAMES
+    dash: str            # "solid", "dash", "dot", "dashdot" or "dashdotdot" (plotting.DASHES: Qt's pen styles)
     width: float = 1.0   # × the theme's pen width
-    text: str = ""       # its name, as legends write it
 
 
+# Quantities drawn in one plot differ in dash as well as colour (tests/explorer/test_quantity_styles.py: DRAWN_TOGETHER)
 QUANTITIES: dict[str, Quantity] = {
-    "grad_h": Quantity("h", "solid", text="‖∂L/∂h<sub>t</sub>‖"),
-    "grad_c": Quantity("c", "dash", text="‖∂L/∂c<sub>t</sub>‖"),
-    "h": Quantity("h", "solid", text="h<sub>t</sub>"),
-    "c": Quantity("c", "dash", text="c<sub>t</sub>"),
-    "forget": Quantity("keep", "solid", text="f<sub>t</sub>"),
-    "update": Quantity("keep", "solid", text="z<sub>t</sub>"),
-    "input": Quantity("write", "dot", text="i<sub>t</sub>"),
-    "reset": Quantity("write", "dot", text="r<sub>t</sub>"),
-    "output": Quantity("read", "dashdot", text="o<sub>t</sub>"),
-    "candidate": Quantity("foreground", "dash", text="candidate"),
-    "rho": Quantity("foreground", "dash", 0.75, "ρ<sup>T−t</sup>"),      # and the spectrum's ρ circle
-    "sigma": Quantity("muted", "dot", 0.75, "σ<sub>max</sub><sup>T−t</sup>"),   # its circle, the Jacobians' bound
-    "linear": Quantity("alert", "dashdot", 0.75, "exact linear prediction"),
-    "cell_path": Quantity("keep", "dashdot", 0.75, "∏ f<sub>k</sub>"),
-    "edge_of_chaos": Quantity("c", "solid", text="χ₁ = 1"),                 # the sweep diagram's mean-field lines
-    "trainable_length": Quantity("keep", "dashdotdot", text="T = 6ξ"),
-    "jacobian_step": Quantity("read", "solid", text="σ<sub>max</sub>(J<sub>t</sub>)"),
-    "jacobian_product": Quantity("h", "solid", 1.2, "‖∂s<sub>T</sub>/∂s<sub>t</sub>‖"),
+    "grad_h": Quantity("h", "solid"),                  # ‖∂L/∂h_t‖ (each row a shade: plotting.quantity_color)
+    "grad_c": Quantity("c", "dash"),                   # ‖∂L/∂c_t‖
+    "h": Quantity("h", "solid"),                       # the states h_t and c_t (the hidden-state panel)
+    "c": Quantity("c", "dash"),
+    "forget": Quantity("keep", "solid"),               # the gates f, z, i, r, o and the candidate (g or n)
+    "update": Quantity("keep", "solid"),
+    "input": Quantity("write", "dot"),
+    "reset": Quantity("write", "dot"),
+    "output": Quantity("read", "dashdot"),
+    "candidate": Quantity("foreground", "dash"),
+    "rho": Quantity("foreground", "dash", 0.75),       # ρ^(T−t), the spectrum's ρ circle, the sweep's ρ = 1
+    "sigma": Quantity("muted", "dot", 0.75),           # σ_max^(T−t), its circle, the Jacobians' (γ σ_max)^(T−t)
+    "linear": Quantity("alert", "dashdot", 0.75),      # the exact linear prediction ‖(W_hhᵀ)^(T−t) ∂L/∂h_T‖
+    "cell_path": Quantity("keep", "dashdot", 0.75),    # ‖∂L/∂c_T ⊙ ∏_{k>t} f_k‖
+    "edge_of_chaos": Quantity("c", "solid"),           # the sweep diagram's χ₁ = 1 and T = 6ξ
+    "trainable_length": Quantity("keep", "dashdotdot"),
+    "jacobian_step": Quantity("read", "solid"),        # σ_max(J_t)
+    "jacobian_product": Quantity("h", "solid", 1.2),   # ‖∂s_T/∂s_t‖
 }
 
 
 @dataclass(frozen=True)
 class LineStyle:
-    """A quantity in one theme: its colour, dash pattern (DASH_NAMES) and width in pixels."""
+    """A quantity in one theme: its colour, dash pattern (Quantity.dash) and width in pixels."""
     color: str
     dash: str
     width: float

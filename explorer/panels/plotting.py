@@ -46,7 +46,7 @@ DOT = Qt.PenStyle.DotLine
 DASH_DOT = Qt.PenStyle.DashDotLine
 SOLID = Qt.PenStyle.SolidLine
 DASHES = {"solid": SOLID, "dash": DASH, "dot": DOT, "dashdot": DASH_DOT,
-          "dashdotdot": Qt.PenStyle.DashDotDotLine}   # theme.DASH_NAMES -> Qt's
+          "dashdotdot": Qt.PenStyle.DashDotDotLine}   # theme.Quantity.dash -> Qt's pen style
 LAYER_SHADES = (0.0, 0.35, 0.6, 0.8)   # layer r of a quantity: its colour this far towards the foreground (more
                                        # contrast, not less), the last for every layer after
 

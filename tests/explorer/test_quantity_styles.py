@@ -92,6 +92,7 @@ def test_quantities_drawn_together_stay_apart_for_colour_blind_eyes(name, defici
 def test_quantities_drawn_together_differ_in_dash_too():
     """Told apart in greyscale or on a washed-out projector: where two quantities share a colour or not, they never
     share a dash pattern in one plot."""
+    assert {q.dash for q in QUANTITIES.values()} <= set(plotting.DASHES)
     for where, plots in DRAWN_TOGETHER.items():
         for plot in plots:
             dashes = [QUANTITIES[q].dash for q in plot]
