@@ -52,8 +52,9 @@ class RunCurves:
                 text.textItem.document().setDocumentMargin(LABEL_MARGIN)   # its box close around its text
                 text.setVisible(False)                                     # till _place finds it a spot
                 plot.addItem(text, ignoreBounds=True)
-            plot.vb.sigResized.connect(self._on_view_changed)       # labels keep apart by their size on screen
+            plot.vb.sigResized.connect(self._on_view_changed)       # placed again whenever the pixels move
             plot.vb.sigYRangeChanged.connect(self._on_view_changed)
+            plot.vb.sigXRangeChanged.connect(self._on_view_changed)
         self._log_y = plot.getAxis("left").logMode
         self._ends: list[tuple[float, float] | None] = []
 
