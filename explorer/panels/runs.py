@@ -65,8 +65,8 @@ class RunCurves:
                 item.setText(text)
 
     def set_data(self, data: Sequence[tuple[np.ndarray, np.ndarray]]) -> None:
-        """Each run's (x, y), in the order of the labels; then the end labels go to the curves' right ends (again
-        whenever the view is resized or its y range changes: labels are kept apart by their size on screen)."""
+        """Each run's (x, y), in the order of the labels; then the end labels go near the curves' ends, clear of what
+        is drawn (_place: again whenever the view is resized or its range changes, the pixels they are judged in)."""
         for curve, (x, y) in zip(self.curves, data):
             ranges.set_points(curve, x, y)
             plotting.show_lone_point(curve, len(x))
