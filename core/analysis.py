@@ -272,3 +272,17 @@ def linear_prediction(w_hh: torch.Tensor, dh_last: torch.Tensor, T: int) -> np.n
         norms[t] = exact_norm(v)
         v = v @ w
     return norms.cpu().numpy()
+
+
+@torch.no_grad()
+def cell_path_prediction(forget: torch.Tensor, dc_last: torch.Tensor) -> np.ndarray:
+    """(T,) ‖∂L/∂c_T ⊙ ∏_{k=t+1}^{T} f_k‖_F for t = 1..T, in float64: what reaches c_t of the LSTM's gradient at c_T
+    along the cell path c_(t−1) → c_t alone (∂c_k/∂c_(k−1) = diag(f_k) there), the line that governs its gradient.
+    It equals ‖∂L/∂c_t‖ exactly where no other path carries the loss back (one layer, the loss at the last step,
+    W_hh = 0). forget (T, B, H) = f_t of every sample; dc_last (B, H) = ∂L/∂c_T. The products are summed in logs,
+    so they neither underflow nor lose an exact zero (f_k = 0 gives 0)."""
+    log_f = torch.log(forget.detach().double())                           # (T, B, H); −inf where f_k = 0
+    after = torch.flip(torch.cumsum(torch.flip(log_f[1:], [0]), 0), [0])  # (T−1, B, H): Σ_{k=t+1}^{T} log f_k
+    log_p = torch.cat([after, torch.zeros_like(log_f[:1])])               # (T, B, H); t = T: the empty product
+    log_v = torch.log(dc_last.detach().double().abs()) + log_p           # log |∂L/∂c_T ⊙ ∏ f_k|
+    return torch.exp(0.5 * torch.logsumexp(2 * log_v.flatten(1), dim=1)).cpu().numpy()

@@ -52,6 +52,9 @@ class Record:
     diverged: str | None = None        # reason, when the update was refused
     zero_cause: np.ndarray | None = None  # (R, T) int8 code in ZERO_CAUSES per exact zero of dh_norms (0: not zero)
     linear_prediction: np.ndarray | None = None  # (T,) ‖(W_hhᵀ)^(T−t) ∂L/∂h_T‖_F of row 0, this W_hh; rnn, detail
+    cell_path: np.ndarray | None = None  # (T,) ‖∂L/∂c_T ⊙ ∏_{k=t+1}^T f_k‖_F of row 0 (core.analysis.cell_path_prediction)
+                                         # where the cell's theory_lines hold "cell_path"; detail
+    theory_lines: tuple[str, ...] = ("rho", "sigma")   # the core.cells.THEORY_LINES that apply to this cell
     hidden: np.ndarray | None = None   # (R, T, H) sample 0; on detail steps
     cell: np.ndarray | None = None     # (R, T, H) LSTM sample 0; on detail steps
     gates: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (R, T, H) sample 0

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from gradflow.core import cells
-from gradflow.core.analysis import linear_prediction, zero_causes
+from gradflow.core.analysis import cell_path_prediction, linear_prediction, zero_causes
 from gradflow.core.config import LIVE_KEYS, Config, ConfigError
 from gradflow.core.optim import OPTIMIZERS
 from gradflow.core.precision import DTYPES, exact_norm
@@ -178,6 +178,9 @@ class Trainer:
         views_missing = cell.views_missing(cfg, model)
         linear = linear_prediction(model.recurrent_matrix(0), trace.rows[0].dh[-1], T) \
             if detail and "linear_prediction" not in views_missing else None
+        row0 = trace.rows[0]
+        cell_path = cell_path_prediction(row0.gates["forget"], row0.dc[-1]) \
+            if detail and "cell_path" in cell.theory_lines and row0.dc is not None else None
         diverged = _divergence(loss_value, grad_norm)
         clipped = False
         if diverged is None:
@@ -220,6 +223,8 @@ class Trainer:
             diverged=diverged,
             zero_cause=zero_cause,
             linear_prediction=linear,
+            cell_path=cell_path,
+            theory_lines=cell.theory_lines,
             model=cfg.model,
             eigenvalue_ring=cell.eigenvalue_ring(cfg),
             views_missing=views_missing,

@@ -9,8 +9,15 @@ presentation variant that scales fonts and line widths for the back row of a lec
     big = presentation(theme)          # same colours, fonts and lines × PRESENTATION_SCALE
     panel.apply_theme(big)
 
-The series palette is Okabe & Ito's colour-blind-safe set (2008), reordered per background
-so the first colours have the most contrast (no yellow early on white, no dark blue early on black).
+The series palette is Okabe & Ito's colour-blind-safe set (2008), reordered per background so the first colours
+have the most contrast; on white each hue is darkened (CIECAM02 lightness J lowered, hue and chroma kept) until it
+meets WCAG 2.1's 4.5:1 for text, on the dark background its blue is lightened likewise.
+
+Every quantity the panels draw (‖∂L/∂h_t‖, ‖∂L/∂c_t‖, h, c, each gate, each theory line) has one style everywhere,
+QUANTITIES[name]: an ink (a role each theme colours, Inks) and a dash pattern, so that it is told apart without its
+colour too; `theme.quantity(name)` gives its colour, dash and width in this theme (plotting.quantity_pen draws it).
+tests/explorer/test_quantity_styles.py checks the quantities drawn together against deuteranopia and protanopia and
+every ink against the background for contrast.
 
 This module is the one home of every colour the app paints: the plots' (Theme) and the window chrome's
 (Chrome: toolbars, docks, banner, message bar, settings fields), which fill the style sheet template
@@ -25,6 +32,10 @@ PRESENTATION_SCALE = 1.6
 # Okabe-Ito (https://jfly.uni-koeln.de/color/)
 ORANGE, SKY_BLUE, GREEN, YELLOW = "#E69F00", "#56B4E9", "#009E73", "#F0E442"
 BLUE, VERMILLION, PURPLE = "#0072B2", "#D55E00", "#CC79A7"
+LIGHT_BLUE = "#2D87C8"                       # BLUE lightened to 4.6:1 on the dark background
+# on white (LIGHT): the hues darkened to 4.6:1, BLUE as it is (5.2:1)
+DARK_SKY_BLUE, DARK_ORANGE, DARK_GREEN, DARK_YELLOW = "#007DB0", "#A46700", "#00855C", "#817500"
+DARK_VERMILLION, DARK_PURPLE = "#C35100", "#A95B88"
 LIVE_MARK_COLOR = "#3fb950"   # the settings' mark of a key that applies at the next step (reads on both themes)
 
 
@@ -82,6 +93,55 @@ LIGHT_CHROME = Chrome(
 
 
 @dataclass(frozen=True)
+class Inks:
+    """The colours of the quantities' roles (Quantity.ink), in one theme."""
+    h: str           # the hidden state, its gradient ‖∂L/∂h_t‖ and the product ‖∂s_T/∂s_t‖ that carries it back
+    c: str           # the LSTM's cell state and ‖∂L/∂c_t‖
+    keep: str        # the gates that keep the old state (forget f, update z) and the cell path's product ∏ f_k
+    write: str       # the gates that let new input in (input i, reset r)
+    read: str        # the output gate o and the one-step stretch σ_max(∂s_t/∂s_t−1)
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """How one quantity is drawn in every panel, window and export."""
+    ink: str             # a field of Inks, or "foreground", "muted", "alert": the theme's own inks
+    dash: str            # "solid", "dash", "dot", "dashdot" or "dashdotdot" (plotting.DASHES: Qt's pen styles)
+    width: float = 1.0   # × the theme's pen width
+
+
+# Quantities drawn in one plot differ in dash as well as colour (tests/explorer/test_quantity_styles.py: DRAWN_TOGETHER)
+QUANTITIES: dict[str, Quantity] = {
+    "grad_h": Quantity("h", "solid"),                  # ‖∂L/∂h_t‖ (each row a shade: plotting.quantity_color)
+    "grad_c": Quantity("c", "dash"),                   # ‖∂L/∂c_t‖
+    "h": Quantity("h", "solid"),                       # the states h_t and c_t (the hidden-state panel)
+    "c": Quantity("c", "dash"),
+    "forget": Quantity("keep", "solid"),               # the gates f, z, i, r, o and the candidate (g or n)
+    "update": Quantity("keep", "solid"),
+    "input": Quantity("write", "dot"),
+    "reset": Quantity("write", "dot"),
+    "output": Quantity("read", "dashdot"),
+    "candidate": Quantity("foreground", "dash"),
+    "rho": Quantity("foreground", "dash", 0.75),       # ρ^(T−t), the spectrum's ρ circle, the sweep's ρ = 1
+    "sigma": Quantity("muted", "dot", 0.75),           # σ_max^(T−t), its circle, the Jacobians' (γ σ_max)^(T−t)
+    "linear": Quantity("alert", "dashdot", 0.75),      # the exact linear prediction ‖(W_hhᵀ)^(T−t) ∂L/∂h_T‖
+    "cell_path": Quantity("keep", "dashdot", 0.75),    # ‖∂L/∂c_T ⊙ ∏_{k>t} f_k‖
+    "edge_of_chaos": Quantity("c", "solid"),           # the sweep diagram's χ₁ = 1 and T = 6ξ
+    "trainable_length": Quantity("keep", "dashdotdot"),
+    "jacobian_step": Quantity("read", "solid"),        # σ_max(J_t)
+    "jacobian_product": Quantity("h", "solid", 1.2),   # ‖∂s_T/∂s_t‖
+}
+
+
+@dataclass(frozen=True)
+class LineStyle:
+    """A quantity in one theme: its colour, dash pattern (Quantity.dash) and width in pixels."""
+    color: str
+    dash: str
+    width: float
+
+
+@dataclass(frozen=True)
 class Theme:
     name: str                      # "light" or "dark"
     background: str                # plot and panel background
@@ -93,6 +153,7 @@ class Theme:
     font_size: float               # base point size of tick labels, legends and notes
     line_width: float              # base pen width in pixels for data curves
     chrome: Chrome                 # the window around the plots
+    inks: Inks                     # the quantities' colours (QUANTITIES)
     presentation: bool = False     # scale fonts and line widths by PRESENTATION_SCALE
     sequential_cmap: str = "inferno"   # magnitudes (log10 ‖∂L/∂h_t‖): dark = vanished, bright = flare
     diverging_cmap: str = "CET-D1"     # signed values centred on 0 (hidden state, cell state)
@@ -126,6 +187,12 @@ class Theme:
         """The index-th series colour (cycling)."""
         return self.palette[index % len(self.palette)]
 
+    def quantity(self, name: str) -> LineStyle:
+        """QUANTITIES[name] in this theme (KeyError names no quantity)."""
+        q = QUANTITIES[name]
+        color = getattr(self.inks, q.ink) if q.ink in Inks.__dataclass_fields__ else getattr(self, q.ink)
+        return LineStyle(color, q.dash, q.width * self.pen_width)
+
 
 DARK = Theme(
     name="dark",
@@ -133,11 +200,12 @@ DARK = Theme(
     foreground="#e6e6e6",
     muted="#9aa0a6",
     grid_alpha=0.18,
-    palette=(SKY_BLUE, ORANGE, GREEN, PURPLE, YELLOW, VERMILLION, BLUE),
+    palette=(SKY_BLUE, ORANGE, GREEN, PURPLE, YELLOW, VERMILLION, LIGHT_BLUE),
     alert=VERMILLION,
     font_size=10.0,
     line_width=2.0,
     chrome=DARK_CHROME,
+    inks=Inks(h=SKY_BLUE, c=ORANGE, keep=GREEN, write=PURPLE, read=YELLOW),
 )
 
 LIGHT = Theme(
@@ -146,11 +214,12 @@ LIGHT = Theme(
     foreground="#1a1a1a",
     muted="#6b6b6b",
     grid_alpha=0.25,
-    palette=(BLUE, VERMILLION, GREEN, PURPLE, ORANGE, SKY_BLUE, YELLOW),
-    alert=VERMILLION,
+    palette=(BLUE, DARK_VERMILLION, DARK_GREEN, DARK_PURPLE, DARK_ORANGE, DARK_SKY_BLUE, DARK_YELLOW),
+    alert=DARK_VERMILLION,
     font_size=10.0,
     line_width=2.0,
     chrome=LIGHT_CHROME,
+    inks=Inks(h=BLUE, c=DARK_VERMILLION, keep=DARK_GREEN, write=DARK_PURPLE, read=DARK_YELLOW),
 )
 
 THEMES: dict[str, Theme] = {"dark": DARK, "light": LIGHT}

@@ -55,6 +55,14 @@ VIEWS = {
     "spectrum_edit": "editing the spectrum by hand",
 }
 
+# Theory lines the gradient panel draws over ‖∂L/∂h_t‖, for the cells they apply to (Cell.theory_lines, the record's
+# theory_lines): name -> what it is.
+THEORY_LINES = {
+    "rho": "ρ^(T−t): the spectral radius of the recurrent block raised to the steps back, from ‖∂L/∂h_T‖",
+    "sigma": "σ_max^(T−t): its largest singular value likewise (the bound of Pascanu et al. 2013)",
+    "cell_path": "‖∂L/∂c_T ⊙ ∏_{k=t+1}^{T} f_k‖: the forget gates along the LSTM's cell path (the record's cell_path)",
+}
+
 
 class Cell:
     """One kind of cell. Class attributes describe it (torch-free); the methods build and measure its network.
@@ -76,6 +84,8 @@ class Cell:
     no_contributions: ClassVar[str | None] = None                  # why contributions do not apply (None: they do)
     no_linear_prediction: ClassVar[str | None] = ("the linear prediction is the vanilla RNN's BPTT with φ = "
                                                   "identity: model = rnn")
+    theory_lines: ClassVar[tuple[str, ...]] = ("rho", "sigma")   # the THEORY_LINES that mean something for it
+    theory_caption: ClassVar[str] = ""        # why its lines are these (the gradient panel's caption adds it)
 
     # -- what Config checks (no torch) ----------------------------------------------------------------------
     def check(self, config: Config) -> None:
@@ -124,8 +134,10 @@ class Cell:
         return f"model = {config.model!r} has no W_hh matrix to edit"
 
     def notes(self) -> dict[str, str]:
-        """What it tells the panels beyond the numbers (the record's ``cell_notes``): spectrum_points, spectrum_caption."""
-        notes = {"spectrum_points": self.spectrum_points, "spectrum_caption": self.spectrum_caption}
+        """What it tells the panels beyond the numbers (the record's ``cell_notes``): spectrum_points, spectrum_caption,
+        theory_caption."""
+        notes = {"spectrum_points": self.spectrum_points, "spectrum_caption": self.spectrum_caption,
+                 "theory_caption": self.theory_caption}
         return {name: text for name, text in notes.items() if text}
 
     def views_missing(self, config: Config, model: StackedRows) -> dict[str, str]:

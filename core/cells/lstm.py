@@ -17,6 +17,10 @@ class Lstm(DenseCell):
     block = "W_hg (LSTM cell-candidate block of W_hh)"
     cost = 4.0
     compiled_kernel = True
+    theory_lines = ("cell_path",)
+    theory_caption = ("An LSTM's gradient runs back along its cell path, multiplied by the forget gate f_t at each "
+                      "step: W_hh's spectrum does not carry it, so no ρ^(T−t) line is drawn; its theory line is the "
+                      "cell path alone, ‖∂L/∂c_T ⊙ ∏ f_k‖.")
 
     def kernel(self):
         from gradflow.core.kernels.lstm import LstmKernel

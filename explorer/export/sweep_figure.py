@@ -120,8 +120,8 @@ def _theory_pens(theme: Theme) -> list[tuple[QPen, QPen]]:
     """(line, halo) pens of the theory lines in order: each line is drawn over a wider halo of the background,
     so that it reads over every colour of the map (the edge of chaos sits on its pale middle)."""
     width = 2.5 * theme.scale
-    lines = [plotting.pen(theme.foreground, width), plotting.pen(theme.color(1), width),
-             plotting.pen(theme.color(2), width, plotting.DASH)]
+    lines = [plotting.pen(theme.quantity(q).color, width, plotting.DASHES[theme.quantity(q).dash])
+             for q in ("rho", "edge_of_chaos", "trainable_length")]   # theory_lines' order; styles: theme.QUANTITIES
     return [(line, plotting.pen(theme.background, width + 3 * theme.scale)) for line in lines]
 
 

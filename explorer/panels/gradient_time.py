@@ -16,7 +16,12 @@ from gradflow.explorer.theme import Theme
 
 RHO_TEXT = "ρ<sup>T−t</sup> (ρ = {:.3f})"                                      # the theory lines' legend entries
 RUNS_RHO_TEXT = "thin: ρ<sup>T−t</sup> of each run, in its style"
+RUNS_CAPTION = ("‖∂L/∂h<sub>t</sub>‖ of layer 1 for each run, on the same batch{}. The sooner a curve falls towards "
+                "t = 1, the sooner its gradient vanishes: whose reaches back to t = 1?")
+RUNS_RHO_CAPTION = "; thin: its ρ<sup>T−t</sup> line"    # where a run's cell has one (core.cells: Cell.theory_lines)
 SIGMA_TEXT = "σ<sub>max</sub><sup>T−t</sup> (σ<sub>max</sub> = {:.3f})"
+CELL_PATH_TEXT = "cell path ‖∂L/∂c<sub>T</sub> ⊙ ∏<sub>k&gt;t</sub> f<sub>k</sub>‖"
+LINEAR_TEXT = "exact linear ‖(W<sub>hh</sub><sup>T</sup>)<sup>T−t</sup> ∂L/∂h<sub>T</sub>‖"
 INSIDE_TEXT_SCALES = (1.0, 0.85, 0.7, 0.6)   # the legend's text inside the plot (presentation) against the theme's: the
                                        # largest that leaves the drawn curves clear in some corner
 LEGEND_CLEARANCE = 4.0                 # px between a legend inside the plot and any drawn curve
@@ -49,9 +54,10 @@ class GradientTimePanel(Panel):
         self.rho_line = self.plot.plot()
         self.sigma_line = self.plot.plot()
         self.linear_line = self.plot.plot()            # exact linear prediction ‖(W_hhᵀ)^(T−t) ∂L/∂h_T‖ (RNN)
+        self.cell_path_line = self.plot.plot()         # ‖∂L/∂c_T ⊙ ∏_{k>t} f_k‖ (LSTM: its theory line)
         self.zero_markers = self.plot.plot()           # t where ∂L/∂h_t = 0, drawn at `floor`
         self.inf_markers = self.plot.plot()            # t where the norm is ∞, drawn at `ceiling`
-        for item in (self.rho_line, self.sigma_line, self.linear_line):
+        for item in (self.rho_line, self.sigma_line, self.linear_line, self.cell_path_line):
             item.setZValue(5)
         for item in (self.zero_markers, self.inf_markers):
             item.setZValue(20)
@@ -69,9 +75,7 @@ class GradientTimePanel(Panel):
         self.theory_sample = pg.PlotDataItem()                         # stands for the runs' theory lines
         self._shown_runs: tuple[Record, ...] = ()
         if runs:
-            self.caption_label.setText("‖∂L/∂h<sub>t</sub>‖ of layer 1 for each run, on the same batch; thin: its "
-                                       "ρ<sup>T−t</sup> line. The sooner a curve falls towards t = 1, the sooner "
-                                       "its gradient vanishes: whose reaches back to t = 1?")
+            self.caption_label.setText(RUNS_CAPTION.format(RUNS_RHO_CAPTION))
         self.apply_theme(self.theme)
 
     # -- drawing ------------------------------------------------------------------------------
@@ -106,6 +110,9 @@ class GradientTimePanel(Panel):
         self._draw_theory(record, dh[0], ts)
         self._update_legend(record, R, dc is not None, *self._mark(zero_t, inf_t))
         self.place_inside_legends()
+        caption = " ".join(filter(None, (self.caption, record.cell_notes.get("theory_caption"))))
+        if self.caption_label.text() != caption:     # the cell says which theory lines it gets, and why
+            self.caption_label.setText(caption)
 
         notes = [ranges.nonfinite_note("‖∂L/∂h_t‖", dh, "▲ at the top")]
         if dc is not None:
@@ -131,14 +138,19 @@ class GradientTimePanel(Panel):
         self._set_seq_len(T)
         self._fit_y(rows, [])
         ts = np.arange(1, T + 1, dtype=float)
-        self.run_theory.set_data([self._theory_line(row, r.spectral_radius, ts) for row, r in zip(rows, records)])
+        self.run_theory.set_data([self._theory_line(row, r.spectral_radius if "rho" in r.theory_lines else 0.0, ts)
+                                  for row, r in zip(rows, records)])   # none for a cell W_hh does not govern
         self.run_curves.set_texts([f"{label} (diverged)" if r.diverged else label
                                    for label, r in zip(self.run_labels, records)])
         self.run_curves.set_data([(ts, ranges.log_drawable(row, self.ceiling)) for row in rows])
         zero_t, inf_t = ts[(rows == 0).any(axis=0)], ts[np.isinf(rows).any(axis=0)]
         ranges.set_points(self.zero_markers, zero_t, np.full(len(zero_t), self.floor))
         ranges.set_points(self.inf_markers, inf_t, np.full(len(inf_t), self.ceiling))
-        self._update_runs_legend(*self._mark(zero_t, inf_t))
+        has_rho = any("rho" in r.theory_lines for r in records)
+        self._update_runs_legend(has_rho, *self._mark(zero_t, inf_t))
+        caption = RUNS_CAPTION.format(RUNS_RHO_CAPTION if has_rho else "")
+        if self.caption_label.text() != caption:
+            self.caption_label.setText(caption)
         self.place_inside_legends()
         notes = [ranges.nonfinite_note(f"‖∂L/∂h_t‖ {label}", row, "▲ at the top")
                  for label, row in zip(self.run_labels, rows)]
@@ -275,13 +287,18 @@ class GradientTimePanel(Panel):
             curve.setVisible(True)
 
     def _draw_theory(self, record: Record, row0: np.ndarray, ts: np.ndarray):
-        """g_T · ρ^(T−t) and g_T · σ_max^(T−t), anchored at the last step with a positive finite norm; and the
-        engine's exact linear prediction ‖(W_hhᵀ)^(T−t) ∂L/∂h_T‖ for the current W_hh, where the record has it."""
-        linear = record.linear_prediction
-        drawn = ([], []) if linear is None else (ts, ranges.log_drawable(np.asarray(linear, float), self.ceiling))
-        ranges.set_points(self.linear_line, *drawn)
-        for line, base in ((self.rho_line, record.spectral_radius), (self.sigma_line, record.sigma_max)):
-            line.setData(*self._theory_line(row0, base, ts))
+        """The theory lines the record's cell declares (record.theory_lines): g_T · ρ^(T−t) and g_T · σ_max^(T−t),
+        anchored at the last step with a positive finite norm; the engine's cell path ‖∂L/∂c_T ⊙ ∏_{k>t} f_k‖ (LSTM);
+        and its exact linear prediction ‖(W_hhᵀ)^(T−t) ∂L/∂h_T‖ for the current W_hh. The engine's lines where the
+        record has them (detail steps)."""
+        applies = set(record.theory_lines)
+        for line, values in ((self.linear_line, record.linear_prediction),
+                             (self.cell_path_line, record.cell_path if "cell_path" in applies else None)):
+            drawn = ([], []) if values is None else (ts, ranges.log_drawable(np.asarray(values, float), self.ceiling))
+            ranges.set_points(line, *drawn)
+        for line, base, name in ((self.rho_line, record.spectral_radius, "rho"),
+                                 (self.sigma_line, record.sigma_max, "sigma")):
+            line.setData(*self._theory_line(row0, base if name in applies else 0.0, ts))   # 0: no line
 
     @staticmethod
     def _theory_line(row0: np.ndarray, base: float, ts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -300,16 +317,18 @@ class GradientTimePanel(Panel):
             self._style_row(len(self.row_curves) - 1, self.theme)
 
     def _style_row(self, r: int, theme: Theme):
-        c = theme.color(r)
-        self.row_curves[r].setPen(plotting.pen(c, theme.pen_width))
-        self.cell_curves[r].setPen(plotting.pen(c, theme.pen_width, plotting.DASH))
+        self.row_curves[r].setPen(plotting.quantity_pen(theme, "grad_h", r))
+        self.cell_curves[r].setPen(plotting.quantity_pen(theme, "grad_c", r))
 
     def _update_legend(self, record: Record, R: int, has_cell: bool, has_zero: bool, has_inf: bool):
         rho_text = RHO_TEXT.format(record.spectral_radius)
         sigma_text = SIGMA_TEXT.format(record.sigma_max)
         labels = tuple(record.row_labels[:R])
         has_linear = record.linear_prediction is not None
-        key = (labels, has_cell, has_zero, has_inf, bool(self.trail_curves[-1].isVisible()), has_linear)
+        applies = tuple(record.theory_lines)
+        has_cell_path = "cell_path" in applies and record.cell_path is not None
+        key = (labels, has_cell, has_zero, has_inf, bool(self.trail_curves[-1].isVisible()), has_linear, applies,
+               has_cell_path)
         if key != self._legend_key:
             self._legend_key = key
             self.legend.clear()
@@ -320,13 +339,15 @@ class GradientTimePanel(Panel):
                     self.legend.addItem(self.cell_curves[r], f"‖∂L/∂c<sub>t</sub>‖{suffix} (cell)")
             if self.trail_curves[-1].isVisible():
                 self.legend.addItem(self.trail_curves[-1], f"previous {plotting.TRAIL} steps")
-            self.legend.addItem(self.rho_line, rho_text)        # with their numbers: the columns fit them
-            self.legend.addItem(self.sigma_line, sigma_text)
-            legends.reserve_legend_text(self.legend, self.rho_line, RHO_TEXT.format(88.888))
-            legends.reserve_legend_text(self.legend, self.sigma_line, SIGMA_TEXT.format(88.888))
+            for line, text, widest, name in ((self.rho_line, rho_text, RHO_TEXT, "rho"),
+                                             (self.sigma_line, sigma_text, SIGMA_TEXT, "sigma")):
+                if name in applies:
+                    self.legend.addItem(line, text)     # with its number: the columns fit it
+                    legends.reserve_legend_text(self.legend, line, widest.format(88.888))
+            if has_cell_path:
+                self.legend.addItem(self.cell_path_line, CELL_PATH_TEXT)
             if has_linear:
-                self.legend.addItem(self.linear_line, "exact linear ‖(W<sub>hh</sub><sup>T</sup>)<sup>T−t</sup> "
-                                                      "∂L/∂h<sub>T</sub>‖")
+                self.legend.addItem(self.linear_line, LINEAR_TEXT)
             self._set_inside_scale(0)   # its largest text again, where a corner leaves it clear
             self._finish_legend(has_zero, has_inf)
         rho = self.legend.getLabel(self.rho_line)
@@ -336,16 +357,17 @@ class GradientTimePanel(Panel):
         if sigma is not None and sigma.text != sigma_text:
             sigma.setText(sigma_text)
 
-    def _update_runs_legend(self, has_zero: bool, has_inf: bool):
+    def _update_runs_legend(self, has_rho: bool, has_zero: bool, has_inf: bool):
         texts = tuple(item.textItem.toPlainText() for item in self.run_curves.labels)
-        key = (texts, has_zero, has_inf)
+        key = (texts, has_rho, has_zero, has_inf)
         if key == self._legend_key:
             return
         self._legend_key = key
         self.legend.clear()
         for curve, text in zip(self.run_curves.curves, texts):
             self.legend.addItem(curve, text)
-        self.legend.addItem(self.theory_sample, RUNS_RHO_TEXT)
+        if has_rho:
+            self.legend.addItem(self.theory_sample, RUNS_RHO_TEXT)
         self._finish_legend(has_zero, has_inf)
 
     def _finish_legend(self, has_zero: bool, has_inf: bool):
@@ -367,13 +389,13 @@ class GradientTimePanel(Panel):
         plotting.tighten_bottom_axis(self.plot.getAxis("bottom"), theme)   # the plot takes the height it frees
         for r in range(len(self.row_curves)):
             self._style_row(r, theme)
-        base = theme.color(0)
+        base = theme.quantity("grad_h").color
         for i, curve in enumerate(self.trail_curves):
             faded = plotting.blend(base, theme.background, 0.07 + 0.33 * (i + 1) / plotting.TRAIL)   # oldest faintest
             curve.setPen(plotting.pen(faded, theme.pen_width * 0.75))
-        self.rho_line.setPen(plotting.pen(theme.foreground, theme.pen_width * 0.75, plotting.DASH))
-        self.sigma_line.setPen(plotting.pen(theme.muted, theme.pen_width * 0.75, plotting.DOT))
-        self.linear_line.setPen(plotting.pen(theme.alert, theme.pen_width * 0.75, plotting.DASH_DOT))
+        for line, quantity in ((self.rho_line, "rho"), (self.sigma_line, "sigma"), (self.linear_line, "linear"),
+                               (self.cell_path_line, "cell_path")):
+            line.setPen(plotting.quantity_pen(theme, quantity))
         self.zero_markers.setPen(None)
         self.zero_markers.setSymbol("o")
         self.zero_markers.setSymbolSize(theme.marker_size * 0.8)

@@ -8,7 +8,7 @@ import pyqtgraph as pg
 from gradflow.core.records import History, Record
 from gradflow.explorer.panels import plotting, ranges
 from gradflow.explorer.panels.base import Panel
-from gradflow.explorer.theme import Theme
+from gradflow.explorer.theme import QUANTITIES, Theme
 from PySide6.QtCore import QRectF
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel
 
@@ -30,6 +30,13 @@ def quantity_text(key: str, model_gates: tuple[str, ...]) -> tuple[str, str]:
     if name == "candidate":   # GRU n_t, LSTM g_t (c̃_t)
         symbol = "g" if "forget" in model_gates else "n"
     return f"{words} {symbol}_t", f"{symbol}<sub>t</sub> ({words})"
+
+
+def quantity_ink(key: str, theme: Theme) -> str | None:
+    """The colour of 'hidden', 'cell' or 'gate:<name>' as every panel draws it (theme.QUANTITIES); None for a gate of
+    a user's cell that names none of them."""
+    name = {"hidden": "h", "cell": "c"}.get(key, key.split(":", 1)[-1])
+    return theme.quantity(name).color if name in QUANTITIES else None
 
 
 def nice_ceil(x: float) -> float:
@@ -167,7 +174,8 @@ class HiddenStatePanel(Panel):
         cmap = self.theme.diverging_cmap if signed else self.theme.unit_cmap
         if self._drawn != (key, cmap):
             self.colorbar.setColorMap(cmap)
-            plotting.set_colorbar_label(self.colorbar, quantity_text(key, tuple(record.gates))[1], self.theme)
+            plotting.set_colorbar_label(self.colorbar, quantity_text(key, tuple(record.gates))[1], self.theme,
+                                        quantity_ink(key, self.theme))
             self._drawn = (key, cmap)
         self.image.setImage(self.data, autoLevels=False, levels=(lo, hi))
         plotting.set_colorbar_levels(self.colorbar, (lo, hi))

@@ -189,9 +189,9 @@ class JacobiansPanel(Panel):
         self.readout.setVisible(True)
 
     def _restyle(self, theme: Theme):
-        self.step_curve.setPen(plotting.pen(theme.color(2), theme.pen_width))
-        self.product_curve.setPen(plotting.pen(theme.color(0), theme.pen_width * 1.2))
-        self.bound_curve.setPen(plotting.pen(theme.foreground, theme.pen_width * 0.75, plotting.DASH))
+        self.step_curve.setPen(plotting.quantity_pen(theme, "jacobian_step"))
+        self.product_curve.setPen(plotting.quantity_pen(theme, "jacobian_product"))
+        self.bound_curve.setPen(plotting.quantity_pen(theme, "sigma"))   # (γ σ_max)^(T−t): the gradient panel's σ line
         self.one_line.setPen(plotting.pen(theme.muted, 1.0, plotting.DASH))
         self.readout.setFont(plotting.font(theme))
         self._render_readout()

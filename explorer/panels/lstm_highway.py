@@ -141,13 +141,14 @@ class LstmHighwayPanel(Panel):
             self.gate_note.set("")
 
     def _restyle(self, theme: Theme):
-        self.cell_curve.setPen(plotting.pen(theme.color(1), theme.pen_width * 1.2))
-        self.hidden_curve.setPen(plotting.pen(theme.color(0), theme.pen_width))
-        self.forget_curve.setPen(plotting.pen(theme.color(2), theme.pen_width))
+        self.cell_curve.setPen(plotting.quantity_pen(theme, "grad_c"))
+        self.hidden_curve.setPen(plotting.quantity_pen(theme, "grad_h"))
+        self.forget_curve.setPen(plotting.quantity_pen(theme, "forget"))
+        forget = theme.quantity("forget").color
         for edge in (self.forget_low, self.forget_high):
-            edge.setPen(plotting.pen(theme.color(2), 0.5, alpha=0.3))
-        self.forget_band.setBrush(plotting.brush(theme.color(2), 0.18))
-        self.forget_band.setPen(plotting.pen(theme.color(2), 0.5, alpha=0.0))
+            edge.setPen(plotting.pen(forget, 0.5, alpha=0.3))
+        self.forget_band.setBrush(plotting.brush(forget, 0.18))
+        self.forget_band.setPen(plotting.pen(forget, 0.5, alpha=0.0))
         self.one_line.setPen(plotting.pen(theme.muted, 1.0, plotting.DASH))
         self.placeholder.setFont(plotting.font(theme, 1.3))
         self.placeholder.setStyleSheet(f"color: {theme.muted};")

@@ -45,6 +45,10 @@ DASH = Qt.PenStyle.DashLine
 DOT = Qt.PenStyle.DotLine
 DASH_DOT = Qt.PenStyle.DashDotLine
 SOLID = Qt.PenStyle.SolidLine
+DASHES = {"solid": SOLID, "dash": DASH, "dot": DOT, "dashdot": DASH_DOT,
+          "dashdotdot": Qt.PenStyle.DashDotDotLine}   # theme.Quantity.dash -> Qt's pen style
+LAYER_SHADES = (0.0, 0.35, 0.6, 0.8)   # layer r of a quantity: its colour this far towards the foreground (more
+                                       # contrast, not less), the last for every layer after
 
 
 # -- colours, pens, fonts --------------------------------------------------------------------
@@ -67,6 +71,19 @@ def pen(value: str, width: float = 1.0, style: Qt.PenStyle = SOLID, alpha: float
     p = pg.mkPen(color(value, alpha), width=width, style=style)
     p.setCosmetic(True)
     return p
+
+
+def quantity_color(theme: Theme, name: str, layer: int = 0) -> str:
+    """The colour of quantity `name` (theme.QUANTITIES) in `theme`; of its `layer`-th row (layer, direction) a shade of
+    it (LAYER_SHADES): a quantity keeps its hue in every row."""
+    shade = LAYER_SHADES[min(layer, len(LAYER_SHADES) - 1)]
+    return blend(theme.foreground, theme.quantity(name).color, shade) if shade else theme.quantity(name).color
+
+
+def quantity_pen(theme: Theme, name: str, layer: int = 0, width: float = 1.0, alpha: float = 1.0):
+    """Quantity `name`'s pen in `theme`: its colour (of row `layer`, quantity_color), its dash and its width × `width`."""
+    style = theme.quantity(name)
+    return pen(quantity_color(theme, name, layer), style.width * width, DASHES[style.dash], alpha)
 
 
 def brush(value: str, alpha: float = 1.0):
@@ -280,9 +297,10 @@ def style_colorbar(bar: pg.ColorBarItem, theme: Theme):
     bar.axis.setWidth(int(50 * theme.scale))
 
 
-def set_colorbar_label(bar: pg.ColorBarItem, text: str, theme: Theme):
+def set_colorbar_label(bar: pg.ColorBarItem, text: str, theme: Theme, ink: str | None = None):
+    """The bar's title, in `ink` (the quantity's colour) or the theme's foreground."""
     axis = bar.getAxis("left")
-    axis.setLabel(text, **{"color": theme.foreground, "font-size": f"{theme.label_pt}pt"})
+    axis.setLabel(text, **{"color": ink or theme.foreground, "font-size": f"{theme.label_pt}pt"})
 
 
 def set_colorbar_levels(bar: pg.ColorBarItem, levels: tuple[float, float]):
@@ -377,12 +395,20 @@ class Note:
 
 # -- what a plot draws, in its data area's pixels ----------------------------------------------------------------------
 def drawn_segments(plot: pg.PlotItem) -> np.ndarray:
-    """Every visible curve and marker of `plot` as segments in its data area's pixels (the ViewBox's own
-    coordinates, y down): rows of x0, y0, x1, y1, reach, where reach is half the pen's width (a line) or the marker's
-    half size (a marker, a segment of length 0). A curve's gaps (non-finite points) are no segments."""
+    """Every visible curve, marker and level line (a horizontal or vertical InfiniteLine: a baseline) of `plot` as
+    segments in its data area's pixels (the ViewBox's own coordinates, y down): rows of x0, y0, x1, y1, reach, where
+    reach is half the pen's width (a line) or the marker's half size (a marker, a segment of length 0). A curve's gaps
+    (non-finite points) are no segments."""
     view = plot.vb
     to_px = view.childTransform()   # view (data, log10 where the axis is log) -> the ViewBox's pixels
     rows = []
+    (x_lo, x_hi), (y_lo, y_hi) = view.viewRange()
+    for item in plot.items:
+        if isinstance(item, pg.InfiniteLine) and item.isVisible() and item.angle % 90 == 0:
+            value = item.value()
+            ends = ((x_lo, value), (x_hi, value)) if item.angle % 180 == 0 else ((value, y_lo), (value, y_hi))
+            (a, b), (c, d) = (to_px.map(float(x), float(y)) for x, y in ends)
+            rows.append(np.array([[a, b, c, d, max(item.pen.widthF(), 1.0) / 2]]))
     for item in plot.listDataItems():
         if not item.isVisible():
             continue
@@ -409,20 +435,28 @@ def drawn_segments(plot: pg.PlotItem) -> np.ndarray:
 def segments_meet(segments: np.ndarray, left: float, top: float, right: float, bottom: float,
                   clearance: float = 0.0) -> bool:
     """Whether any segment (drawn_segments), its pen's reach and `clearance` px included, touches the rectangle
-    (in the same pixels): each segment is clipped to the rectangle grown by both (Liang–Barsky)."""
-    if not len(segments):
-        return False
-    x0, y0, x1, y1, reach = segments.T
+    (in the same pixels)."""
+    return bool(rects_met(segments, np.array([[left, top, right, bottom]], dtype=float), clearance)[0])
+
+
+def rects_met(segments: np.ndarray, rects: np.ndarray, clearance: float = 0.0) -> np.ndarray:
+    """(S,) whether any segment touches each of `rects` (S, 4: left, top, right, bottom, in the segments' pixels), as
+    segments_meet: each segment is clipped to the rectangle grown by its reach and `clearance` (Liang–Barsky)."""
+    if not len(segments) or not len(rects):
+        return np.zeros(len(rects), dtype=bool)
+    x0, y0, x1, y1, reach = segments.T                     # (N,) each
+    left, top, right, bottom = (rects[:, k:k + 1] for k in range(4))   # (S, 1) each
     grow = reach + clearance
     dx, dy = x1 - x0, y1 - y0
-    t0, t1 = np.zeros(len(segments)), np.ones(len(segments))
-    hit = np.ones(len(segments), dtype=bool)
+    t0, t1 = np.zeros((len(rects), len(segments))), np.ones((len(rects), len(segments)))
+    hit = np.ones((len(rects), len(segments)), dtype=bool)
     for p, q in ((-dx, x0 - (left - grow)), (dx, (right + grow) - x0), (-dy, y0 - (top - grow)),
                  (dy, (bottom + grow) - y0)):
+        p = np.broadcast_to(p, q.shape)
         parallel = p == 0
         hit &= ~(parallel & (q < 0))
         with np.errstate(divide="ignore", invalid="ignore"):
             r = np.where(parallel, 0.0, q / np.where(parallel, 1.0, p))
         t0 = np.where(~parallel & (p < 0), np.maximum(t0, r), t0)
         t1 = np.where(~parallel & (p > 0), np.minimum(t1, r), t1)
-    return bool((hit & (t0 <= t1)).any())
+    return (hit & (t0 <= t1)).any(axis=1)

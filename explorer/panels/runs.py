@@ -1,6 +1,6 @@
 """Several runs in one plot (a comparison's runs, trained in lockstep): each run keeps one style everywhere, a
 colour from the theme's palette *and* a dash pattern (told apart in greyscale, on a washed-out projector and by
-colour-blind eyes), and its curves carry its label at an end, the labels kept apart.
+colour-blind eyes), and its curves carry its label at an end, where nothing drawn crosses it.
 
     losses = RunCurves(plot, ["RNN", "GRU"])                   # one curve per run, labelled beside its right end
     profiles = RunCurves(plot, labels, end="left")             # ... or at its left end (where the runs differ)
@@ -17,9 +17,12 @@ import numpy as np
 import pyqtgraph as pg
 from gradflow.explorer.panels import plotting, ranges
 from gradflow.explorer.theme import Theme
+from PySide6.QtCore import QPointF
 
 DASHES = (plotting.SOLID, plotting.DASH, plotting.DASH_DOT, plotting.DOT)   # run i's pattern (2-4 runs)
 LABEL_GAP = 3   # px between two end labels, and between a right end and its label
+LABEL_MARGIN = 1   # px of a label's box around its text (Qt's default: 4)
+SPOT_STEPS = 8  # how far from its end a label may go to find a clear spot: this many of its heights up and down
 
 
 def run_pen(theme: Theme, index: int, width: float = 1.0, alpha: float = 1.0):
@@ -29,27 +32,29 @@ def run_pen(theme: Theme, index: int, width: float = 1.0, alpha: float = 1.0):
 
 class RunCurves:
     """One curve per run in `plot`, each in its run's style (run_pen); with `end_labels`, the run's label at the `end`
-    of its curve, in its colour: beside a "right" end (in the room the x range keeps to grow), above a "left" one; the
-    labels pushed apart vertically so that none covers or touches another (LABEL_GAP)."""
+    of its curve, in its colour: beside a "right" end (in the room the x range keeps to grow), above or below a "left"
+    one, moved until no curve, baseline or other label crosses it (LABEL_GAP px clear), hidden where no spot is."""
 
     def __init__(self, plot: pg.PlotItem, labels: Sequence[str], width: float = 1.0, alpha: float = 1.0,
                  end_labels: bool = True, end: str = "right", z: float = 0.0):
         if end not in ("right", "left"):
             raise ValueError(f"end must be 'right' or 'left', got {end!r}")
         self.plot, self.width, self.alpha, self.end = plot, width, alpha, end
-        # beside a right end, centred on it (the x range has room to grow there); above a left end (t = 1)
-        self._anchor = (0, 0.5) if end == "right" else (0, 1)
+        self._offsets: dict[int, tuple[float, float]] = {}   # each label's top left from its end last time, px
         self.curves = [plot.plot() for _ in labels]
         for curve in self.curves:
             curve.setZValue(z)
         self.labels: list[pg.TextItem] = []
         if end_labels:
-            self.labels = [pg.TextItem(label, anchor=self._anchor) for label in labels]
+            self.labels = [pg.TextItem(label, anchor=(0, 0)) for label in labels]   # placed by its top left
             for text in self.labels:
                 text.setZValue(30)
+                text.textItem.document().setDocumentMargin(LABEL_MARGIN)   # its box close around its text
+                text.setVisible(False)                                     # till _place finds it a spot
                 plot.addItem(text, ignoreBounds=True)
-            plot.vb.sigResized.connect(self._on_view_changed)       # labels keep apart by their size on screen
+            plot.vb.sigResized.connect(self._on_view_changed)       # placed again whenever the pixels move
             plot.vb.sigYRangeChanged.connect(self._on_view_changed)
+            plot.vb.sigXRangeChanged.connect(self._on_view_changed)
         self._log_y = plot.getAxis("left").logMode
         self._ends: list[tuple[float, float] | None] = []
 
@@ -60,8 +65,8 @@ class RunCurves:
                 item.setText(text)
 
     def set_data(self, data: Sequence[tuple[np.ndarray, np.ndarray]]) -> None:
-        """Each run's (x, y), in the order of the labels; then the end labels go to the curves' right ends (again
-        whenever the view is resized or its y range changes: labels are kept apart by their size on screen)."""
+        """Each run's (x, y), in the order of the labels; then the end labels go near the curves' ends, clear of what
+        is drawn (_place: again whenever the view is resized or its range changes, the pixels they are judged in)."""
         for curve, (x, y) in zip(self.curves, data):
             ranges.set_points(curve, x, y)
             plotting.show_lone_point(curve, len(x))
@@ -89,32 +94,71 @@ class RunCurves:
         return float(x[i]), math.log10(y[i]) if self._log_y else float(y[i])
 
     def _place(self) -> None:
-        """Each label at its curve's end (beside a right end, vertically centred on it; above a left end), the
-        labels pushed apart vertically, LABEL_GAP px between them, inside the view."""
-        ends = self._ends
-        (x_lo, x_hi), (y_lo, y_hi) = self.plot.vb.viewRange()
-        px_x, px_y = self.plot.vb.viewPixelSize()
-        px_x, px_y = px_x or (x_hi - x_lo) / 400, px_y or (y_hi - y_lo) / 300
-        shown = [(end, item) for end, item in zip(ends, self.labels) if end is not None]
-        for end, item in zip(ends, self.labels):
+        """Each label near its curve's end where no drawn curve, marker or level line (a baseline: plotting.drawn_segments)
+        and no other label crosses it, LABEL_GAP px clear: where it was last time (as far from its end) while that stays
+        clear, else the first clear spot near its end (_near), else anywhere (_grid), nearest first; hidden where none is
+        (a plot too crowded for it: the
+        legend still names each run)."""
+        view = self.plot.vb
+        to_px = view.childTransform()                 # view coordinates -> the data area's pixels (y down)
+        to_view = to_px.inverted()[0]
+        area = view.boundingRect()
+        segments = plotting.drawn_segments(self.plot)
+        taken = [(box.left(), box.top(), box.right(), box.bottom()) for box in self._line_labels()]
+        for k, (end, item) in enumerate(zip(self._ends, self.labels)):
             item.setVisible(end is not None)
-        if not shown:
-            return
-        below = 1 - self._anchor[1]                                          # share of a label under its position
-        heights = [item.boundingRect().height() * px_y for _, item in shown]
-        gap = LABEL_GAP * px_y
-        order = sorted(range(len(shown)), key=lambda k: shown[k][0][1])      # bottom to top
-        bottoms = [min(max(shown[k][0][1] - below * heights[k], y_lo), y_hi - heights[k]) for k in order]
-        for j in range(1, len(bottoms)):                                     # push upwards apart ...
-            bottoms[j] = max(bottoms[j], bottoms[j - 1] + heights[order[j - 1]] + gap)
-        for j in reversed(range(len(bottoms))):                              # ... and back under the top
-            top = y_hi if j == len(bottoms) - 1 else bottoms[j + 1] - gap
-            bottoms[j] = min(bottoms[j], top - heights[order[j]])
-        for j, k in enumerate(order):
-            (x, _), item = shown[k]
-            if self.end == "right":   # beside the end where the view has room, else as far right as it fits
-                x = min(x + LABEL_GAP * px_x, x_hi - item.boundingRect().width() * px_x)
-            item.setPos(min(max(x, x_lo), x_hi), bottoms[j] + below * heights[k])
+            if end is None:
+                continue
+            at = to_px.map(QPointF(*end))
+            x, y = at.x(), at.y()
+            w, h = item.boundingRect().width(), item.boundingRect().height()
+            last = [(x + self._offsets[k][0], y + self._offsets[k][1])] if k in self._offsets else []
+            best = None
+            for spots in self._spots(x, y, w, h, last, area.width(), area.height()):   # made only if need be
+                best = _first_clear(_inside(np.asarray(spots, float).reshape(-1, 2), w, h, area.width(),
+                                            area.height()), segments, taken)
+                if best is not None:
+                    break
+            item.setVisible(best is not None)   # nowhere clear: the legend names the run (its entry, in its style)
+            if best is not None:
+                self._offsets[k] = (best[0] - x, best[1] - y)
+                taken.append(best)
+                item.setPos(to_view.map(QPointF(best[0], best[1])))
+
+    def _line_labels(self) -> list:
+        """The data-area rectangles (px) of the plot's level lines' own labels ("baseline")."""
+        labels = [getattr(item, "label", None) for item in self.plot.items
+                  if isinstance(item, pg.InfiniteLine) and item.isVisible()]   # pyqtgraph adds .label when given one
+        return [label.mapRectToItem(self.plot.vb, label.boundingRect()) for label in labels
+                if label is not None and label.isVisible()]
+
+    def _spots(self, x: float, y: float, w: float, h: float, last: list, width: float, height: float):
+        """The top lefts (px) a w × h label of the end at (x, y) tries, batch by batch: where it was last time, near
+        the end, anywhere in the width × height area."""
+        yield last
+        yield self._near(x, y, h)
+        yield self._grid(x, y, w, h, width, height)
+
+    def _near(self, x: float, y: float, h: float) -> list[tuple[float, float]]:
+        """Top lefts (px) of an h px tall label near its curve's end at (x, y), nearest first: beside a right end or
+        above and below a left one, then farther up and down by half its height at a time."""
+        near = []
+        for step in range(2 * SPOT_STEPS):
+            dy = step * h / 2
+            if self.end == "right":
+                near += [(x + LABEL_GAP, y - h / 2 - dy), (x + LABEL_GAP, y - h / 2 + dy)]
+            else:
+                near += [(x, y - LABEL_GAP - h - dy), (x, y + LABEL_GAP + dy)]
+        return near
+
+    @staticmethod
+    def _grid(x: float, y: float, w: float, h: float, width: float, height: float) -> np.ndarray:
+        """(S, 2) top lefts of a w × h label anywhere in the width × height area, on a grid of half its width by
+        half its height, nearest the end at (x, y) first."""
+        lefts, tops = np.meshgrid(np.arange(0.0, max(width - w, 0.0) + 1, max(w / 2, 1.0)),
+                                  np.arange(0.0, max(height - h, 0.0) + 1, max(h / 2, 1.0)))
+        grid = np.column_stack([lefts.ravel(), tops.ravel()])
+        return grid[np.argsort(np.hypot(grid[:, 0] + w / 2 - x, grid[:, 1] + h / 2 - y), kind="stable")]
 
     def apply_theme(self, theme: Theme) -> None:
         for i, curve in enumerate(self.curves):
@@ -124,3 +168,25 @@ class RunCurves:
             item.setFont(plotting.font(theme, bold=True))
         if self._ends:
             self._place()   # their size changed with the type
+
+
+def _inside(tops_left: np.ndarray, w: float, h: float, width: float, height: float) -> np.ndarray:
+    """(S, 4) left, top, right, bottom of w × h rectangles at `tops_left` (S, 2), each moved inside a width × height
+    area."""
+    left = np.clip(tops_left[:, 0], 0.0, max(width - w, 0.0))
+    top = np.clip(tops_left[:, 1], 0.0, max(height - h, 0.0))
+    return np.column_stack([left, top, left + w, top + h])
+
+
+def _first_clear(spots: np.ndarray, segments: np.ndarray, taken: list) -> tuple[float, ...] | None:
+    """The first of `spots` (S, 4: left, top, right, bottom, px) LABEL_GAP px clear of the rectangles `taken` and 1 px
+    clear of every segment (plotting.drawn_segments), or None."""
+    if not len(spots):
+        return None
+    free = np.ones(len(spots), dtype=bool)
+    for left, top, right, bottom in taken:
+        free &= ~((spots[:, 0] < right + LABEL_GAP) & (left - LABEL_GAP < spots[:, 2])
+                  & (spots[:, 1] < bottom + LABEL_GAP) & (top - LABEL_GAP < spots[:, 3]))
+    candidates = np.flatnonzero(free)
+    clear = candidates[~plotting.rects_met(segments, spots[candidates], clearance=1.0)]
+    return tuple(float(v) for v in spots[clear[0]]) if len(clear) else None

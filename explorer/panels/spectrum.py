@@ -458,8 +458,8 @@ class SpectrumPanel(Panel):
         for line in self.axes_lines:
             line.setPen(plotting.pen(theme.muted, 1.0, alpha=0.5))
         self.unit_circle.setPen(plotting.pen(theme.foreground, theme.pen_width * 0.75))
-        self.rho_circle.setPen(plotting.pen(theme.color(1), theme.pen_width * 0.75, plotting.DASH))
-        self.sigma_circle.setPen(plotting.pen(theme.muted, theme.pen_width * 0.75, plotting.DOT))
+        self.rho_circle.setPen(plotting.quantity_pen(theme, "rho"))
+        self.sigma_circle.setPen(plotting.quantity_pen(theme, "sigma"))
         for circle in (self.ring_inner, self.ring_outer):
             circle.setPen(plotting.pen(theme.color(2), theme.pen_width * 0.75, plotting.DASH))
         self.ring_fill.setBrush(plotting.brush(theme.color(2), 0.15))

@@ -69,3 +69,36 @@ def jacobian_run(name: str) -> Run:
     """A few real steps of JACOBIAN_CONFIGS[name]: detailed ones with Jacobians, then a plain one (no hidden
     states, no Jacobians); made once for every module that asks."""
     return Run(JACOBIAN_CONFIGS[name], [dict(detail=True, jacobians=True)] * 3 + [dict(detail=False)])
+
+
+def covered(plot, box) -> list[list]:
+    """Where what `plot` draws crosses `box` (a QRectF in scene coordinates): [name, x, y] of the first point of each
+    visible curve, marker set and level line (a horizontal or vertical InfiniteLine: a baseline) inside it, every
+    segment sampled at least every pixel in scene coordinates (no panel code is trusted to say where it draws)."""
+    import pyqtgraph as pg
+    from PySide6.QtCore import QPointF
+    view = plot.vb
+    drawn = []
+    for item in plot.listDataItems():
+        x, y = item.getData()          # view coordinates (log10 on a log axis)
+        if not item.isVisible() or x is None or not len(x):
+            continue
+        points = [view.mapViewToScene(QPointF(float(a), float(b))) for a, b in zip(x, y)
+                  if np.isfinite(a) and np.isfinite(b)]
+        line = item.opts.get("pen") is not None
+        pairs = zip(points, points[1:]) if line and len(points) > 1 else zip(points, points)
+        drawn.append((item.name() or type(item).__name__, pairs))
+    (x_lo, x_hi), (y_lo, y_hi) = view.viewRange()
+    for item in plot.items:
+        if isinstance(item, pg.InfiniteLine) and item.isVisible() and item.angle % 90 == 0:
+            v = item.value()
+            ends = ((x_lo, v), (x_hi, v)) if item.angle % 180 == 0 else ((v, y_lo), (v, y_hi))
+            drawn.append(("InfiniteLine", [tuple(view.mapViewToScene(QPointF(float(a), float(b))) for a, b in ends)]))
+    hits = []
+    for name, pairs in drawn:
+        for a, b in pairs:
+            n = int(max(abs(b.x() - a.x()), abs(b.y() - a.y()))) + 1
+            hit = next((a + (b - a) * (k / n) for k in range(n + 1) if box.contains(a + (b - a) * (k / n))), None)
+            if hit is not None:
+                hits.append([name, round(hit.x()), round(hit.y())])
+    return hits

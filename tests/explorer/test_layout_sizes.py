@@ -471,8 +471,7 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
             window.close()
         return
     if mode == "tour":
-        import numpy as np
-        from PySide6.QtCore import QPointF
+        import panel_helpers  # tests/explorer is on sys.path
 
         store = QSettings(str(tmp / "tour.ini"), QSettings.Format.IniFormat)
         store.setValue("presentation", "true")
@@ -491,19 +490,7 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
         panel = window.panel("GradientTimePanel")
         view, legend = panel.plot.vb, panel.legend
         box = legend.sceneBoundingRect()
-        covered = []
-        for item in panel.plot.listDataItems():
-            x, y = item.getData()
-            if not item.isVisible() or x is None or not len(x):
-                continue
-            points = [view.mapViewToScene(QPointF(float(a), float(b))) for a, b in zip(x, y)
-                      if np.isfinite(a) and np.isfinite(b)]
-            line = item.opts.get("pen") is not None
-            for a, b in zip(points, points[1:]) if line and len(points) > 1 else zip(points, points):
-                n = int(max(abs(b.x() - a.x()), abs(b.y() - a.y()))) + 1
-                hit = next((a + (b - a) * (k / n) for k in range(n + 1) if box.contains(a + (b - a) * (k / n))), None)
-                if hit is not None:
-                    covered.append([item.name() or type(item).__name__, round(hit.x()), round(hit.y())])
+        covered = panel_helpers.covered(panel.plot, box)
         plot = view.sceneBoundingRect()
         print("RESULT " + json.dumps({
             "step": window.latest.step, "playing": window.is_playing(),
