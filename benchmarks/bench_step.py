@@ -56,7 +56,7 @@ from gradflow.core.trainer import Trainer  # noqa: E402
 from torch import nn  # noqa: E402
 
 TARGETS = {"rnn": 1.1, "gru": 1.3, "lstm": 1.3,          # issue 6: instrumented / plain, every step
-           "mingru": 1.3, "minlstm": 1.3, "lru": 1.3}    # issue 14
+           "mingru": 1.3, "minlstm": 1.3, "lru": 1.3, "s6": 1.3}    # issue 14 (s6: as the diagonal cells)
 LARGE, LARGE_TARGET = 256, 1.2                     # issue 22: from H = 256 on, every cell ≤ 1.2×
 SIZES = ((64, 100), (128, 200))                   # (hidden_size, seq_len); --sizes 256x100,1024x100: issue 22
 DIAGONAL_SIZES = ((64, 100), (64, 200), (64, 400))
@@ -220,7 +220,7 @@ def main(argv=None) -> int:
     parser.add_argument("--flush-denormal", action="store_true",
                         help="torch.set_flush_denormal(True) for both sides (default: off, as the app runs)")
     parser.add_argument("--cells", default="rnn,gru,lstm",
-                        help="comma-separated subset of rnn,gru,lstm,mingru,minlstm,lru")
+                        help="comma-separated subset of rnn,gru,lstm,mingru,minlstm,lru,s6")
     parser.add_argument("--sizes", type=sizes,
                         help="comma-separated HxT, e.g. 256x100,1024x100 (default: 64x100,128x200; the diagonal "
                              "cells 64x100,64x200,64x400)")

@@ -1,4 +1,4 @@
-"""Diagonal recurrences, the answer to vanishing gradients that is trained today: minGRU, minLSTM and the LRU.
+"""Diagonal recurrences, the answer to vanishing gradients that is trained today: minGRU, minLSTM, the LRU and S6.
 
 Every row (layer, direction) of these cells is one linear recurrence with a diagonal step Jacobian,
 
@@ -19,6 +19,15 @@ so backpropagation through time multiplies ∂L/∂h_t by conj(a_t) elementwise,
     nonlinearity, skip — without its normalisation and GLU; ring initialisation: |λ| uniform on the ring's
     area between lru_r_min and lru_r_max, phase uniform in 0..lru_max_phase.)
 
+    S6       x_t = SiLU(W_in u_t), (δ_t, B_t, C_t) = W_x x_t, Δ_t = softplus(W_Δ δ_t + b_Δ), A = −exp(A_log)
+                                                                      a_t = exp(Δ_t A),  b_t = (Δ_t ⊙ x_t) B_tᵀ
+             y_t = h_t C_t + D ⊙ x_t,  layer output u_t + W_out y_t
+    (Gu & Dao 2023, "Mamba": the selective scan of mamba_ssm's selective_scan_ref with delta_softplus and
+    delta_bias, over D = H / N channels of N states each: the engine's state h (B, H) is Mamba's (B, D, N)
+    flattened, unit d·N + n; a layer is Mamba's block — in_proj, selective SSM, out_proj, residual — without its
+    convolution, gate z and normalisation. Initialisation as mamba_simple.Mamba: A_log = ln(1..N) for every
+    channel (S4D-Real), D = 1, softplus(b_Δ) log-uniform in [0.001, 0.1], W_Δ uniform ±R^(−1/2), R = ⌈H/16⌉.)
+
 ``DiagonalScan`` runs that recurrence forward and writes BPTT out by hand, so ∂L/∂h_t (direct part plus
 conj(a_{t+1}) ⊙ ∂L/∂h_{t+1}) is the very tensor the backward propagates, as in core.bptt's RowBPTT.
 For the complex LRU state, ∂L/∂h_t is torch's gradient of a complex tensor, ∂L/∂Re h + i ∂L/∂Im h, so the
@@ -26,7 +35,7 @@ recorded norm ‖∂L/∂h_t‖ (over batch and units) is the Frobenius norm of 
 
 What "W_hh" is for these cells (the record's ``recurrent_block``, the spectrum panel): the step Jacobian
 diag(a_t) itself. For the LRU its eigenvalues are the λ_j. For minGRU/minLSTM a_t depends on the input, so
-the spectrum is its diagonal over time (sample 0; see ``DiagonalNet.spectrum``).
+the spectrum is its diagonal over time (sample 0; see ``DiagonalNet.spectrum``), and for S6 likewise exp(Δ_t A).
 """
 from __future__ import annotations
 
@@ -219,8 +228,46 @@ class LruRow(DiagonalRow):
         return u + F.gelu(y)
 
 
+class S6Row(DiagonalRow):
+    """One S6 layer over D = H / N channels of N states: in_proj W_in (D, H), x_proj W_x (R + 2N, D), dt_proj
+    W_Δ (D, R) and b_Δ (D,), A_log (D, N), D (D,), out_proj W_out (H, D); no biases but b_Δ, as the reference."""
+    encodes_input = True
+
+    def __init__(self, input_size: int, H: int, config: Config, state_size: int):
+        super().__init__(input_size, H, config)
+        self.N, D, R = state_size, H // state_size, math.ceil(H / 16)
+        self.in_proj = nn.Linear(input_size, D, bias=False)
+        self.x_proj = nn.Linear(D, R + 2 * state_size, bias=False)
+        self.dt_proj = nn.Linear(R, D)
+        nn.init.uniform_(self.dt_proj.weight, -R ** -0.5, R ** -0.5)
+        dt = torch.exp(torch.rand(D) * (math.log(0.1) - math.log(0.001)) + math.log(0.001)).clamp(min=1e-4)
+        with torch.no_grad():
+            self.dt_proj.bias.copy_(dt + torch.log(-torch.expm1(-dt)))        # softplus⁻¹(dt)
+        self.A_log = nn.Parameter(torch.log(torch.arange(1, state_size + 1, dtype=torch.float32)).repeat(D, 1))
+        self.D = nn.Parameter(torch.ones(D))
+        self.out_proj = nn.Linear(D, H, bias=False)
+
+    def project(self, u):
+        """u (T, B, H) -> x (T, B, D), Δ (T, B, D), B_t (T, B, N), C_t (T, B, N): all from u_t alone."""
+        x = F.silu(self.in_proj(u))
+        low, b, c = self.x_proj(x).split([self.dt_proj.in_features, self.N, self.N], dim=-1)
+        return x, F.softplus(self.dt_proj(low)), b, c
+
+    def recurrence(self, u):
+        """-> a = exp(Δ_t A), b = (Δ_t ⊙ x_t) B_tᵀ, each (T, B, D, N) flattened to (T, B, H)."""
+        x, delta, b, _ = self.project(u)
+        a = torch.exp(delta[..., None] * -torch.exp(self.A_log))                 # (T, B, D, N)
+        return a.flatten(-2), ((delta * x)[..., None] * b[..., None, :]).flatten(-2), {}
+
+    def readout(self, h, u):
+        """h (T, B, H), u (T, B, H) -> u + W_out (h_t C_t + D ⊙ x_t)."""
+        x, _, _, c = self.project(u)
+        y = (h.unflatten(-1, (-1, self.N)) * c[..., None, :]).sum(-1) + self.D * x   # (T, B, D)
+        return u + self.out_proj(y)
+
+
 class DiagonalNet(StackedRows, nn.Module):
-    """minGRU / minLSTM / LRU with the interface core.trainer uses of core.models.RecurrentNet.
+    """minGRU / minLSTM / LRU / S6 with the interface core.trainer uses of core.models.RecurrentNet.
 
     forward(inputs (T, B, I), state (L·D, B, H) or None, keep_grad_at, trace) -> outputs (T, B, O), final state.
     The LRU's state is complex.
@@ -228,14 +275,14 @@ class DiagonalNet(StackedRows, nn.Module):
 
     def __init__(self, config: Config, input_size: int, output_size: int, cell: DiagonalCell):
         super().__init__()
-        Row = cell.row()                      # the cell's maths: GatedRow's subclasses or LruRow
+        Row = cell.row()                      # the cell's maths: GatedRow's subclasses, LruRow or S6Row
         self.hidden_size = H = config.hidden_size
         self.num_layers = config.num_layers
         self.num_directions = 2 if config.bidirectional else 1
         self.complex_state = Row.complex_state
         self.encoder = nn.Linear(input_size, H) if Row.encodes_input else None
         width = H if self.encoder is not None else input_size              # the first layer's input
-        self.rows = nn.ModuleList(Row(width if layer == 0 else H * self.num_directions, H, config)
+        self.rows = nn.ModuleList(cell.new_row(width if layer == 0 else H * self.num_directions, H, config)
                                   for layer in range(self.num_layers) for _ in range(self.num_directions))
         self.head = nn.Linear(H * self.num_directions, output_size)
 
@@ -276,7 +323,7 @@ class DiagonalNet(StackedRows, nn.Module):
     def spectrum(self, trace: Trace) -> tuple[np.ndarray, np.ndarray]:
         """The step Jacobians' eigenvalues (R, K) complex and singular values (R, K) descending, float64.
 
-        LRU: the λ_j (K = H). minGRU/minLSTM: a_t of sample 0, the diagonal of ∂h_t/∂h_{t−1}, at every
+        LRU: the λ_j (K = H). minGRU/minLSTM/S6: a_t of sample 0, the diagonal of ∂h_t/∂h_{t−1}, at every
         time step (K = T·H), or at every s-th step ending with the last (K ≤ MAX_SPECTRUM_POINTS).
         A diagonal matrix's singular values are the moduli of its diagonal.
         """

@@ -1,5 +1,5 @@
 """The two families of built-in cells, each with its fast hand-written BPTT: a dense W_hh (core.models.RecurrentNet:
-rnn, gru, lstm) and a diagonal recurrence (core.diagonal.DiagonalNet: mingru, minlstm, lru).
+rnn, gru, lstm) and a diagonal recurrence (core.diagonal.DiagonalNet: mingru, minlstm, lru, s6).
 
 With ``recurrent_constraint = orthogonal`` (rnn) every W_hh is held orthogonal by torch's own parametrization
 (``torch.nn.utils.parametrizations.orthogonal``: W_hh = Q(A), updated through A), so ρ = σ_max = 1 at every
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 from gradflow.core.cells import Cell
 
 if TYPE_CHECKING:
+    from gradflow.core.config import Config
     from gradflow.core.diagonal import DiagonalRow
 
 ORTHOGONAL_BLOCK = "W_hh (held orthogonal: torch's orthogonal parametrization)"
@@ -85,6 +86,10 @@ class DiagonalCell(Cell):
     def row(self) -> type[DiagonalRow]:
         """The cell's maths: the class of one row, x_t -> a_t, b_t (core.diagonal)."""
         raise NotImplementedError
+
+    def new_row(self, input_size: int, H: int, config: Config) -> DiagonalRow:
+        """One row of its network (a layer; a direction)."""
+        return self.row()(input_size, H, config)
 
     def build(self, config, input_size, output_size):
         from gradflow.core.diagonal import DiagonalNet

@@ -2,8 +2,8 @@
 
 The diagonal cells (core.diagonal) show their step Jacobian's diagonal instead, and say so in the caption and
 legend (the record's ``cell_notes``, from the cell's file in core/cells/): the LRU's λ_j (its eigenvalues), live, against the ring they were initialised in (the record's
-``eigenvalue_ring``, a shaded annulus between two dashed circles); minGRU's 1 − z_t and minLSTM's f′_t at every
-time step (real, on the real axis).
+``eigenvalue_ring``, a shaded annulus between two dashed circles); minGRU's 1 − z_t, minLSTM's f′_t and S6's exp(Δ_t A)
+at every time step (real, on the real axis).
 
 A record that holds ρ and σ_max only (a matrix over core.spectrum.FULL_SPECTRUM_MAX_SIZE rows on a step without
 detail) draws their circles and no eigenvalues, and its readout says so (ESTIMATE_NOTE).

@@ -1,4 +1,4 @@
-"""The recurrences that answered vanishing gradients are exact: orthogonal RNN, minGRU, minLSTM, LRU.
+"""The recurrences that answered vanishing gradients are exact: orthogonal RNN, minGRU, minLSTM, LRU, S6.
 
 Each is checked in float64 against a straightforward implementation written here (a Python loop over time
 steps under autograd, sharing no code with core.diagonal or core.cells): the forward outputs, and the
@@ -15,6 +15,7 @@ from gradflow.core.config import Config, ConfigError
 from gradflow.core.diagonal import jacobian_profile, step_contributions
 from gradflow.core.trace import Trace
 from gradflow.core.trainer import Trainer
+from s6_reference import s6_reference  # tests/core is on sys.path
 
 TOL = 1e-10
 
@@ -242,10 +243,17 @@ def _lru_reference(net, x, cut_every=None):
     return u @ net.head.weight.detach().T + net.head.bias.detach(), hs, lams
 
 
+RESIDUAL_CELLS = {   # model -> its settings here; their layers are residual, each checked against its own reference
+    "lru": {"lru_r_min": 0.5, "lru_r_max": 0.99, "lru_max_phase": 3.14},
+    "s6": {},
+}
+
+
+@pytest.mark.parametrize("model", RESIDUAL_CELLS)
 @pytest.mark.parametrize("layers,truncation", [(1, None), (3, None), (2, 3)])
-def test_lru_forward_and_complex_gradient_equal_a_straightforward_loop(layers, truncation):
-    config = Config(model="lru", hidden_size=6, num_layers=layers, lru_r_min=0.5, lru_r_max=0.99,
-                    lru_max_phase=3.14)
+def test_residual_diagonal_cells_forward_and_gradient_equal_a_straightforward_loop(model, layers, truncation):
+    """LRU: complex h_t, and Σ_t of the contributions is ∂L/∂λ. S6: the decay the engine records is exp(Δ_t A)."""
+    config = Config(model=model, hidden_size=8, num_layers=layers, **RESIDUAL_CELLS[model])
     torch.manual_seed(3)
     net = build_model(config, 3, 2).double()
     T, B = 11, 4
@@ -253,14 +261,18 @@ def test_lru_forward_and_complex_gradient_equal_a_straightforward_loop(layers, t
     keep = None if truncation is None else (lambda step: 0.0 if step % truncation == 0 else None)
     outputs, trace = _recorded(net, x, weights, keep)
 
-    ref_out, hs, lams = _lru_reference(net, x, truncation)
+    ref_out, hs, extra = (_lru_reference if model == "lru" else s6_reference)(net, x, truncation)
     _close(outputs, ref_out)
     flat = [h for row in hs for h in row]
-    grads = torch.autograd.grad((ref_out * weights).sum(), flat + lams)
+    grads = torch.autograd.grad((ref_out * weights).sum(), flat + (extra if model == "lru" else []))
     for r in range(layers):
-        assert trace.rows[r].dh.is_complex()
+        assert trace.rows[r].dh.is_complex() == (model == "lru")
+        _close(trace.rows[r].h, torch.stack(hs[r]).detach())
         _close(trace.rows[r].dh, torch.stack(grads[r * T:(r + 1) * T]))
-        _close(torch.from_numpy(step_contributions(trace.rows[r])[1]), grads[len(flat) + r])  # Σ_t term_t = ∂L/∂λ
+        if model == "lru":   # Σ_t term_t = ∂L/∂λ
+            _close(torch.from_numpy(step_contributions(trace.rows[r])[1]), grads[len(flat) + r])
+        else:
+            _close(trace.rows[r].decay, extra[r])
 
 
 def test_lru_gradient_decays_exactly_as_the_modulus_power():
@@ -293,7 +305,7 @@ def test_lru_ring_initialisation_stays_on_the_ring():
     assert abs(inside - (0.36 - 0.16) / (0.64 - 0.16)) < 0.05
 
 
-@pytest.mark.parametrize("model", ["mingru", "minlstm", "lru"])
+@pytest.mark.parametrize("model", ["mingru", "minlstm", "lru", "s6"])
 def test_trainer_records_the_diagonal_cells(model):
     trainer = Trainer(Config(model=model, hidden_size=8, seq_len=12, batch_size=4, num_layers=2))
     lam = trainer.model.rows[0].eigenvalues().detach().numpy() if model == "lru" else None   # before the update

@@ -1,6 +1,6 @@
 """Results from the literature the engine reproduces exactly (docs/papers.md): the logistic-sigmoid RNN and
 Pascanu et al.'s bound (γ·σ_max)^(T−t), the exact baselines of the adding and copy tasks, the flat gradient of a
-linear orthogonal recurrence, and the exactly diagonal step Jacobian of minGRU/minLSTM.
+linear orthogonal recurrence, and the exactly diagonal step Jacobian of minGRU/minLSTM and S6.
 
 Each is checked in float64 against autograd on a loop written here or against a closed form derived in its
 test; none is fitted to the engine's output.
@@ -17,6 +17,7 @@ from gradflow.core.config import Config, ConfigError
 from gradflow.core.tasks.copy import COPY_LENGTH, NUM_SYMBOLS
 from gradflow.core.trace import Trace
 from gradflow.core.trainer import Trainer
+from s6_reference import s6_reference  # tests/core is on sys.path
 
 TOL = 1e-10
 
@@ -184,16 +185,17 @@ def test_linear_orthogonal_recurrence_keeps_the_gradient_norm_exactly_flat_while
     assert (trainer.model.recurrent_matrix(0).detach() - w0).abs().max() > 1e-3      # W_hh moved, stayed orthogonal
 
 
-# -- minGRU / minLSTM: the step Jacobian is exactly diagonal -----------------------------------------------
-@pytest.mark.parametrize("kind", ["mingru", "minlstm"])
-def test_min_cells_step_jacobian_is_exactly_diagonal_at_every_step(kind):
+# -- minGRU / minLSTM / S6: the step Jacobian is exactly diagonal -------------------------------------------
+@pytest.mark.parametrize("kind,H", [("mingru", 5), ("minlstm", 5), ("s6", 8)])
+def test_diagonal_cells_step_jacobian_is_exactly_diagonal_at_every_step(kind, H):
     """∂h_t/∂h_{t−1} of the engine's own network, by autograd, at every step t of a sequence: every off-diagonal
-    entry is exactly 0 (the gates read x_t only) and the diagonal is the a_t the engine records and its Jacobian
-    profile multiplies (core.diagonal)."""
-    config = Config(model=kind, hidden_size=5)
+    entry is exactly 0 (the gates and S6's Δ_t, B_t, C_t read x_t only) and the diagonal is the a_t the engine
+    records and its Jacobian profile multiplies (core.diagonal); for S6 that is exp(Δ_t A) of Mamba's selective
+    scan written out (tests/core/s6_reference.py)."""
+    config = Config(model=kind, hidden_size=H)
     torch.manual_seed(3)
     net = cells.build_model(config, 3, 2).double()
-    T, H = 30, 5
+    T = 30
     x = torch.randn(T, 1, 3, dtype=torch.double) * 2
     h0 = torch.randn(1, 1, H, dtype=torch.double)
     _, _, trace = _recorded(net, x, torch.ones(T, 1, 2, dtype=torch.double), h0)
@@ -204,6 +206,8 @@ def test_min_cells_step_jacobian_is_exactly_diagonal_at_every_step(kind):
         off = J - torch.diag(torch.diagonal(J))
         assert torch.count_nonzero(off) == 0, (t, off.abs().max().item())
         _close(torch.diagonal(J), row.decay[t, 0], 1e-14)
+    if kind == "s6":
+        _close(row.decay, s6_reference(net, x)[2][0], 1e-14)
     profile = cells.cell_for(kind).jacobians(net, trace, x[:, 0], None, config)
     _close(torch.from_numpy(profile.step_sigma), row.decay[:, 0].abs().max(dim=1).values, 1e-14)
 

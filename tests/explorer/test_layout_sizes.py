@@ -330,6 +330,15 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
     app = QApplication([])
     config = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
 
+    def until(condition, what: str, seconds: float = 60):
+        """Events processed until `condition()` holds (a deadline for a busy machine, never a pause)."""
+        end = time.monotonic() + seconds
+        while not condition():
+            if time.monotonic() > end:
+                raise TimeoutError(what)
+            app.processEvents()
+            time.sleep(0.01)
+
     def settle(window, seconds=1.0):
         end = time.monotonic() + 30
         while window.shown_record is None and time.monotonic() < end:
@@ -543,16 +552,19 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
     if mode == "move":   # a second screen, 1280×720, to the right of the first
         window = open_window(tmp / "move.ini", args[0] == "True")
         small = app.screens()[1].availableGeometry()
+        large, on_small = app.screens()[0], app.screens()[1]
+        until(window.isMaximized, "the first launch maximised")
         for step in ("launched", "moved", "back"):
-            if step == "moved":
+            if step != "launched":   # restored first (a maximised window does not move), then dragged
                 window.showNormal()
-                settle(window, 0.3)
-                window.move(small.x() + 20, small.y() + 20)
-            elif step == "back":
-                window.showNormal()
-                settle(window, 0.3)
-                window.move(40, 40)
+                until(lambda: not window.isMaximized(), "restored")
+                window.move(*((small.x() + 20, small.y() + 20) if step == "moved" else (40, 40)))
+                target = on_small if step == "moved" else large
+                until(lambda target=target: window.screen() is target and target.availableGeometry().contains(
+                    window.frameGeometry()), f"{step}: on its screen")
+            if step == "back":
                 window.showMaximized()
+                until(window.isMaximized, "maximised back")
             settle(window)
             result = measure(window)
             result.update(step=step, layout=window.layouts.current.name if window.layouts.current else "")

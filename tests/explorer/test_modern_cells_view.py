@@ -54,8 +54,9 @@ def test_the_lru_spectrum_shows_its_eigenvalues_live_against_the_ring_and_other_
 
 
 @pytest.mark.parametrize("model,entry,shown", [("mingru", "1 − z_t", "1 − z<sub>t</sub>"),
-                                               ("minlstm", "f′_t", "f′<sub>t</sub>")])
-def test_min_cells_show_their_step_jacobians_diagonal_over_time_and_say_so(qtbot, model, entry, shown):
+                                               ("minlstm", "f′_t", "f′<sub>t</sub>"),
+                                               ("s6", "exp(Δ_t A)", "exp(Δ<sub>t</sub> A)")])
+def test_input_gated_diagonal_cells_show_their_step_jacobians_diagonal_over_time_and_say_so(qtbot, model, entry, shown):
     panel = make(qtbot, SpectrumPanel, (900, 520))
     records, history = steps(model, 1)
     panel.show_record(records[0], history)
@@ -72,7 +73,8 @@ def test_min_cells_show_their_step_jacobians_diagonal_over_time_and_say_so(qtbot
                                         ("gru", "GRU has no separate cell state"),
                                         ("mingru", "minGRU has no cell state"),
                                         ("minlstm", "is the LSTM's cell path itself"),
-                                        ("lru", "LRU has no cell state")])
+                                        ("lru", "LRU has no cell state"),
+                                        ("s6", "S6 has no cell state")])
 def test_the_lstm_highway_placeholder_explains_each_cell_without_one(qtbot, model, says):
     panel = make(qtbot, LstmHighwayPanel)
     panel.show()
