@@ -143,12 +143,29 @@ def test_the_run_reads_a_tidy_lyapunov_table_only_when_asked():
     assert table.exponent.abs().max() < 1e-12 and table.log10_sigma.abs().max() < 1e-12   # orthogonal: flat
 
 
+class _NoJacobian(cells.Cell):      # a cell that keeps the default: no step Jacobian (not registered)
+    name = "no_jacobian"
+
+
 def test_a_cell_without_a_step_jacobian_refuses_naming_those_with_one():
-    class NoJacobian(cells.Cell):            # a cell that keeps the default: no step Jacobian
-        name = "no_jacobian"
-    message = NoJacobian().no_step_jacobian(Config())
+    message = _NoJacobian().no_step_jacobian(Config())
     assert message is not None and "no step Jacobian" in message
     assert all(name in message for name in ("rnn", "gru", "lstm", "mingru", "minlstm", "lru", cells.USER_CELL))
     with pytest.raises(ConfigError, match="Lyapunov spectrum apply to it; they apply to rnn, gru"):
-        NoJacobian().jacobians(None, None, None, None, Config(), spectrum=True)
+        _NoJacobian().jacobians(None, None, None, None, Config(), spectrum=True)
     assert all(cells.cell_for(name).no_step_jacobian(Config()) is None for name in cells.names())
+
+
+def test_the_refusal_comes_before_the_step_so_the_run_is_untouched():
+    """Trainer.step(lyapunov=True) and Run.lyapunov() refuse such a cell before drawing a batch or stepping."""
+    import gradflow
+    run = gradflow.Run(seq_len=10, hidden_size=4)
+    run.trainer.cell = _NoJacobian()
+    for ask in ({"lyapunov": True}, {"jacobians": True}):
+        with pytest.raises(ConfigError, match="no step Jacobian"):
+            run.step(**ask)
+    with pytest.raises(ConfigError, match="no step Jacobian"):
+        run.lyapunov()
+    reference = gradflow.Run(seq_len=10, hidden_size=4)
+    assert run.steps_done == 0
+    np.testing.assert_array_equal(run.trainer.task.next_batch().inputs, reference.trainer.task.next_batch().inputs)
