@@ -13,7 +13,8 @@ block called W_hh (the record's recurrent_block):
 Jacobians. J_t = ∂s_t/∂s_{t−1} of the state s (h, or (h, c) for LSTM) of one
 sequence; ‖∂s_T/∂s_t‖₂ = σ_max(J_T ⋯ J_{t+1}) is kept in log10 with a running
 scale, so neither vanishing nor exploding products under- or overflow. The
-finite-time largest Lyapunov exponent is λ = log σ_max(∂s_T/∂s_0) / T.
+finite-time largest Lyapunov exponent is λ = log σ_max(∂s_T/∂s_0) / T; the whole
+spectrum, when asked for, is core.lyapunov's.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from gradflow.core.lyapunov import LyapunovSpectrum, dense_spectrum, long_term_log10_singular
 from gradflow.core.precision import exact_norm
 from gradflow.core.trace import carry_scales
 from torch.func import jacrev, vmap
@@ -63,14 +65,17 @@ class JacobianProfile:
     log10_bound: np.ndarray | None  # (T,) log10 (γ σ_max(W_hh))^(T−t) for a vanilla RNN, else None
     lyapunov: float                # finite-time largest Lyapunov exponent, per step
     state: str                     # "h" or "(h, c)"
+    spectrum: LyapunovSpectrum | None = None   # every exponent and singular value (core.lyapunov); when asked for
 
 
 @torch.no_grad()
-def jacobians_through_time(model, inputs: torch.Tensor, state0=None, gamma: float | None = 1.0) -> JacobianProfile:
+def jacobians_through_time(model, inputs: torch.Tensor, state0=None, gamma: float | None = 1.0,
+                           spectrum: bool = False) -> JacobianProfile:
     """Jacobians of layer 1 (forward direction) of a core.models.RecurrentNet along one sequence.
 
     inputs (T, I) for a single sequence; state0: (H,) or ((H,), (H,)) or None for zeros; gamma: a vanilla RNN's
-    sup |φ′| (its cell's gradient_bound_gamma), for the bound (γ σ_max(W_hh))^(T−t) (None: a gated cell, no bound).
+    sup |φ′| (its cell's gradient_bound_gamma), for the bound (γ σ_max(W_hh))^(T−t) (None: a gated cell, no bound);
+    spectrum: the Lyapunov spectrum too (jacobian_profile_of).
     """
     w_ih, w_hh, b_ih, b_hh = (w.detach().double() for w in model.row_weights(0))
     H, T = model.hidden_size, inputs.shape[0]
@@ -97,38 +102,18 @@ def jacobians_through_time(model, inputs: torch.Tensor, state0=None, gamma: floa
     if gamma is not None:
         sigma = torch.linalg.matrix_norm(w_hh, ord=2).item() * gamma
         bound = (T - np.arange(1, T + 1)) * math.log10(sigma) if sigma > 0 else None
-    return jacobian_profile_of(J, bound, "(h, c)" if lstm else "h")
+    return jacobian_profile_of(J, bound, "(h, c)" if lstm else "h", spectrum)
 
 
-def jacobian_profile_of(J: torch.Tensor, bound: np.ndarray | None, state: str) -> JacobianProfile:
-    """The profile of step Jacobians J (T, S, S), J[t−1] = ∂s_t/∂s_{t−1} for t = 1..T."""
+def jacobian_profile_of(J: torch.Tensor, bound: np.ndarray | None, state: str, spectrum: bool = False) -> JacobianProfile:
+    """The profile of step Jacobians J (T, S, S), J[t−1] = ∂s_t/∂s_{t−1} for t = 1..T; with `spectrum`, the Lyapunov
+    spectrum and every singular value of ∂s_T/∂s_t too (core.lyapunov)."""
     T = J.shape[0]
-    log10_product = np.zeros(T)
-    # ∂s_T/∂s_t = J_T ⋯ J_{t+1} (index t here is 0-based step t+1), kept divided by its largest |entry|
-    # (10^log_scale) so it never over- or underflows; the 2-norms of all of them come from one batched call at the end
-    product, log_scale = torch.eye(J.shape[1], dtype=J.dtype, device=J.device), 0.0
-    products, log_scales = [], []     # the scaled products for t = T−1 .. 1, then the full one (s_T/s_0)
-    lyapunov = None                   # ±inf once a product is 0 or overflows
-    for t in range(T - 1, 0, -1):
-        product = product @ J[t]
-        scale = product.abs().amax().item()
-        if scale == 0.0 or not math.isfinite(scale):
-            log10_product[:t] = lyapunov = -math.inf if scale == 0.0 else math.inf
-            break
-        product = product / scale
-        log_scale += math.log10(scale)
-        products.append(product)
-        log_scales.append(log_scale)
-    if lyapunov is None:
-        products.append(product @ J[0])
-    norms = torch.linalg.matrix_norm(torch.cat([J, torch.stack(products)]), ord=2).cpu().numpy() if products \
-        else torch.linalg.matrix_norm(J, ord=2).cpu().numpy()
-    step_sigma, product_norms = norms[:T], norms[T:T + len(log_scales)]      # (T,), one per scaled product
-    log10_product[T - 1 - len(log_scales):T - 1] = (np.asarray(log_scales) + np.log10(product_norms))[::-1]
-    if lyapunov is None:
-        full_norm = float(norms[-1])
-        lyapunov = (log_scale + math.log10(full_norm)) * math.log(10) / T if full_norm > 0 else -math.inf
-    return JacobianProfile(step_sigma, log10_product, bound, lyapunov, state)
+    log10_singular = long_term_log10_singular(J)            # (T + 1, S), t = 0..T
+    top = log10_singular[:, 0].numpy()                       # log10 ‖∂s_T/∂s_t‖₂
+    step_sigma = torch.linalg.matrix_norm(J, ord=2).cpu().numpy()
+    return JacobianProfile(step_sigma, top[1:], bound, float(top[0]) * math.log(10) / T, state,
+                           dense_spectrum(J, log10_singular, step_sigma) if spectrum else None)
 
 
 # -- why a gradient is exactly zero ------------------------------------------------------------------

@@ -47,6 +47,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from gradflow.core.analysis import JacobianProfile
+from gradflow.core.lyapunov import diagonal_after, diagonal_spectrum
 from gradflow.core.precision import exact_norm
 from gradflow.core.trace import KeepGradAt, RowTrace, StackedRows, Trace, carry_scales
 from torch import nn
@@ -366,15 +367,16 @@ def step_contributions(row: DiagonalRowTrace) -> tuple[np.ndarray, np.ndarray]:
     return exact_norm(terms, dim=1).cpu().numpy(), terms.sum(0).cpu().numpy()
 
 
-def jacobian_profile(row: DiagonalRowTrace):
+def jacobian_profile(row: DiagonalRowTrace, spectrum: bool = False):
     """Jacobians through time of one traced forward row, sample 0, exactly: J_t = diag(a_t), so
-    ‖∂h_T/∂h_t‖₂ = max_j Π_{s>t} |a_{s,j}|, summed in logs (no under- or overflow)."""
+    ‖∂h_T/∂h_t‖₂ = max_j Π_{s>t} |a_{s,j}|, summed in logs (no under- or overflow); with `spectrum`, the Lyapunov
+    spectrum and every singular value of ∂h_T/∂h_t in closed form (core.lyapunov.diagonal_spectrum)."""
     r = _filled(row)
     T = r.h.shape[0]
     decay = r.decay[:, 0] if r.decay.dim() == 3 else r.decay.expand(T, -1)            # (T, H)
     log_a = torch.log(decay.abs().double())                                                # (T, H), −inf at 0
-    after = torch.cat([log_a.flip(0).cumsum(0).flip(0)[1:], torch.zeros_like(log_a[:1])])  # Σ_{s>t} log|a_s|
-    log10_product = (after.max(dim=1).values / math.log(10)).cpu().numpy()
+    log10_product = (diagonal_after(log_a).max(dim=1).values / math.log(10)).cpu().numpy()
     lyapunov = float(log_a.sum(0).max()) / T
     step_sigma = decay.abs().max(dim=1).values.double().cpu().numpy()
-    return JacobianProfile(step_sigma, log10_product, None, lyapunov, "h")
+    return JacobianProfile(step_sigma, log10_product, None, lyapunov, "h",
+                           diagonal_spectrum(log_a) if spectrum else None)

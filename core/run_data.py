@@ -4,7 +4,9 @@ Two tables describe a run:
 
 - the history: one row per kept step, the columns HISTORY_COLUMNS (Record's scalars);
 - the profiles: tidy, one row per (kept step, layer, direction, t), with ‖∂L/∂h_t‖, ‖∂L/∂c_t‖ (LSTM; NaN
-  otherwise) and the cause of an exact zero ("" where the norm is not zero).
+  otherwise) and the cause of an exact zero ("" where the norm is not zero);
+- the Lyapunov spectrum, when asked for (gradflow.Run.lyapunov): one row per (step, t, i), with the finite-time
+  exponent and the long-term Jacobian's singular value (core.lyapunov).
 
 ``pandas.read_json(path, orient="table")``, ``pandas.read_csv(path)`` and ``numpy.load(path)`` each read
 their file in one call; every file carries SCHEMA_VERSION.
@@ -25,6 +27,7 @@ from gradflow.core.records import SCALARS, ZERO_CAUSES, History, Record
 SCHEMA_VERSION = 1
 HISTORY_COLUMNS = SCALARS
 PROFILE_COLUMNS = ("step", "layer", "direction", "t", "dh_norm", "dc_norm", "zero_cause")
+LYAPUNOV_COLUMNS = ("step", "t", "i", "exponent", "log10_sigma", "log10_sigma_floor")
 
 
 # -- tables (column name -> numpy array) ---------------------------------------------------------------------
@@ -64,6 +67,25 @@ def tidy_profiles(steps: np.ndarray, dh: np.ndarray, dc: np.ndarray, codes: np.n
         "dc_norm": dc.reshape(-1).astype(np.float64) if dc.shape == dh.shape else np.full(N * R * T, np.nan),
         "zero_cause": np.asarray(ZERO_CAUSES, dtype=object)[codes.reshape(-1).astype(np.int64)]
         if codes.shape == dh.shape else np.full(N * R * T, "", dtype=object),
+    }
+
+
+def lyapunov_columns(records) -> dict[str, np.ndarray]:
+    """LYAPUNOV_COLUMNS -> (N·T·S,) arrays, one entry per (kept step, t, i) over the records (core.records.Record)
+    whose Jacobians carry a Lyapunov spectrum (core.lyapunov.LyapunovSpectrum of layer 1, sample 0)."""
+    kept = [(record.step, record.jacobians.spectrum) for record in records
+            if record.jacobians is not None and record.jacobians.spectrum is not None]
+    if not kept:
+        return {name: np.zeros(0, dtype=np.int64 if name in ("step", "t", "i") else np.float64)
+                for name in LYAPUNOV_COLUMNS}
+    T, S = kept[0][1].exponents.shape
+    return {
+        "step": np.repeat(np.asarray([step for step, _ in kept], dtype=np.int64), T * S),
+        "t": np.tile(np.repeat(np.arange(1, T + 1), S), len(kept)).astype(np.int64),
+        "i": np.tile(np.arange(1, S + 1), len(kept) * T).astype(np.int64),
+        "exponent": np.concatenate([spectrum.exponents.reshape(-1) for _, spectrum in kept]),
+        "log10_sigma": np.concatenate([spectrum.log10_singular.reshape(-1) for _, spectrum in kept]),
+        "log10_sigma_floor": np.concatenate([np.repeat(spectrum.log10_floor, S) for _, spectrum in kept]),
     }
 
 

@@ -125,15 +125,20 @@ class Trainer:
 
     # -- the step ------------------------------------------------------------------------
     def step(self, detail: bool = True, preview: bool = False, jacobians: bool = False,
-             spectrum: bool | None = None) -> Record:
+             spectrum: bool | None = None, lyapunov: bool = False) -> Record:
         """One optimizer step. `detail` adds hidden/cell/gate arrays and contributions through time;
         `preview` adds the task view; `jacobians` adds Jacobians through time (layer 1, sample 0);
         `spectrum` the full spectrum of a matrix over core.spectrum.FULL_SPECTRUM_MAX_SIZE rows (None: on
-        detailed steps; a smaller matrix always gets it)."""
+        detailed steps; a smaller matrix always gets it); `lyapunov` the Jacobians with their Lyapunov spectrum
+        and long-term singular values (JacobianProfile.spectrum). A cell without a step Jacobian refuses
+        `jacobians` and `lyapunov` with a ConfigError before the step starts (Cell.no_step_jacobian)."""
+        if (jacobians or lyapunov) and (why := self.cell.no_step_jacobian(self.config)) is not None:
+            raise ConfigError(why)
         with engine_threads_used():
-            return self._step(detail, preview, jacobians, detail if spectrum is None else spectrum)
+            return self._step(detail, preview, jacobians or lyapunov, detail if spectrum is None else spectrum,
+                              lyapunov)
 
-    def _step(self, detail: bool, preview: bool, jacobians: bool, full_spectrum: bool) -> Record:
+    def _step(self, detail: bool, preview: bool, jacobians: bool, full_spectrum: bool, lyapunov: bool) -> Record:
         start = time.perf_counter()
         cfg, model, cell = self.config, self.model, self.cell
         if self._rescale_to is not None:
@@ -171,7 +176,7 @@ class Trainer:
         if jacobians and math.isfinite(loss_value):  # layer 1, sample 0, same weights as the spectrum
             first_state = None if state is None else (
                 (state[0][0, 0], state[1][0, 0]) if isinstance(state, tuple) else state[0, 0])
-            jacobian_profile = cell.jacobians(model, trace, inputs[:, 0], first_state, cfg)
+            jacobian_profile = cell.jacobians(model, trace, inputs[:, 0], first_state, cfg, lyapunov)
 
         # both of the weights that made these gradients (before the update)
         zero_cause = zero_causes(model, trace, inputs, keep_grad_at, cfg.loss_positions == "last", dh_norms)

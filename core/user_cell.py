@@ -402,11 +402,12 @@ class UserCellNet(StackedRows, nn.Module):
                 return torch.stack([torch.autograd.functional.jacobian(functools.partial(step, x=x), s)
                                     for s, x in zip(states, xs)]).detach()
 
-    def jacobian_profile(self, trace: Trace) -> JacobianProfile:
-        """Jacobians through time of layer 1 (forward direction), sample 0, from torch.func."""
+    def jacobian_profile(self, trace: Trace, spectrum: bool = False) -> JacobianProfile:
+        """Jacobians through time of layer 1 (forward direction), sample 0, from torch.func (with `spectrum`, the
+        Lyapunov spectrum too)."""
         row = _user_row(trace.rows[0])
         J = self._step_jacobians(row, list(range(len(row.entering)))).double()   # (T, S, S)
-        return jacobian_profile_of(J, None, "h" if len(row.entering[0]) == 1 else "(h, c)")
+        return jacobian_profile_of(J, None, "h" if len(row.entering[0]) == 1 else "(h, c)", spectrum)
 
 
 def _pack(elements: list[torch.Tensor]):

@@ -103,10 +103,12 @@ class Run:
         self.trainer, self.config, self.title, self.label = trainer, trainer.config, title, ""
 
     # -- training -------------------------------------------------------------------------------------------
-    def step(self, jacobians: bool = False) -> Record:
+    def step(self, jacobians: bool = False, lyapunov: bool = False) -> Record:
         """One optimizer step, fully recorded (hidden states, gates, contributions; Jacobians through time if
-        asked): its Record. A refused update (loss or ‖g‖ not finite) is reported in Record.diverged."""
-        return self.trainer.step(detail=True, jacobians=jacobians)
+        asked; with `lyapunov`, their Lyapunov spectrum too: lyapunov() reads it): its Record. A refused update
+        (loss or ‖g‖ not finite) is reported in Record.diverged. A cell without a step Jacobian refuses
+        `jacobians` and `lyapunov` (ConfigError, naming the cells they apply to)."""
+        return self.trainer.step(detail=True, jacobians=jacobians, lyapunov=lyapunov)
 
     def train(self, steps: int, progress: bool = True) -> Record:
         """`steps` optimizer steps (the last fully recorded), with a progress bar (a widget in Jupyter, a line in
@@ -143,6 +145,22 @@ class Run:
         """A tidy DataFrame of the kept gradient profiles: step, layer, direction, t, dh_norm (‖∂L/∂h_t‖),
         dc_norm (‖∂L/∂c_t‖; NaN without a cell state), zero_cause ('' where not exactly zero)."""
         return run_data.frame(run_data.profile_columns(self.trainer.history, self.config))
+
+    def lyapunov(self):
+        """A tidy DataFrame of the Lyapunov spectra of the kept steps that measured one (run.step(lyapunov=True):
+        layer 1, sample 0 of that step's batch, the weights that made its gradients): step, t, i (1..S, the state's
+        size), exponent (the i-th largest finite-time Lyapunov exponent over steps 1..t, nats per step; its value
+        at t = T is the spectrum), log10_sigma (log10 of the i-th largest singular value of ∂s_T/∂s_t) and
+        log10_sigma_floor (log10 of a bound on its rounding error: values above it are resolved). docs/data.md.
+        ConfigError for a cell without a step Jacobian; RuntimeError where no kept step measured it."""
+        why = self.trainer.cell.no_step_jacobian(self.config)
+        if why is not None:
+            raise ConfigError(why)
+        columns = run_data.lyapunov_columns(self.trainer.history.records)
+        if not len(columns["step"]):
+            raise RuntimeError("no kept step measured the Lyapunov spectrum: run.step(lyapunov=True) measures it "
+                               "(it is computed only when asked for)")
+        return run_data.frame(columns)
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Every array as numpy, as the NPZ file holds them: the history's columns, profile_steps (N,), dh_norms,

@@ -31,6 +31,21 @@ def test_the_quickstart_notebook_runs_in_a_kernel(tmp_path):
     assert (tmp_path / "vanishing.png").read_bytes().startswith(b"\x89PNG")
 
 
+@pytest.mark.slow
+def test_the_papers_notebook_reproduces_its_three_results_in_a_kernel(tmp_path):
+    """Each section asserts its result on the numbers (a failing assert is an error cell) and draws one figure."""
+    notebook = nbformat.read(ROOT / "docs" / "notebooks" / "papers.ipynb", as_version=4)
+    NotebookClient(notebook, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    errors = [output for cell in code for output in cell.outputs if output.output_type == "error"]
+    assert not errors, errors[0].get("evalue")
+    text = "".join(_text(cell) for cell in code)
+    assert "largest ‖∂L/∂h_t‖ / bound = 0.6" in text and "b- = -2.344390" in text and "largest difference" in text
+    images = [output for cell in code for output in cell.outputs if "image/png" in output.get("data", {})]
+    assert len(images) == 3
+
+
 @pytest.mark.parametrize("path", sorted((ROOT / "docs" / "notebooks").glob("*.ipynb")))
 def test_notebooks_are_kept_without_outputs(path):
     """Outputs are made by running them (this test file), not stored: the repository holds the code alone."""

@@ -120,9 +120,22 @@ class Cell:
         """(T,) ‖step t's term of the recurrence's gradient‖ of one traced row, after backward."""
         raise NotImplementedError
 
-    def jacobians(self, model: StackedRows, trace: Trace, inputs, state0, config: Config) -> JacobianProfile:
-        """Jacobians through time of layer 1, sample 0: inputs (T, I) of sample 0; state0 its initial state or None."""
-        raise NotImplementedError
+    def jacobians(self, model: StackedRows, trace: Trace, inputs, state0, config: Config,
+                  spectrum: bool = False) -> JacobianProfile:
+        """Jacobians through time of layer 1, sample 0: inputs (T, I) of sample 0; state0 its initial state or None;
+        `spectrum`: the Lyapunov spectrum and the long-term Jacobian's singular values too (core.lyapunov).
+        This default is a cell without a step Jacobian: ConfigError (no_step_jacobian)."""
+        from gradflow.core.errors import ConfigError
+        raise ConfigError(self.no_step_jacobian(config))
+
+    def no_step_jacobian(self, config: Config) -> str | None:
+        """Why the Jacobians through time and the Lyapunov spectrum do not apply to this cell, naming the cells they
+        apply to: it gives no step Jacobian ∂s_t/∂s_{t−1} (it keeps Cell.jacobians). None: they apply."""
+        if type(self).jacobians is not Cell.jacobians:
+            return None
+        having = [name for name in (*names(), USER_CELL) if type(REGISTRY[name]).jacobians is not Cell.jacobians]
+        return (f"model = {config.model!r} gives no step Jacobian ∂s_t/∂s_(t−1), so neither the Jacobians through "
+                f"time nor the Lyapunov spectrum apply to it; they apply to {', '.join(having)}")
 
     def gradient_bound_gamma(self, config: Config) -> float | None:
         """γ = sup |φ′| where one step back multiplies ‖∂L/∂h_t‖ by at most γ·σ_max(W_hh) (the record's sigma_max),

@@ -67,9 +67,9 @@ class DenseCell(Cell):
         from gradflow.core.analysis import row_contributions
         return row_contributions(row, self.delta(row, config))[0]
 
-    def jacobians(self, model, trace, inputs, state0, config):
+    def jacobians(self, model, trace, inputs, state0, config, spectrum=False):
         from gradflow.core.analysis import jacobians_through_time
-        return jacobians_through_time(model, inputs, state0, self.gradient_bound_gamma(config))
+        return jacobians_through_time(model, inputs, state0, self.gradient_bound_gamma(config), spectrum)
 
     def not_editable(self, config):
         if config.recurrent_constraint == "orthogonal":
@@ -106,9 +106,9 @@ class DiagonalCell(Cell):
         from gradflow.core.diagonal import step_contributions
         return step_contributions(row)[0]
 
-    def jacobians(self, model, trace, inputs, state0, config):
+    def jacobians(self, model, trace, inputs, state0, config, spectrum=False):
         from gradflow.core.diagonal import jacobian_profile
-        return jacobian_profile(trace.rows[0])
+        return jacobian_profile(trace.rows[0], spectrum)
 
     def not_editable(self, config):
         return (f"model = {config.model!r} has no W_hh matrix to edit: its recurrence is diagonal and set by the "

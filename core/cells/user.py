@@ -40,8 +40,8 @@ class UserCell(Cell):
     def spectrum(self, model, trace, meter, full):
         return meter.measure(model.recurrent_matrices(trace), full)
 
-    def jacobians(self, model, trace, inputs, state0, config):
-        return model.jacobian_profile(trace)
+    def jacobians(self, model, trace, inputs, state0, config, spectrum=False):
+        return model.jacobian_profile(trace, spectrum)
 
     def not_editable(self, config):
         return (f"model = {config.model!r} is a user's cell: its recurrence is its own code, so its spectrum is "
