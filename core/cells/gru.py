@@ -13,6 +13,9 @@ class Gru(DenseCell):
     candidate_chunk = 2
     block = "W_hn (GRU candidate block of W_hh)"
     cost = 3.0
+    theory_lines = ()
+    theory_caption = ("A GRU's gradient runs back mostly along its update gate, h_t = z_t ⊙ h_(t−1) + (1 − z_t) ⊙ "
+                      "n_t: the spectrum of W_hn does not carry it, so no ρ^(T−t) or σ_max^(T−t) line is drawn.")
     no_cell_state = ("A GRU has no separate cell state: its highway runs inside h itself, h_t = z_t ⊙ h_(t−1) + "
                      "(1 − z_t) ⊙ n_t (gradient panel).")
 

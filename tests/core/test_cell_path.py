@@ -55,6 +55,7 @@ def test_the_cell_path_line_is_the_product_of_the_recorded_forget_gates():
 
 def test_each_cell_declares_its_theory_lines_and_the_record_carries_them():
     assert set(cells.cell_for("lstm").theory_lines) == {"cell_path"}
+    assert cells.cell_for("gru").theory_lines == () and "W_hn" in cells.cell_for("gru").theory_caption
     for name in cells.names():
         assert set(cells.cell_for(name).theory_lines) <= set(cells.THEORY_LINES), name
     rnn = _first_record(Config(model="rnn", seq_len=10, hidden_size=8, batch_size=4))
