@@ -71,6 +71,7 @@ class WindowLayout(QObject):
         self._build_actions()
         window.banner.collapsed_changed.connect(self._on_banner_collapsed)
         window.model.views_changed.connect(self._on_views_changed)
+        window.message_bar.room_changed.connect(self._timer.start)   # a message taller than the room kept for it
 
     # -- actions -------------------------------------------------------------------------------------
     def _build_actions(self):
@@ -278,7 +279,7 @@ class WindowLayout(QObject):
         when the default arrangement on screen no longer fits, another one is chosen once it has settled (never
         squashed below the minimums). Only on growth, so no back and forth; a layout
         the user made or restored is left as it is."""
-        need, last = self.host.minimumSizeHint(), self._need
+        need, last = self.docks_need(), self._need
         self._need = need
         if self.current is None or (need.width() <= last.width() and need.height() <= last.height()):
             return
@@ -293,16 +294,25 @@ class WindowLayout(QObject):
             self.arrange_default()
 
     def room(self) -> QSize:
-        """The dock area's size once the window fits its screen (a window pushed past the screen by its
-        panels' minimum sizes does not count what lies beyond it)."""
+        """The docks' area once the window fits its screen (a window pushed past the screen by its panels' minimum
+        sizes does not count what lies beyond it), less the room kept at its bottom for a message (MessageBar:
+        a tour's stop, an error), shown or not: the same window gets the same arrangement with or without a message,
+        and the docks keep their minimum sizes above one."""
         w = self.window
         size = self.host.size()
+        bar = w.message_bar
+        size.setHeight(size.height() - max(bar.reserve(), self.host.contentsMargins().bottom()))
         screen = w.screen()
         if screen is None or w.isFullScreen():
             return size
         avail, frame = screen.availableGeometry(), w.frameGeometry()
         return QSize(size.width() - max(0, frame.width() - avail.width()),
                      size.height() - max(0, frame.height() - avail.height()))
+
+    def docks_need(self) -> QSize:
+        """The docks' minimum size as laid out now (without the room a message takes: see room)."""
+        need = self.host.minimumSizeHint()
+        return QSize(need.width(), need.height() - self.host.contentsMargins().bottom())
 
     def candidates(self) -> tuple[Arrangement, ...]:
         return layout.presentation_arrangements(self.companion) if self.presentation else layout.NORMAL
@@ -371,7 +381,7 @@ class WindowLayout(QObject):
     def _fits(self) -> bool:
         """The dock layout on screen needs no more room than there is."""
         self.host.layout().invalidate()
-        need, room = self.host.minimumSizeHint(), self.room()
+        need, room = self.docks_need(), self.room()
         return need.width() <= room.width() and need.height() <= room.height()
 
     def _titles_whole(self) -> bool:

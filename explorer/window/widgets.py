@@ -156,9 +156,14 @@ class LoadingOverlay(QLabel):
         return False
 
 
+MESSAGE_LINES = 3   # the lines of a message a window's layout keeps room for (a tour's stop: its step and two claims)
+
+
 class MessageBar(QFrame):
     """A message in the window (divergence, errors, a tour's stop): coloured, with optional buttons; stays until
-    closed. `float_over(host, beside)` keeps it over the bottom of `host` instead of in a layout."""
+    closed. `float_over(host)` keeps it at the bottom of `host`, in room the host leaves it, instead of in a layout."""
+
+    room_changed = Signal()   # the room it keeps at its host's bottom changed (float_over)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -200,34 +205,49 @@ class MessageBar(QFrame):
             self._buttons.addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
         self.setVisible(True)
 
-    def float_over(self, host: QWidget, beside: QWidget):
-        """Float over the bottom of `host` (right of `beside` where that is docked at its left), in no layout:
-        showing or hiding a message moves no other control (a stop's message appearing shifted the settings)."""
+    def float_over(self, host: QWidget):
+        """Keep to the bottom of `host` (a QMainWindow of docks), in no layout: while a message is shown, the
+        host's bottom margin is as tall as the message, so its docks end above it (nothing in them is covered)
+        and nothing moves at their top (a stop's message appearing in a layout above them shifted the settings).
+        `reserve()` is the room a window's layout keeps for a message of MESSAGE_LINES lines."""
         self.setAutoFillBackground(True)
-        self._host, self._beside = host, beside
-        for watched in (host, beside, self):
+        self._host = host
+        for watched in (host, self):
             watched.installEventFilter(self)
 
+    def reserve(self) -> int:
+        """The height of a message of MESSAGE_LINES lines in the bar's type (what a layout keeps for it)."""
+        self.label.ensurePolished()
+        margins = self.layout().contentsMargins()
+        return MESSAGE_LINES * self.label.fontMetrics().lineSpacing() + margins.top() + margins.bottom()
+
     def eventFilter(self, watched, event) -> bool:
-        if event.type() in (QEvent.Type.Resize, QEvent.Type.Move, QEvent.Type.Show, QEvent.Type.Hide,
-                            QEvent.Type.LayoutRequest) and self.isVisible():
+        kind = event.type()
+        if kind == QEvent.Type.Hide and watched is self:
+            self._keep_room(0)
+        elif kind in (QEvent.Type.Resize, QEvent.Type.Move, QEvent.Type.Show, QEvent.Type.LayoutRequest,
+                      QEvent.Type.FontChange, QEvent.Type.StyleChange) and self.isVisible():
             self._place()
         return False
 
     def _place(self):
-        host, beside = self._host, self._beside
-        left = 0
-        if beside.isVisible() and beside.parent() is host and beside.x() <= 1 and beside.width() < host.width() // 2:
-            left = beside.geometry().right() + 1   # docked at the left: the message stays off the settings
-        width = host.width() - left
+        host = self._host
+        width = host.width()
         layout = self.layout()
         height = min(layout.totalHeightForWidth(width) if layout.hasHeightForWidth() else self.sizeHint().height(),
                      host.height() // 2)
         origin = host.mapTo(self.parentWidget(), host.rect().topLeft())
-        geometry = (origin.x() + left, origin.y() + host.height() - height, width, height)
+        geometry = (origin.x(), origin.y() + host.height() - height, width, height)
         if self.geometry().getRect() != geometry:
             self.setGeometry(*geometry)
+        self._keep_room(height)
         self.raise_()
+
+    def _keep_room(self, height: int):
+        host = getattr(self, "_host", None)
+        if host is not None and host.contentsMargins().bottom() != height:
+            host.setContentsMargins(0, 0, 0, height)
+            self.room_changed.emit()
 
     def text(self) -> str:
         """The message as plain text ('' when none is shown)."""
