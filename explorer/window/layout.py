@@ -15,6 +15,8 @@ Normal mode, from the most panels on screen to the fewest (the three views "thro
     COLUMNS           settings | two full-height columns of tabs
     SEVEN IN COLUMNS  settings | the same without contributions and Jacobians through time (View menu)
     SINGLE            settings | one group of tabs
+    PAIR              gradient-through-time | the companion (as in presentation: keys 1-8 or the toolbar pick it);
+                      settings over the panels (F2), the other panels closed (View menu)
     BARE              one group of tabs (settings: F2 shows them over the panels)
 Presentation mode: gradient-through-time and one companion panel, side by side at every screen size;
 settings hidden; the other panels closed (number keys or the toolbar pick the companion).
@@ -43,6 +45,8 @@ class Arrangement:
         return [n for row in self.rows for group in row for n in group]
 
 
+COMPANIONS = (SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS)   # keys 1..8
+DEFAULT_COMPANION = SPECTRUM
 NORMAL = (
     Arrangement("wide", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM,)),
                          ((TRAINING,), (HISTORY,), (HIDDEN, HIGHWAY), (TASK,)))),
@@ -55,11 +59,16 @@ NORMAL = (
     Arrangement("columns", (((GT, HISTORY, HIDDEN, TASK), (SPECTRUM, TRAINING, CONTRIBUTIONS, HIGHWAY, JACOBIANS)),)),
     Arrangement("seven in columns", (((GT, HISTORY, HIDDEN, TASK), (SPECTRUM, TRAINING, HIGHWAY)),)),
     Arrangement("single", (((GT, SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS),),)),
+    Arrangement("pair", (((GT,), (DEFAULT_COMPANION,)),), settings=False),   # (normal_arrangements: the companion)
     Arrangement("bare", (((GT, SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS),),),
                 settings=False),
 )
-COMPANIONS = (SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS)   # keys 1..8
-DEFAULT_COMPANION = SPECTRUM
+
+
+def normal_arrangements(companion: str) -> tuple[Arrangement, ...]:
+    """NORMAL with the gradient beside `companion` in its pair."""
+    pair = Arrangement("pair", presentation_arrangements(companion)[0].rows, settings=False)
+    return tuple(pair if a.name == "pair" else a for a in NORMAL)
 
 
 def presentation_arrangements(companion: str) -> tuple[Arrangement, ...]:

@@ -99,8 +99,8 @@ class WindowLayout(QObject):
         self.companion_label = QLabel(" Beside it ")
         self.companion_combo = QComboBox()
         self.companion_combo.setObjectName("companionCombo")
-        self.companion_combo.setToolTip("The panel shown beside Gradient through time in presentation mode "
-                                        "(number keys 1-8)")
+        self.companion_combo.setToolTip("The panel shown beside Gradient through time in presentation mode, and "
+                                        "where a small screen shows the two alone (number keys 1-8)")
         self.companion_combo.activated.connect(self._on_companion_chosen)
         bar = w.toolbar
         self._companion_widgets = [bar.addWidget(self.companion_label), bar.addWidget(self.companion_combo)]
@@ -142,7 +142,7 @@ class WindowLayout(QObject):
     def _on_views_changed(self, _missing: dict):
         """Another cell's records: the picker offers the companions that apply to it; in presentation mode one that
         no longer applies gives way to one that does (the chosen one comes back with a cell it applies to)."""
-        shown = self.current.names()[1:] if self.presentation and self.current is not None else None
+        shown = self.current.names()[1:] if self.pairing() else None
         self._show_mode_controls()
         if shown is not None and shown != [self.companion] and self._shown_once:
             self.arrange_default()
@@ -158,13 +158,18 @@ class WindowLayout(QObject):
                 combo.addItem(text, name)
         for name, action in self.companion_actions.items():
             action.setVisible(name in offered)
-            action.setEnabled(self.presentation and name in offered)
+            action.setEnabled(self.pairing() and name in offered)
         combo.setCurrentIndex(combo.findData(self.companion))
+
+    def pairing(self) -> bool:
+        """Whether the layout on screen is the gradient beside a companion the user picks (presentation mode, or
+        normal mode's pair where nothing richer fits)."""
+        return self.presentation or (self.current is not None and self.current.name == "pair")
 
     def _show_mode_controls(self):
         on = self.presentation
         for action in self._companion_widgets:
-            action.setVisible(on)
+            action.setVisible(self.pairing())
         self.window.scenario_combo.setMinimumContentsLength(PRESENTATION_SCENARIO_CHARS if on else SCENARIO_CHARS)
         bar = self.window.toolbar
         for action in bar.actions():   # large type: speed and scenario stay, their labels give their room
@@ -315,7 +320,7 @@ class WindowLayout(QObject):
         return QSize(need.width(), need.height() - self.host.contentsMargins().bottom())
 
     def candidates(self) -> tuple[Arrangement, ...]:
-        return layout.presentation_arrangements(self.companion) if self.presentation else layout.NORMAL
+        return (layout.presentation_arrangements if self.presentation else layout.normal_arrangements)(self.companion)
 
     def _tab_bar(self) -> int:
         return int(layout.TAB_BAR * self.window.fontMetrics().height())
@@ -334,7 +339,7 @@ class WindowLayout(QObject):
         """What the layout may follow: the mode, the companion, the window's size and whether it fills the
         screen (not what the panels show at the moment, nor what was clicked)."""
         w = self.window
-        return self.presentation, self.presentation and self.companion, w.size().toTuple(), w.isFullScreen()
+        return self.presentation, self.companion, w.size().toTuple(), w.isFullScreen()
 
     def _choice(self, room: QSize) -> Arrangement:
         """The arrangement of the current mode for a dock area of size `room`: the one chosen before for the same
@@ -360,6 +365,7 @@ class WindowLayout(QObject):
         layout.arrange(self.host, chosen, w.settings_dock, w.panel_docks, room,
                        w.settings_panel.minimumSizeHint().width(), self._tab_widths())
         self.current, self._room, self._arranged = chosen, QSize(room), self._placement()
+        self._show_mode_controls()   # the companion's picker where a companion is shown (pairing)
         overlay = getattr(w, "overlay", None)
         if overlay is not None and not overlay.isHidden():
             overlay.raise_()
@@ -455,7 +461,7 @@ class WindowLayout(QObject):
             raise ValueError(f"companion must be one of {', '.join(self.companion_actions)}, got {name!r}")
         self.chosen = name
         self._show_mode_controls()
-        if self.presentation and self._shown_once:
+        if self.pairing() and self._shown_once:
             self.arrange_default()
             self.window.panel_docks[self.companion].raise_()
 
