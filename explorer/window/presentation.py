@@ -491,7 +491,7 @@ class WindowLayout(QObject):
         dock.setFloating(True)
         top_left = self.host.mapToGlobal(self.host.rect().topLeft())
         width = max(dock.minimumSizeHint().width(), min(460, self.host.width() // 3))
-        dock.setGeometry(QRect(top_left, QSize(width, self.host.height())))
+        dock.setGeometry(QRect(top_left, QSize(width, self.host.contentsRect().height())))   # above a message
         dock.show()
         dock.raise_()
 
