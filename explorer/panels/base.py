@@ -348,6 +348,10 @@ class Panel(QWidget):
         """The plots this panel draws in."""
         return [plot for plot, _ in self._plots]
 
+    def legend_items(self) -> list[pg.LegendItem]:
+        """The legends this panel draws."""
+        return list(self._legends)
+
     def graphics_views(self) -> list[pg.GraphicsView]:
         """The pyqtgraph views this panel draws on (e.g. for export)."""
         return list(self._graphics)
