@@ -40,6 +40,8 @@ class Arrangement:
     name: str
     rows: tuple[tuple[tuple[str, ...], ...], ...]   # rows, top first, of groups, left first, of panel names
     settings: bool = True                            # the settings dock docked on the left
+    fold: bool = False                               # one row of panels that fit its height: legends under plots fold
+                                                     # into a line where they would not (Panel.plan_size)
 
     def names(self) -> list[str]:
         return [n for row in self.rows for group in row for n in group]
@@ -67,7 +69,7 @@ NORMAL = (
 
 def normal_arrangements(companion: str) -> tuple[Arrangement, ...]:
     """NORMAL with the gradient beside `companion` in its pair."""
-    pair = Arrangement("pair", presentation_arrangements(companion)[0].rows, settings=False)
+    pair = Arrangement("pair", presentation_arrangements(companion)[0].rows, settings=False, fold=True)
     return tuple(pair if a.name == "pair" else a for a in NORMAL)
 
 
@@ -75,8 +77,8 @@ def presentation_arrangements(companion: str) -> tuple[Arrangement, ...]:
     """Gradient through time and `companion` side by side, on every screen (their panels give way: legends
     re-flow, captions yield), never one behind the other."""
     if companion == GT:
-        return (Arrangement("one", (((GT,),),), settings=False),)
-    return (Arrangement("side by side", (((GT,), (companion,)),), settings=False),)
+        return (Arrangement("one", (((GT,),),), settings=False, fold=True),)
+    return (Arrangement("side by side", (((GT,), (companion,)),), settings=False, fold=True),)
 
 
 def _groups(arrangement: Arrangement, docks: dict[str, QDockWidget]) -> list[list[list[QDockWidget]]]:
@@ -110,10 +112,10 @@ def minimum_size(arrangement: Arrangement, settings_dock: QDockWidget, docks: di
                  settings_width: int, tab_bar: int, tab_widths: dict[str, int] | None = None) -> QSize:
     """The smallest dock area in which `arrangement`, laid out for a dock area of size `room`, shows every plot at
     its minimum size (and every tab title whole, with `tab_widths`). Each panel is measured at the width the
-    arrangement gives it there (`plan_widths`), not at the width it happens to have now: the answer depends on
+    arrangement gives it there (`plan_sizes`), not at the width it happens to have now: the answer depends on
     the room and the panels only, never on the layout that was on screen before."""
     rows = _groups(arrangement, docks)
-    plan_widths(arrangement, rows, room, settings_width, tab_widths)
+    plan_sizes(arrangement, rows, room, settings_width, tab_widths)
     sizes = [[_group_minimum(g, tab_bar, tab_widths) for g in row] for row in rows]
     width = max((sum(s.width() for s in row) + SEPARATOR * (len(row) - 1) for row in sizes), default=0)
     height = sum(max(s.height() for s in row) for row in sizes) + SEPARATOR * max(len(sizes) - 1, 0)
@@ -135,15 +137,17 @@ def choose(candidates: tuple[Arrangement, ...], settings_dock: QDockWidget, dock
     return candidates[-1]
 
 
-def plan_widths(arrangement: Arrangement, rows: list[list[list[QDockWidget]]], room: QSize, settings_width: int,
-                tab_widths: dict[str, int] | None) -> None:
-    """Tell each panel of `rows` the width its group gets in `arrangement` for a dock area of size `room`
-    (Panel.plan_width: its minimum height then counts its legends re-flowed at that width)."""
+def plan_sizes(arrangement: Arrangement, rows: list[list[list[QDockWidget]]], room: QSize, settings_width: int,
+               tab_widths: dict[str, int] | None) -> None:
+    """Tell each panel of `rows` the width its group gets in `arrangement` for a dock area of size `room`, and in an
+    arrangement that folds (Arrangement.fold) the height (Panel.plan_size: its minimum height then counts its legends
+    re-flowed at that width, folded into a line where they would make it taller than that height)."""
     minimums = [[_group_minimum(group, 0, tab_widths).width() for group in row] for row in rows]
     for row, widths in zip(rows, _group_widths(arrangement, minimums, room, settings_width)):
         for group, width in zip(row, widths):
             for dock in group:
-                dock.widget().plan_width(width)
+                title = dock.minimumSizeHint().height() - dock.widget().minimumSizeHint().height()
+                dock.widget().plan_size(width, room.height() - title if arrangement.fold else None)
 
 
 def _settings_width(room: QSize, settings_width: int) -> int:
@@ -216,7 +220,7 @@ def arrange(host: QMainWindow, arrangement: Arrangement, settings_dock: QDockWid
         host.addDockWidget(right, dock)
         dock.close()
     minimums = [[_group_minimum(group, 0, tab_widths).width() for group in row] for row in rows]
-    plan_widths(arrangement, rows, room, settings_width, tab_widths)
+    plan_sizes(arrangement, rows, room, settings_width, tab_widths)
     _size_docks(host, arrangement, settings_dock, firsts, _group_widths(arrangement, minimums, room, settings_width),
                 room, settings_width)
 
