@@ -20,6 +20,7 @@ PLOT_MIN = (220, 130)   # the smallest data area (a ViewBox, px) any plot is giv
 UI_ONLY = "uiOnly"      # widget property: a hint for the screen that exported figures leave out (mark_ui_only)
 FIGURE_TEXT = "figureText"   # label property: its text in exported figures, where it differs (set_figure_text)
 CAPTION_SHARE = 0.2     # a caption (or footer line) wraps only while that takes at most this share of the panel
+MIN_TEXT_SCALE = 0.75   # the smallest text a panel shows against its theme's type (presentation: 12 of 16 pt)
 FOLDS = ("legends under the plots", "caption", "key")   # what a panel planned too short gives up, in order (plan_size)
 FOLD_MARGIN = 12   # px more than it needs before a panel takes a fold back (so a fold never comes and goes at once)
 CAPTION_SHARE_PRESENTATION = 0.12   # in presentation type: the plots first (a long caption is one line + tooltip)

@@ -9,7 +9,7 @@ import numpy as np
 import pyqtgraph as pg
 from gradflow.core.records import History, Record
 from gradflow.explorer.panels import legends, plotting, ranges
-from gradflow.explorer.panels.base import Panel
+from gradflow.explorer.panels.base import MIN_TEXT_SCALE, Panel
 from gradflow.explorer.panels.legends import CORNERS, empty_corner, inside_inset
 from gradflow.explorer.panels.runs import RunCurves
 from gradflow.explorer.theme import Theme
@@ -17,7 +17,7 @@ from gradflow.explorer.theme import Theme
 RHO_TEXT = "ρ<sup>T−t</sup> (ρ = {:.3f})"                                      # the theory lines' legend entries
 RUNS_RHO_TEXT = "thin: ρ<sup>T−t</sup> of each run, in its style"
 SIGMA_TEXT = "σ<sub>max</sub><sup>T−t</sup> (σ<sub>max</sub> = {:.3f})"
-INSIDE_TEXT_SCALES = (1.0, 0.85, 0.7, 0.6)   # the legend's text inside the plot (presentation) against the theme's: the
+INSIDE_TEXT_SCALES = (1.0, 0.85, MIN_TEXT_SCALE)   # the legend's text inside the plot (presentation) against the theme's: the
                                        # largest that leaves the drawn curves clear in some corner
 LEGEND_CLEARANCE = 4.0                 # px between a legend inside the plot and any drawn curve
 

@@ -7,11 +7,11 @@ label, and each legend entry smaller than the type's minimum.
 """
 from __future__ import annotations
 
+from gradflow.explorer.panels.base import MIN_TEXT_SCALE
 from PySide6.QtCore import QPoint, QRect, QRectF
 from PySide6.QtGui import QImage, QPainter
 from PySide6.QtWidgets import QAbstractButton, QComboBox, QLabel, QWidget
 
-MIN_TEXT_SCALE = 0.75   # the smallest legend text against the theme's type (presentation: 12 of 16 pt)
 SLACK = 1               # px a rectangle may pass an edge (Qt's rounding)
 
 
