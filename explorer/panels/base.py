@@ -328,7 +328,7 @@ class Panel(QWidget):
 
     def plan_size(self, width: int | None, height: int | None = None) -> None:
         """The size the window's layout gives this panel (None: the size it has; a height only where its arrangement
-        asks the panel to fit it: explorer.window.layout.Arrangement.fold): its minimum height counts its legends
+        asks the panel to fit it: explorer.window.layout.Arrangement.pair): its minimum height counts its legends
         re-flowed at that width, so the minimum, and the layout chosen from it, does not depend on the width the panel
         had on screen before; and where the panel, its legends under its plots, would be taller than that height,
         they fold into one line of coloured text instead (legend_key), so nothing is cut at the bottom."""
@@ -412,7 +412,11 @@ class Panel(QWidget):
             self.body.insertWidget(max(views) + 1, self.legend_key)
             self.yielding_labels.append(self.legend_key)
         folded = bool(level and below)
-        self.legend_key.setText(" · ".join(legends.key_html(legend, self.theme) for legend in below) if folded else "")
+        width = (self._planned_width or self.width()) - self.body.contentsMargins().left() - \
+            self.body.contentsMargins().right()
+        entries = [entry for legend in below for entry in legend.items]
+        self.legend_key.setText(legends.key_html(entries, self.theme, width, self.legend_key.fontMetrics()) if folded
+                                else "")
         self.legend_key.setVisible(folded)
         for legend in below:
             legend._beside = None

@@ -8,7 +8,7 @@ import pyqtgraph as pg
 from gradflow.explorer.panels.plotting import brush, color, pen
 from gradflow.explorer.theme import Theme
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QPen
+from PySide6.QtGui import QFontMetrics, QPen, QTextDocument
 from PySide6.QtWidgets import QSizePolicy
 
 
@@ -26,11 +26,22 @@ def style_legend(legend: pg.LegendItem, theme: Theme):
     _snug_inside(legend)
 
 
-def key_html(legend: pg.LegendItem, theme: Theme) -> str:
-    """The legend's entries as one line of rich text (a folded legend: Panel.legend_key): each entry's text after a
-    sample in its item's colour, ━━ for a solid line, ╍╍ for a dashed one, ● for markers alone, ■ for bars."""
-    return " · ".join(f"<span style='color: {_ink(sample.item, theme)}'>{_glyph(sample.item)}</span> {label.text}"
-                      for sample, label in legend.items)
+def key_html(entries: list, theme: Theme, width: float, metrics: QFontMetrics) -> str:
+    """Legend entries ((sample, label) pairs) as one line of rich text at most `width` px wide in `metrics`' font (a
+    folded legend: Panel.legend_key): each entry's text after a sample in its item's colour, ━━ for a solid line,
+    ╍╍ for a dashed one, ● for markers alone, ■ for bars; whole entries only, then "+N more" for those left out."""
+    parts, used = [], 0.0
+    for index, (sample, label) in enumerate(entries):
+        glyph, doc = _glyph(sample.item), QTextDocument()
+        doc.setHtml(label.text)
+        advance = metrics.horizontalAdvance(f"{glyph} {doc.toPlainText()} · ")
+        more = metrics.horizontalAdvance(f"+{len(entries) - index} more") if index < len(entries) - 1 else 0
+        if parts and used + advance + more > width:
+            parts.append(f"<span style='color: {theme.muted}'>+{len(entries) - index} more</span>")
+            break
+        parts.append(f"<span style='color: {_ink(sample.item, theme)}'>{glyph}</span> {label.text}")
+        used += advance
+    return " · ".join(parts)
 
 
 def _item_pen(item) -> QPen | None:

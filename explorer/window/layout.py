@@ -14,9 +14,10 @@ Normal mode, from the most panels on screen to the fewest (the three views "thro
     GRID              settings | gradient-through-time, spectrum and the taller panels / history, hidden state
     COLUMNS           settings | two full-height columns of tabs
     SEVEN IN COLUMNS  settings | the same without contributions and Jacobians through time (View menu)
+    PAIR              settings | gradient-through-time | the companion (as in presentation: keys 1-8 or the toolbar pick
+                      it); the other panels closed (View menu)
     SINGLE            settings | one group of tabs
-    PAIR              gradient-through-time | the companion (as in presentation: keys 1-8 or the toolbar pick it);
-                      settings over the panels (F2), the other panels closed (View menu)
+    BARE PAIR         the pair without settings (F2 shows them over the panels)
     BARE              one group of tabs (settings: F2 shows them over the panels)
 Presentation mode: gradient-through-time and one companion panel, side by side at every screen size;
 settings hidden; the other panels closed (number keys or the toolbar pick the companion).
@@ -40,8 +41,8 @@ class Arrangement:
     name: str
     rows: tuple[tuple[tuple[str, ...], ...], ...]   # rows, top first, of groups, left first, of panel names
     settings: bool = True                            # the settings dock docked on the left
-    fold: bool = False                               # one row of panels that fit its height: legends under plots fold
-                                                     # into a line where they would not (Panel.plan_size)
+    pair: bool = False                               # the gradient and the companion the user picks (keys 1-8), in
+                                                     # one row that fits its height: legends fold (Panel.plan_size)
 
     def names(self) -> list[str]:
         return [n for row in self.rows for group in row for n in group]
@@ -60,25 +61,26 @@ NORMAL = (
                          ((HISTORY,), (HIDDEN,)))),
     Arrangement("columns", (((GT, HISTORY, HIDDEN, TASK), (SPECTRUM, TRAINING, CONTRIBUTIONS, HIGHWAY, JACOBIANS)),)),
     Arrangement("seven in columns", (((GT, HISTORY, HIDDEN, TASK), (SPECTRUM, TRAINING, HIGHWAY)),)),
+    Arrangement("pair", (((GT,), (DEFAULT_COMPANION,)),), pair=True),   # (normal_arrangements: the companion)
     Arrangement("single", (((GT, SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS),),)),
-    Arrangement("pair", (((GT,), (DEFAULT_COMPANION,)),), settings=False),   # (normal_arrangements: the companion)
+    Arrangement("bare pair", (((GT,), (DEFAULT_COMPANION,)),), settings=False, pair=True),
     Arrangement("bare", (((GT, SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS),),),
                 settings=False),
 )
 
 
 def normal_arrangements(companion: str) -> tuple[Arrangement, ...]:
-    """NORMAL with the gradient beside `companion` in its pair."""
-    pair = Arrangement("pair", presentation_arrangements(companion)[0].rows, settings=False, fold=True)
-    return tuple(pair if a.name == "pair" else a for a in NORMAL)
+    """NORMAL with the gradient beside `companion` in its pairs."""
+    rows = presentation_arrangements(companion)[0].rows
+    return tuple(Arrangement(a.name, rows, a.settings, pair=True) if a.pair else a for a in NORMAL)
 
 
 def presentation_arrangements(companion: str) -> tuple[Arrangement, ...]:
     """Gradient through time and `companion` side by side, on every screen (their panels give way: legends
     re-flow, captions yield), never one behind the other."""
     if companion == GT:
-        return (Arrangement("one", (((GT,),),), settings=False, fold=True),)
-    return (Arrangement("side by side", (((GT,), (companion,)),), settings=False, fold=True),)
+        return (Arrangement("one", (((GT,),),), settings=False, pair=True),)
+    return (Arrangement("side by side", (((GT,), (companion,)),), settings=False, pair=True),)
 
 
 def _groups(arrangement: Arrangement, docks: dict[str, QDockWidget]) -> list[list[list[QDockWidget]]]:
@@ -140,14 +142,14 @@ def choose(candidates: tuple[Arrangement, ...], settings_dock: QDockWidget, dock
 def plan_sizes(arrangement: Arrangement, rows: list[list[list[QDockWidget]]], room: QSize, settings_width: int,
                tab_widths: dict[str, int] | None) -> None:
     """Tell each panel of `rows` the width its group gets in `arrangement` for a dock area of size `room`, and in an
-    arrangement that folds (Arrangement.fold) the height (Panel.plan_size: its minimum height then counts its legends
+    arrangement of a pair (Arrangement.pair) the height (Panel.plan_size: its minimum height then counts its legends
     re-flowed at that width, folded into a line where they would make it taller than that height)."""
     minimums = [[_group_minimum(group, 0, tab_widths).width() for group in row] for row in rows]
     for row, widths in zip(rows, _group_widths(arrangement, minimums, room, settings_width)):
         for group, width in zip(row, widths):
             for dock in group:
                 title = dock.minimumSizeHint().height() - dock.widget().minimumSizeHint().height()
-                dock.widget().plan_size(width, room.height() - title if arrangement.fold else None)
+                dock.widget().plan_size(width, room.height() - title if arrangement.pair else None)
 
 
 def _settings_width(room: QSize, settings_width: int) -> int:

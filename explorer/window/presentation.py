@@ -162,9 +162,8 @@ class WindowLayout(QObject):
         combo.setCurrentIndex(combo.findData(self.companion))
 
     def pairing(self) -> bool:
-        """Whether the layout on screen is the gradient beside a companion the user picks (presentation mode, or
-        normal mode's pair where nothing richer fits)."""
-        return self.presentation or (self.current is not None and self.current.name == "pair")
+        """Whether the gradient is beside a companion the user picks (presentation mode, or normal mode's pair)."""
+        return self.presentation or (self.current is not None and self.current.pair)
 
     def _show_mode_controls(self):
         on = self.presentation
@@ -299,14 +298,11 @@ class WindowLayout(QObject):
             self.arrange_default()
 
     def room(self) -> QSize:
-        """The docks' area once the window fits its screen (a window pushed past the screen by its panels' minimum
-        sizes does not count what lies beyond it), less the room kept at its bottom for a message (MessageBar:
-        a tour's stop, an error), shown or not: the same window gets the same arrangement with or without a message,
-        and the docks keep their minimum sizes above one."""
+        """The docks' area on the screen (not what lies past it), less the room kept for a message shown or not
+        (MessageBar.reserve): the same arrangement with or without one, the docks' minimum sizes above it."""
         w = self.window
         size = self.host.size()
-        bar = w.message_bar
-        size.setHeight(size.height() - max(bar.reserve(), self.host.contentsMargins().bottom()))
+        size.setHeight(size.height() - max(w.message_bar.reserve(), self.host.contentsMargins().bottom()))
         screen = w.screen()
         if screen is None or w.isFullScreen():
             return size
@@ -316,8 +312,7 @@ class WindowLayout(QObject):
 
     def docks_need(self) -> QSize:
         """The docks' minimum size as laid out now (without the room a message takes: see room)."""
-        need = self.host.minimumSizeHint()
-        return QSize(need.width(), need.height() - self.host.contentsMargins().bottom())
+        return self.host.minimumSizeHint().shrunkBy(self.host.contentsMargins())
 
     def candidates(self) -> tuple[Arrangement, ...]:
         return (layout.presentation_arrangements if self.presentation else layout.normal_arrangements)(self.companion)

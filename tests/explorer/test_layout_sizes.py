@@ -65,8 +65,10 @@ def test_every_plot_keeps_its_data_area_and_the_window_fits_the_screen(screen, s
         if r["mode"] == "presentation":
             assert "GradientTimePanel" in {name for name, _, _ in r["plots"]}, where + "gradient not shown"
             assert not r["settings_docked"], where + "settings take room from the plots"
-        if r["mode"] == "normal":   # (presentation: two panels, side by side where there is room)
-            assert r["tabs"], where + "no tabbed docks: nothing to check the titles of"
+        if r["mode"] == "normal":   # (presentation, and normal mode's pair: two panels side by side, no tabs)
+            assert r["tabs"] or r["pair"], where + "no tabbed docks: nothing to check the titles of"
+        if r["mode"] == "normal" and screen[:2] == (1280, 720) and r["layout"] == "fresh":
+            assert r["pair"] and r["settings_docked"], where + "not the settings, the gradient and a companion"
         for text, width, advance, inside, scrolling in r["tabs"]:
             assert width >= advance and inside and not scrolling, where + f"tab {text!r}: {width} px for a " \
                 f"{advance} px title, inside its bar: {inside}, scroll buttons shown: {scrolling}"
@@ -378,7 +380,8 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
                 "docks_need": window.dock_host.minimumSizeHint().toTuple(), "dock_area": window.layouts.room().toTuple(),
                 "screen": [screen.x(), screen.y(), screen.width(), screen.height()],
                 "frame": [frame.x(), frame.y(), frame.width(), frame.height()],
-                "settings_docked": window.settings_dock.isVisible() and not window.settings_dock.isFloating()}
+                "settings_docked": window.settings_dock.isVisible() and not window.settings_dock.isFloating(),
+                "pair": window.layouts.current is not None and window.layouts.current.pair}
 
     if mode == "save":   # a big window on a big screen, closed in each mode: both layouts are saved
         ini = tmp / "saved.ini"

@@ -7,6 +7,8 @@ the X server (xdotool), the frame is measured from outside (xwininfo, _NET_FRAME
 - The window, frame included, stays on the screen on launch, restore and maximise, F11 and back; its timeline and
   status bar stay on it.
 - Presentation mode (F5): every companion (keys 1-8) beside the gradient plot, the window on the screen.
+- Every legend, tick label, axis label and control of the panels on screen is whole and uncovered, in normal mode and
+  with every companion, with and without the tour's stop message (tests/explorer/wholeness.py).
 - At the default tour's step-40 stop in presentation mode, the gradient plot's legend covers no drawn curve, and
   at 1280×720 the plot's data area is at least 560×300 px.
 - Layouts change only when the user or the screen asks: the same window on the same screen gets the same layout after
@@ -95,6 +97,29 @@ def test_the_first_launch_fills_the_screen_with_settings_beside_the_panels_where
         assert launched["main"]["settings"] is not None and launched["main"]["arrangement"] != "bare", launched["main"]
     if width >= 1920:   # a large screen shows more than two panels
         assert len(launched["main"]["docks"]) >= 4, launched["main"]["groups"]
+
+
+def test_every_panel_on_screen_is_whole_with_and_without_the_tours_stop_message(on_screen):
+    """As launched (the tour's step-1 stop shown), then with the message dismissed: in normal mode and in presentation
+    mode with each companion (keys 1-8), no legend, tick label, axis label or control of a panel on screen is cut,
+    covered by the message or overprinted, and legend text keeps its minimum size (wholeness.py). Left in normal mode
+    with companion 1, the message dismissed."""
+    screen, app = on_screen
+    window = app.main_window()
+    assert app.settle()["main"]["message"] == "tour", "the tour's stop message is not shown at launch"
+    for message in ("shown", "dismissed"):
+        if message == "dismissed":
+            app.ask("dismiss")
+        assert app.ask("whole") == [], f"normal mode, message {message}"
+        screen.key(window, "F5")
+        for key, companion in enumerate(COMPANIONS, start=1):
+            screen.key(window, str(key))
+            state = app.settle()
+            assert state["main"]["presentation"] and state["main"]["message"] == ("tour" if message == "shown" else "")
+            assert app.ask("whole") == [], f"presentation, key {key} ({companion}), message {message}"
+        screen.key(window, "1", "F5")
+        app.wait_for(lambda s: not s["main"]["presentation"])
+        app.settle()
 
 
 def test_the_window_stays_on_the_screen_and_keeps_its_layout_through_restore_and_full_screen(on_screen):

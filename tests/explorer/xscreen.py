@@ -13,7 +13,8 @@ ImageMagick's `import`.
 The probe is this file run in the app's process (`python tests/explorer/xscreen.py [gradflow args]`): it starts
 the app through explorer.app.main and answers lines on stdin (`state`, `trigger ACTION`, `call METHOD`, `compare
 PRESET`, `compare-call METHOD`, `sweep GRID[;GRID] SEEDS STEPS` (fills the newest sweep window, opened by
-`trigger sweep_action`, and starts it), `quit`) with one JSON line on stdout. Every process started here runs in a session of its own and is ended with its group.
+`trigger sweep_action`, and starts it), `whole` (what of the panels cannot be read: wholeness.py), `dismiss` (the
+message bar closed), `quit`) with one JSON line on stdout. Every process started here runs in a session of its own and is ended with its group.
 """
 from __future__ import annotations
 
@@ -314,6 +315,7 @@ def window_state(window) -> dict:
             "slider": _rect(window.timeline.slider), "gradient_area": [round(gradient.width()), round(gradient.height())],
             "gradient_legend": _legend_state(panel),
             "step": latest.step if latest is not None else 0, "playing": window.is_playing(),
+            "message": window.message_bar.kind,
             "scrubbed": not window.timeline.is_live}
 
 
@@ -392,6 +394,11 @@ def _probe(args: list[str]) -> int:
             getattr(window, name).trigger()
         elif verb == "call":
             getattr(window, name)()
+        elif verb == "whole":          # what of the panels on screen cannot be read (wholeness.problems)
+            from wholeness import problems
+            return problems(window)
+        elif verb == "dismiss":        # the message bar's close button
+            window.message_bar.clear()
         elif verb == "compare":
             window.scenarios.open_comparison(load_preset(name))
         elif verb == "compare-call":   # on the newest comparison window
@@ -402,8 +409,8 @@ def _probe(args: list[str]) -> int:
             QApplication.closeAllWindows()
             qt.quit()
         else:
-            raise ValueError("probe commands: state, trigger ACTION, call METHOD, compare PRESET, compare-call METHOD, "
-                             f"sweep GRID[;GRID] SEEDS STEPS, quit; got {command!r}")
+            raise ValueError("probe commands: state, trigger ACTION, call METHOD, whole, dismiss, compare PRESET, "
+                             f"compare-call METHOD, sweep GRID[;GRID] SEEDS STEPS, quit; got {command!r}")
         return "ok"
 
     def on_stdin():
