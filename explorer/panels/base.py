@@ -231,7 +231,7 @@ class Panel(QWidget):
         layout, below, beside, beside_columns = slots
         plot = legend._inside if self.theme.presentation else None
         side = "inside" if plot is not None else beside is not None and \
-            self.width() - legends.legend_width(legend, beside_columns) > SIDE_RATIO * max(self.height(), 1)
+            self._width() - legends.legend_width(legend, beside_columns) > SIDE_RATIO * max(self.height(), 1)
         if side is False and self._fold:
             side = "folded"
         if side == legend._beside:
@@ -334,7 +334,11 @@ class Panel(QWidget):
         they fold into one line of coloured text instead (legend_key), so nothing is cut at the bottom."""
         if (width, height) != (self._planned_width, self._planned_height):
             self._planned_width, self._planned_height = width, height
-            self.fit_minimums()
+            self.fit_legends()   # placed and re-flowed for that width (_width), then the minimums
+
+    def _width(self) -> int:
+        """The width the layout plans for the panel, else the one it has (legends are placed for it)."""
+        return self._planned_width or self.width()
 
     def fit_minimums(self, fold: bool = True) -> None:
         """Each view asks for what its plots' minimum data areas, axes, legends and colour bars need (the
@@ -444,7 +448,7 @@ class Panel(QWidget):
         panel's width allows (call after changing entries or their text)."""
         for legend in self._legends:
             self._place_legend(legend)
-            legends.fit_legend(legend, self.width())
+            legends.fit_legend(legend, self._width())
         self.fit_minimums()
 
     @contextmanager

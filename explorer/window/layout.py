@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QSize, Qt
-from PySide6.QtWidgets import QDockWidget, QMainWindow
+from PySide6.QtCore import QMargins, QSize, Qt
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QTabBar
 
 GT, SPECTRUM, JACOBIANS = "GradientTimePanel", "SpectrumPanel", "JacobiansPanel"
 TRAINING, HISTORY, CONTRIBUTIONS = "TrainingPanel", "GradientHistoryPanel", "ContributionsPanel"
@@ -106,6 +106,16 @@ def _group_minimum(group: list[QDockWidget], tab_bar: int, tab_widths: dict[str,
     return QSize(w, h)
 
 
+def tab_widths(host: QMainWindow, docks: dict[str, QDockWidget]) -> dict[str, int]:
+    """Each dock's tab width with its whole title (panel name -> px), as `host`'s tab bars draw it now (type, style)."""
+    probe = QTabBar(host)
+    probe.setElideMode(Qt.TextElideMode.ElideNone)
+    probe.ensurePolished()
+    widths = {name: probe.tabSizeHint(probe.addTab(dock.windowTitle())).width() for name, dock in docks.items()}
+    probe.deleteLater()
+    return widths
+
+
 def _name(dock: QDockWidget) -> str:
     return dock.objectName().removeprefix("dock_")
 
@@ -171,10 +181,12 @@ def _group_widths(arrangement: Arrangement, minimums: list[list[int]], room: QSi
 
 
 def arrange(host: QMainWindow, arrangement: Arrangement, settings_dock: QDockWidget,
-            docks: dict[str, QDockWidget], room: QSize, settings_width: int, tab_widths: dict[str, int]) -> None:
+            docks: dict[str, QDockWidget], room: QSize, settings_width: int, tab_widths: dict[str, int],
+            spare: int = 0) -> None:
     """Lay the docks out in `host` as `arrangement` for a dock area of size `room`, each group of tabs as wide
-    as its titles (`tab_widths`) where there is room. Docks it does not name are closed (View menu brings
-    them back); panels it does not know join its last group."""
+    as its titles (`tab_widths`) where there is room; sized to fill `spare` px more than its height (the part of
+    the room kept for a message that none takes now), so Qt never shares out a surplus as the layout before had it.
+    Docks it does not name are closed (View menu brings them back); panels it does not know join its last group."""
     for dock in (settings_dock, *docks.values()):
         host.removeDockWidget(dock)
     named = dict(docks)
@@ -224,7 +236,7 @@ def arrange(host: QMainWindow, arrangement: Arrangement, settings_dock: QDockWid
     minimums = [[_group_minimum(group, 0, tab_widths).width() for group in row] for row in rows]
     plan_sizes(arrangement, rows, room, settings_width, tab_widths)
     _size_docks(host, arrangement, settings_dock, firsts, _group_widths(arrangement, minimums, room, settings_width),
-                room, settings_width)
+                room.grownBy(QMargins(0, 0, 0, spare)), settings_width)
 
 
 def _size_docks(host: QMainWindow, arrangement: Arrangement, settings_dock: QDockWidget,

@@ -1,12 +1,12 @@
-"""How the main window fills its screen: the dock layout of each mode, presentation mode (F5), the settings
-overlay, captions and banner, and fitting the window to its screen (explorer.window.screen_fit).
+"""How the main window fills its screen: the dock layout of each mode, presentation mode (F5), the settings overlay,
+captions and banner, and fitting the window to its screen (explorer.window.screen_fit).
 
-`WindowLayout(window)` owns all of it. The window hands it its docks and toolbar and calls `restore`/`save`
-with its QSettings; from then on it lays the docks out (explorer.window.layout) when the window is first
-shown, re-lays them out when the window is resized or moves to another screen, fits a saved geometry to the
-current screen (one saved on a screen with less room gets this screen's first-launch size), and switches modes. The same room and the same panels give the same default arrangement,
-whatever was on screen before; a mode whose layout was a default arrangement is arranged anew when it comes back
-(on F5, on launch), so it follows the screen. Only a layout the user changed (a dock closed, moved, floated or
+`WindowLayout(window)` owns all of it. The window hands it its docks and toolbar and calls `restore`/`save` with its
+QSettings; from then on it lays the docks out (explorer.window.layout) when the window is first shown, again when it
+is resized or moves to another screen or a message takes room, fits a saved geometry to the current screen (one
+saved on a screen with less room gets this screen's first-launch size), and switches modes. The same room and panels
+give the same default arrangement, whatever was on screen before; a mode whose layout was a default arrangement is
+arranged anew when it comes back (F5, launch). Only a layout the user changed (a dock closed, moved, floated or
 tabbed) or a session's is saved and restored, and only while it fits; otherwise the default arrangement is built.
 """
 from __future__ import annotations
@@ -43,7 +43,7 @@ class WindowLayout(QObject):
         self.window = window
         self.host: QMainWindow = window.dock_host
         self.current: Arrangement | None = None   # the default arrangement on screen (None: a restored one)
-        self._room = QSize()                       # the dock area it was sized for
+        self._room = (QSize(), 0)                  # the dock area it was sized for, and the message's room then
         self._arranged: tuple = ()                 # the docks' placement right after it was laid out (_placement)
         self._chosen: dict[tuple, Arrangement] = {}   # _window_key() -> the arrangement chosen for it (_choice)
         self._saved: dict[bool, QByteArray | None] = {False: None, True: None}   # mode -> a layout the user made
@@ -310,6 +310,10 @@ class WindowLayout(QObject):
         return QSize(size.width() - max(0, frame.width() - avail.width()),
                      size.height() - max(0, frame.height() - avail.height()))
 
+    def _sized_for(self, room: QSize) -> tuple[QSize, int]:
+        """What the docks' sizes follow: the room, and the room a message takes now (sized again when it changes)."""
+        return QSize(room), self.host.contentsMargins().bottom()
+
     def docks_need(self) -> QSize:
         """The docks' minimum size as laid out now (without the room a message takes: see room)."""
         return self.host.minimumSizeHint().shrunkBy(self.host.contentsMargins())
@@ -319,16 +323,6 @@ class WindowLayout(QObject):
 
     def _tab_bar(self) -> int:
         return int(layout.TAB_BAR * self.window.fontMetrics().height())
-
-    def _tab_widths(self) -> dict[str, int]:
-        """Each panel's tab width with its whole title, as the dock area's tab bars draw it now (type, style)."""
-        probe = QTabBar(self.host)
-        probe.setElideMode(Qt.TextElideMode.ElideNone)
-        probe.ensurePolished()
-        widths = {name: probe.tabSizeHint(probe.addTab(dock.windowTitle())).width()
-                  for name, dock in self.window.panel_docks.items()}
-        probe.deleteLater()
-        return widths
 
     def _window_key(self) -> tuple:
         """What the layout may follow: the mode, the companion, the window's size and whether it fills the
@@ -346,7 +340,7 @@ class WindowLayout(QObject):
             w = self.window
             self._chosen[key] = layout.choose(self.candidates(), w.settings_dock, w.panel_docks, room,
                                               w.settings_panel.minimumSizeHint().width(), self._tab_bar(),
-                                              self._tab_widths())
+                                              layout.tab_widths(self.host, self.window.panel_docks))
         return self._chosen[key]
 
     def _forget_choice(self) -> None:
@@ -357,9 +351,12 @@ class WindowLayout(QObject):
         w = self.window
         room = self.room()
         chosen = self._choice(room)
-        layout.arrange(self.host, chosen, w.settings_dock, w.panel_docks, room,
-                       w.settings_panel.minimumSizeHint().width(), self._tab_widths())
-        self.current, self._room, self._arranged = chosen, QSize(room), self._placement()
+        margin = self.host.contentsMargins().bottom()
+        for _ in range(2):   # the panels re-measure in their new places (legends placed, folds undone): sized again
+            layout.arrange(self.host, chosen, w.settings_dock, w.panel_docks, room,
+                           w.settings_panel.minimumSizeHint().width(), layout.tab_widths(self.host, w.panel_docks),
+                           max(w.message_bar.reserve(), margin) - margin)
+        self.current, self._room, self._arranged = chosen, self._sized_for(room), self._placement()
         self._show_mode_controls()   # the companion's picker where a companion is shown (pairing)
         overlay = getattr(w, "overlay", None)
         if overlay is not None and not overlay.isHidden():
@@ -407,7 +404,7 @@ class WindowLayout(QObject):
             return
         if not self._fits():   # the panels need more room than the arrangement has here: choose again
             self._forget_choice()
-        if self._choice(room) != self.current or room != self._room or not self._fits():
+        if self._choice(room) != self.current or self._sized_for(room) != self._room or not self._fits():
             self.arrange_default()
 
     def _restore_saved(self) -> bool:
@@ -417,7 +414,7 @@ class WindowLayout(QObject):
             return False
         if not (self._fits() and self._titles_whole()):
             return False
-        self.current, self._room = None, QSize(self.room())
+        self.current, self._room = None, self._sized_for(self.room())
         return True
 
     @Slot()
