@@ -6,8 +6,9 @@ import html
 import re
 from typing import TYPE_CHECKING
 
+from gradflow.explorer.panels.base import MIN_TEXT_SCALE
 from PySide6.QtCore import QEvent, Qt, Signal, Slot
-from PySide6.QtGui import QTextDocument
+from PySide6.QtGui import QFont, QFontMetrics, QTextDocument
 from PySide6.QtWidgets import (
     QDockWidget,
     QFrame,
@@ -156,6 +157,8 @@ class LoadingOverlay(QLabel):
         return False
 
 
+MESSAGE_TEXT_SCALES = (1.0, 0.85, MIN_TEXT_SCALE)   # a message's type against the window's: the largest in which it
+                                                    # keeps to the room kept for it (MessageBar.reserve)
 MESSAGE_LINES = 3   # the lines of a message a window's layout keeps room for (a tour's stop: its step and two claims)
 
 
@@ -180,6 +183,7 @@ class MessageBar(QFrame):
         close.setText("×")
         close.setToolTip("Dismiss")
         close.clicked.connect(self.clear)
+        self._close = close
         row = QHBoxLayout(self)
         row.setContentsMargins(12, 6, 6, 6)
         row.addWidget(self.label, 1)
@@ -216,10 +220,31 @@ class MessageBar(QFrame):
             watched.installEventFilter(self)
 
     def reserve(self) -> int:
-        """The height of a message of MESSAGE_LINES lines in the bar's type (what a layout keeps for it)."""
-        self.label.ensurePolished()
+        """The height of a message of MESSAGE_LINES lines in the window's type (what a layout keeps for it)."""
         margins = self.layout().contentsMargins()
-        return MESSAGE_LINES * self.label.fontMetrics().lineSpacing() + margins.top() + margins.bottom()
+        return MESSAGE_LINES * QFontMetrics(self._type()).lineSpacing() + margins.top() + margins.bottom()
+
+    def _type(self) -> QFont:
+        return QFont((self.parentWidget() or self).font())
+
+    def _fit_type(self, width: int) -> None:
+        """The label's type: the largest of MESSAGE_TEXT_SCALES of the window's in which the message keeps to its
+        reserve at `width` (the smallest where none does)."""
+        margins, spacing = self.layout().contentsMargins(), self.layout().spacing()
+        text_width = width - margins.left() - margins.right() - self._buttons.sizeHint().width() \
+            - self._close.sizeHint().width() - 2 * spacing
+        base, reserve = self._type(), self.reserve() - margins.top() - margins.bottom()
+        doc = QTextDocument()
+        doc.setHtml(self.label.text())
+        doc.setTextWidth(max(text_width, 1))
+        for scale in MESSAGE_TEXT_SCALES:
+            font = QFont(base)
+            font.setPointSizeF(base.pointSizeF() * scale)
+            doc.setDefaultFont(font)
+            if doc.size().height() <= reserve:
+                break
+        if self.label.font() != font:
+            self.label.setFont(font)
 
     def eventFilter(self, watched, event) -> bool:
         kind = event.type()
@@ -233,6 +258,7 @@ class MessageBar(QFrame):
     def _place(self):
         host = self._host
         width = host.width()
+        self._fit_type(width)
         layout = self.layout()
         height = min(layout.totalHeightForWidth(width) if layout.hasHeightForWidth() else self.sizeHint().height(),
                      host.height() // 2)
