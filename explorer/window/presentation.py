@@ -22,7 +22,7 @@ from gradflow.explorer.window.screen_fit import (
     on_larger_screen,
     screen_room,
 )
-from PySide6.QtCore import QByteArray, QEvent, QObject, QRect, QSettings, QSize, Qt, QTimer, Slot
+from PySide6.QtCore import QByteArray, QEvent, QMargins, QObject, QRect, QSettings, QSize, Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QComboBox, QDockWidget, QLabel, QMainWindow, QMenu, QTabBar, QWidget
 
@@ -68,6 +68,7 @@ class WindowLayout(QObject):
             action = dock.toggleViewAction()
             self._view_actions[action] = dock
             action.triggered.connect(self._on_view_toggled)
+            dock.installEventFilter(self)   # a dock left taller than the docks' area (eventFilter)
         self._build_actions()
         window.banner.collapsed_changed.connect(self._on_banner_collapsed)
         window.model.views_changed.connect(self._on_views_changed)
@@ -266,6 +267,9 @@ class WindowLayout(QObject):
                 event.child().setUsesScrollButtons(True)
             elif kind == QEvent.Type.LayoutRequest and self._shown_once:
                 self._on_docks_asking()
+        elif event.type() in (QEvent.Type.Resize, QEvent.Type.LayoutRequest) and isinstance(watched, QDockWidget) \
+                and watched.height() > self.host.contentsRect().height() >= watched.minimumSizeHint().height():
+            QTimer.singleShot(0, self.host.layout().invalidate)   # Qt kept it as tall as a minimum it had between
         if watched is self.window:
             kind = event.type()
             if kind == QEvent.Type.Show and not self._shown_once:
@@ -301,8 +305,7 @@ class WindowLayout(QObject):
         """The docks' area on the screen (not what lies past it), less the room kept for a message shown or not
         (MessageBar.reserve): the same arrangement with or without one, the docks' minimum sizes above it."""
         w = self.window
-        size = self.host.size()
-        size.setHeight(size.height() - max(w.message_bar.reserve(), self.host.contentsMargins().bottom()))
+        size = self.host.size().shrunkBy(QMargins(0, 0, 0, max(w.message_bar.reserve(), self.host.contentsMargins().bottom())))
         screen = w.screen()
         if screen is None or w.isFullScreen():
             return size

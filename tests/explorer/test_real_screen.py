@@ -293,5 +293,9 @@ def test_at_the_tours_step_40_stop_the_gradient_legend_covers_no_curve(on_screen
         assert w >= GRADIENT_AREA_720P[0] and h >= GRADIENT_AREA_720P[1], f"gradient data area {w}×{h}, legend {legend}"
         assert legend["place"] == "inside", legend
     _assert_on_screen(state)
-    screen.key(window, "F5")
+    for key, companion in enumerate(COMPANIONS, start=1):   # every companion whole at the stop, its message shown
+        screen.key(window, str(key))
+        assert app.settle()["main"]["message"] == "tour"
+        assert app.ask("whole") == [], f"at the step-40 stop, key {key} ({companion})"
+    screen.key(window, "1", "F5")
     app.wait_for(lambda s: not s["main"]["presentation"])
