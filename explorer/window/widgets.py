@@ -235,6 +235,7 @@ class MessageBar(QFrame):
             - self._close.sizeHint().width() - 2 * spacing
         base, reserve = self._type(), self.reserve() - margins.top() - margins.bottom()
         doc = QTextDocument()
+        doc.setDocumentMargin(0)   # (a QLabel's own)
         doc.setHtml(self.label.text())
         doc.setTextWidth(max(text_width, 1))
         for scale in MESSAGE_TEXT_SCALES:
@@ -280,6 +281,7 @@ class MessageBar(QFrame):
         if not self.kind:
             return ""
         doc = QTextDocument()
+        doc.setDocumentMargin(0)   # (a QLabel's own)
         doc.setHtml(self.label.text())
         return doc.toPlainText()
 
