@@ -392,8 +392,9 @@ class Panel(QWidget):
                 if getattr(legend, "_slots", (None,))[0] is layout and legend.items]
 
     def _refold(self) -> bool:
-        """Give up the fewest of FOLDS with which the panel is no taller than its planned height (all of them back
-        where it has none); the same size gives the same answer whatever was folded before. True when it changed."""
+        """Give up the fewest of FOLDS with which the panel is no taller than its planned height, the legends under
+        its plots at least (all of them back where it has none); the same size gives the same answer whatever was
+        folded before. True when it changed."""
         below = [legend for legend in self._legends   # (placed by add_legend: a panel placing its own keeps it)
                  if getattr(legend, "_slots", None) is not None and legend._beside in (False, "folded")]
         line, spacing = self.legend_key.minimumSizeHint().height(), self.body.spacing()
@@ -406,8 +407,9 @@ class Panel(QWidget):
             return sum(folded if i < level else unfolded for i, (unfolded, folded) in enumerate(costs))
 
         planned, base = self._planned_height, self.layout().minimumSize().height() - need(self._fold)
-        level = 0 if planned is None else next((n for n in range(len(FOLDS)) if base + need(n) + (
-            FOLD_MARGIN if n < self._fold else 0) <= planned), len(FOLDS))
+        level = 0 if planned is None else next((n for n in range(1, len(FOLDS)) if base + need(n) + (
+            FOLD_MARGIN if n < self._fold else 0) <= planned), len(FOLDS))   # (in a pair the plots come first: its
+                                                                             # legends under them always fold)
         if level == self._fold:
             return False
         self._fold = level

@@ -325,7 +325,8 @@ def _legend_state(panel) -> dict:
     from gradflow.explorer.panels import plotting
 
     legend = panel.legend
-    place = {"inside": "inside", True: "beside", False: "under"}.get(getattr(legend, "_beside", None), "none")
+    place = {"inside": "inside", True: "beside", False: "under", "folded": "folded"}.get(getattr(legend, "_beside", None),
+                                                                                     "none")
     box = legend.mapRectToItem(panel.plot.vb, legend.boundingRect())
     covers = place == "inside" and plotting.segments_meet(plotting.drawn_segments(panel.plot), box.left(), box.top(),
                                                           box.right(), box.bottom())
