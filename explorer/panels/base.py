@@ -439,9 +439,10 @@ class Panel(QWidget):
         if not labels:
             return
         one_line = sum(label.minimumSizeHint().height() for label in labels)   # what the layout's minimum counts
-        spare = self.height() - self.layout().minimumSize().height() + one_line
+        height = min(self.height(), self._planned_height or self.height())   # (a dock Qt left too tall: the plan)
+        spare = height - self.layout().minimumSize().height() + one_line
         share = CAPTION_SHARE_PRESENTATION if self.theme.presentation else CAPTION_SHARE
-        room = min(int(share * self.height()), spare // len(labels))
+        room = min(int(share * height), spare // len(labels))
         for label in labels:
             label.fit(room)
 
