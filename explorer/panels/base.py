@@ -442,7 +442,8 @@ class Panel(QWidget):
         height = min(self.height(), self._planned_height or self.height())   # (a dock Qt left too tall: the plan)
         spare = height - self.layout().minimumSize().height() + one_line
         share = CAPTION_SHARE_PRESENTATION if self.theme.presentation else CAPTION_SHARE
-        room = min(int(share * height), spare // len(labels))
+        room = min(int(share * height), spare // len(labels)) if self._planned_height is None else 0   # (a pair: one
+                                                                                               # line each)
         for label in labels:
             label.fit(room)
 
