@@ -413,23 +413,27 @@ class Panel(QWidget):
         if level == self._fold:
             return False
         self._fold = level
-        if self.legend_key.parent() is None:
-            views = [self.body.indexOf(view) for view in self._graphics]
-            self.body.insertWidget(max(views) + 1, self.legend_key)
-            self.yielding_labels.append(self.legend_key)
-        folded = bool(level and below)
-        width = (self._planned_width or self.width()) - self.body.contentsMargins().left() - \
-            self.body.contentsMargins().right()
-        entries = [entry for legend in below for entry in legend.items]
-        self.legend_key.setText(legends.key_html(entries, self.theme, width, self.legend_key.fontMetrics()) if folded
-                                else "")
-        self.legend_key.setVisible(folded)
         for legend in below:
             legend._beside = None
             self._place_legend(legend)
         self.set_captions_shown(self.captions_shown)
         self._set_footer(self.key_label, self.key_label.text())
+        self._write_key()
         return True
+
+    def _write_key(self) -> None:
+        """legend_key: the entries of the legends folded now (legends.key_html) in one line, shown while any is."""
+        entries = [entry for legend in self._legends if getattr(legend, "_beside", None) == "folded"
+                   for entry in legend.items]
+        if entries and self.legend_key.parent() is None:
+            self.body.insertWidget(max(self.body.indexOf(view) for view in self._graphics) + 1, self.legend_key)
+            self.yielding_labels.append(self.legend_key)
+        margins = self.body.contentsMargins()
+        text = legends.key_html(entries, self.theme, self._width() - margins.left() - margins.right(),
+                                self.legend_key.fontMetrics()) if entries else ""
+        if text != self.legend_key.text() or self.legend_key.isHidden() == bool(text):
+            self.legend_key.setText(text)
+            self.legend_key.setVisible(bool(text))
 
     def _fit_texts(self) -> None:
         """Captions and footer lines wrap while each takes at most CAPTION_SHARE of the panel's height
@@ -442,10 +446,9 @@ class Panel(QWidget):
         height = min(self.height(), self._planned_height or self.height())   # (a dock Qt left too tall: the plan)
         spare = height - self.layout().minimumSize().height() + one_line
         share = CAPTION_SHARE_PRESENTATION if self.theme.presentation else CAPTION_SHARE
-        room = min(int(share * height), spare // len(labels)) if self._planned_height is None else 0   # (a pair: one
-                                                                                               # line each)
-        for label in labels:
-            label.fit(room)
+        room = min(int(share * height), spare // len(labels))
+        for label in labels:   # (in a pair: one line each)
+            label.fit(room if self._planned_height is None else int(1.5 * label.fontMetrics().lineSpacing()))
 
     def fit_legends(self) -> None:
         """Place legends beside or under their plots and re-flow them into as many columns as the
@@ -453,6 +456,7 @@ class Panel(QWidget):
         for legend in self._legends:
             self._place_legend(legend)
             legends.fit_legend(legend, self._width())
+        self._write_key()
         self.fit_minimums()
 
     @contextmanager
