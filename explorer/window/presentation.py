@@ -304,17 +304,15 @@ class WindowLayout(QObject):
     def room(self) -> QSize:
         """The docks' area on the screen (not what lies past it), less the room kept for a message shown or not
         (MessageBar.reserve): the same arrangement with or without one, the docks' minimum sizes above it."""
-        w = self.window
+        w, screen = self.window, self.window.screen()
         size = self.host.size().shrunkBy(QMargins(0, 0, 0, max(w.message_bar.reserve(), self.host.contentsMargins().bottom())))
-        screen = w.screen()
         if screen is None or w.isFullScreen():
             return size
         avail, frame = screen.availableGeometry(), w.frameGeometry()
         return QSize(size.width() - max(0, frame.width() - avail.width()),
                      size.height() - max(0, frame.height() - avail.height()))
 
-    def _sized_for(self, room: QSize) -> tuple[QSize, int]:
-        """What the docks' sizes follow: the room, and the room a message takes now (sized again when it changes)."""
+    def _sized_for(self, room: QSize) -> tuple[QSize, int]:   # what the docks' sizes follow: the room, and a message's
         return QSize(room), self.host.contentsMargins().bottom()
 
     def docks_need(self) -> QSize:
@@ -437,6 +435,8 @@ class WindowLayout(QObject):
         if self._shown_once:
             self._keep_layout()
         self._banner[self.presentation] = self.window.banner.collapsed
+        # the picker's width before the type changes: a minimum size asked for meanwhile stays in QComboBox's cache
+        self.window.scenario_combo.setMinimumContentsLength(PRESENTATION_SCENARIO_CHARS if on else SCENARIO_CHARS)
         self.window.set_theme(self.window.theme.name, on)
         self.window.banner.set_collapsed(self._banner[on])
         self._show_mode_controls()
