@@ -9,95 +9,21 @@ from contextlib import contextmanager
 import pyqtgraph as pg
 from gradflow.core.records import History, Record
 from gradflow.explorer.panels import legends, plotting
+from gradflow.explorer.panels.yielding import YieldingLabel
 from gradflow.explorer.theme import DEFAULT_THEME, Theme
-from PySide6 import QtGui
 from PySide6.QtCore import QSize, Qt, QTimer
-from PySide6.QtGui import QPalette, QTextDocument
-from PySide6.QtWidgets import QBoxLayout, QLabel, QSizePolicy, QVBoxLayout, QWidget
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QBoxLayout, QLabel, QVBoxLayout, QWidget
 
 SIDE_RATIO = 1.2   # legends go beside the plots when the room left for them is wider than this × the height
 PLOT_MIN = (220, 130)   # the smallest data area (a ViewBox, px) any plot is given: text around it yields first
 UI_ONLY = "uiOnly"      # widget property: a hint for the screen that exported figures leave out (mark_ui_only)
 FIGURE_TEXT = "figureText"   # label property: its text in exported figures, where it differs (set_figure_text)
 CAPTION_SHARE = 0.2     # a caption (or footer line) wraps only while that takes at most this share of the panel
+MIN_TEXT_SCALE = 0.75   # the smallest text a panel shows against its theme's type (presentation: 12 of 16 pt)
+FOLDS = ("legends under the plots", "caption", "key")   # what a panel planned too short gives up, in order (plan_size)
+FOLD_MARGIN = 12   # px more than it needs before a panel takes a fold back (so a fold never comes and goes at once)
 CAPTION_SHARE_PRESENTATION = 0.12   # in presentation type: the plots first (a long caption is one line + tooltip)
-
-
-class YieldingLabel(QLabel):
-    """A line of text that yields to the plots: wrapped in full while that fits in the height it is allowed
-    (`fit(max_height)`), else one elided line with the full text as its tooltip. It never widens its panel.
-    `text()` is the full text (plain or rich)."""
-
-    def __init__(self, text: str = "", parent: QWidget | None = None):
-        super().__init__(parent)
-        self._full = ""
-        self._max_height = 10 ** 6
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.setText(text)
-
-    def text(self) -> str:
-        return self._full
-
-    def setText(self, text: str) -> None:
-        self._full = text
-        self._fit()
-
-    def fit(self, max_height: int) -> None:
-        """Wrap while the wrapped text is at most `max_height` px tall, else elide to one line."""
-        if max_height != self._max_height:
-            self._max_height = max_height
-            self._fit()
-
-    def minimumSizeHint(self) -> QSize:
-        return QSize(0, super().minimumSizeHint().height() if not self.wordWrap() else self._line_height())
-
-    def _line_height(self) -> int:
-        return self.fontMetrics().lineSpacing() + 2
-
-    def resizeEvent(self, event):
-        super().resizeEvent(event)
-        if event.oldSize().width() != event.size().width():
-            self._fit()
-
-    def changeEvent(self, event):
-        super().changeEvent(event)
-        if event.type() == event.Type.FontChange:
-            self._fit()
-
-    def _fit(self):
-        width = max(self.width(), 40)
-        full = self._full
-        wrapped = bool(full) and self.heightForWidthOf(full, width) <= self._max_height
-        if wrapped:
-            self.setWordWrap(True)
-            QLabel.setText(self, full)
-            self.setToolTip("")
-        else:
-            plain = full
-            if self._rich(full):
-                doc = QTextDocument()
-                doc.setHtml(full)
-                plain = doc.toPlainText()
-            self.setWordWrap(False)
-            QLabel.setText(self, self.fontMetrics().elidedText(" ".join(plain.split()),
-                                                               Qt.TextElideMode.ElideRight, width))
-            self.setToolTip(plain if full else "")
-
-    def _rich(self, text: str) -> bool:
-        kind = self.textFormat()
-        return kind == Qt.TextFormat.RichText or (kind == Qt.TextFormat.AutoText and QtGui.Qt.mightBeRichText(text))
-
-    def heightForWidthOf(self, text: str, width: int) -> int:
-        """Height of `text` wrapped to `width` px in this label's font."""
-        doc = QTextDocument()
-        doc.setDefaultFont(self.font())
-        doc.setDocumentMargin(0)
-        if self._rich(text):
-            doc.setHtml(text)
-        else:
-            doc.setPlainText(text)
-        doc.setTextWidth(width)
-        return int(doc.size().height()) + 2
 
 
 def mark_ui_only(widget: QWidget) -> QWidget:
@@ -168,7 +94,12 @@ class Panel(QWidget):
         self._defer_timer: QTimer | None = None
         self._deferred: tuple[Record, History] | None = None
         self._drawing_deferred = False
-        self._planned_width: int | None = None   # the width the window's layout gives it (plan_width)
+        self._planned_width: int | None = None   # the width the window's layout gives it (plan_size)
+        self._planned_height: int | None = None  # the height, where its arrangement asks it to fit that (plan_size)
+        self._fold = 0                            # how many of FOLDS it has given up to fit its planned height
+        self.legend_key = YieldingLabel()         # a folded legend: its entries as coloured text (legends.key_html)
+        self.legend_key.setObjectName("legendKey")
+        self.legend_key.setVisible(False)
 
     def show_record(self, record: Record, history: History) -> None:
         """Draw the newest record; `history` holds the run so far (scalars, profiles, recent records)."""
@@ -254,9 +185,10 @@ class Panel(QWidget):
             self._footer_added = True
             self.body.addWidget(self.key_label)
             self.body.addWidget(self.alert_label)
-        if label.text() != text or label.isHidden() == bool(text):
+        shown = bool(text) and (label is not self.key_label or self._fold < 3)   # (a fold gives up the key: _refold)
+        if label.text() != text or label.isHidden() == shown:
             label.setText(text)
-            label.setVisible(bool(text))
+            label.setVisible(shown)
             self._fit_texts()
 
     # -- building blocks, registered for theming -------------------------------------------
@@ -299,14 +231,19 @@ class Panel(QWidget):
         layout, below, beside, beside_columns = slots
         plot = legend._inside if self.theme.presentation else None
         side = "inside" if plot is not None else beside is not None and \
-            self.width() - legends.legend_width(legend, beside_columns) > SIDE_RATIO * max(self.height(), 1)
+            self._width() - legends.legend_width(legend, beside_columns) > SIDE_RATIO * max(self.height(), 1)
+        if side is False and self._fold:
+            side = "folded"
         if side == legend._beside:
             return
         legend._beside = side
         if legend in layout.items:
             layout.removeItem(legend)
         legend._corner = None
-        if side == "inside":
+        legend.setVisible(side != "folded")   # (a legend placed by add_legend: shown wherever it is placed)
+        if side == "folded":
+            legend.setMinimumHeight(-1)
+        elif side == "inside":
             legend.setParentItem(plot.vb)
             legend.max_columns = 1
             self._anchor_inside(legend, legends.empty_corner(legend, plot, None))
@@ -348,6 +285,10 @@ class Panel(QWidget):
         """The plots this panel draws in."""
         return [plot for plot, _ in self._plots]
 
+    def legend_items(self) -> list[pg.LegendItem]:
+        """The legends this panel draws."""
+        return list(self._legends)
+
     def graphics_views(self) -> list[pg.GraphicsView]:
         """The pyqtgraph views this panel draws on (e.g. for export)."""
         return list(self._graphics)
@@ -383,17 +324,23 @@ class Panel(QWidget):
     def set_captions_shown(self, on: bool) -> None:
         """Show or hide the caption (one toggle in the window hides every panel's)."""
         self.captions_shown = bool(on)
-        self.caption_label.setVisible(self.captions_shown and bool(self.caption_label.text()))
+        self.caption_label.setVisible(self.captions_shown and bool(self.caption_label.text()) and self._fold < 2)
 
-    def plan_width(self, width: int | None) -> None:
-        """The width the window's layout gives this panel (None: the width it has): its minimum height counts its
-        legends re-flowed at that width, so the minimum, and the layout chosen from it, does not depend on the
-        width the panel had in the layout on screen before."""
-        if width != self._planned_width:
-            self._planned_width = width
-            self.fit_minimums()
+    def plan_size(self, width: int | None, height: int | None = None) -> None:
+        """The size the window's layout gives this panel (None: the size it has; a height only where its arrangement
+        asks the panel to fit it: explorer.window.layout.Arrangement.pair): its minimum height counts its legends
+        re-flowed at that width, so the minimum, and the layout chosen from it, does not depend on the width the panel
+        had on screen before; and where the panel, its legends under its plots, would be taller than that height,
+        they fold into one line of coloured text instead (legend_key), so nothing is cut at the bottom."""
+        if (width, height) != (self._planned_width, self._planned_height):
+            self._planned_width, self._planned_height = width, height
+            self.fit_legends()   # placed and re-flowed for that width (_width), then the minimums
 
-    def fit_minimums(self) -> None:
+    def _width(self) -> int:
+        """The width the layout plans for the panel, else the one it has (legends are placed for it)."""
+        return self._planned_width or self.width()
+
+    def fit_minimums(self, fold: bool = True) -> None:
         """Each view asks for what its plots' minimum data areas, axes, legends and colour bars need (the
         scene's layout does not tell its widget), so docks and window layouts never squash a plot. A legend
         counts as it would be under the plots at the view's width (at least that minimum width), in as many
@@ -414,10 +361,13 @@ class Panel(QWidget):
                 flow = max(width, self._planned_width - margins.left() - margins.right())
             else:
                 flow = max(width, view.width()) if view.isVisible() else width
-            for legend in mine:
+            for legend in self._legends_of(layout):
                 entry = legends.legend_entry_width(legend)
                 rows = math.ceil(len(legend.items) / max(1, int((flow - 16) // entry)))
                 below = rows * max(label.itemRect().height() for _, label in legend.items) + 4
+                legend._below = below   # what it takes under the plots (_refold)
+                if legend not in mine:
+                    continue
                 if legend in beside:
                     extra += below
                     legend.setMinimumHeight(-1)
@@ -431,7 +381,59 @@ class Panel(QWidget):
                 view.setMinimumSize(size)
             if layout.geometry().width() > view.width() or layout.geometry().height() > view.height():
                 layout.setGeometry(view.range)   # laid out while it needed more: back to the view's size
+        if fold and self._refold():
+            self.fit_minimums(fold=False)   # the minimums with the legends folded or back
+            return
         self._fit_texts()
+
+    def _legends_of(self, layout: pg.GraphicsLayout) -> list[pg.LegendItem]:
+        """The legends with entries the panel places in `layout` (add_legend), wherever they are now."""
+        return [legend for legend in self._legends
+                if getattr(legend, "_slots", (None,))[0] is layout and legend.items]
+
+    def _refold(self) -> bool:
+        """Give up the fewest of FOLDS with which the panel is no taller than its planned height, the legends under
+        its plots at least (all of them back where it has none); the same size gives the same answer whatever was
+        folded before. True when it changed."""
+        below = [legend for legend in self._legends   # (placed by add_legend: a panel placing its own keeps it)
+                 if getattr(legend, "_slots", None) is not None and legend._beside in (False, "folded")]
+        line, spacing = self.legend_key.minimumSizeHint().height(), self.body.spacing()
+        costs = [(sum(getattr(legend, "_below", 0.0) for legend in below), line + spacing if below else 0),
+                 (self.caption_label.minimumSizeHint().height() + spacing if self.captions_shown
+                  and self.caption_label.text() else 0, 0),
+                 (self.key_label.minimumSizeHint().height() + spacing if self.key_label.text() else 0, 0)]
+
+        def need(level: int) -> float:   # (unfolded, folded) cost of each fold
+            return sum(folded if i < level else unfolded for i, (unfolded, folded) in enumerate(costs))
+
+        planned, base = self._planned_height, self.layout().minimumSize().height() - need(self._fold)
+        level = 0 if planned is None else next((n for n in range(1, len(FOLDS)) if base + need(n) + (
+            FOLD_MARGIN if n < self._fold else 0) <= planned), len(FOLDS))   # (in a pair the plots come first: its
+                                                                             # legends under them always fold)
+        if level == self._fold:
+            return False
+        self._fold = level
+        for legend in below:
+            legend._beside = None
+            self._place_legend(legend)
+        self.set_captions_shown(self.captions_shown)
+        self._set_footer(self.key_label, self.key_label.text())
+        self._write_key()
+        return True
+
+    def _write_key(self) -> None:
+        """legend_key: the entries of the legends folded now (legends.key_html) in one line, shown while any is."""
+        entries = [entry for legend in self._legends if getattr(legend, "_beside", None) == "folded"
+                   for entry in legend.items]
+        if entries and self.legend_key.parent() is None:
+            self.body.insertWidget(max(self.body.indexOf(view) for view in self._graphics) + 1, self.legend_key)
+            self.yielding_labels.append(self.legend_key)
+        margins = self.body.contentsMargins()
+        text = legends.key_html(entries, self.theme, self._width() - margins.left() - margins.right(),
+                                self.legend_key.fontMetrics()) if entries else ""
+        if text != self.legend_key.text() or self.legend_key.isHidden() == bool(text):
+            self.legend_key.setText(text)
+            self.legend_key.setVisible(bool(text))
 
     def _fit_texts(self) -> None:
         """Captions and footer lines wrap while each takes at most CAPTION_SHARE of the panel's height
@@ -441,18 +443,20 @@ class Panel(QWidget):
         if not labels:
             return
         one_line = sum(label.minimumSizeHint().height() for label in labels)   # what the layout's minimum counts
-        spare = self.height() - self.layout().minimumSize().height() + one_line
+        height = min(self.height(), self._planned_height or self.height())   # (a dock Qt left too tall: the plan)
+        spare = height - self.layout().minimumSize().height() + one_line
         share = CAPTION_SHARE_PRESENTATION if self.theme.presentation else CAPTION_SHARE
-        room = min(int(share * self.height()), spare // len(labels))
-        for label in labels:
-            label.fit(room)
+        room = min(int(share * height), spare // len(labels))
+        for label in labels:   # (in a pair: one line each)
+            label.fit(room if self._planned_height is None else int(1.5 * label.fontMetrics().lineSpacing()))
 
     def fit_legends(self) -> None:
         """Place legends beside or under their plots and re-flow them into as many columns as the
         panel's width allows (call after changing entries or their text)."""
         for legend in self._legends:
             self._place_legend(legend)
-            legends.fit_legend(legend, self.width())
+            legends.fit_legend(legend, self._width())
+        self._write_key()
         self.fit_minimums()
 
     @contextmanager

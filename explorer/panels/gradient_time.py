@@ -9,7 +9,7 @@ import numpy as np
 import pyqtgraph as pg
 from gradflow.core.records import History, Record
 from gradflow.explorer.panels import legends, plotting, ranges
-from gradflow.explorer.panels.base import Panel
+from gradflow.explorer.panels.base import MIN_TEXT_SCALE, Panel
 from gradflow.explorer.panels.legends import CORNERS, empty_corner, inside_inset
 from gradflow.explorer.panels.runs import RunCurves
 from gradflow.explorer.theme import Theme
@@ -22,7 +22,7 @@ RUNS_RHO_CAPTION = "; thin: its ρ<sup>T−t</sup> line"    # where a run's cell
 SIGMA_TEXT = "σ<sub>max</sub><sup>T−t</sup> (σ<sub>max</sub> = {:.3f})"
 CELL_PATH_TEXT = "cell path ‖∂L/∂c<sub>T</sub> ⊙ ∏<sub>k&gt;t</sub> f<sub>k</sub>‖"
 LINEAR_TEXT = "exact linear ‖(W<sub>hh</sub><sup>T</sup>)<sup>T−t</sup> ∂L/∂h<sub>T</sub>‖"
-INSIDE_TEXT_SCALES = (1.0, 0.85, 0.7, 0.6)   # the legend's text inside the plot (presentation) against the theme's: the
+INSIDE_TEXT_SCALES = (1.0, 0.85, MIN_TEXT_SCALE)   # the legend's text inside the plot (presentation) against the theme's: the
                                        # largest that leaves the drawn curves clear in some corner
 LEGEND_CLEARANCE = 4.0                 # px between a legend inside the plot and any drawn curve
 

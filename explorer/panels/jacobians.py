@@ -110,6 +110,7 @@ class JacobiansPanel(Panel):
 
     def _set_waiting(self):
         self.waiting_note.set("Jacobians come about twice a second\nwhile this panel is shown:\npress Play or Step.")
+        self.one_line.setVisible(False)   # no σ to compare with 1 yet: the dashed line crossed the waiting text
         self.set_key("")
         self._write_lyapunov(None)
 
@@ -118,6 +119,7 @@ class JacobiansPanel(Panel):
         jac = record.jacobians
         self.jacobians, self.shown_step = jac, record.step
         self.waiting_note.set("")
+        self.one_line.setVisible(True)
         sigma = np.asarray(jac.step_sigma, dtype=float)
         product = np.asarray(jac.log10_product, dtype=float)
         T = len(product)

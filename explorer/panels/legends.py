@@ -8,6 +8,7 @@ import pyqtgraph as pg
 from gradflow.explorer.panels.plotting import brush, color, pen
 from gradflow.explorer.theme import Theme
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetrics, QPen, QTextDocument
 from PySide6.QtWidgets import QSizePolicy
 
 
@@ -23,6 +24,51 @@ def style_legend(legend: pg.LegendItem, theme: Theme):
         label.setText(label.text, color=theme.foreground, size=size)
     legend.updateSize()
     _snug_inside(legend)
+
+
+def key_html(entries: list, theme: Theme, width: float, metrics: QFontMetrics) -> str:
+    """Legend entries ((sample, label) pairs) as one line of rich text at most `width` px wide in `metrics`' font (a
+    folded legend: Panel.legend_key): each entry's text after a sample in its item's colour, ━━ for a solid line,
+    ╍╍ for a dashed one, ● for markers alone, ■ for bars; whole entries only, then "+N more" for those left out."""
+    parts, used = [], 0.0
+    for index, (sample, label) in enumerate(entries):
+        glyph, doc = _glyph(sample.item), QTextDocument()
+        doc.setHtml(label.text)
+        advance = metrics.horizontalAdvance(f"{glyph} {doc.toPlainText()} · ")
+        more = metrics.horizontalAdvance(f"+{len(entries) - index} more") if index < len(entries) - 1 else 0
+        if parts and used + advance + more > width:
+            parts.append(f"<span style='color: {theme.muted}'>+{len(entries) - index} more</span>")
+            break
+        parts.append(f"<span style='color: {_ink(sample.item, theme)}'>{glyph}</span> {label.text}")
+        used += advance
+    return " · ".join(parts)
+
+
+def _item_pen(item) -> QPen | None:
+    opts = getattr(item, "opts", {})
+    spec = opts.get("pen") if isinstance(opts, dict) else None
+    if spec is None and hasattr(item, "pen"):   # an InfiniteLine
+        spec = item.pen
+    pen = pg.mkPen(spec) if spec is not None else None
+    return pen if pen is not None and pen.style() != Qt.PenStyle.NoPen else None
+
+
+def _glyph(item) -> str:
+    if isinstance(item, pg.BarGraphItem):
+        return "■"
+    pen = _item_pen(item)
+    if pen is None:
+        return "●"
+    return "━━" if pen.style() == Qt.PenStyle.SolidLine else "╍╍"
+
+
+def _ink(item, theme: Theme) -> str:
+    opts = getattr(item, "opts", {}) if isinstance(getattr(item, "opts", None), dict) else {}
+    pen = _item_pen(item)
+    if pen is not None and not isinstance(item, pg.BarGraphItem):
+        return pen.color().name()
+    fill = opts.get("symbolBrush") or opts.get("brush")
+    return pg.mkBrush(fill).color().name() if fill is not None else theme.foreground
 
 
 def release_anchor(item: pg.GraphicsWidget) -> None:

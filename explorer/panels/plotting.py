@@ -12,7 +12,7 @@ import numpy as np
 import pyqtgraph as pg
 from gradflow.explorer.theme import Theme
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QFont, QGuiApplication, QPen, QPixmapCache
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QGuiApplication, QPen, QPixmapCache
 from PySide6.QtWidgets import QGraphicsItem
 
 AXIS_CACHE_SCREENS = 3   # Qt's pixmap cache holds this many screenfuls (it is 10 MB by default): room for the
@@ -132,13 +132,23 @@ class LogAxis(pg.AxisItem):
             return super().tickValues(minVal, maxVal, size)
         a, b = sorted((float(minVal), float(maxVal)))
         lo, hi = math.ceil(a - 1e-9), math.floor(b + 1e-9)
-        step = next(s for s in (1, 2, 3, 5, 10, 20, 50, 100, 1000) if (hi - lo) / s <= 7)
+        most = self._most_labels(size)
+        step = next((s for s in (1, 2, 3, 5, 10, 20, 50, 100, 1000) if (hi - lo) / s <= most), 1000)
         major = [float(v) for v in range(lo, hi + 1) if v % step == 0]
         minor = [float(v) for v in range(lo, hi + 1) if v % step] if step > 1 else []
         if b - a <= 3:  # few decades: 2..9 × 10^k as minor ticks (and grid lines)
             minor += [e + math.log10(m) for e in range(math.floor(a), math.ceil(b) + 1) for m in range(2, 10)
                       if a <= e + math.log10(m) <= b]
         return [(float(step), major), (1.0, minor)]
+
+    def _most_labels(self, size: float) -> int:
+        """How many decades apart labels may be along `size` px (7 at most): a label's extent and half of it again
+        between two, so a short plot in large type gets fewer labels instead of overprinted ones."""
+        if size <= 0:
+            return 7
+        metrics = QFontMetrics(self.style.get("tickFont") or self.font())
+        extent = metrics.height() if self.orientation in ("left", "right") else metrics.horizontalAdvance("10⁻¹⁰")
+        return max(2, min(7, int(size / (1.5 * extent)) - 1))   # (2: one decade at least is labelled)
 
     def tickStrings(self, values, scale, spacing):
         if not self.logMode:
@@ -165,7 +175,8 @@ class LogAxis(pg.AxisItem):
             a, b = sorted(self.range)
             self._span = b - a
             self._plain = math.floor(a) >= -3 and math.ceil(b) <= 4
-            ticks = self.tickValues(a, b, 0)
+            length = self.geometry().height() if self.orientation in ("left", "right") else self.geometry().width()
+            ticks = self.tickValues(a, b, length)
             self._majors = frozenset(ticks[0][1])
         return super().generateDrawSpecs(p)
 

@@ -8,12 +8,11 @@ at every time step (real, on the real axis).
 A record that holds ρ and σ_max only (a matrix over core.spectrum.FULL_SPECTRUM_MAX_SIZE rows on a step without
 detail) draws their circles and no eigenvalues, and its readout says so (ESTIMATE_NOTE).
 
-Hands-on: once editable (`connect_to_worker(worker)`, or `set_editable(True)` to wire it yourself), the
-user drags an eigenvalue of row 0; a complex-conjugate pair moves together. On release the panel emits
-`eigenvalue_edited(row, index, value)` (index into `record.eigenvalues[row]`, value a Python complex);
-its Undo button emits `undo_requested()`. `connect_to_worker` sends both to the worker as
-`worker.call(...)` (run between two steps) and shows the engine's answer (e.g. a ValueError for a
-defective matrix) under the plot.
+Hands-on: once editable (`connect_to_worker(worker)`, or `set_editable(True)` to wire it yourself), the user drags
+an eigenvalue of row 0; a complex-conjugate pair moves together. On release the panel emits `eigenvalue_edited(row,
+index, value)` (index into `record.eigenvalues[row]`, value a Python complex); its Undo button emits
+`undo_requested()`. `connect_to_worker` sends both to the worker as `worker.call(...)` (run between two steps) and
+shows the engine's answer (e.g. a ValueError for a defective matrix) under the plot.
 """
 from __future__ import annotations
 
@@ -40,8 +39,7 @@ EDIT_TAG = "spectrum.edit_eigenvalue"     # worker.call tags this panel sends an
 UNDO_TAG = "spectrum.undo_matrix_edit"
 REAL_TOL = 1e-9                           # |Im λ| ≤ this × max(1, |λ|): a real eigenvalue
 PLOT_MIN = (220, 180)                      # px: the unit circle stays a readable circle (equal aspect)
-LEGEND_ROOM = 1.3                         # a narrow panel shows its legend (under the plot) once it is this × taller
-                                          # than it needs: far from the edge, so showing it never tips the layout
+LEGEND_ROOM = 1.3   # a narrow panel shows its legend (under the plot) once this × taller than it needs: never tips it
 READOUT_SIDE = 0.36                       # share of a wide panel's width for the readout and legend column
 EDIT_HINT = "Drag an eigenvalue to move it (a complex pair moves together); it applies at the next step."
 ESTIMATE_NOTE = (f"ρ and σ_max only at this step (Krylov, relative residual ≤ 1e{math.log10(RITZ_TOL):.0f}): a matrix over "
@@ -108,6 +106,7 @@ class SpectrumPanel(Panel):
         self._readout_height = 0.0
         self._legend_shown = True   # a short narrow panel folds the legend away (the plot keeps its size)
         self.compact = False                                 # small multiples: no legend, one-line readout
+        self._short, self._full_need = False, 0   # planned shorter than it needs with its full readout: the short one
         self._shown = None
 
         self.axes_lines = [pg.InfiniteLine(pos=0, angle=0), pg.InfiniteLine(pos=0, angle=90)]
@@ -162,6 +161,15 @@ class SpectrumPanel(Panel):
         self.scatter.set_drag_handler(self._on_drag)
         self._show_edit_controls(False)
         self.apply_theme(self.theme)
+
+    def plan_size(self, width: int | None, height: int | None = None) -> None:
+        """Planned shorter than it is with its full readout: the two-line one, the plot and edit row keep their room."""
+        super().plan_size(width, height)
+        self._full_need = self._full_need if self._short else self.minimumSizeHint().height()
+        if (height is not None and height < self._full_need) != self._short:
+            self._short = not self._short
+            if self._shown is not None:
+                self._write_readout(self._shown)
 
     def set_compact(self, on: bool = True) -> None:
         """For small multiples (the compare window): no legend, a short readout above the plot."""
@@ -388,7 +396,8 @@ class SpectrumPanel(Panel):
         self.readout_text = f"{block}{row}\nρ = {rho:.3f}\nσ_max = {sigma:.3f}\n{verdict}"
         big = f"font-size:{self.theme.font_pt * 1.3:.1f}pt"
         html = (f"<b>{_html(name)}</b> &nbsp; ρ = {rho:.3f} &nbsp;·&nbsp; σ<sub>max</sub> = "
-                f"{sigma:.3f}<br><span style='color:{self.theme.muted}'>{verdict_html}</span>") if self.compact else (
+                f"{sigma:.3f}<br><span style='color:{self.theme.muted}'>{verdict_html}</span>") if self.compact or \
+            self._short else (
             f"<span style='{big}'><b>{_html(name)}</b></span>{_html(row)}<br>"
             + (f"<span style='color:{self.theme.muted}'>{_html(detail)}</span><br>" if detail else "") +
             f"<span style='{big}'>ρ = {rho:.3f}</span> &nbsp;·&nbsp; "

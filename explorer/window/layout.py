@@ -14,7 +14,10 @@ Normal mode, from the most panels on screen to the fewest (the three views "thro
     GRID              settings | gradient-through-time, spectrum and the taller panels / history, hidden state
     COLUMNS           settings | two full-height columns of tabs
     SEVEN IN COLUMNS  settings | the same without contributions and Jacobians through time (View menu)
+    PAIR              settings | gradient-through-time | the companion (as in presentation: keys 1-8 or the toolbar pick
+                      it); the other panels closed (View menu)
     SINGLE            settings | one group of tabs
+    BARE PAIR         the pair without settings (F2 shows them over the panels)
     BARE              one group of tabs (settings: F2 shows them over the panels)
 Presentation mode: gradient-through-time and one companion panel, side by side at every screen size;
 settings hidden; the other panels closed (number keys or the toolbar pick the companion).
@@ -23,8 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtCore import QSize, Qt
-from PySide6.QtWidgets import QDockWidget, QMainWindow
+from PySide6.QtCore import QMargins, QSize, Qt
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QTabBar
 
 GT, SPECTRUM, JACOBIANS = "GradientTimePanel", "SpectrumPanel", "JacobiansPanel"
 TRAINING, HISTORY, CONTRIBUTIONS = "TrainingPanel", "GradientHistoryPanel", "ContributionsPanel"
@@ -38,11 +41,15 @@ class Arrangement:
     name: str
     rows: tuple[tuple[tuple[str, ...], ...], ...]   # rows, top first, of groups, left first, of panel names
     settings: bool = True                            # the settings dock docked on the left
+    pair: bool = False                               # the gradient and the companion the user picks (keys 1-8), in
+                                                     # one row that fits its height: legends fold (Panel.plan_size)
 
     def names(self) -> list[str]:
         return [n for row in self.rows for group in row for n in group]
 
 
+COMPANIONS = (SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS)   # keys 1..8
+DEFAULT_COMPANION = SPECTRUM
 NORMAL = (
     Arrangement("wide", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM,)),
                          ((TRAINING,), (HISTORY,), (HIDDEN, HIGHWAY), (TASK,)))),
@@ -54,20 +61,26 @@ NORMAL = (
                          ((HISTORY,), (HIDDEN,)))),
     Arrangement("columns", (((GT, HISTORY, HIDDEN, TASK), (SPECTRUM, TRAINING, CONTRIBUTIONS, HIGHWAY, JACOBIANS)),)),
     Arrangement("seven in columns", (((GT, HISTORY, HIDDEN, TASK), (SPECTRUM, TRAINING, HIGHWAY)),)),
+    Arrangement("pair", (((GT,), (DEFAULT_COMPANION,)),), pair=True),   # (normal_arrangements: the companion)
     Arrangement("single", (((GT, SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS),),)),
+    Arrangement("bare pair", (((GT,), (DEFAULT_COMPANION,)),), settings=False, pair=True),
     Arrangement("bare", (((GT, SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS),),),
                 settings=False),
 )
-COMPANIONS = (SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS)   # keys 1..8
-DEFAULT_COMPANION = SPECTRUM
+
+
+def normal_arrangements(companion: str) -> tuple[Arrangement, ...]:
+    """NORMAL with the gradient beside `companion` in its pairs."""
+    rows = presentation_arrangements(companion)[0].rows
+    return tuple(Arrangement(a.name, rows, a.settings, pair=True) if a.pair else a for a in NORMAL)
 
 
 def presentation_arrangements(companion: str) -> tuple[Arrangement, ...]:
     """Gradient through time and `companion` side by side, on every screen (their panels give way: legends
     re-flow, captions yield), never one behind the other."""
     if companion == GT:
-        return (Arrangement("one", (((GT,),),), settings=False),)
-    return (Arrangement("side by side", (((GT,), (companion,)),), settings=False),)
+        return (Arrangement("one", (((GT,),),), settings=False, pair=True),)
+    return (Arrangement("side by side", (((GT,), (companion,)),), settings=False, pair=True),)
 
 
 def _groups(arrangement: Arrangement, docks: dict[str, QDockWidget]) -> list[list[list[QDockWidget]]]:
@@ -93,6 +106,16 @@ def _group_minimum(group: list[QDockWidget], tab_bar: int, tab_widths: dict[str,
     return QSize(w, h)
 
 
+def tab_widths(host: QMainWindow, docks: dict[str, QDockWidget]) -> dict[str, int]:
+    """Each dock's tab width with its whole title (panel name -> px), as `host`'s tab bars draw it now (type, style)."""
+    probe = QTabBar(host)
+    probe.setElideMode(Qt.TextElideMode.ElideNone)
+    probe.ensurePolished()
+    widths = {name: probe.tabSizeHint(probe.addTab(dock.windowTitle())).width() for name, dock in docks.items()}
+    probe.deleteLater()
+    return widths
+
+
 def _name(dock: QDockWidget) -> str:
     return dock.objectName().removeprefix("dock_")
 
@@ -101,10 +124,10 @@ def minimum_size(arrangement: Arrangement, settings_dock: QDockWidget, docks: di
                  settings_width: int, tab_bar: int, tab_widths: dict[str, int] | None = None) -> QSize:
     """The smallest dock area in which `arrangement`, laid out for a dock area of size `room`, shows every plot at
     its minimum size (and every tab title whole, with `tab_widths`). Each panel is measured at the width the
-    arrangement gives it there (`plan_widths`), not at the width it happens to have now: the answer depends on
+    arrangement gives it there (`plan_sizes`), not at the width it happens to have now: the answer depends on
     the room and the panels only, never on the layout that was on screen before."""
     rows = _groups(arrangement, docks)
-    plan_widths(arrangement, rows, room, settings_width, tab_widths)
+    plan_sizes(arrangement, rows, room, settings_width, tab_widths)
     sizes = [[_group_minimum(g, tab_bar, tab_widths) for g in row] for row in rows]
     width = max((sum(s.width() for s in row) + SEPARATOR * (len(row) - 1) for row in sizes), default=0)
     height = sum(max(s.height() for s in row) for row in sizes) + SEPARATOR * max(len(sizes) - 1, 0)
@@ -126,15 +149,17 @@ def choose(candidates: tuple[Arrangement, ...], settings_dock: QDockWidget, dock
     return candidates[-1]
 
 
-def plan_widths(arrangement: Arrangement, rows: list[list[list[QDockWidget]]], room: QSize, settings_width: int,
-                tab_widths: dict[str, int] | None) -> None:
-    """Tell each panel of `rows` the width its group gets in `arrangement` for a dock area of size `room`
-    (Panel.plan_width: its minimum height then counts its legends re-flowed at that width)."""
+def plan_sizes(arrangement: Arrangement, rows: list[list[list[QDockWidget]]], room: QSize, settings_width: int,
+               tab_widths: dict[str, int] | None) -> None:
+    """Tell each panel of `rows` the width its group gets in `arrangement` for a dock area of size `room`, and in an
+    arrangement of a pair (Arrangement.pair) the height (Panel.plan_size: its minimum height then counts its legends
+    re-flowed at that width, folded into a line where they would make it taller than that height)."""
     minimums = [[_group_minimum(group, 0, tab_widths).width() for group in row] for row in rows]
     for row, widths in zip(rows, _group_widths(arrangement, minimums, room, settings_width)):
         for group, width in zip(row, widths):
             for dock in group:
-                dock.widget().plan_width(width)
+                title = dock.minimumSizeHint().height() - dock.widget().minimumSizeHint().height()
+                dock.widget().plan_size(width, room.height() - title if arrangement.pair else None)
 
 
 def _settings_width(room: QSize, settings_width: int) -> int:
@@ -156,10 +181,12 @@ def _group_widths(arrangement: Arrangement, minimums: list[list[int]], room: QSi
 
 
 def arrange(host: QMainWindow, arrangement: Arrangement, settings_dock: QDockWidget,
-            docks: dict[str, QDockWidget], room: QSize, settings_width: int, tab_widths: dict[str, int]) -> None:
+            docks: dict[str, QDockWidget], room: QSize, settings_width: int, tab_widths: dict[str, int],
+            spare: int = 0) -> None:
     """Lay the docks out in `host` as `arrangement` for a dock area of size `room`, each group of tabs as wide
-    as its titles (`tab_widths`) where there is room. Docks it does not name are closed (View menu brings
-    them back); panels it does not know join its last group."""
+    as its titles (`tab_widths`) where there is room; sized to fill `spare` px more than its height (the part of
+    the room kept for a message that none takes now), so Qt never shares out a surplus as the layout before had it.
+    Docks it does not name are closed (View menu brings them back); panels it does not know join its last group."""
     for dock in (settings_dock, *docks.values()):
         host.removeDockWidget(dock)
     named = dict(docks)
@@ -207,9 +234,9 @@ def arrange(host: QMainWindow, arrangement: Arrangement, settings_dock: QDockWid
         host.addDockWidget(right, dock)
         dock.close()
     minimums = [[_group_minimum(group, 0, tab_widths).width() for group in row] for row in rows]
-    plan_widths(arrangement, rows, room, settings_width, tab_widths)
+    plan_sizes(arrangement, rows, room, settings_width, tab_widths)
     _size_docks(host, arrangement, settings_dock, firsts, _group_widths(arrangement, minimums, room, settings_width),
-                room, settings_width)
+                room.grownBy(QMargins(0, 0, 0, spare)), settings_width)
 
 
 def _size_docks(host: QMainWindow, arrangement: Arrangement, settings_dock: QDockWidget,

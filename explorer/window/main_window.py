@@ -125,7 +125,7 @@ class MainWindow(QMainWindow):
         column.setSpacing(0)
         column.addWidget(self.banner)
         column.addWidget(self.dock_host, 1)
-        self.message_bar.setParent(central)           # floats over the docks' bottom: moves nothing (_build_docks)
+        self.message_bar.setParent(central)           # at the docks' bottom, in room they leave it (_build_docks)
         self.timeline = TimelineBar(lambda: self.run.history)   # scrub back through the recorded steps
         column.addWidget(self.timeline)
         self.timeline.scrubbed.connect(self._on_scrubbed)
@@ -142,7 +142,7 @@ class MainWindow(QMainWindow):
             dock.titleBarWidget().label.setToolTip(panel.caption)
             dock.visibilityChanged.connect(self._on_dock_visibility_changed)
             self.panel_docks[name] = dock
-        self.message_bar.float_over(self.dock_host, self.settings_dock)
+        self.message_bar.float_over(self.dock_host)
         # Only placed here; the real layout is restored or built once the window has its size
         # (tabifying before the first show leaves Qt's tab bars behind as stray widgets).
         self.dock_host.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.settings_dock)

@@ -1,12 +1,12 @@
-"""How the main window fills its screen: the dock layout of each mode, presentation mode (F5), the settings
-overlay, captions and banner, and fitting the window to its screen (explorer.window.screen_fit).
+"""How the main window fills its screen: the dock layout of each mode, presentation mode (F5), the settings overlay,
+captions and banner, and fitting the window to its screen (explorer.window.screen_fit).
 
-`WindowLayout(window)` owns all of it. The window hands it its docks and toolbar and calls `restore`/`save`
-with its QSettings; from then on it lays the docks out (explorer.window.layout) when the window is first
-shown, re-lays them out when the window is resized or moves to another screen, fits a saved geometry to the
-current screen (one saved on a screen with less room gets this screen's first-launch size), and switches modes. The same room and the same panels give the same default arrangement,
-whatever was on screen before; a mode whose layout was a default arrangement is arranged anew when it comes back
-(on F5, on launch), so it follows the screen. Only a layout the user changed (a dock closed, moved, floated or
+`WindowLayout(window)` owns all of it. The window hands it its docks and toolbar and calls `restore`/`save` with its
+QSettings; from then on it lays the docks out (explorer.window.layout) when the window is first shown, again when it
+is resized or moves to another screen or a message takes room, fits a saved geometry to the current screen (one
+saved on a screen with less room gets this screen's first-launch size), and switches modes. The same room and panels
+give the same default arrangement, whatever was on screen before; a mode whose layout was a default arrangement is
+arranged anew when it comes back (F5, launch). Only a layout the user changed (a dock closed, moved, floated or
 tabbed) or a session's is saved and restored, and only while it fits; otherwise the default arrangement is built.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from gradflow.explorer.window.screen_fit import (
     on_larger_screen,
     screen_room,
 )
-from PySide6.QtCore import QByteArray, QEvent, QObject, QRect, QSettings, QSize, Qt, QTimer, Slot
+from PySide6.QtCore import QByteArray, QEvent, QMargins, QObject, QRect, QSettings, QSize, Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QComboBox, QDockWidget, QLabel, QMainWindow, QMenu, QTabBar, QWidget
 
@@ -43,7 +43,7 @@ class WindowLayout(QObject):
         self.window = window
         self.host: QMainWindow = window.dock_host
         self.current: Arrangement | None = None   # the default arrangement on screen (None: a restored one)
-        self._room = QSize()                       # the dock area it was sized for
+        self._room = (QSize(), 0)                  # the dock area it was sized for, and the message's room then
         self._arranged: tuple = ()                 # the docks' placement right after it was laid out (_placement)
         self._chosen: dict[tuple, Arrangement] = {}   # _window_key() -> the arrangement chosen for it (_choice)
         self._saved: dict[bool, QByteArray | None] = {False: None, True: None}   # mode -> a layout the user made
@@ -68,9 +68,11 @@ class WindowLayout(QObject):
             action = dock.toggleViewAction()
             self._view_actions[action] = dock
             action.triggered.connect(self._on_view_toggled)
+            dock.installEventFilter(self)   # a dock left taller than the docks' area (eventFilter)
         self._build_actions()
         window.banner.collapsed_changed.connect(self._on_banner_collapsed)
         window.model.views_changed.connect(self._on_views_changed)
+        window.message_bar.room_changed.connect(self._timer.start)   # a message taller than the room kept for it
 
     # -- actions -------------------------------------------------------------------------------------
     def _build_actions(self):
@@ -98,8 +100,8 @@ class WindowLayout(QObject):
         self.companion_label = QLabel(" Beside it ")
         self.companion_combo = QComboBox()
         self.companion_combo.setObjectName("companionCombo")
-        self.companion_combo.setToolTip("The panel shown beside Gradient through time in presentation mode "
-                                        "(number keys 1-8)")
+        self.companion_combo.setToolTip("The panel shown beside Gradient through time in presentation mode, and "
+                                        "where a small screen shows the two alone (number keys 1-8)")
         self.companion_combo.activated.connect(self._on_companion_chosen)
         bar = w.toolbar
         self._companion_widgets = [bar.addWidget(self.companion_label), bar.addWidget(self.companion_combo)]
@@ -141,7 +143,7 @@ class WindowLayout(QObject):
     def _on_views_changed(self, _missing: dict):
         """Another cell's records: the picker offers the companions that apply to it; in presentation mode one that
         no longer applies gives way to one that does (the chosen one comes back with a cell it applies to)."""
-        shown = self.current.names()[1:] if self.presentation and self.current is not None else None
+        shown = self.current.names()[1:] if self.pairing() else None
         self._show_mode_controls()
         if shown is not None and shown != [self.companion] and self._shown_once:
             self.arrange_default()
@@ -157,13 +159,17 @@ class WindowLayout(QObject):
                 combo.addItem(text, name)
         for name, action in self.companion_actions.items():
             action.setVisible(name in offered)
-            action.setEnabled(self.presentation and name in offered)
+            action.setEnabled(self.pairing() and name in offered)
         combo.setCurrentIndex(combo.findData(self.companion))
+
+    def pairing(self) -> bool:
+        """Whether the gradient is beside a companion the user picks (presentation mode, or normal mode's pair)."""
+        return self.presentation or (self.current is not None and self.current.pair)
 
     def _show_mode_controls(self):
         on = self.presentation
         for action in self._companion_widgets:
-            action.setVisible(on)
+            action.setVisible(self.pairing())
         self.window.scenario_combo.setMinimumContentsLength(PRESENTATION_SCENARIO_CHARS if on else SCENARIO_CHARS)
         bar = self.window.toolbar
         for action in bar.actions():   # large type: speed and scenario stay, their labels give their room
@@ -261,6 +267,9 @@ class WindowLayout(QObject):
                 event.child().setUsesScrollButtons(True)
             elif kind == QEvent.Type.LayoutRequest and self._shown_once:
                 self._on_docks_asking()
+        elif event.type() in (QEvent.Type.Resize, QEvent.Type.LayoutRequest) and isinstance(watched, QDockWidget) \
+                and watched.height() > self.host.contentsRect().height() >= watched.minimumSizeHint().height():
+            QTimer.singleShot(0, self.host.layout().invalidate)   # Qt kept it as tall as a minimum it had between
         if watched is self.window:
             kind = event.type()
             if kind == QEvent.Type.Show and not self._shown_once:
@@ -278,7 +287,7 @@ class WindowLayout(QObject):
         when the default arrangement on screen no longer fits, another one is chosen once it has settled (never
         squashed below the minimums). Only on growth, so no back and forth; a layout
         the user made or restored is left as it is."""
-        need, last = self.host.minimumSizeHint(), self._need
+        need, last = self.docks_need(), self._need
         self._need = need
         if self.current is None or (need.width() <= last.width() and need.height() <= last.height()):
             return
@@ -293,38 +302,34 @@ class WindowLayout(QObject):
             self.arrange_default()
 
     def room(self) -> QSize:
-        """The dock area's size once the window fits its screen (a window pushed past the screen by its
-        panels' minimum sizes does not count what lies beyond it)."""
-        w = self.window
-        size = self.host.size()
-        screen = w.screen()
+        """The docks' area on the screen (not what lies past it), less the room kept for a message shown or not
+        (MessageBar.reserve): the same arrangement with or without one, the docks' minimum sizes above it."""
+        w, screen = self.window, self.window.screen()
+        size = self.host.size().shrunkBy(QMargins(0, 0, 0, max(w.message_bar.reserve(), self.host.contentsMargins().bottom())))
         if screen is None or w.isFullScreen():
             return size
         avail, frame = screen.availableGeometry(), w.frameGeometry()
         return QSize(size.width() - max(0, frame.width() - avail.width()),
                      size.height() - max(0, frame.height() - avail.height()))
 
+    def _sized_for(self, room: QSize) -> tuple[QSize, int]:   # what the docks' sizes follow: the room, and a message's
+        return QSize(room), self.host.contentsMargins().bottom()
+
+    def docks_need(self) -> QSize:
+        """The docks' minimum size as laid out now (without the room a message takes: see room)."""
+        return self.host.minimumSizeHint().shrunkBy(self.host.contentsMargins())
+
     def candidates(self) -> tuple[Arrangement, ...]:
-        return layout.presentation_arrangements(self.companion) if self.presentation else layout.NORMAL
+        return (layout.presentation_arrangements if self.presentation else layout.normal_arrangements)(self.companion)
 
     def _tab_bar(self) -> int:
         return int(layout.TAB_BAR * self.window.fontMetrics().height())
-
-    def _tab_widths(self) -> dict[str, int]:
-        """Each panel's tab width with its whole title, as the dock area's tab bars draw it now (type, style)."""
-        probe = QTabBar(self.host)
-        probe.setElideMode(Qt.TextElideMode.ElideNone)
-        probe.ensurePolished()
-        widths = {name: probe.tabSizeHint(probe.addTab(dock.windowTitle())).width()
-                  for name, dock in self.window.panel_docks.items()}
-        probe.deleteLater()
-        return widths
 
     def _window_key(self) -> tuple:
         """What the layout may follow: the mode, the companion, the window's size and whether it fills the
         screen (not what the panels show at the moment, nor what was clicked)."""
         w = self.window
-        return self.presentation, self.presentation and self.companion, w.size().toTuple(), w.isFullScreen()
+        return self.presentation, self.companion, w.size().toTuple(), w.isFullScreen()
 
     def _choice(self, room: QSize) -> Arrangement:
         """The arrangement of the current mode for a dock area of size `room`: the one chosen before for the same
@@ -336,7 +341,7 @@ class WindowLayout(QObject):
             w = self.window
             self._chosen[key] = layout.choose(self.candidates(), w.settings_dock, w.panel_docks, room,
                                               w.settings_panel.minimumSizeHint().width(), self._tab_bar(),
-                                              self._tab_widths())
+                                              layout.tab_widths(self.host, self.window.panel_docks))
         return self._chosen[key]
 
     def _forget_choice(self) -> None:
@@ -347,9 +352,13 @@ class WindowLayout(QObject):
         w = self.window
         room = self.room()
         chosen = self._choice(room)
-        layout.arrange(self.host, chosen, w.settings_dock, w.panel_docks, room,
-                       w.settings_panel.minimumSizeHint().width(), self._tab_widths())
-        self.current, self._room, self._arranged = chosen, QSize(room), self._placement()
+        margin = self.host.contentsMargins().bottom()
+        for _ in range(2):   # the panels re-measure in their new places (legends placed, folds undone): sized again
+            layout.arrange(self.host, chosen, w.settings_dock, w.panel_docks, room,
+                           w.settings_panel.minimumSizeHint().width(), layout.tab_widths(self.host, w.panel_docks),
+                           max(w.message_bar.reserve(), margin) - margin)
+        self.current, self._room, self._arranged = chosen, self._sized_for(room), self._placement()
+        self._show_mode_controls()   # the companion's picker where a companion is shown (pairing)
         overlay = getattr(w, "overlay", None)
         if overlay is not None and not overlay.isHidden():
             overlay.raise_()
@@ -371,7 +380,7 @@ class WindowLayout(QObject):
     def _fits(self) -> bool:
         """The dock layout on screen needs no more room than there is."""
         self.host.layout().invalidate()
-        need, room = self.host.minimumSizeHint(), self.room()
+        need, room = self.docks_need(), self.room()
         return need.width() <= room.width() and need.height() <= room.height()
 
     def _titles_whole(self) -> bool:
@@ -396,7 +405,7 @@ class WindowLayout(QObject):
             return
         if not self._fits():   # the panels need more room than the arrangement has here: choose again
             self._forget_choice()
-        if self._choice(room) != self.current or room != self._room or not self._fits():
+        if self._choice(room) != self.current or self._sized_for(room) != self._room or not self._fits():
             self.arrange_default()
 
     def _restore_saved(self) -> bool:
@@ -406,7 +415,7 @@ class WindowLayout(QObject):
             return False
         if not (self._fits() and self._titles_whole()):
             return False
-        self.current, self._room = None, QSize(self.room())
+        self.current, self._room = None, self._sized_for(self.room())
         return True
 
     @Slot()
@@ -426,6 +435,8 @@ class WindowLayout(QObject):
         if self._shown_once:
             self._keep_layout()
         self._banner[self.presentation] = self.window.banner.collapsed
+        # the picker's width before the type changes: a minimum size asked for meanwhile stays in QComboBox's cache
+        self.window.scenario_combo.setMinimumContentsLength(PRESENTATION_SCENARIO_CHARS if on else SCENARIO_CHARS)
         self.window.set_theme(self.window.theme.name, on)
         self.window.banner.set_collapsed(self._banner[on])
         self._show_mode_controls()
@@ -445,7 +456,7 @@ class WindowLayout(QObject):
             raise ValueError(f"companion must be one of {', '.join(self.companion_actions)}, got {name!r}")
         self.chosen = name
         self._show_mode_controls()
-        if self.presentation and self._shown_once:
+        if self.pairing() and self._shown_once:
             self.arrange_default()
             self.window.panel_docks[self.companion].raise_()
 
@@ -475,7 +486,7 @@ class WindowLayout(QObject):
         dock.setFloating(True)
         top_left = self.host.mapToGlobal(self.host.rect().topLeft())
         width = max(dock.minimumSizeHint().width(), min(460, self.host.width() // 3))
-        dock.setGeometry(QRect(top_left, QSize(width, self.host.height())))
+        dock.setGeometry(QRect(top_left, QSize(width, self.host.contentsRect().height())))   # above a message
         dock.show()
         dock.raise_()
 

@@ -6,8 +6,9 @@ import html
 import re
 from typing import TYPE_CHECKING
 
+from gradflow.explorer.panels.base import MIN_TEXT_SCALE
 from PySide6.QtCore import QEvent, QSize, Qt, Signal, Slot
-from PySide6.QtGui import QTextDocument
+from PySide6.QtGui import QFont, QFontMetrics, QTextDocument
 from PySide6.QtWidgets import (
     QDockWidget,
     QFrame,
@@ -157,9 +158,16 @@ class LoadingOverlay(QLabel):
         return False
 
 
+MESSAGE_TEXT_SCALES = (1.0, 0.85, MIN_TEXT_SCALE)   # a message's type against the window's: the largest in which it
+                                                    # keeps to the room kept for it (MessageBar.reserve)
+MESSAGE_LINES = 3   # the lines of a message a window's layout keeps room for (a tour's stop: its step and two claims)
+
+
 class MessageBar(QFrame):
     """A message in the window (divergence, errors, a tour's stop): coloured, with optional buttons; stays until
-    closed. `float_over(host, beside)` keeps it over the bottom of `host` instead of in a layout."""
+    closed. `float_over(host)` keeps it at the bottom of `host`, in room the host leaves it, instead of in a layout."""
+
+    room_changed = Signal()   # the room it keeps at its host's bottom changed (float_over)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -176,6 +184,7 @@ class MessageBar(QFrame):
         close.setText("×")
         close.setToolTip("Dismiss")
         close.clicked.connect(self.clear)
+        self._close = close
         row = QHBoxLayout(self)
         row.setContentsMargins(12, 6, 6, 6)
         row.addWidget(self.label, 1)
@@ -201,40 +210,79 @@ class MessageBar(QFrame):
             self._buttons.addWidget(button, 0, Qt.AlignmentFlag.AlignTop)
         self.setVisible(True)
 
-    def float_over(self, host: QWidget, beside: QWidget):
-        """Float over the bottom of `host` (right of `beside` where that is docked at its left), in no layout:
-        showing or hiding a message moves no other control (a stop's message appearing shifted the settings)."""
+    def float_over(self, host: QWidget):
+        """Keep to the bottom of `host` (a QMainWindow of docks), in no layout: while a message is shown, the
+        host's bottom margin is as tall as the message, so its docks end above it (nothing in them is covered)
+        and nothing moves at their top (a stop's message appearing in a layout above them shifted the settings).
+        `reserve()` is the room a window's layout keeps for a message of MESSAGE_LINES lines."""
         self.setAutoFillBackground(True)
-        self._host, self._beside = host, beside
-        for watched in (host, beside, self):
+        self._host = host
+        for watched in (host, self):
             watched.installEventFilter(self)
 
+    def reserve(self) -> int:
+        """The height of a message of MESSAGE_LINES lines in the window's type (what a layout keeps for it)."""
+        margins = self.layout().contentsMargins()
+        return MESSAGE_LINES * QFontMetrics(self._type()).lineSpacing() + margins.top() + margins.bottom()
+
+    def _type(self) -> QFont:
+        return QFont((self.parentWidget() or self).font())
+
+    def _fit_type(self, width: int) -> None:
+        """The label's type: the largest of MESSAGE_TEXT_SCALES of the window's in which the message keeps to its
+        reserve at `width` (the smallest where none does)."""
+        margins, spacing = self.layout().contentsMargins(), self.layout().spacing()
+        text_width = width - margins.left() - margins.right() - self._buttons.sizeHint().width() \
+            - self._close.sizeHint().width() - 2 * spacing
+        base, reserve = self._type(), self.reserve() - margins.top() - margins.bottom()
+        doc = QTextDocument()
+        doc.setDocumentMargin(0)   # (a QLabel's own)
+        doc.setHtml(self.label.text())
+        doc.setTextWidth(max(text_width, 1))
+        for scale in MESSAGE_TEXT_SCALES:
+            font = QFont(base)
+            font.setPointSizeF(base.pointSizeF() * scale)
+            doc.setDefaultFont(font)
+            if doc.size().height() <= reserve:
+                break
+        if self.label.font() != font:
+            self.label.setFont(font)
+
     def eventFilter(self, watched, event) -> bool:
-        if event.type() in (QEvent.Type.Resize, QEvent.Type.Move, QEvent.Type.Show, QEvent.Type.Hide,
-                            QEvent.Type.LayoutRequest) and self.isVisible():
+        kind = event.type()
+        if kind == QEvent.Type.Hide and watched is self:
+            self._keep_room(0)
+        elif kind in (QEvent.Type.Resize, QEvent.Type.Move, QEvent.Type.Show, QEvent.Type.LayoutRequest,
+                      QEvent.Type.FontChange, QEvent.Type.StyleChange) and self.isVisible():
             self._place()
         return False
 
     def _place(self):
-        host, beside = self._host, self._beside
-        left = 0
-        if beside.isVisible() and beside.parent() is host and beside.x() <= 1 and beside.width() < host.width() // 2:
-            left = beside.geometry().right() + 1   # docked at the left: the message stays off the settings
-        width = host.width() - left
+        host = self._host
+        width = host.width()
+        self._fit_type(width)
         layout = self.layout()
         height = min(layout.totalHeightForWidth(width) if layout.hasHeightForWidth() else self.sizeHint().height(),
                      host.height() // 2)
         origin = host.mapTo(self.parentWidget(), host.rect().topLeft())
-        geometry = (origin.x() + left, origin.y() + host.height() - height, width, height)
+        geometry = (origin.x(), origin.y() + host.height() - height, width, height)
         if self.geometry().getRect() != geometry:
             self.setGeometry(*geometry)
+        self._keep_room(height)
         self.raise_()
+
+    def _keep_room(self, height: int):
+        host = getattr(self, "_host", None)
+        if host is not None and host.contentsMargins().bottom() != height:
+            host.setContentsMargins(0, 0, 0, height)
+            self.room_changed.emit()
 
     def text(self) -> str:
         """The message as plain text ('' when none is shown)."""
         if not self.kind:
             return ""
         doc = QTextDocument()
+        doc.setDocumentMargin(0)   # (a QLabel's own)
         doc.setHtml(self.label.text())
         return doc.toPlainText()
 

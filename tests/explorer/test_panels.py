@@ -682,10 +682,11 @@ def test_jacobians_panel_finds_the_newest_profile_in_the_history_and_waits_witho
     r = jacobian_run("gru")
     panel = make(qtbot, JacobiansPanel, LARGE)
     assert "Play or Step" in panel.waiting_note.text
+    assert not panel.one_line.isVisible()                  # no dashed σ = 1 line through the waiting text
     panel.show_record(r.records[-1], r.history)            # plain record; Jacobians sit in the history
     assert panel.shown_step == r.detailed.step
     np.testing.assert_allclose(panel.product_curve.yData, r.detailed.jacobians.log10_product)
-    assert panel.waiting_note.text == ""
+    assert panel.waiting_note.text == "" and panel.one_line.isVisible()
 
 
 @pytest.mark.parametrize("cls,wanted", [(JacobiansPanel, "wants_jacobians"), (SpectrumPanel, "wants_spectrum")])

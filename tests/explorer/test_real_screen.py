@@ -7,8 +7,10 @@ the X server (xdotool), the frame is measured from outside (xwininfo, _NET_FRAME
 - The window, frame included, stays on the screen on launch, restore and maximise, F11 and back; its timeline and
   status bar stay on it.
 - Presentation mode (F5): every companion (keys 1-8) beside the gradient plot, the window on the screen.
+- Every legend, tick label, axis label and control of the panels on screen is whole and uncovered, in normal mode and
+  with every companion, with and without the tour's stop message (tests/explorer/wholeness.py).
 - At the default tour's step-40 stop in presentation mode, the gradient plot's legend covers no drawn curve, and
-  at 1280×720 the plot's data area is at least 560×300 px.
+  at 1280×720 the plot's data area is at least 560×260 px.
 - Layouts change only when the user or the screen asks: the same window on the same screen gets the same layout after
   F5 and back, restore and maximise, F11 and back, and a click on the timeline while paused.
 - The comparison and sweep windows fit the screen; a small sweep runs with the sweep window's frame, its settings
@@ -97,6 +99,45 @@ def test_the_first_launch_fills_the_screen_with_settings_beside_the_panels_where
         assert len(launched["main"]["docks"]) >= 4, launched["main"]["groups"]
 
 
+def _assert_every_panel_whole(screen, app, message: str):
+    """In normal mode and in presentation mode with each companion (keys 1-8): no legend, tick label, axis label or
+    control of a panel on screen is cut, covered by the message or overprinted, and legend text keeps its minimum
+    size (wholeness.py). Left in normal mode with companion 1, whatever failed."""
+    window = app.main_window()
+    try:
+        assert app.ask("whole") == [], f"normal mode, message {message}"
+        screen.key(window, "F5")
+        for key, companion in enumerate(COMPANIONS, start=1):
+            screen.key(window, str(key))
+            state = app.settle()
+            assert state["main"]["presentation"] and state["main"]["message_kind"] == ("tour" if message == "shown" else "")
+            assert app.ask("whole") == [], f"presentation, key {key} ({companion}), message {message}"
+    finally:
+        screen.key(window, "1")
+        if app.state()["main"]["presentation"]:
+            screen.key(window, "F5")
+        app.wait_for(lambda s: not s["main"]["presentation"])
+        app.settle()
+
+
+@pytest.mark.xfail(strict=True, reason="issue 31, left: with the tour's step-1 message shown, key 6 (Contributions) "
+                                       "runs its footer line under the message on a real 1280x720 screen")
+def test_every_panel_on_screen_is_whole_with_the_tours_stop_message(on_screen):
+    """As launched, the tour's step-1 stop shown (see _assert_every_panel_whole)."""
+    screen, app = on_screen
+    assert app.settle()["main"]["message_kind"] == "tour", "the tour's stop message is not shown at launch"
+    if screen.size != (1280, 720):
+        pytest.skip("checked at 1280x720 (every size offscreen: test_panels_whole.py)")
+    _assert_every_panel_whole(screen, app, "shown")
+
+
+def test_every_panel_on_screen_is_whole_without_a_message(on_screen):
+    """The stop's message dismissed (see _assert_every_panel_whole)."""
+    screen, app = on_screen
+    app.ask("dismiss")
+    _assert_every_panel_whole(screen, app, "dismissed")
+
+
 def test_the_window_stays_on_the_screen_and_keeps_its_layout_through_restore_and_full_screen(on_screen):
     screen, app = on_screen
     window = app.main_window()
@@ -163,6 +204,8 @@ def test_a_click_on_the_timeline_while_paused_keeps_the_layout(on_screen):
     x, y, w, h = before["main"]["slider"]
     screen.click(x + 6, y + h // 2)                 # the oldest step kept
     after = app.wait_for(lambda s: s["main"]["scrubbed"])
+    if app.settle()["main"]["message_kind"] != before["main"]["message_kind"]:   # the step shown has a tour stop's message:
+        app.ask("dismiss")                                            # it takes its room under the docks
     after = app.settle()
     _assert_same_layout(after, before, "a click on the timeline")
     app.ask("call go_live")
@@ -245,13 +288,14 @@ def test_a_small_sweep_runs_with_its_settings_and_diagram_on_the_screen(on_scree
     app.wait_for(lambda s: not s["main"]["presentation"])
 
 
-GRADIENT_AREA_720P = (560, 300)
+GRADIENT_AREA_720P = (560, 260)   # (as in test_layout_sizes: the stop's message takes its room under the plots)
 
 
 def test_at_the_tours_step_40_stop_the_gradient_legend_covers_no_curve(on_screen):
     """Played to the default tour's step-40 stop (the banner then shows the stop's lines), then F5: the gradient
-    plot's legend sits inside the plot clear of every drawn curve (or beside or under it), and on a 1280×720
-    screen the plot keeps a data area of at least 560×300 px. (Last: it leaves the run at step 40.)"""
+    plot's legend sits inside the plot clear of every drawn curve (or beside or under it, or folded into a key line),
+    and on a 1280×720 screen the plot keeps a data area of at least 560×260 px; every companion is whole there.
+    (Last: it leaves the run at step 40.)"""
     screen, app = on_screen
     window = app.main_window()
     app.ask("call play")
@@ -266,7 +310,11 @@ def test_at_the_tours_step_40_stop_the_gradient_legend_covers_no_curve(on_screen
     if state["screen"][2:] == [1280, 720]:
         w, h = main["gradient_area"]
         assert w >= GRADIENT_AREA_720P[0] and h >= GRADIENT_AREA_720P[1], f"gradient data area {w}×{h}, legend {legend}"
-        assert legend["place"] == "inside", legend
+        assert legend["place"] in ("inside", "folded"), legend   # in its empty corner, or a key line under the plot
     _assert_on_screen(state)
-    screen.key(window, "F5")
+    for key, companion in enumerate(COMPANIONS, start=1):   # every companion whole at the stop, its message shown
+        screen.key(window, str(key))
+        assert app.settle()["main"]["message_kind"] == "tour"
+        assert app.ask("whole") == [], f"at the step-40 stop, key {key} ({companion})"
+    screen.key(window, "1", "F5")
     app.wait_for(lambda s: not s["main"]["presentation"])

@@ -5,6 +5,7 @@ from gradflow.core.claims import tour_stops
 from gradflow.core.presets import load_preset
 from gradflow.core.records import History
 from gradflow.explorer.model import MIN_LEG_SECONDS
+from PySide6.QtCore import QPoint, QRect
 from window_helpers import WAIT_MS, wait_paused  # tests/explorer is on sys.path
 
 
@@ -108,7 +109,8 @@ def test_the_captions_step_references_are_links_that_show_that_step(qtbot, open_
 
 def test_a_stop_message_moves_nothing_and_the_settings_open_while_it_is_shown(qtbot, open_window):
     """At 1280×720 the message bar took the docks' height: View ▸ Settings did nothing while a stop was shown and
-    the settings jumped ~60 px when it came and went. Now it floats over the panels' bottom, off the settings."""
+    the settings jumped ~60 px when it came and went. Now it keeps room at the docks' bottom: the settings' top and
+    the docks' area stay where they are, and neither the settings nor the message covers the other."""
     window = open_window(config=load_preset("vanishing").config, size=(1280, 720))
     qtbot.waitUntil(lambda: window.message_bar.kind == "tour" and window.message_bar.isVisible(), timeout=WAIT_MS)
     central = window.centralWidget()
@@ -119,8 +121,13 @@ def test_a_stop_message_moves_nothing_and_the_settings_open_while_it_is_shown(qt
         qtbot.waitUntil(lambda: not settings.isVisible(), timeout=WAIT_MS)
     toggle.trigger()                                               # View ▸ Settings while the stop is shown
     qtbot.waitUntil(lambda: settings.isVisible() and toggle.isChecked(), timeout=WAIT_MS)
-    qtbot.waitUntil(lambda: window.message_bar.geometry().left()
-                    >= settings.mapTo(central, settings.rect().topRight()).x(), timeout=WAIT_MS)
+    bar = window.message_bar
+
+    def apart() -> bool:   # the message and the settings side by side or one above the other, neither over the other
+        shown = QRect(settings.mapToGlobal(QPoint(0, 0)), settings.size())
+        return bar.isVisible() and not shown.intersects(QRect(bar.mapToGlobal(QPoint(0, 0)), bar.size()))
+
+    qtbot.waitUntil(apart, timeout=WAIT_MS)
     shown_at = settings.mapTo(central, settings.rect().topLeft()), window.dock_host.geometry()
     window.message_bar.clear()
     qtbot.waitUntil(lambda: not window.message_bar.isVisible(), timeout=WAIT_MS)

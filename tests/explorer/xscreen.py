@@ -13,7 +13,8 @@ ImageMagick's `import`.
 The probe is this file run in the app's process (`python tests/explorer/xscreen.py [gradflow args]`): it starts
 the app through explorer.app.main and answers lines on stdin (`state`, `trigger ACTION`, `call METHOD`, `compare
 PRESET`, `compare-call METHOD`, `sweep GRID[;GRID] SEEDS STEPS` (fills the newest sweep window, opened by
-`trigger sweep_action`, and starts it), `quit`) with one JSON line on stdout. Every process started here runs in a session of its own and is ended with its group.
+`trigger sweep_action`, and starts it), `whole` (what of the panels cannot be read: wholeness.py), `dismiss` (the
+message bar closed), `quit`) with one JSON line on stdout. Every process started here runs in a session of its own and is ended with its group.
 """
 from __future__ import annotations
 
@@ -317,7 +318,7 @@ def window_state(window) -> dict:
             "scrubbed": not window.timeline.is_live, "message": window.message_bar.text(),
             "message_covers_settings": window.message_bar.isVisible() and settings.isVisible()
             and _overlap(window.message_bar, settings),
-            "scenario": window.preset.name,
+            "message_kind": window.message_bar.kind, "scenario": window.preset.name,
             "spectral_radius": window.model.applied.spectral_radius}
 
 
@@ -334,7 +335,8 @@ def _legend_state(panel) -> dict:
     from gradflow.explorer.panels import plotting
 
     legend = panel.legend
-    place = {"inside": "inside", True: "beside", False: "under"}.get(getattr(legend, "_beside", None), "none")
+    place = {"inside": "inside", True: "beside", False: "under", "folded": "folded"}.get(getattr(legend, "_beside", None),
+                                                                                     "none")
     box = legend.mapRectToItem(panel.plot.vb, legend.boundingRect())
     covers = place == "inside" and plotting.segments_meet(plotting.drawn_segments(panel.plot), box.left(), box.top(),
                                                           box.right(), box.bottom())
@@ -410,6 +412,11 @@ def _probe(args: list[str]) -> int:
             getattr(window, name).trigger()
         elif verb == "call":
             getattr(window, name)()
+        elif verb == "whole":          # what of the panels on screen cannot be read (wholeness.problems)
+            from wholeness import problems
+            return problems(window)
+        elif verb == "dismiss":        # the message bar's close button
+            window.message_bar.clear()
         elif verb == "compare":
             window.scenarios.open_comparison(load_preset(name))
         elif verb == "compare-call":   # on the newest comparison window
@@ -437,9 +444,9 @@ def _probe(args: list[str]) -> int:
             QApplication.closeAllWindows()
             qt.quit()
         else:
-            raise ValueError("probe commands: state, trigger ACTION, call METHOD, compare PRESET, compare-call METHOD, "
-                             "sweep GRID[;GRID] SEEDS STEPS, pause, settings, enter KEY TEXT, scenario NAME, answer BUTTON, "
-                             f"quit; got {command!r}")
+            raise ValueError("probe commands: state, trigger ACTION, call METHOD, whole, dismiss, compare PRESET, "
+                             "compare-call METHOD, sweep GRID[;GRID] SEEDS STEPS, pause, settings, enter KEY TEXT, "
+                             f"scenario NAME, answer BUTTON, quit; got {command!r}")
         return "ok"
 
     def on_stdin():
