@@ -105,13 +105,13 @@ def _assert_every_panel_whole(screen, app, message: str):
     size (wholeness.py). Left in normal mode with companion 1, whatever failed."""
     window = app.main_window()
     try:
-        assert app.ask("whole") == [], f"normal mode, message {message}"
+        assert app.whole() == [], f"normal mode, message {message}"
         screen.key(window, "F5")
         for key, companion in enumerate(COMPANIONS, start=1):
             screen.key(window, str(key))
             state = app.settle()
             assert state["main"]["presentation"] and state["main"]["message_kind"] == ("tour" if message == "shown" else "")
-            assert app.ask("whole") == [], f"presentation, key {key} ({companion}), message {message}"
+            assert app.whole() == [], f"presentation, key {key} ({companion}), message {message}"
     finally:
         screen.key(window, "1")
         if app.state()["main"]["presentation"]:
@@ -315,6 +315,6 @@ def test_at_the_tours_step_40_stop_the_gradient_legend_covers_no_curve(on_screen
     for key, companion in enumerate(COMPANIONS, start=1):   # every companion whole at the stop, its message shown
         screen.key(window, str(key))
         assert app.settle()["main"]["message_kind"] == "tour"
-        assert app.ask("whole") == [], f"at the step-40 stop, key {key} ({companion})"
+        assert app.whole() == [], f"at the step-40 stop, key {key} ({companion})"
     screen.key(window, "1", "F5")
     app.wait_for(lambda s: not s["main"]["presentation"])

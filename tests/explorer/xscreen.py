@@ -260,6 +260,14 @@ class App:
                 return now
         raise TimeoutError(f"the windows did not settle in {SETTLE_S} s; last: {last}")
 
+    def whole(self) -> list[str]:
+        """What the probe's `whole` finds lost in the panels on screen, asked again until nothing is (a panel lays
+        itself out after its dock settles: later on a busy machine) or SETTLE_S passed; then its last answer."""
+        deadline = time.monotonic() + SETTLE_S
+        while (lost := self.ask("whole")) and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+        return lost
+
     def main_window(self) -> int:
         return self.window("Gradient Flow Explorer")
 
