@@ -164,7 +164,7 @@ class EngineLoop:
             last_start = now
             stop = flags.pause_at.value == flags.last_step.value + 1     # a tour's stop: shown in full, then pause
             preview = stop or now - last_preview >= PREVIEW_INTERVAL_S
-            jacobians = self._jacobians_wanted() and now >= next_jacobians
+            jacobians = self._jacobians_wanted() and (stop or now >= next_jacobians)
             spectrum = self._spectrum_wanted() and (stop or now >= next_spectrum)
             detail = stop or jacobians or spectrum or now - last_detail >= DETAIL_INTERVAL_S   # what the window draws
             if self._step(detail=detail, preview=preview, jacobians=jacobians, spectrum=spectrum) is None:
@@ -288,7 +288,8 @@ class EngineLoop:
                       traceback.format_exc())
             return None
         self.flags.last_step.value = self.engine.steps_done
-        self._last_complete = detail and preview and (spectrum or not self._spectrum_wanted())
+        self._last_complete = detail and preview and (spectrum or not self._spectrum_wanted()) \
+            and (jacobians or not self._jacobians_wanted())   # what a panel on screen shows is this step's
         self.emit("record_ready", result)
         self._report_native(result)
         if self.engine.halted:

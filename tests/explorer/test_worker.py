@@ -303,6 +303,21 @@ def test_jacobians_while_playing_come_at_most_every_half_second(qtbot, session):
     assert all(r.hidden is not None for r in during)
 
 
+def test_a_tour_stop_and_a_pause_end_on_a_step_with_the_jacobians_a_panel_shows(qtbot, session):
+    """Jacobians wanted (their panel on screen): the step a tour stops at has them, however recently the last
+    were computed (the panel showed step 41's at the stop at 200), and so does the step a pause ends on."""
+    s, rec = session
+    s.worker.set_wanted(jacobians=True)
+    s.worker.play_to(12)
+    qtbot.waitUntil(lambda: len(rec.paused_at) == 1, timeout=WAIT_MS)
+    assert rec.records[-1].step == 12 and rec.records[-1].jacobians is not None
+    s.worker.play()
+    qtbot.waitUntil(lambda: rec.records[-1].step >= 20, timeout=WAIT_MS)
+    s.worker.pause()
+    qtbot.waitUntil(lambda: len(rec.paused_at) == 2, timeout=WAIT_MS)
+    assert rec.records[-1].jacobians is not None and rec.records[-1].step == rec.paused_at[-1]
+
+
 def test_a_large_matrix_gets_its_full_spectrum_only_while_wanted_and_at_most_a_third_of_the_time(qtbot):
     """Over FULL_SPECTRUM_MAX_SIZE rows the eigenvalues cost (seconds at H = 1024): detailed steps get them only
     while the spectrum panel is seen (the flag starts set), a Step and the closing step of a pause in full."""
