@@ -78,27 +78,23 @@ def test_compare_panels_overlay_one_curve_per_run_with_each_runs_data(qtbot, com
         np.testing.assert_allclose(column.hidden.image.image, record.hidden[0].T, rtol=1e-6)
 
 
-def test_each_run_has_its_own_colour_and_dash_and_its_label_at_an_end_of_its_curve(qtbot):
+def test_each_run_has_its_own_colour_and_dash_and_a_label_in_its_colour_on_its_plot(qtbot):
     window = CompareWindow(small_runs(3), "three cells")
     qtbot.addWidget(window)
     window.show()
     qtbot.waitUntil(lambda: window.shown is not None, timeout=WAIT_MS)
-    for runs, end in ((window.gradient_panel.run_curves, 0), (window.training_panel.run_losses, -1)):
+    for runs in (window.gradient_panel.run_curves, window.training_panel.run_losses):
         pens = [curve.opts["pen"] for curve in runs.curves]
         assert len({pen.color().name() for pen in pens}) == 3          # told apart by colour ...
         assert len({pen.style() for pen in pens}) == 3                 # ... and by dash, in greyscale too
         texts = [item.textItem.toPlainText() for item in runs.labels]
         assert texts == window.labels
-        for curve, item in zip(runs.curves, runs.labels):
-            assert item.isVisible()
-            box = item.mapRectToScene(item.boundingRect())
-            at = curve.mapToScene(QPointF(curve.xData[end], 0)).x()    # an end of its own curve: t = 1, the newest step
-            if end == 0:
-                assert box.left() == pytest.approx(at, abs=1)                   # above its start
-            else:
-                assert at <= box.left() <= at + runs_module.LABEL_GAP + 1       # beside its end (room to grow)
+        plot = runs.plot.vb.sceneBoundingRect()
+        for curve, item in zip(runs.curves, runs.labels):   # where each sits: test_end_labels (clear of every curve)
             assert item.color.name() == curve.opts["pen"].color().name()
-        boxes = [item.mapRectToScene(item.boundingRect()) for item in runs.labels]
+            if item.isVisible():
+                assert plot.intersects(item.mapRectToScene(item.boundingRect())), "a label off its plot"
+        boxes = [item.mapRectToScene(item.boundingRect()) for item in runs.labels if item.isVisible()]
         assert not any(a.intersects(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])   # none covers another
     window.close()
 

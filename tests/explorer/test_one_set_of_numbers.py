@@ -94,7 +94,8 @@ def test_every_scenario_in_the_main_window_matches_gradflow_run(qtbot, settings,
     try:
         qtbot.waitUntil(lambda: window.latest is not None, timeout=WAIT_MS)   # the first model is built
         jacobians = next(d for d in window.findChildren(QDockWidget) if isinstance(d.widget(), JacobiansPanel))
-        jacobians.raise_()     # on screen: the engine computes Jacobians through time on some steps too
+        window.layouts.set_companion("JacobiansPanel")   # beside the gradient where the layout pairs them ...
+        jacobians.raise_()     # ... in front of its tabs otherwise: on screen, the engine computes them on some steps
         qtbot.waitUntil(lambda: window.worker.wants_jacobians, timeout=WAIT_MS)
         for preset in (p for p in _presets() if not p.runs):
             combo = window.scenario_combo
