@@ -41,6 +41,13 @@ def _run(screen: tuple[int, int, int], tmp: Path, runs: int = 3, tour: bool = Fa
     return [json.loads(line[len("RESULT "):]) for line in out.stdout.splitlines() if line.startswith("RESULT ")]
 
 
+def _assert_frame_on_screen(r: dict, where: str):
+    sx, sy, sw, sh = r["screen"]
+    fx, fy, fw, fh = r["frame"]
+    assert sx <= fx and sy <= fy and fx + fw <= sx + sw and fy + fh <= sy + sh, \
+        where + f"frame {r['frame']} on a screen of {r['screen']}"
+
+
 @pytest.mark.parametrize("screen", SIZES, ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES])
 def test_the_comparison_fits_the_screen_and_shows_every_runs_spectrum(screen, tmp_path):
     results = _run(screen, tmp_path)
@@ -49,10 +56,7 @@ def test_the_comparison_fits_the_screen_and_shows_every_runs_spectrum(screen, tm
     short = logical[1] < 900
     for r in results:
         where = f"{screen} {r['step']}: "
-        sx, sy, sw, sh = r["screen"]
-        fx, fy, fw, fh = r["frame"]
-        assert sx <= fx and sy <= fy and fx + fw <= sx + sw and fy + fh <= sy + sh, \
-            where + f"frame {r['frame']} on a screen of {r['screen']}"
+        _assert_frame_on_screen(r, where)
         assert r["spectra"] and len(r["spectra"]) == 3, where + str(r["spectra"])
         for w, h, seen_w, seen_h in r["spectra"]:   # each run's spectrum plot whole on screen: no scrolling
             assert w >= MIN_PLOT[0] and h >= MIN_PLOT[1], where + f"spectrum data area {w}×{h}"
@@ -77,10 +81,7 @@ def test_four_runs_fit_the_screen_and_scroll_sideways_only_where_they_must(scree
     are whole."""
     for r in _run(screen, tmp_path, runs=4):
         where = f"{screen} {r['step']}: "
-        sx, sy, sw, sh = r["screen"]
-        fx, fy, fw, fh = r["frame"]
-        assert sx <= fx and sy <= fy and fx + fw <= sx + sw and fy + fh <= sy + sh, \
-            where + f"frame {r['frame']} on a screen of {r['screen']}"
+        _assert_frame_on_screen(r, where)
         assert len(r["spectra"]) == 4 and all(w >= MIN_PLOT[0] and h >= MIN_PLOT[1] for w, h, _, _ in r["spectra"])
         whole = [(seen_w, seen_h) == (w, h) for w, h, seen_w, seen_h in r["spectra"]]
         if screen[0] >= 1920:
@@ -98,10 +99,7 @@ def test_at_a_tour_stop_the_window_fits_with_its_explanation_unfolded_in_both_mo
     assert [r["step"] for r in results] == ["stop", "unfolded", "presentation"]
     for r in results:
         where = f"{screen} {r['step']}: "
-        sx, sy, sw, sh = r["screen"]
-        fx, fy, fw, fh = r["frame"]
-        assert sx <= fx and sy <= fy and fx + fw <= sx + sw and fy + fh <= sy + sh, \
-            where + f"frame {r['frame']} on a screen of {r['screen']}"
+        _assert_frame_on_screen(r, where)
         for name, w, h in r["plots"]:
             assert w >= MIN_PLOT[0] and h >= MIN_PLOT[1], where + f"{name} data area {w}×{h}"
         shown, height, lines = r["message"]

@@ -39,12 +39,10 @@ def _assert_labels_clear(plot, labels, legend, every: bool):
         assert not any(a.intersects(b) for b in boxes[i + 1:]), f"label at {a} covers another"
 
 
-@pytest.mark.parametrize("scenario", ["mean field", "rho"])
-@pytest.mark.parametrize("big", [False, True], ids=["normal", "presentation"])
-@pytest.mark.parametrize("size", [(620, 400), (900, 640)], ids=["small", "roomy"])
-def test_end_labels_in_the_gradient_panel_are_crossed_by_no_curve(qtbot, scenario, big, size):
+def _shown(qtbot, panel_class, scenario: str, big: bool, size: tuple[int, int]):
+    """A comparison panel of `scenario`'s runs, shown at `size` in normal or presentation type, their last steps drawn."""
     labels, runs = _runs(scenario)
-    panel = GradientTimePanel(runs=labels)
+    panel = panel_class(runs=labels)
     qtbot.addWidget(panel)
     panel.apply_theme(presentation(DEFAULT_THEME, big))
     panel.resize(*size)
@@ -52,20 +50,20 @@ def test_end_labels_in_the_gradient_panel_are_crossed_by_no_curve(qtbot, scenari
     qtbot.waitExposed(panel)
     panel.show_runs([r.last for r in runs], [r.history for r in runs])
     QApplication.processEvents()
+    return panel
+
+
+@pytest.mark.parametrize("scenario", ["mean field", "rho"])
+@pytest.mark.parametrize("big", [False, True], ids=["normal", "presentation"])
+@pytest.mark.parametrize("size", [(620, 400), (900, 640)], ids=["small", "roomy"])
+def test_end_labels_in_the_gradient_panel_are_crossed_by_no_curve(qtbot, scenario, big, size):
+    panel = _shown(qtbot, GradientTimePanel, scenario, big, size)
     _assert_labels_clear(panel.plot, panel.run_curves.labels, panel.legend, every=size[1] > 600)
 
 
 @pytest.mark.parametrize("big", [False, True], ids=["normal", "presentation"])
 @pytest.mark.parametrize("size", [(620, 420), (900, 640)], ids=["small", "roomy"])
 def test_end_labels_of_the_losses_are_crossed_by_no_curve_nor_the_baseline(qtbot, big, size):
-    labels, runs = _runs("mean field")
-    panel = TrainingPanel(runs=labels)
-    qtbot.addWidget(panel)
-    panel.apply_theme(presentation(DEFAULT_THEME, big))
-    panel.resize(*size)
-    panel.show()
-    qtbot.waitExposed(panel)
-    panel.show_runs([r.last for r in runs], [r.history for r in runs])
-    QApplication.processEvents()
+    panel = _shown(qtbot, TrainingPanel, "mean field", big, size)
     assert panel.baseline_line.isVisible()
     _assert_labels_clear(panel.loss_plot, panel.run_losses.labels, panel.legend, every=size[1] > 600)
