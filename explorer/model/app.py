@@ -1,7 +1,8 @@
-"""The app as a model, without Qt (napari's ViewerModel in small): the scenario, the applied config and the live
-edits on their way to the engine, the runs (one, or a comparison's in lockstep) with the selected step, the tour,
-play / speed, and what must be asked before a run is thrown away. Windows observe its events and send it intents;
-it talks to the engine through the worker's plain methods (`Engine`), so a test drives it with a fake engine.
+"""The app as a model, without Qt (napari's ViewerModel in small): the scenario, the settings (the applied config,
+the live edits on their way to the engine and the next rebuild's draft: explorer.model.settings), the runs (one,
+or a comparison's in lockstep) with the selected step, the tour, play / speed, and what must be asked before a
+run is thrown away. Windows observe its events and send it intents; it talks to the engine through the worker's
+plain methods (`Engine`), so a test drives it with a fake engine.
 
     model = AppModel(preset, engine, ask_discard=window_asks)
     model.play()                    # to the tour's next stop (the whole way when there is none), at its pace
@@ -19,6 +20,7 @@ from gradflow.core.config import Config
 from gradflow.core.presets import Preset
 from gradflow.core.records import History, Record
 from gradflow.explorer.model.events import Event
+from gradflow.explorer.model.settings import SettingsModel
 from gradflow.explorer.model.tour import TourModel
 from gradflow.explorer.window.run_state import RunState, scrub_step
 
@@ -46,8 +48,8 @@ class AppModel:
                  ask_discard: Callable[[int, str], bool] | None = None):
         self.preset = preset
         self.engine = engine
-        self.applied: Config = config if config is not None else preset.config   # what the engine runs
-        self.pending: dict[str, Any] = {}       # live edits sent to the engine, not yet confirmed
+        self.settings = SettingsModel(config if config is not None else preset.config)
+        self.settings.sent.connect(self._on_live_sent)
         self.labels: list[str | None] = list(labels) if labels else [None]
         cap = history_bytes if history_bytes is not None else self.applied.history_mb * 2**20
         self.runs = [RunState(cap, self.applied.precision) for _ in self.labels]
@@ -67,6 +69,11 @@ class AppModel:
         self._start_tour()
 
     # -- what the window shows ---------------------------------------------------------------------------
+    @property
+    def applied(self) -> Config:
+        """What the engine runs."""
+        return self.settings.applied
+
     @property
     def run(self) -> RunState:
         return self.runs[0]
@@ -140,15 +147,19 @@ class AppModel:
         return True
 
     def edit_live(self, changes: dict[str, Any]):
-        """Live settings (applied at the next step); at a tour stop the tour says what Next does now."""
-        self.pending.update(changes)
+        """Live settings (applied at the next step); the settings panel's fields send theirs through
+        `settings.accept`."""
+        self.settings.send_live(changes)
+
+    def _on_live_sent(self, changes: dict[str, Any]):
+        """At a tour stop the tour says what Next does now."""
         self.engine.update(**changes)
         self.tour.settings_changed(", ".join(f"{key} = {value}" for key, value in changes.items()))
 
     def eigenvalue_dragged(self):
         """The user moved an eigenvalue of W_hh: with hold ρ on, the next step would rescale it back, so hold ρ
         goes off (and the user is told)."""
-        if self.applied.hold_spectral_radius and self.pending.get("hold_spectral_radius", True):
+        if self.applied.hold_spectral_radius and self.settings.running.hold_spectral_radius:
             self.edit_live({"hold_spectral_radius": False})
             self.notice.emit("<b>Hold ρ is now off</b>, so the dragged eigenvalue stays where you put it "
                              "(with it on, the next step would rescale the whole spectrum back to "
@@ -173,7 +184,7 @@ class AppModel:
         config (an earlier build that ends first leaves the choice pending)."""
         for run in self.runs:
             run.reset(config.history_mb * 2**20, config.precision)
-        self.applied, self.pending = config, {}
+        self.settings.rebuilt(config)
         if self.candidate is not None and self.candidate.config == config:
             self.preset, self.candidate = self.candidate, None
             self.scenario_changed.emit(self.preset)
@@ -185,8 +196,7 @@ class AppModel:
 
     def on_config_changed(self, config: Config):
         """The engine applied live settings."""
-        self.applied = config
-        self.pending = {k: v for k, v in self.pending.items() if getattr(config, k) != v}
+        self.settings.confirmed(config)
         self.config_changed.emit(config)
 
     def adopt(self, history: History, records: Sequence[Record], seed: Record | None = None):

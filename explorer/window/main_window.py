@@ -77,7 +77,7 @@ class MainWindow(QMainWindow):
         self.checkpoint_every = CHECKPOINT_EVERY
 
         self._build_central()
-        self.settings_panel = SettingsPanel(config)
+        self.settings_panel = SettingsPanel(self.model.settings)
         self.panels = [cls() for cls in (panels if panels is not None else PANELS)]
         self._build_docks()
         actions.build_run_actions(self)
@@ -105,7 +105,6 @@ class MainWindow(QMainWindow):
             if hasattr(panel, "eigenvalue_edited"):
                 panel.eigenvalue_edited.connect(self._on_eigenvalue_edited)
         self._observe_model()
-        self.settings_panel.live_changed.connect(self._on_live_changed)
         self.settings_panel.rebuild_requested.connect(self._on_rebuild_requested)
         self.settings_panel.check_requested.connect(self._on_check_requested)
 
@@ -227,11 +226,6 @@ class MainWindow(QMainWindow):
         self.readout.set_state("▶ running" if playing else "■ paused")
 
     # -- settings -> worker ----------------------------------------------------------------------------
-    @Slot(dict)
-    def _on_live_changed(self, changes: dict):
-        self.model.edit_live(changes)
-        self._update_banner()
-
     @Slot(int, int, object)
     def _on_eigenvalue_edited(self, row: int, index: int, value: complex):
         self.model.eigenvalue_dragged()
@@ -288,8 +282,7 @@ class MainWindow(QMainWindow):
     def _on_rebuilt(self, config: Config):
         self.rate.reset()
         self.checkpoints.new_model()     # snapshots of another model
-        self.settings_panel.set_config(config)
-        self.model.on_rebuilt(config)
+        self.model.on_rebuilt(config)    # the settings panel shows the model's new settings
         self.scenarios.select(self.preset.name)
         self._update_banner()
         if not self.worker.is_playing():
@@ -320,8 +313,8 @@ class MainWindow(QMainWindow):
         self._update_banner()
 
     def _on_applied(self, config: Config):
-        """The model's applied config changed (live settings, a revert, a rebuild): the fields show it."""
-        self.settings_panel.confirm_live(config)
+        """The model's applied config changed (live settings, a revert, a rebuild; the settings panel shows the
+        model's settings itself)."""
         self._update_banner()
 
     def _on_notice(self, text: str):
@@ -478,7 +471,7 @@ class MainWindow(QMainWindow):
         if error:
             self.settings_panel.refuse(key, value, error)
         else:
-            self.settings_panel.check_passed(key, value)
+            self.model.settings.check_passed(key, value)
 
     # -- lookup helpers --------------------------------------------------------------------------------------
     def panel(self, name: str):

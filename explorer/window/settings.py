@@ -1,10 +1,11 @@
-"""The settings dock: one field per config key, generated from `core.config.SPECS`.
+"""The settings dock: one field per config key, generated from `core.config.SPECS`, a view of the window's
+`SettingsModel` (explorer.model.settings), which owns the values and validates every typed text.
 
 Live keys (`LIVE_KEYS`) are sent as soon as a field is accepted and apply at the
-next step; every other key collects in a *pending* config that the Apply &
-rebuild button turns into a new Trainer. A value the engine refuses stays in its
-field with the engine's `ConfigError` message beside it (red); the last valid
-config is kept. The panel never talks to the worker: it emits `live_changed`,
+next step; every other key collects in the model's *draft* that the Apply &
+rebuild button turns into a new Trainer. A value the model or the engine refuses stays in its
+field with the `ConfigError` message beside it (red); the last valid
+config is kept. The panel never talks to the worker: the model sends live edits on, the panel emits
 `rebuild_requested` and `check_requested`, and the main window passes them on.
 
 A key that applies to some models only (`core.cells.CELL_KEYS`, each cell's `keys`: lru_* for lru, forget_bias for lstm,
@@ -13,17 +14,19 @@ model is refused at the model field, naming the key, while such a key holds a va
 field stays shown until it is set back).
 
 Some values can only be judged by the engine (a text file: missing, a folder,
-empty, not UTF-8, binary, too big, too short for seq_len × batch_size). The panel
-accepts them provisionally and emits `check_requested(key, config)`; the window
+empty, not UTF-8, binary, too big, too short for seq_len × batch_size). The model
+accepts them provisionally and the panel emits `check_requested(key, config)`; the window
 has the engine check them off the GUI thread, and `refuse(key, value, message)`
 puts the message at the field and the previous valid value back.
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
-from gradflow.core.config import LIVE_KEYS, SPECS, Config, ConfigError
+from gradflow.core.config import SPECS, Config, ConfigError
+from gradflow.explorer.model.settings import SettingsModel
 from gradflow.explorer.theme import LIVE_MARK_COLOR
 from gradflow.explorer.window.fields import LIVE_MARK, Field, format_value, repolish
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal, Slot
@@ -64,20 +67,15 @@ def grouped_keys() -> list[tuple[str, list[str]]]:
 
 
 class SettingsPanel(QWidget):
-    """Every config key as a field; emits valid live changes and rebuild requests."""
+    """Every config key as a field of the model's settings; emits rebuild requests."""
 
-    live_changed = Signal(dict)           # {key: value} of live keys, already validated
-    rebuild_requested = Signal(object)    # the pending Config
+    rebuild_requested = Signal(object)    # the draft Config
     check_requested = Signal(str, object)  # key, a Config whose value of `key` the engine must judge
 
-    CHECKED_KEYS = frozenset({"text"})     # values the engine judges by reading something (a file)
-
-    def __init__(self, config: Config, parent: QWidget | None = None):
+    def __init__(self, settings: SettingsModel, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("SettingsPanel")
-        self._applied = config     # what the running Trainer uses (live keys included)
-        self._pending = config     # applied + accepted rebuild edits
-        self._previous: dict[str, Any] = {}   # key -> valid value before an edit still being checked
+        self.settings = settings
         self.fields: dict[str, Field] = {}
 
         legend = QLabel(f"<span style='color:{LIVE_MARK_COLOR}'>{LIVE_MARK}</span> live: applies at the next step.<br>"
@@ -140,9 +138,12 @@ class SettingsPanel(QWidget):
         layout.addWidget(scroll, 1)
         layout.addWidget(self.message)
         layout.addLayout(buttons)
-        self._show(config)
+        self._show(settings.draft)
         self._refresh_pending()
         self._fit_width()
+        settings.reset.connect(self._on_reset)
+        settings.outside.connect(self._show_live)
+        settings.sent.connect(self._show_live)     # the model's own edits too (hold ρ off after a drag)
 
     def changeEvent(self, event):
         super().changeEvent(event)
@@ -166,37 +167,33 @@ class SettingsPanel(QWidget):
     # -- public --------------------------------------------------------------------------------
     @property
     def config(self) -> Config:
-        """The config of the running model (as far as this panel knows)."""
-        return self._applied
+        """The config of the running model with the live edits sent (the model's)."""
+        return self.settings.running
 
     @property
     def pending(self) -> Config:
-        """The config the next Apply & rebuild would build."""
-        return self._pending
+        """The config the next Apply & rebuild would build (the model's draft)."""
+        return self.settings.draft
 
     def field(self, key: str) -> Field:
         return self.fields[key]
 
-    def set_config(self, config: Config):
-        """A new model runs with `config` (rebuild, reset, scenario): show it, forget pending edits and errors."""
-        self._applied = self._pending = config
-        self._previous.clear()
+    def _on_reset(self, config: Config):
+        """A new model runs, or the draft was discarded: show it, forget errors."""
         for f in self.fields.values():
             f.set_error(None)
         self._set_message(None)
         self._show(config)
         self._refresh_pending()
 
-    def confirm_live(self, config: Config):
-        """The worker applied live settings: keep its config as the running one. Live values that did not
-        come from these fields (e.g. a revert brought older ones back) are shown in their fields."""
-        live = {k: getattr(config, k) for k in LIVE_KEYS}
-        changed = [k for k in LIVE_KEYS if live[k] != getattr(self._applied, k)]
-        self._applied = config
-        self._pending = self._pending.replace(**self._for_pending(live))
-        for key in changed:
-            self.fields[key].set_value(live[key])
-            self.fields[key].set_error(None)
+    def _show_live(self, keys: Iterable[str]):
+        """Live values that may not have come from these fields (a revert brought older ones back, a drag turned
+        hold ρ off)."""
+        for key in keys:
+            value = getattr(self.settings.running, key)
+            if self.fields[key].text() != format_value(value):
+                self.fields[key].set_value(value)
+                self.fields[key].set_error(None)
         self._refresh_pending()
 
     def enter(self, key: str, text: str):
@@ -234,7 +231,7 @@ class SettingsPanel(QWidget):
         while progress:
             progress = False
             for other, f in self.fields.items():
-                if other != key and f.error and f.text() != format_value(getattr(self._pending, other)) \
+                if other != key and f.error and f.text() != format_value(getattr(self.settings.draft, other)) \
                         and self._accept(other):
                     progress = True
         self._refresh_pending()
@@ -244,69 +241,44 @@ class SettingsPanel(QWidget):
         if f.awaiting_value():
             f.set_error(None)
             return False
-        base = self._applied if f.live else self._pending
         try:
-            candidate = base.with_text(**{key: f.text()})
+            edit = self.settings.accept(key, f.text())
         except ConfigError as e:
             f.set_error(str(e))
             self._scroll.ensureWidgetVisible(f.error_label)
             return False
         f.set_error(None)
-        value = getattr(candidate, key)
-        if f.live:
-            if value != getattr(self._applied, key):
-                self._applied = candidate
-                self._pending = self._pending.replace(**self._for_pending({key: value}))
-                self.live_changed.emit({key: value})
-        else:
-            if key in self.CHECKED_KEYS and value != getattr(self._pending, key):
-                self._previous.setdefault(key, getattr(self._pending, key))
-                self.check_requested.emit(key, candidate)
-            self._pending = candidate
+        if edit is not None and edit.check is not None:
+            self.check_requested.emit(key, edit.check)
         return True
 
     def refuse(self, key: str, value: Any, message: str):
         """The engine refused `value` for `key` (see check_requested): the message goes to the field, the
-        field keeps what was typed, and the pending config gets the previous valid value back."""
+        field keeps what was typed, and the draft gets the previous valid value back."""
         f = self.fields[key]
-        if getattr(self._pending, key) != value and f.text().strip() != format_value(value):
+        if not self.settings.refuse(key, value) and f.text().strip() != format_value(value):
             return   # stale: another value was entered since
-        if getattr(self._pending, key) == value:
-            previous = self._previous.pop(key, getattr(self._applied, key))
-            self._pending = self._pending.replace(**{key: previous})
         f.set_error(message)
         self._scroll.ensureWidgetVisible(f.error_label)
         self._refresh_pending()
 
-    def check_passed(self, key: str, value: Any):
-        """The engine accepted `value` for `key`: it is the valid value to fall back to from now on."""
-        if getattr(self._pending, key) == value:
-            self._previous.pop(key, None)
-
-    def _for_pending(self, live: dict[str, Any]) -> dict[str, Any]:
-        """The live values that the pending model uses (the running model may be another one)."""
-        return {k: v for k, v in live.items() if Config.applies(k, self._pending.model)}
-
     def _on_apply_clicked(self):
-        if self._rebuild_changes():
-            self.rebuild_requested.emit(self._pending)
+        if self.settings.changes():
+            self.rebuild_requested.emit(self.settings.draft)
 
     def _on_discard_clicked(self):
-        self.set_config(self._applied)
+        self.settings.discard()
 
     # -- display --------------------------------------------------------------------------------
     def _show(self, config: Config):
         for key, f in self.fields.items():
             f.set_value(getattr(config, key))
 
-    def _rebuild_changes(self) -> list[str]:
-        return [k for k in SPECS if k not in LIVE_KEYS and getattr(self._pending, k) != getattr(self._applied, k)]
-
     def _refresh_pending(self):
-        changes = self._rebuild_changes()
+        changes = self.settings.changes()
         for key, f in self.fields.items():
             f.set_pending(key in changes)
-            f.set_shown(Config.applies(key, self._pending.model))
+            f.set_shown(Config.applies(key, self.settings.draft.model))
         n = len(changes)
         invalid = [key for key, f in self.fields.items() if f.error]
         self.apply_button.setEnabled(bool(n) and not invalid)    # never build around a refused value

@@ -91,7 +91,7 @@ def test_lecture_journey():
     model.select_step(None)
     assert "The plots show" not in model.tour.message()
     # the lecturer opens the settings while paused and asks "what if ρ = 1.1?": the stop says what Next does now
-    model.edit_live({"spectral_radius": 1.1})
+    model.settings.accept("spectral_radius", "1.1")           # typed in its field: validated, sent on
     assert model.applied.spectral_radius == 1.1 and model.tour.shown.stop.step == 40
     assert "spectral_radius = 1.1 applies at the next step. Next plays to step 200 with your settings" \
         in model.tour.message()

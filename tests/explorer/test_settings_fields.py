@@ -10,6 +10,7 @@ import pytest
 from gradflow.core.config import SPECS
 from gradflow.core.presets import load_preset
 from gradflow.core.tasks.text import MAX_TEXT_BYTES
+from gradflow.explorer.model.settings import SettingsModel
 from gradflow.explorer.window.fields import format_value
 from gradflow.explorer.window.settings import SettingsPanel
 from hypothesis import given
@@ -41,7 +42,7 @@ def assert_fields_show(panel, config):
 
 
 def shown_panel(qtbot, preset: str) -> SettingsPanel:
-    panel = SettingsPanel(load_preset(preset).config)
+    panel = SettingsPanel(SettingsModel(load_preset(preset).config))
     qtbot.addWidget(panel)
     panel.show()
     qtbot.waitExposed(panel)
@@ -63,7 +64,7 @@ def test_a_scenario_switch_resets_every_field_to_the_new_scenarios_values(panel)
     clipping, vanishing = load_preset("clipping").config, load_preset("vanishing").config
     assert clipping.clip is not None and vanishing.clip is None
     assert_fields_show(panel, clipping)
-    panel.set_config(vanishing)     # what the window does when the new scenario's model is built
+    panel.settings.rebuilt(vanishing)     # what the window does when the new scenario's model is built
     assert_fields_show(panel, vanishing)
     assert panel.field("clip").widget.text() == "none"   # not the clipping scenario's θ, greyed out
 
@@ -72,9 +73,9 @@ def test_a_scenario_switch_resets_every_field_to_the_new_scenarios_values(panel)
 def test_switching_none_off_asks_for_a_value_and_applies_nothing_until_one_is_entered(qtbot, panel, key, typed,
                                                                                        value):
     live = []
-    panel.live_changed.connect(live.append)
-    panel.set_config(load_preset("truncated_fixed").config.replace(clip=1.0))   # a scenario with both set ...
-    panel.set_config(load_preset("vanishing").config)                          # ... then one with both off
+    panel.settings.sent.connect(live.append)
+    panel.settings.rebuilt(load_preset("truncated_fixed").config.replace(clip=1.0))   # a scenario with both set ...
+    panel.settings.rebuilt(load_preset("vanishing").config)                          # ... then one with both off
     field = panel.field(key)
     qtbot.mouseClick(field.none_box, Qt.MouseButton.LeftButton)                 # switch "none" off
     assert not field.none_box.isChecked() and field.widget.isEnabled()
@@ -91,8 +92,8 @@ def test_switching_none_off_asks_for_a_value_and_applies_nothing_until_one_is_en
 
 def test_an_invalid_value_after_switching_none_off_is_refused_and_not_applied(qtbot, panel):
     live = []
-    panel.live_changed.connect(live.append)
-    panel.set_config(load_preset("vanishing").config)
+    panel.settings.sent.connect(live.append)
+    panel.settings.rebuilt(load_preset("vanishing").config)
     field = panel.field("truncation")
     qtbot.mouseClick(field.none_box, Qt.MouseButton.LeftButton)
     qtbot.keyClicks(field.widget, "0")
@@ -271,7 +272,7 @@ TYPED = st.one_of(
 
 
 def test_any_text_typed_into_a_numeric_field_is_accepted_in_range_or_refused_by_name(qtbot):
-    panel = SettingsPanel(SMALL)       # one panel for every example: a refusal must not spoil the next one
+    panel = SettingsPanel(SettingsModel(SMALL))      # one panel for every example: a refusal must not spoil the next one
     qtbot.addWidget(panel)
     panel.show()
 
@@ -358,7 +359,7 @@ def test_each_model_specific_key_shows_only_for_its_models_and_follows_the_model
     lru_panel.enter("model", "minlstm")
     assert not any(_shown(lru_panel, RNN_ONLY + LSTM_ONLY + LRU_ONLY + DENSE_ONLY))
     assert _shown(lru_panel, ("bidirectional",)) == [True]
-    lru_panel.set_config(load_preset("compare_lru_radius").config)                  # a scenario: shown for its model
+    lru_panel.settings.rebuilt(load_preset("compare_lru_radius").config)                  # a scenario: shown for its model
     assert _shown(lru_panel, LRU_ONLY) == [True] * 3 and not any(_shown(lru_panel, RNN_ONLY))
 
 
