@@ -44,6 +44,13 @@ class UnrolledRowTrace(RowTrace):
     leaving: tuple[torch.Tensor, ...] = ()
 
 
+    def states_after(self) -> tuple[torch.Tensor, ...]:
+        """Every element of the state after each step (T, B, ·), sequence order: the state entering the next
+        processed step, and after the last one the state it left."""
+        after = [*self.entering[1:], self.leaving] if not self.reverse else [self.leaving, *self.entering[:-1]]
+        return tuple(torch.stack(part) for part in zip(*after))
+
+
 def unrolled_row(row: RowTrace) -> UnrolledRowTrace:
     assert isinstance(row, UnrolledRowTrace), row   # an UnrolledNet's trace holds only these
     return row
