@@ -25,7 +25,7 @@ Initialisation as torch's LSTM: every weight and bias uniform in ±1/√H; forge
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import torch
 from gradflow.core.precision import DTYPES
@@ -105,7 +105,7 @@ class SlstmNet(UnrolledNet):
 
     def recurrent_matrix(self, row: int) -> torch.Tensor:
         """R_z of row `row` (H, H): the block of R on the cell input z̃, as the LSTM's W_hg."""
-        return self.rows[row].block(GATES.index("candidate"))
+        return cast(SlstmRow, self.rows[row]).block(GATES.index("candidate"))
 
     @torch.no_grad()
     def first_overflow(self, trace: Trace) -> str | None:
