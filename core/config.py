@@ -54,8 +54,9 @@ class _Spec:
 SPECS: dict[str, _Spec] = {
     "model": _Spec(str, cells.names(), or_form=USER_CELL,
                    help="recurrent cell: the textbook rnn/gru/lstm, or a diagonal recurrence (core/diagonal.py): "
-                        "minGRU/minLSTM (gates read x_t only), LRU (complex diagonal, ring init); or a user's "
-                        "cell, path/to/cell.py:ClassName (docs/cells.md)"),
+                        "minGRU/minLSTM (gates read x_t only), LRU (complex diagonal, ring init), S6 (Mamba's "
+                        "selective SSM); sLSTM (xLSTM's exponential gates, core/slstm.py); or a user's cell, "
+                        "path/to/cell.py:ClassName (docs/cells.md)"),
     "activation": _Spec(str, ("tanh", "relu", "identity", "modrelu", "sigmoid"),
                         help="RNN nonlinearity φ (rnn only); modrelu: sign(a)·relu(|a| + b), b learned per unit "
                              "(Arjovsky et al. 2016); sigmoid: the logistic 1/(1 + e^(−a)), |φ′| ≤ ¼"),
@@ -88,6 +89,10 @@ SPECS: dict[str, _Spec] = {
     "lru_r_max": _Spec(float, low=0.0, high=0.9999, help="lru only: largest |λ| of the ring initialisation"),
     "lru_max_phase": _Spec(float, low=0.0, high=6.2832,
                            help="lru only: eigenvalue phases arg λ are drawn uniformly in 0..this (2π ≈ 6.283: all)"),
+    "slstm_stabiliser": _Spec(bool, help="slstm only: the stabiliser state m_t = max(f̃_t + m_(t−1), ĩ_t), which "
+                                         "keeps the exponential gates exp(ĩ_t − m_t), exp(f̃_t + m_(t−1) − m_t) in (0, 1] "
+                                         "without changing h_t; false: exp(ĩ_t), exp(f̃_t) as they are, which "
+                                         "overflow float32 once the forget pre-activations sum past 88.7"),
     "task": _Spec(str, ("adding", "copy", "sine", "text"), help="what the network learns"),
     "seq_len": _Spec(int, low=2, high=2000, help="time steps T per training sequence"),
     "batch_size": _Spec(int, low=1, high=1024, help="sequences per minibatch"),
@@ -134,6 +139,7 @@ class Config:
     lru_r_min: float = 0.9
     lru_r_max: float = 0.999
     lru_max_phase: float = 6.283
+    slstm_stabiliser: bool = True
     task: str = "adding"
     seq_len: int = 100
     batch_size: int = 32

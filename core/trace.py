@@ -67,6 +67,11 @@ class RowTrace:
     def is_lstm(self) -> bool:
         return self.c is not None
 
+    def states_after(self) -> tuple[torch.Tensor, ...]:
+        """The state after every step, each of its elements (T, B, ·) in sequence order: (h,) or (h, c)."""
+        assert self.h is not None, "a row's states are read after its forward"
+        return (self.h,) if self.c is None else (self.h, self.c)
+
     @property
     def dh(self) -> torch.Tensor:
         if self._dh is None:

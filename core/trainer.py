@@ -187,6 +187,8 @@ class Trainer:
         cell_path = cell_path_prediction(row0.gates["forget"], row0.dc[-1]) \
             if detail and "cell_path" in cell.theory_lines and row0.dc is not None else None
         diverged = _divergence(loss_value, grad_norm)
+        if diverged is not None and (where := cell.divergence_detail(cfg, model, trace)) is not None:
+            diverged = f"{diverged}: {where}"
         clipped = False
         if diverged is None:
             if cfg.clip is not None and grad_norm > cfg.clip:  # g <- (θ/‖g‖) g
@@ -312,9 +314,9 @@ class Trainer:
         outputs, state = self.model(self._moved(inputs), state, None, trace)
         if trace is not None:   # all_states
             T, B = inputs.shape[:2]
-            per_step = lambda name: torch.stack([getattr(row, name) for row in trace.rows]).reshape(  # noqa: E731
-                len(trace.rows), T * B, -1)  # (L, T, B, H) -> (L, T*B, H)
-            state = (per_step("h"), per_step("c")) if trace.is_lstm else per_step("h")
+            parts = [torch.stack(part).reshape(len(trace.rows), T * B, -1)   # (L, T, B, H) -> (L, T*B, H)
+                     for part in zip(*(row.states_after() for row in trace.rows))]
+            state = tuple(parts) if len(parts) > 1 else parts[0]
         return outputs.cpu(), state
 
     # -- pieces ------------------------------------------------------------------------

@@ -10,7 +10,7 @@ The protocol (docs/cells.md):
         def recurrent_matrix(self):            # optional: a dense (H, H) W_hh for the spectrum
         gates: dict[str, Tensor]               # optional: name -> (B, H), set by forward, for the hidden-state panel
 
-The engine unrolls the cell under autograd, one instance per (layer, direction), stacked as the built-in
+The engine unrolls the cell under autograd (core.unrolled), one instance per (layer, direction), stacked as the built-in
 cells are; ∂L/∂h_t (and ∂L/∂c_t for a tuple state's second element) are the retained gradients of every
 step's state. Config checks the file without running it (file, syntax, class); building the network runs it
 and checks the protocol in the run's device and precision. The user's code is a boundary: whatever it raises,
@@ -26,28 +26,17 @@ import hashlib
 import sys
 import traceback
 import types
-from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
-from gradflow.core.analysis import JacobianProfile, jacobian_profile_of
 from gradflow.core.errors import ConfigError
 from gradflow.core.precision import DTYPES
-from gradflow.core.trace import (
-    KeepGradAt,
-    RowTrace,
-    ScaleGrad,
-    StackedRows,
-    Trace,
-    carry_scales,
-    detach_state,
-    map_state,
-)
+from gradflow.core.trace import Trace
+from gradflow.core.unrolled import UnrolledNet, unrolled_row
 from torch import nn
-from torch.func import jacrev, vmap
 
 if TYPE_CHECKING:
     from gradflow.core.config import Config
@@ -173,22 +162,7 @@ def _line(function) -> str:
 
 
 # -- the network: user cells stacked in layers and directions -------------------------------------------------
-@dataclass
-class UserRowTrace(RowTrace):
-    """A RowTrace plus what re-running one of its steps needs: rerun(x (B, I), state elements) -> the new state's
-    elements (the row's cell, called as the engine calls it), its layer input (T, B, I) and the full state
-    entering each step (sequence order; each a tuple of tensors, detached)."""
-    rerun: Callable[[torch.Tensor, tuple], tuple] | None = None
-    inputs: torch.Tensor | None = None
-    entering: list[tuple[torch.Tensor, ...]] = field(default_factory=list)
-
-
-def _user_row(row: RowTrace) -> UserRowTrace:
-    assert isinstance(row, UserRowTrace), row   # a UserCellNet's trace holds only these
-    return row
-
-
-class UserCellNet(StackedRows, nn.Module):
+class UserCellNet(UnrolledNet):
     """A user's cell with the interface core.trainer uses of core.models.RecurrentNet.
 
     forward(inputs (T, B, I), state or None, keep_grad_at, trace) -> outputs (T, B, O), final state: a tensor
@@ -228,11 +202,11 @@ class UserCellNet(StackedRows, nn.Module):
     def _check_protocol(self, input_size: int):
         """One step of a batch of 2 in the run's dtype: UserCellError if the cell breaks the protocol."""
         cell, like = self.rows[0], self.head.weight
-        state = self._initial_state(cell, 2, like)
+        state = self.initial_state(cell, 2, like)
         self.has_cell_state = len(state) > 1 and state[1].shape == state[0].shape   # recorded as c (dc_norms)
         x = like.new_zeros(2, input_size)
-        new = self._step(cell, x, state, 0, 0)
-        self._check_no_nan(0, x[None], [state], [new], [0])
+        new = self.step(cell, x, state, 0, 0)
+        self.check_row(0, x[None], [state], [new], [0])
         if self.has_matrix:
             user: Any = cell   # the user's protocol: methods nn.Module does not declare
             with self.user_code(f"{type(cell).__name__}.recurrent_matrix()"):
@@ -242,7 +216,7 @@ class UserCellNet(StackedRows, nn.Module):
                                     f"(H, H) = ({self.hidden_size}, {self.hidden_size}) tensor, got "
                                     f"{_describe(matrix)}")
 
-    def _initial_state(self, cell: nn.Module, batch_size: int, like: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    def initial_state(self, cell: nn.Module, batch_size: int, like: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """The state a row starts from, as a tuple of its elements; its structure is kept in state_type."""
         if not hasattr(cell, "initial_state"):
             return (like.new_zeros(batch_size, self.hidden_size),)
@@ -261,7 +235,7 @@ class UserCellNet(StackedRows, nn.Module):
             return parts[0]
         return kind(*parts) if hasattr(kind, "_fields") else kind(parts)
 
-    def _call(self, cell: nn.Module, x: torch.Tensor, parts: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
+    def call(self, cell: nn.Module, x: torch.Tensor, parts: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
         """cell(x, state as given) -> the new state's elements (unchecked: re-running a checked step)."""
         new = cell(x, self.as_given(parts))
         return tuple(new) if isinstance(new, (tuple, list)) else (new,)
@@ -276,7 +250,7 @@ class UserCellNet(StackedRows, nn.Module):
                                 f"{dtype}, or a tuple of tensors whose first is h; got {_describe(state)}")
         return parts
 
-    def _step(self, cell: nn.Module, x: torch.Tensor, state: tuple[torch.Tensor, ...], t: int, row: int):
+    def step(self, cell: nn.Module, x: torch.Tensor, state: tuple[torch.Tensor, ...], t: int, row: int):
         """One step of one row: x (B, I), state (tuple) -> the new state (tuple, h first)."""
         when = f"time step {t + 1}, {self.row_label(row)}"
         with self.user_code(f"{type(cell).__name__}.forward ({when})"):
@@ -291,7 +265,7 @@ class UserCellNet(StackedRows, nn.Module):
                                 f"was given ({_describe(state)}), got {_describe(new)} at {when}")
         return parts
 
-    def _check_no_nan(self, row: int, inputs: torch.Tensor, entering: list, states: list, order):
+    def check_row(self, row: int, inputs: torch.Tensor, entering: list, states: list, order):
         """UserCellError at the first step (in `order`) whose new state holds a NaN although the state and input
         entering it and the cell's parameters are finite: the cell's own arithmetic made it (0/0, log of a
         negative ...). A NaN carried in from an overflow is a divergence, as for the built-in cells.
@@ -308,65 +282,6 @@ class UserCellNet(StackedRows, nn.Module):
                                         f"and parameters")
                 return
 
-    def zero_state(self, batch_size: int):
-        like = self.head.weight
-        parts = [self._initial_state(cell, batch_size, like) for cell in self.rows]
-        return _pack([torch.stack(elements) for elements in zip(*parts)])
-
-    def forward(self, inputs, state=None, keep_grad_at: KeepGradAt | None = None, trace: Trace | None = None):
-        T, B, _ = inputs.shape
-        if state is None:
-            state = self.zero_state(B)
-        state = state if isinstance(state, tuple) else (state,)         # elements, each (L·D, B, ...)
-        scales = carry_scales(keep_grad_at, T)
-        layer_input = inputs                                             # (T, B, I), then (T, B, H·D)
-        final = []
-        for layer in range(self.num_layers):
-            outs = []
-            for direction in range(self.num_directions):
-                row = layer * self.num_directions + direction
-                hs, last = self._run_row(row, layer_input, tuple(s[row] for s in state), scales, trace)
-                final.append(last)
-                outs.append(hs)
-            layer_input = outs[0] if len(outs) == 1 else torch.cat(outs, dim=2)
-        return self.head(layer_input), _pack([torch.stack(elements) for elements in zip(*final)])
-
-    def _run_row(self, row: int, inputs, state, scales, trace):
-        """The row unrolled under autograd; with a trace, every step's h (and c) keeps its gradient."""
-        cell, T = self.rows[row], inputs.shape[0]
-        reverse = bool(row % self.num_directions)
-        order = range(T - 1, -1, -1) if reverse else range(T)
-        states: list = [None] * T                  # the state after step t, sequence order
-        entering: list = [None] * T
-        gates: dict[str, list] = {}
-        start = state
-        for k, t in enumerate(order):
-            scale = 1.0 if scales is None else scales[k]
-            if scale == 0.0:
-                state = detach_state(state)
-            elif scale != 1.0:
-                state = map_state(state, lambda s, scale=scale: ScaleGrad.apply(s, scale))
-            entering[t] = detach_state(state)
-            state = self._step(cell, inputs[t], state, t, row)
-            states[t] = state
-            if trace is not None:
-                for part in state[:2]:
-                    if part.requires_grad:
-                        part.retain_grad()
-                for name, value in (getattr(cell, "gates", None) or {}).items():
-                    gates.setdefault(name, [None] * T)[t] = value.detach()
-        self._check_no_nan(row, inputs, entering, states, order)
-        hs = torch.stack([s[0] for s in states])                        # (T, B, H)
-        if trace is not None:
-            cs = [s[1] for s in states] if self.has_cell_state else None
-            trace.rows.append(UserRowTrace(
-                self.row_label(row), reverse, h0=start[0].detach(), h=hs.detach(),
-                c0=None if cs is None else start[1].detach(), c=None if cs is None else torch.stack(cs).detach(),
-                gates={name: torch.stack(v) for name, v in gates.items() if all(g is not None for g in v)},
-                _pending=([s[0] for s in states], cs), rerun=functools.partial(self._call, cell),
-                inputs=inputs.detach(), entering=entering))
-        return hs, state
-
     # -- what the trainer measures -----------------------------------------------------------------
     @torch.no_grad()
     def recurrent_matrices(self, trace: Trace) -> list[torch.Tensor]:
@@ -375,43 +290,11 @@ class UserCellNet(StackedRows, nn.Module):
         if self.has_matrix:
             with self.user_code(f"{type(self.rows[0]).__name__}.recurrent_matrix()"):
                 return [cell.recurrent_matrix().detach() for cell in self.rows]   # type: ignore[operator]
-        return [self._step_jacobians(row, [0 if row.reverse else len(row.entering) - 1])[0]
-                for row in map(_user_row, trace.rows)]
+        return [self.step_jacobians(row, [0 if row.reverse else len(row.entering) - 1])[0]
+                for row in map(unrolled_row, trace.rows)]
 
-    def _step_jacobians(self, row: UserRowTrace, steps: list[int]) -> torch.Tensor:
-        """(N, S, S) ∂s_t/∂s_{t−1} of sample 0 at each t of `steps`, s the state's elements flattened (S = H, 2H ...):
-        one torch.func.jacrev, vmapped over the steps (one jacrev per step took ~1.5 ms each at H = 64); where
-        torch.func cannot transform the cell, torch.autograd's jacobian per step."""
-        assert row.rerun is not None and row.inputs is not None   # set by forward with a trace
-        rerun, inputs = row.rerun, row.inputs
-        sizes = [p.shape[1:].numel() for p in row.entering[steps[0]]]
-        shapes = [p.shape[1:] for p in row.entering[steps[0]]]
-
-        def step(s, x):  # s (S,), x (1, I) -> (S,)
-            parts = tuple(p.reshape(1, *shape) for p, shape in zip(s.split(sizes), shapes))
-            return torch.cat([p.reshape(-1) for p in rerun(x, parts)])
-
-        states = torch.stack([torch.cat([p[:1].reshape(-1) for p in row.entering[t]]) for t in steps])   # (N, S)
-        xs = inputs[steps, :1]                                                                             # (N, 1, I)
-        with torch.enable_grad():
-            try:
-                return vmap(jacrev(step))(states, xs).detach()
-            except Exception:  # noqa: BLE001 - torch.func cannot transform some code (an autograd.Function without
-                pass           # setup_context): plain autograd, one step at a time, says what the cell raised
-            with self.user_code(f"differentiating one step of the cell ({row.label}) with torch.autograd"):
-                return torch.stack([torch.autograd.functional.jacobian(functools.partial(step, x=x), s)
-                                    for s, x in zip(states, xs)]).detach()
-
-    def jacobian_profile(self, trace: Trace, spectrum: bool = False) -> JacobianProfile:
-        """Jacobians through time of layer 1 (forward direction), sample 0, from torch.func (with `spectrum`, the
-        Lyapunov spectrum too)."""
-        row = _user_row(trace.rows[0])
-        J = self._step_jacobians(row, list(range(len(row.entering)))).double()   # (T, S, S)
-        return jacobian_profile_of(J, None, "h" if len(row.entering[0]) == 1 else "(h, c)", spectrum)
-
-
-def _pack(elements: list[torch.Tensor]):
-    return elements[0] if len(elements) == 1 else tuple(elements)
+    def guarded(self, what: str):
+        return self.user_code(what)
 
 
 def _describe(value) -> str:

@@ -32,7 +32,7 @@ USER_CELL = "path/to/cell.py:ClassName"   # the config's form of a user's cell i
 CELL_KEYS = {
     "activation": "it is the vanilla RNN's nonlinearity φ; a gated cell uses its own sigmoid/tanh gates",
     "recurrent_constraint": "it holds the RNN's W_hh orthogonal",
-    "forget_bias": "it is the bias of the LSTM's forget gate",
+    "forget_bias": "it is the bias of the LSTM's (and the sLSTM's) forget gate",
     "init": "it shapes the W_hh matrix the engine builds; a diagonal recurrence has none, and a user's cell "
             "initialises itself",
     "spectral_radius": "it rescales the W_hh matrix the engine builds; a diagonal recurrence has none (the LRU's "
@@ -45,6 +45,7 @@ CELL_KEYS = {
     "lru_r_min": "it shapes the LRU's ring initialisation",
     "lru_r_max": "it shapes the LRU's ring initialisation",
     "lru_max_phase": "it shapes the LRU's ring initialisation",
+    "slstm_stabiliser": "it is the stabiliser state m_t of the sLSTM's exponential gates",
 }
 
 # Views that apply to some cells only (Record.views_missing: view -> why not, for this run's cell).
@@ -140,6 +141,11 @@ class Cell:
     def gradient_bound_gamma(self, config: Config) -> float | None:
         """γ = sup |φ′| where one step back multiplies ‖∂L/∂h_t‖ by at most γ·σ_max(W_hh) (the record's sigma_max),
         as in Pascanu et al. 2013; None: no such bound (a gated or diagonal cell)."""
+        return None
+
+    def divergence_detail(self, config: Config, model: StackedRows, trace: Trace) -> str | None:
+        """Where a diverged step's state left the finite numbers, a phrase the record's ``diverged`` adds to its
+        reason (loss or ‖g‖ not finite); None: nothing to add."""
         return None
 
     def not_editable(self, config: Config) -> str | None:

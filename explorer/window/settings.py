@@ -8,7 +8,7 @@ field with the `ConfigError` message beside it (red); the last valid
 config is kept. The panel never talks to the worker: the model sends live edits on, the panel emits
 `rebuild_requested` and `check_requested`, and the main window passes them on.
 
-A key that applies to some models only (`core.cells.CELL_KEYS`, each cell's `keys`: lru_* for lru, forget_bias for lstm,
+A key that applies to some models only (`core.cells.CELL_KEYS`, each cell's `keys`: lru_* for lru, forget_bias for lstm and slstm,
 activation and recurrent_constraint for rnn ...) has its field shown for the pending model only. Another
 model is refused at the model field, naming the key, while such a key holds a value it cannot use (the
 field stays shown until it is set back).
@@ -47,7 +47,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Model", ("model", "activation", "hidden_size", "num_layers", "bidirectional", "init", "sigma_w", "sigma_b",
                "input_sigma",
                "spectral_radius", "hold_spectral_radius", "forget_bias", "recurrent_constraint",
-               "lru_r_min", "lru_r_max", "lru_max_phase")),
+               "lru_r_min", "lru_r_max", "lru_max_phase", "slstm_stabiliser")),
     ("Task & data", ("task", "seq_len", "batch_size", "loss_at", "sampling", "text", "text_filter",
                      "text_max_tokens")),
     ("Optimisation", ("optimizer", "lr", "clip")),

@@ -12,7 +12,7 @@ from gradflow.core.trainer import Trainer
 ROOT = Path(__file__).resolve().parents[2]
 # The cells' own files: the registry (core/cells/) and nothing else: the engines reach each cell's maths through it.
 OWN_FILES: set[str] = set()
-CELL_NAME = re.compile(r"""["'](rnn|gru|lstm|mingru|minlstm|lru|s6)["']""")
+CELL_NAME = re.compile(r"""["'](rnn|gru|lstm|mingru|minlstm|lru|s6|slstm)["']""")
 
 
 def test_no_code_outside_the_cells_own_files_names_a_cell():
@@ -27,14 +27,16 @@ def test_no_code_outside_the_cells_own_files_names_a_cell():
 
 
 def test_the_model_key_offers_the_registered_cells_in_list_order():
-    assert SPECS["model"].choices == cells.names() == ("rnn", "gru", "lstm", "mingru", "minlstm", "lru", "s6")
+    assert SPECS["model"].choices == cells.names() == ("rnn", "gru", "lstm", "mingru", "minlstm", "lru", "s6",
+                                                       "slstm")
 
 
 def test_a_key_the_cell_does_not_take_is_refused_naming_the_cells_that_take_it():
-    with pytest.raises(ConfigError, match=r"forget_bias = 1\.0 applies to model = lstm only \(got model = 'gru'\)"):
+    with pytest.raises(ConfigError, match=r"forget_bias = 1\.0 applies to model = lstm \| slstm only \(got model = "
+                                          r"'gru'\)"):
         Config(model="gru", forget_bias=1.0)
     with pytest.raises(ConfigError, match=r"bidirectional = true applies to model = rnn \| gru \| lstm \| mingru \| "
-                                          r"minlstm \| path/to/cell.py:ClassName only"):
+                                          r"minlstm \| slstm \| path/to/cell.py:ClassName only"):
         Config(model="lru", bidirectional=True)
     with pytest.raises(ConfigError, match=r"hidden_size = 10 must be a multiple of 4 for model = 's6'"):
         Config(model="s6", hidden_size=10)
@@ -56,6 +58,7 @@ def test_a_second_cell_of_one_name_is_refused():
     ("minlstm", {"cell_state", "linear_prediction", "spectrum_edit"}),
     ("lru", {"cell_state", "linear_prediction", "spectrum_edit"}),
     ("s6", {"cell_state", "linear_prediction", "spectrum_edit"}),
+    ("slstm", {"contributions", "linear_prediction", "spectrum_edit"}),
 ])
 def test_the_record_says_which_views_apply_and_holds_exactly_those(model, missing):
     record = Trainer(Config(model=model, hidden_size=4, seq_len=6, batch_size=2)).step(detail=True)
