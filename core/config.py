@@ -25,6 +25,7 @@ LIVE_KEYS = frozenset({"lr", "clip", "truncation", "truncation_mode", "truncatio
 TASK_LOSS_AT = {  # which loss positions each task allows; the first is its natural choice
     "adding": ("last",),
     "copy": ("all",),
+    "recall": ("last",),
     "sine": ("all", "last"),
     "text": ("all", "last"),
 }
@@ -88,7 +89,7 @@ SPECS: dict[str, _Spec] = {
     "lru_r_max": _Spec(float, low=0.0, high=0.9999, help="lru only: largest |λ| of the ring initialisation"),
     "lru_max_phase": _Spec(float, low=0.0, high=6.2832,
                            help="lru only: eigenvalue phases arg λ are drawn uniformly in 0..this (2π ≈ 6.283: all)"),
-    "task": _Spec(str, ("adding", "copy", "sine", "text"), help="what the network learns"),
+    "task": _Spec(str, ("adding", "copy", "recall", "sine", "text"), help="what the network learns"),
     "seq_len": _Spec(int, low=2, high=2000, help="time steps T per training sequence"),
     "batch_size": _Spec(int, low=1, high=1024, help="sequences per minibatch"),
     "text": _Spec(str, help="'builtin' or a path to a UTF-8 text file (text task)"),
