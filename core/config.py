@@ -25,6 +25,7 @@ LIVE_KEYS = frozenset({"lr", "clip", "truncation", "truncation_mode", "truncatio
 TASK_LOSS_AT = {  # which loss positions each task allows; the first is its natural choice
     "adding": ("last",),
     "copy": ("all",),
+    "recall": ("last",),
     "sine": ("all", "last"),
     "text": ("all", "last"),
 }
@@ -93,7 +94,7 @@ SPECS: dict[str, _Spec] = {
                                          "keeps the exponential gates exp(ĩ_t − m_t), exp(f̃_t + m_(t−1) − m_t) in (0, 1] "
                                          "without changing h_t; false: exp(ĩ_t), exp(f̃_t) as they are, which "
                                          "overflow float32 once the forget pre-activations sum past 88.7"),
-    "task": _Spec(str, ("adding", "copy", "sine", "text"), help="what the network learns"),
+    "task": _Spec(str, ("adding", "copy", "recall", "sine", "text"), help="what the network learns"),
     "seq_len": _Spec(int, low=2, high=2000, help="time steps T per training sequence"),
     "batch_size": _Spec(int, low=1, high=1024, help="sequences per minibatch"),
     "text": _Spec(str, help="'builtin' or a path to a UTF-8 text file (text task)"),

@@ -46,6 +46,21 @@ def test_the_papers_notebook_reproduces_its_three_results_in_a_kernel(tmp_path):
     assert len(images) == 3
 
 
+@pytest.mark.slow
+def test_the_meanfield_notebook_fits_ln_chi1_from_a_sweep_in_a_kernel(tmp_path):
+    """The sweep's profiles alone give the per-step slope of ln E‖∂L/∂h_t‖², asserted against ln χ₁ in the notebook."""
+    notebook = nbformat.read(ROOT / "docs" / "notebooks" / "meanfield.ipynb", as_version=4)
+    NotebookClient(notebook, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    errors = [output for cell in code for output in cell.outputs if output.output_type == "error"]
+    assert not errors, errors[0].get("evalue")
+    assert "(36, 100) rows × columns; errors: 0" in _text(code[0])     # 3 σ_w × 12 seeds; T = 40 profiles × 2
+    assert _text(code[1]).count("ln χ₁ = ") == 3
+    images = [output for cell in code for output in cell.outputs if "image/png" in output.get("data", {})]
+    assert len(images) == 1
+
+
 @pytest.mark.parametrize("path", sorted((ROOT / "docs" / "notebooks").glob("*.ipynb")))
 def test_notebooks_are_kept_without_outputs(path):
     """Outputs are made by running them (this test file), not stored: the repository holds the code alone."""

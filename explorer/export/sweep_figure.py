@@ -3,7 +3,7 @@
 Two grid keys: a heatmap of the metric's mean over seeds, one cell per grid point (the axes' own values as ticks).
 One key: the mean over seeds as a line, the seeds' range as a band. Over it the theory lines that hold on these
 axes (``theory_lines``): ρ = 1 on a spectral_radius axis; on a sigma_w axis of the mean-field setting
-(init = gaussian, task = text, where σ_v = input_sigma exactly) σ_w = 1 (ρ ≈ σ_w by the circular law), the edge
+(init = gaussian, a task of one-hot inputs — text, copy, recall — where σ_v = input_sigma exactly) σ_w = 1 (ρ ≈ σ_w by the circular law), the edge
 of chaos χ₁ = 1 (core.meanfield), and, against seq_len, T = 6ξ. The legend under the plot names the lines; under
 it a note, one a line, for each line that does not hold (with the reason) and for norms that were exactly 0.
 """
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from gradflow.core.meanfield import critical_sigma_w2, mean_field
+from gradflow.core.tasks import ONE_HOT_TASKS
 from gradflow.explorer.panels import legends, plotting
 from gradflow.explorer.panels.base import themed_palette
 from gradflow.explorer.theme import LIGHT, Theme
@@ -43,7 +44,7 @@ class Line:
 
 
 def _mean_field_setting(base) -> bool:
-    return base.init == "gaussian" and base.task == "text"
+    return base.init == "gaussian" and base.task in ONE_HOT_TASKS
 
 
 def theory_lines(base, x_key: str, y_key: str | None, x_values, y_values=()) -> tuple[list[Line], list[str]]:
@@ -59,7 +60,8 @@ def theory_lines(base, x_key: str, y_key: str | None, x_values, y_values=()) -> 
     else:
         notes.append("ρ = 1: not drawn (no spectral_radius or sigma_w axis)")
     if x_key != "sigma_w" or not _mean_field_setting(base):
-        notes.append("χ₁ = 1 and T = 6ξ: not drawn (they need a sigma_w axis, init = gaussian and task = text)")
+        notes.append("χ₁ = 1 and T = 6ξ: not drawn (they need a sigma_w axis, init = gaussian and a task of "
+                     f"one-hot inputs: {' | '.join(ONE_HOT_TASKS)})")
         return lines, notes
     scales = {"sigma_b": base.sigma_b, "input_sigma": base.input_sigma}
     if y_key in scales:      # the edge moves with the bias or input scale

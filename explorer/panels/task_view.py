@@ -31,6 +31,8 @@ class TaskViewPanel(Panel):
                   "the two marked numbers exactly; a flat cloud at 1.0 means it only learned the mean.",
         "copy": "Copy task: the ten symbols the network must recall after the delay (top) and what it produced "
                 "(bottom, ringed where wrong). Chance is 1 in 8.",
+        "recall": "Delayed recall: the symbol shown at t = 1 of ten held-out sequences (top) and what the network "
+                  "answers at t = T (bottom, ringed where wrong). Chance is 1 in 8.",
         "sine": "Noisy sine: dots are the data. k-step predictions feed on their own guesses for k − 1 steps; "
                 "right of the dashed line the network never saw the data.",
         "text": "Character language model: greedy text generated from the prefix, and perplexity "
@@ -55,8 +57,8 @@ class TaskViewPanel(Panel):
         self._build_copy()
         self._build_sine()
         self._build_text()
-        self.pages = {"adding": self.adding_page, "copy": self.copy_page, "sine": self.sine_page,
-                      "text": self.text_page}
+        self.pages = {"adding": self.adding_page, "copy": self.copy_page, "recall": self.copy_page,
+                      "sine": self.sine_page, "text": self.text_page}
         self.apply_theme(self.theme)
 
     # -- pages -----------------------------------------------------------------------------------
@@ -205,7 +207,12 @@ class TaskViewPanel(Panel):
                              html=f"<b>MSE {mse:.4f}</b>{html.escape(baseline)}<br>" + "<br>".join(
                                  html.escape(line) for line in lines[1:]))
 
-    def _draw_copy(self, p: dict[str, Any]):
+    def _draw_recall(self, p: dict[str, Any]):
+        """Ten held-out sequences' answers on the copy page: one square per sequence."""
+        self._draw_copy(p, "held-out sequence", "these ten")
+
+    def _draw_copy(self, p: dict[str, Any], axis: str = "position in the recalled sequence", these: str = "this one"):
+        self.copy_plot.setLabel("bottom", axis)
         expected = np.asarray(p["expected"]).astype(int)[:COPY_LENGTH]
         produced = np.asarray(p["produced"]).astype(int)[:COPY_LENGTH]
         theme = self.theme
@@ -227,7 +234,7 @@ class TaskViewPanel(Panel):
         acc = float(p.get("accuracy", math.nan))
         right = int((produced == expected).sum())
         self.copy_note.set(f"accuracy {100 * acc:.1f}% over held-out sequences (chance 12.5%) · "
-                           f"this one: {right}/{COPY_LENGTH} · step {self.preview_step}")
+                           f"{these}: {right}/{COPY_LENGTH} · step {self.preview_step}")
 
     def _draw_sine(self, p: dict[str, Any]):
         t = np.asarray(p["time"], dtype=float)

@@ -120,3 +120,20 @@ def test_the_mean_field_check_needs_a_sweep_alone(tmp_path):
     fit = slice(20, 95)
     slope = np.polyfit(k[fit], np.log(mean_square[fit]), 1)[0]
     assert slope == pytest.approx(math.log(mean_field(sigma_w2, sigma_b2, sigma_v2).chi1), rel=0.05)
+
+
+@pytest.mark.slow
+def test_after_training_the_ordered_phase_learns_recall_only_within_a_few_xi_and_near_critical_past_it():
+    """Trainability after training (Schoenholz et al. 2017, their Fig. 6, carried to time): delayed recall (the
+    symbol at t = 1, the answer at T), SGD lr 0.1, 300 steps, H = 64, 2 seeds, as `gradflow sweep` trains each point.
+    σ_w = 0.7 is ordered (6ξ = 5.3): it learns T = 6 but not T = 16 (3 × 6ξ); σ_w = 1.45 (6ξ = 85, near χ₁ = 1)
+    learns T = 16. Measured in the docs/papers.md sweep: mean loss / ln 8 of 0.01, 0.98 and 0.00; the bounds leave
+    the margin there is between learned (< 0.1) and not (> 0.9)."""
+    from gradflow.core.sweep import sweep
+    base = Config(model="rnn", init="gaussian", sigma_b=0.05, input_sigma=0.5, task="recall", hidden_size=64,
+                  optimizer="sgd", lr=0.1)
+    assert 6 * mean_field(0.49, 0.0025, 0.25).xi == pytest.approx(5.3, abs=0.05)
+    frame = sweep({"sigma_w": [0.7, 1.45], "seq_len": [6, 16]}, base=base, seeds=2, steps=300, jobs=2)
+    ratio = {key: group.loss_ratio.to_numpy() for key, group in frame.groupby(["sigma_w", "seq_len"])}
+    assert (ratio[0.7, 6] < 0.1).all() and (ratio[1.45, 16] < 0.1).all() and (ratio[1.45, 6] < 0.1).all(), ratio
+    assert (ratio[0.7, 16] > 0.9).all(), ratio

@@ -18,7 +18,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from gradflow.core.config import Config, ConfigError
-from gradflow.core.tasks import AddingTask, Batch, CopyTask, SineTask, Task, TextTask, make_task
+from gradflow.core.tasks import AddingTask, Batch, CopyTask, RecallTask, SineTask, Task, TextTask, make_task
 from gradflow.core.tasks.sequence_sampling import WindowStream, seq_data_iter_random, seq_data_iter_sequential
 from gradflow.core.tasks.sine import N_TRAIN, NUM_POINTS, sine_series
 
@@ -162,8 +162,8 @@ def d2l_epochs(corpus, batch_size, num_steps, sampling, seed, epochs):
 
 # --- dispatch ------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name, cls", [("adding", AddingTask), ("copy", CopyTask), ("sine", SineTask),
-                                       ("text", TextTask)])
+@pytest.mark.parametrize("name, cls", [("adding", AddingTask), ("copy", CopyTask), ("recall", RecallTask),
+                                       ("sine", SineTask), ("text", TextTask)])
 def test_make_task_dispatches_on_config_task(name, cls):
     task = make_task(Config(task=name, seq_len=10, batch_size=4))
     assert type(task) is cls and isinstance(task, Task) and task.name == name
@@ -176,7 +176,7 @@ def test_tasks_leave_the_global_random_state_alone():
     random.seed(123)
     expected = random.random()
     random.seed(123)
-    for name in ("adding", "copy", "sine", "text"):
+    for name in ("adding", "copy", "recall", "sine", "text"):
         task = make_task(Config(task=name, seq_len=10, batch_size=4))
         for _ in range(3):
             task.next_batch()
@@ -184,7 +184,7 @@ def test_tasks_leave_the_global_random_state_alone():
 
 
 def test_same_seed_same_batches_other_seed_other_batches():
-    for name in ("adding", "copy", "sine", "text"):
+    for name in ("adding", "copy", "recall", "sine", "text"):
         a, b = (make_task(Config(task=name, seq_len=10, batch_size=4, seed=5)) for _ in range(2))
         c = make_task(Config(task=name, seq_len=10, batch_size=4, seed=6))
         xa, xb, xc = a.next_batch().inputs, b.next_batch().inputs, c.next_batch().inputs
@@ -302,6 +302,43 @@ def test_copy_preview_reads_the_last_ten_outputs():
     assert ((view["expected"] >= 1) & (view["expected"] <= 8)).all()
     blank = task.preview(lambda x, s: (torch.zeros(x.shape[0], x.shape[1], 9), s))
     assert blank["accuracy"] == 0.0 and (blank["produced"] == 0).all()
+
+
+# --- delayed recall ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("T", [2, 9, 40])
+def test_recall_layout_symbol_then_blanks_answer_at_the_last_step(T):
+    task = make_task(Config(task="recall", seq_len=T, batch_size=512, seed=1))
+    assert (task.seq_len, task.input_size, task.output_size, task.loss) == (T, 9, 8, "ce")
+    batch = task.next_batch()
+    assert batch.inputs.shape == (T, 512, 9) and batch.targets.shape == (T, 512) and batch.fresh_state
+    assert (batch.inputs.sum(-1) == 1).all(), "one one-hot input per step: input_sigma² of variance at every t"
+    ids = batch.inputs.argmax(-1)                                               # (T, B)
+    assert (ids[0] < 8).all() and (ids[1:] == 8).all(), "the symbol at t = 1, the blank after it"
+    assert torch.equal(batch.targets[-1], ids[0])
+    assert set(ids[0].tolist()) == set(range(8)), "every symbol drawn"
+    assert Config(task="recall").loss_positions == "last"
+    with pytest.raises(ConfigError, match="loss_at = 'all' does not fit task = 'recall'"):
+        Config(task="recall", loss_at="all")
+
+
+def test_recall_uniform_guess_scores_ln_8_and_the_preview_reads_the_last_step():
+    task = make_task(Config(task="recall", seq_len=12, seed=3))
+    assert task.baseline == pytest.approx(math.log(8))
+    batch = task.next_batch()
+    assert float(F.cross_entropy(torch.zeros(32, 8), batch.targets[-1])) == pytest.approx(math.log(8), rel=1e-6)
+
+    def oracle(inputs, state):          # at t = T, point at the symbol seen at t = 1
+        logits = torch.zeros(inputs.shape[0], inputs.shape[1], 8)
+        logits[-1] = inputs[0, :, :8]
+        return logits, state
+
+    view = task.preview(oracle)
+    assert view["kind"] == "recall" and view["accuracy"] == 1.0
+    assert view["expected"].shape == (10,) and np.array_equal(view["produced"], view["expected"])
+    assert ((view["expected"] >= 1) & (view["expected"] <= 8)).all(), "numbered 1..8, as the copy task's symbols"
+    wrong = task.preview(lambda x, s: (torch.roll(oracle(x, s)[0], 1, dims=-1), s))
+    assert wrong["accuracy"] == 0.0
 
 
 # --- d2l partitioning ----------------------------------------------------------------------------------------

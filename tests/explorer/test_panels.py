@@ -59,6 +59,7 @@ CONFIGS = {
     "bidirectional": Config(model="gru", bidirectional=True, seq_len=20, **SMALL),
     "sine": Config(task="sine", seq_len=10, **SMALL),
     "copy": Config(task="copy", model="lstm", seq_len=10, **SMALL),
+    "recall": Config(task="recall", seq_len=10, **SMALL),
 }
 STEPS = 4   # detail, plain, detail + preview, plain
 
@@ -453,6 +454,15 @@ def test_task_view_copy_shows_expected_and_produced_symbols(qtbot):
     assert texts[:10] == [str(s) for s in preview["expected"]]
     assert texts[10:] == [str(s) if s > 0 else "·" for s in preview["produced"]]
     assert f"accuracy {100 * preview['accuracy']:.1f}%" in panel.copy_note.text
+
+
+def test_task_view_recall_shows_ten_held_out_answers_on_the_copy_page(qtbot):
+    panel, preview = task_view(qtbot, "recall")
+    assert panel.kind == "recall" and panel.stack.currentWidget() is panel.copy_page
+    texts = [t.textItem.toPlainText() for t in panel.copy_texts]
+    assert texts == [str(s) for s in preview["expected"]] + [str(s) for s in preview["produced"]]
+    assert panel.copy_plot.getAxis("bottom").labelText == "held-out sequence"
+    assert "these ten: " in panel.copy_note.text and "Delayed recall" in panel.caption_label.text()
 
 
 def test_task_view_text_shows_prefix_generation_and_perplexity(qtbot):
