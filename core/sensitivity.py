@@ -21,7 +21,8 @@ h_t = γ Σ_{k=0}^{t−1} λ^k x_{t−k}, so with λ a function of the parameter
     plain         θ = λ, γ = 1               c_k = k λ^{k−1}                 → σ² (1 + q)/(1 − q)³
     normalised    θ = λ, γ = √(1 − q)        c_k = λ^{k−1}(γ² k − q)/γ       → σ² / (1 − q)²
     exponential   λ = exp(−exp ν), γ = 1     c_k = k λ^k ln λ                → σ² q ln²λ (1 + q)/(1 − q)³
-    lru           λ = exp(−exp ν), γ = √(1 − q)  c_k = λ^k ln λ (γ² k − q)/γ  → σ² q ln²λ / (1 − q)²  → σ²/4
+    exponential_normalised (the LRU's): λ = exp(−exp ν), γ = √(1 − q)
+                                             c_k = λ^k ln λ (γ² k − q)/γ  → σ² q ln²λ / (1 − q)²  → σ²/4
 
 (the limits t → ∞: Σ k² q^(k−1) = (1 + q)/(1 − q)³, and with the normalisation Σ_k q^(k−1)((1 − q)k − q)²/(1 − q)
 = 1/(1 − q)²; λ′(ν) = −exp(ν) λ = λ ln λ). So as |λ| → 1 the plain λ's sensitivity grows as (1 − |λ|)^−3 and
@@ -48,7 +49,7 @@ PARAMETERISATIONS = {
     "plain": "θ = λ, no normalisation (γ = 1)",
     "normalised": "θ = λ, input normalised by γ = √(1 − λ²)",
     "exponential": "θ = ν with λ = exp(−exp ν), γ = 1",
-    "lru": "θ = ν with λ = exp(−exp ν), input normalised by γ = √(1 − λ²) (the LRU's)",
+    "exponential_normalised": "θ = ν with λ = exp(−exp ν), input normalised by γ = √(1 − λ²) (the LRU's)",
 }
 
 
@@ -64,10 +65,10 @@ def coefficients(lam: float, n: int, parameterisation: str) -> np.ndarray:
     """(n,) c_k, k = 0..n−1: ∂h_t/∂θ = Σ_k c_k x_{t−k} for h_t = λh_{t−1} + γx_t (float64)."""
     _check(lam, parameterisation)
     k = np.arange(n, dtype=np.float64)
-    normalised = parameterisation in ("normalised", "lru")
+    normalised = parameterisation in ("normalised", "exponential_normalised")
     gamma = np.sqrt(1 - lam * lam) if normalised else 1.0
     dgamma = -lam / gamma if normalised else 0.0                     # γ′(λ)
-    dlam = lam * np.log(lam) if parameterisation in ("exponential", "lru") else 1.0   # λ′(θ)
+    dlam = lam * np.log(lam) if parameterisation in ("exponential", "exponential_normalised") else 1.0   # λ′(θ)
     with np.errstate(divide="ignore", invalid="ignore"):
         k_power = np.where(k > 0, k * lam ** (k - 1), 0.0)            # k λ^(k−1), 0 at k = 0
     return dlam * (gamma * k_power + dgamma * lam ** k)
@@ -83,7 +84,7 @@ def stationary_sensitivity(lam: float, parameterisation: str, sigma2: float = 1.
     _check(lam, parameterisation)
     q = lam * lam
     plain = (1 + q) / (1 - q) ** 3 if parameterisation in ("plain", "exponential") else 1 / (1 - q) ** 2
-    return float(sigma2 * plain * (q * np.log(lam) ** 2 if parameterisation in ("exponential", "lru") else 1.0))
+    return float(sigma2 * plain * (q * np.log(lam) ** 2 if parameterisation in ("exponential", "exponential_normalised") else 1.0))
 
 
 def expected_state_power(lam: float, T: int, normalised: bool, sigma2: float = 1.0) -> np.ndarray:
@@ -177,7 +178,7 @@ def measure_run(trainer, inputs: torch.Tensor | None = None, targets: torch.Tens
 # -- the paper's comparison of parameterisations, on the engine's scan ---------------------------------------
 class ScalarRow(DiagonalRow):
     """H independent real units h_t = λ_j h_{t−1} + γ_j x_t in one of the PARAMETERISATIONS, its parameter θ (H,):
-    λ itself (plain, normalised) or ν with λ = exp(−exp ν) (exponential, lru)."""
+    λ itself (plain, normalised) or ν with λ = exp(−exp ν) (exponential, exponential_normalised)."""
 
     def __init__(self, lams, parameterisation: str, dtype: torch.dtype = torch.float64):
         nn.Module.__init__(self)
@@ -185,8 +186,8 @@ class ScalarRow(DiagonalRow):
             _check(float(lam), parameterisation)
         self.parameterisation = parameterisation
         lam = torch.as_tensor(np.atleast_1d(lams), dtype=torch.float64)
-        self.exponential = parameterisation in ("exponential", "lru")
-        self.normalised = parameterisation in ("normalised", "lru")
+        self.exponential = parameterisation in ("exponential", "exponential_normalised")
+        self.normalised = parameterisation in ("normalised", "exponential_normalised")
         self.theta = nn.Parameter((torch.log(-torch.log(lam)) if self.exponential else lam).to(dtype))
 
     def decay(self) -> torch.Tensor:

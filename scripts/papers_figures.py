@@ -18,7 +18,7 @@ OUT = DOCS / "papers_doya.png"
 W, T = 5.0, 200
 SENSITIVITY_T, SENSITIVITY_BATCH = 3000, 1000          # white-noise sequences, generator seed 0
 LAMS = (0.5, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999)
-COLOURS = {"plain": "#d62728", "normalised": "#ff7f0e", "exponential": "#9467bd", "lru": "#1f77b4"}
+COLOURS = {"plain": "#d62728", "normalised": "#ff7f0e", "exponential": "#9467bd", "exponential_normalised": "#1f77b4"}
 
 
 def main():

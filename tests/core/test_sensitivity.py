@@ -39,11 +39,11 @@ def test_the_plain_finite_sum_has_its_rational_form_and_every_sum_its_limit(lam)
                                    sensitivity.stationary_sensitivity(lam, name), rtol=1e-11)
 
 
-def test_the_lru_parameterisation_stays_bounded_and_the_others_blow_up():
+def test_the_lrus_parameterisation_stays_bounded_and_the_others_blow_up():
     """σ² q ln²λ/(1 − q)² → 1/4 as λ → 1, while plain ~ (1 − λ)^−3/4, normalised (1 − λ)^−2/4, exponential
     (1 − λ)^−1/4."""
     at = {name: sensitivity.stationary_sensitivity(1 - 1e-5, name) for name in sensitivity.PARAMETERISATIONS}
-    assert at["lru"] == pytest.approx(0.25, rel=1e-4)
+    assert at["exponential_normalised"] == pytest.approx(0.25, rel=1e-4)
     assert at["plain"] == pytest.approx(0.25e15, rel=1e-4)
     assert at["normalised"] == pytest.approx(0.25e10, rel=1e-4)
     assert at["exponential"] == pytest.approx(0.25e5, rel=1e-4)
@@ -104,7 +104,7 @@ def test_white_noise_sensitivity_matches_the_closed_form_on_every_kernel_path():
 @torch.no_grad()
 def test_the_lru_cells_sensitivity_to_nu_matches_the_closed_form():
     """The LRU cell itself (encoder bias 0, x_t ~ N(0, I)): w_t = B u_t is white with E|w_j|² = v_j = (BΣBᴴ)_jj
-    (Σ = E Eᵀ), so E|∂h_t,j/∂ν_j|² = v_j Σ_{k<t} c_k² with the 'lru' coefficients at |λ_j|. Measured at t = T = 150
+    (Σ = E Eᵀ), so E|∂h_t,j/∂ν_j|² = v_j Σ_{k<t} c_k² with the exponential_normalised coefficients at |λ_j|. Measured at t = T = 150
     over 2048 sequences (seed 0), |λ| = 0.5 .. 0.995: each unit within 5 standard errors (the sample's own)."""
     config = Config(model="lru", hidden_size=8, num_layers=1, precision="float64")
     torch.manual_seed(0)
@@ -119,7 +119,7 @@ def test_the_lru_cells_sensitivity_to_nu_matches_the_closed_form():
     row = net.rows[0]
     b = torch.complex(row.B_re, row.B_im)
     v = torch.diagonal(b @ (net.encoder.weight @ net.encoder.weight.T).to(b.dtype) @ b.conj().T).real
-    exact = torch.tensor([float(v[j]) * sensitivity.expected_sensitivity(float(m), T, "lru")[-1]
+    exact = torch.tensor([float(v[j]) * sensitivity.expected_sensitivity(float(m), T, "exponential_normalised")[-1]
                           for j, m in enumerate(moduli)], dtype=torch.double)
     se = square.std(0) / math.sqrt(B)
     assert ((square.mean(0) - exact).abs() < 5 * se).all(), (square.mean(0) / exact, se / exact)
