@@ -119,7 +119,8 @@ def tangent(row: DiagonalRow, traced: DiagonalRowTrace) -> tuple[torch.Tensor, t
         return a, b
 
     with torch.no_grad():
-        (a, _), (da, db) = torch.func.jvp(decay_and_input, (point,), (direction.to(point),))
+        primals, tangents = torch.func.jvp(decay_and_input, (point,), (direction.to(point),))[:2]
+        a, (da, db) = primals[0], tangents
         h0u = r.h0.unsqueeze(0)
         prev = torch.cat([r.h[1:], h0u]) if r.reverse else torch.cat([h0u, r.h[:-1]])   # (T, B, H): h_{t−1}
         c = da * prev + db
