@@ -171,6 +171,11 @@ def measure_run(trainer, inputs: torch.Tensor | None = None, targets: torch.Tens
     if inputs is None:
         batch = make_task(trainer.config).next_batch()
         inputs, targets = batch.inputs, batch.targets
+    size = trainer.task.input_size
+    if inputs.dim() != 3 or inputs.shape[2] != size or targets is None or targets.shape[:2] != inputs.shape[:2]:
+        raise ValueError(f"inputs must be (T, B, {size}) for task = {trainer.config.task!r} and targets (T, B, ...) "
+                         f"of the same T and B, got {tuple(inputs.shape)} and "
+                         f"{None if targets is None else tuple(targets.shape)}")
     with engine_threads_used():
         return measure(trainer.model, trainer.cell.recurrence_parameter, trainer._moved(inputs),
                        lambda outputs: trainer._loss(outputs, trainer._moved(targets)))

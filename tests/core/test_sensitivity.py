@@ -199,6 +199,8 @@ def test_a_dense_cell_is_refused_naming_the_cells_it_applies_to(tmp_path, capsys
         with pytest.raises(ConfigError, match="mingru .*minlstm .*lru .*s6") as refused:
             Run(model=model).sensitivity()
         assert repr(model) in str(refused.value)
+    with pytest.raises(ValueError, match=r"inputs must be \(T, B, 2\) for task = 'adding'"):
+        Run(model="lru").sensitivity(torch.zeros(5, 2, 3), torch.zeros(5, 2, 1))
     path = tmp_path / "no.csv"
     assert cli_run(["--set", "model=gru", "--steps", "1", "--quiet", "--sensitivity", str(path)]) == 2
     assert "--sensitivity: model = 'gru'" in capsys.readouterr().err and not path.exists()
