@@ -23,7 +23,9 @@ the adding problem: MSE at the last step) this times, side by side:
 
 Beside them, timed alone: the spectrum of W_hh, and what Trainer.step(lyapunov=True) adds (only when asked):
 the Jacobians through time of layer 1, sample 0 with their Lyapunov spectrum and long-term singular values
-(Cell.jacobians(spectrum=True), core.lyapunov; LYAPUNOV_REPS repetitions).
+(Cell.jacobians(spectrum=True), core.lyapunov; LYAPUNOV_REPS repetitions); for a diagonal cell, what
+run.sensitivity() costs on one batch (core.sensitivity.measure: a forward, the gradient of θ and the tangent scan
+of every row; LYAPUNOV_REPS repetitions).
 
 The three run interleaved, one step each per repetition (their order rotates
 between repetitions), for many repetitions; the table shows median step times and
@@ -54,6 +56,7 @@ import torch.nn.functional as F  # noqa: E402
 from gradflow.core import cells, native  # noqa: E402
 from gradflow.core.cells.families import DiagonalCell  # noqa: E402
 from gradflow.core.config import Config  # noqa: E402
+from gradflow.core.sensitivity import measure as measure_sensitivity  # noqa: E402
 from gradflow.core.spectrum import FULL_SPECTRUM_MAX_SIZE, SpectrumMeter  # noqa: E402
 from gradflow.core.trace import Trace  # noqa: E402
 from gradflow.core.trainer import Trainer  # noqa: E402
@@ -202,6 +205,13 @@ def measure(cell: str, hidden: int, seq_len: int, loss: str, reps: int, warmup: 
         start = time.perf_counter()
         trainer.cell.jacobians(trainer.model, trace, batches[0].inputs[:, 0], None, config, spectrum=True)
         lyapunov_ms.append((time.perf_counter() - start) * 1e3)
+    sensitivity_ms = []
+    for _ in range(LYAPUNOV_REPS if trainer.cell.no_sensitivity(config) is None else 0):
+        inputs, targets = batches[0].inputs, batches[0].targets
+        start = time.perf_counter()
+        measure_sensitivity(trainer.model, trainer.cell.recurrence_parameter, inputs,
+                            lambda outputs, targets=targets: trainer._loss(outputs, targets))
+        sensitivity_ms.append((time.perf_counter() - start) * 1e3)
     med = {name: statistics.median(v) for name, v in times.items()}
     target = LARGE_TARGET if hidden >= LARGE else TARGETS[cell]
     paired = {name: statistics.median(a / b for a, b in zip(times[name], times["plain"]))
@@ -214,6 +224,7 @@ def measure(cell: str, hidden: int, seq_len: int, loss: str, reps: int, warmup: 
         "median_ms": med,
         "spectrum_ms": statistics.median(spectrum_ms),
         "lyapunov_ms": statistics.median(lyapunov_ms),
+        "sensitivity_ms": statistics.median(sensitivity_ms) if sensitivity_ms else None,
         "ratio": paired["instrumented"], "ratio_detail": paired["detail"],
         "ratio_of_medians": med["instrumented"] / med["plain"],
         "target": target, "met": paired["instrumented"] <= target,
@@ -268,7 +279,7 @@ def main(argv=None) -> int:
     else:
         print("engine: unrolled reference (h_t.retain_grad() on every step)")
     header = (f"{'cell':5} {'h':>4} {'T':>4} {'loss':7} {'plain ms':>9} {'instr ms':>9} {'ratio':>6} "
-              f"{'detail ms':>9} {'ratio':>6} {'spectrum':>8} {'lyapunov':>8} {'target':>6}  met")
+              f"{'detail ms':>9} {'ratio':>6} {'spectrum':>8} {'lyapunov':>8} {'sensitiv':>8} {'target':>6}  met")
     print(header)
     print("-" * len(header))
     results = []
@@ -278,7 +289,8 @@ def main(argv=None) -> int:
                 r = measure(cell, hidden, seq_len, loss, reps, warmup, args.engine)
                 results.append(r)
                 m = r["median_ms"]
-                spec = f"{r['spectrum_ms']:8.2f} {r['lyapunov_ms']:8.1f}"
+                sens = "—" if r["sensitivity_ms"] is None else f"{r['sensitivity_ms']:.1f}"
+                spec = f"{r['spectrum_ms']:8.2f} {r['lyapunov_ms']:8.1f} {sens:>8}"
                 print(f"{cell:5} {hidden:4d} {seq_len:4d} {loss:7} {m['plain']:9.2f} {m['instrumented']:9.2f} "
                       f"{r['ratio']:6.2f} {m['detail']:9.2f} {r['ratio_detail']:6.2f} {spec} {r['target']:6.1f}  "
                       f"{'yes' if r['met'] else 'NO'}", flush=True)
@@ -286,7 +298,8 @@ def main(argv=None) -> int:
           " spectrum: ms of the instrumented step spent on the spectrum (core.spectrum: eigvals + svdvals of W_hh"
           f" up to {FULL_SPECTRUM_MAX_SIZE} rows, else ρ and σ_max by Krylov; a diagonal cell: its λ or diagonal"
           " over t), timed alone; lyapunov: ms of the Jacobians with their Lyapunov spectrum and long-term"
-          " singular values (layer 1, sample 0: Trainer.step(lyapunov=True) adds it), timed alone")
+          " singular values (layer 1, sample 0: Trainer.step(lyapunov=True) adds it), timed alone; sensitiv: ms of"
+          " run.sensitivity() on one batch (diagonal cells: core.sensitivity), timed alone")
     summary = {f"{r['cell']} {r['hidden_size']}x{r['seq_len']} {r['loss']} {side}": (r[key], "lower")
                for r in results for side, key in (("instr/plain", "ratio"), ("detail/plain", "ratio_detail"))}
     print(run.describe())

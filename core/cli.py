@@ -1,5 +1,5 @@
 """Headless training: ``gradflow run [--preset NAME] [--config FILE] [--set K=V ...] [--steps N]
-[--json PATH] [--csv PATH] [--npz PATH] [--quiet]``.
+[--json PATH] [--csv PATH] [--npz PATH] [--sensitivity PATH] [--quiet]``.
 
 A comparison preset (``compare_*``) trains all its runs in lockstep, as the comparison window does
 (core.compare.Comparison): one summary line per run, the JSON's rows name their run, and --csv/--npz write
@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gradflow.core import cells
 from gradflow.core.compare import check_runs
 from gradflow.core.config import Config, ConfigError, parse_assignment
 from gradflow.core.presets import load_preset, preset_names
@@ -84,6 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                        "the config, the profiles and the last record as JSON")
     parser.add_argument("--csv", metavar="PATH", help="write one row per step as CSV (pandas.read_csv)")
     parser.add_argument("--npz", metavar="PATH", help="write every array as NPZ (numpy.load)")
+    parser.add_argument("--sensitivity", metavar="PATH",
+                        help="a diagonal cell (mingru, minlstm, lru, s6): write the sensitivity of its state to its decay "
+                             "parameter at the final weights, on the task's first batch, as CSV (computed only when "
+                             "asked for; core.sensitivity)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar: the summary line only")
     return parser
 
@@ -95,6 +100,11 @@ def run(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     try:
         runs = runs_from_args(args)
+        if args.sensitivity:   # refused before any training, naming the cells it applies to
+            for label, config in runs:
+                why = cells.cell_for(config.model).no_sensitivity(config)
+                if why is not None:
+                    raise ConfigError(f"--sensitivity: {(label + ': ') if label else ''}{why}")
         from gradflow.core.compare import Comparison  # torch import after the cheap checks
         from gradflow.core.trainer import Trainer, steady_allocator
         steady_allocator()
@@ -133,7 +143,7 @@ def run(argv: list[str] | None = None) -> int:
     trainers = engine.trainers if isinstance(engine, Comparison) else [engine]
     try:
         write_run_files(args, [{"label": label, "config": config, "history": trainer.history, "last": record,
-                                "diverged": stop} for (label, config), trainer, record, stop
+                                "diverged": stop, "trainer": trainer} for (label, config), trainer, record, stop
                                in zip(runs, trainers, records or [None] * len(runs), diverged)])  # type: ignore[list-item]
     except OSError as e:
         print(f"gradflow: cannot write {e.filename}: {e.strerror}", file=sys.stderr)
@@ -157,12 +167,13 @@ def summary_line(config: Config, record, diverged, interrupted) -> str:
 
 
 def write_run_files(args: argparse.Namespace, runs: list[dict[str, Any]]):
-    """--json (every run in one file), --csv and --npz (one file per run; a comparison's get its labels).
-    OSError naming the file asked for when one cannot be written."""
+    """--json (every run in one file), --csv, --npz and --sensitivity (one file per run; a comparison's get its
+    labels). OSError naming the file asked for when one cannot be written."""
     from gradflow.core.run_data import save_csv, save_json, save_npz
     writes = [(args.json, lambda path: save_json(path, runs, args.preset))] if args.json else []
     for option, save in (("csv", lambda path, run: save_csv(path, run["history"])),
-                         ("npz", lambda path, run: save_npz(path, run["history"], run["config"], run["last"]))):
+                         ("npz", lambda path, run: save_npz(path, run["history"], run["config"], run["last"])),
+                         ("sensitivity", lambda path, run: save_sensitivity(path, run["trainer"]))):
         if getattr(args, option):
             writes += [(member_path(getattr(args, option), run["label"]) if len(runs) > 1 else getattr(args, option),
                         functools.partial(save, run=run)) for run in runs]
@@ -171,6 +182,13 @@ def write_run_files(args: argparse.Namespace, runs: list[dict[str, Any]]):
             write(path)
         except OSError as e:
             raise OSError(e.errno, e.strerror, str(path)) from None
+
+
+def save_sensitivity(path: str | Path, trainer) -> None:
+    """core.sensitivity measured at `trainer`'s weights now, on its task's first batch, as CSV (core.run_data)."""
+    from gradflow.core.run_data import save_sensitivity_csv, sensitivity_columns
+    from gradflow.core.sensitivity import measure_run
+    save_sensitivity_csv(path, sensitivity_columns(trainer.steps_done, measure_run(trainer), trainer.config))
 
 
 def member_path(path: str | Path, label: str) -> Path:

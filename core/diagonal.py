@@ -64,6 +64,7 @@ MAX_SPECTRUM_POINTS = 1024  # minGRU/minLSTM: diagonal entries per row in a reco
 class DiagonalRowTrace(RowTrace):
     """A RowTrace (h complex for the LRU) plus the diagonal a_t of the row's step Jacobians."""
     decay: torch.Tensor | None = None         # (T, B, H), or (H,) when it does not depend on t (LRU)
+    layer_input: torch.Tensor | None = None   # (T, B, I) what recurrence() read (core.sensitivity's tangents)
 
 
 class _ScanSpec:
@@ -147,6 +148,16 @@ class DiagonalRow(nn.Module):
         """x (T, B, I) -> a (T, B, H) or (H,), b (T, B, H) and the gates to record, name -> (T, B, H)."""
         raise NotImplementedError
 
+    def forward(self, x: torch.Tensor):
+        """The recurrence (so torch.func.functional_call can run it with a parameter replaced: core.sensitivity)."""
+        return self.recurrence(x)
+
+    def recurrence_parameter(self) -> tuple[str, torch.Tensor]:
+        """The parameter whose entry j sets unit j's decay a_t,j and nothing of any other unit (core.sensitivity):
+        its name in this module and the tangent that moves each unit's entry by 1, a tensor of its shape whose
+        nonzero entries, flattened, are the units 0..H−1 in order."""
+        raise NotImplementedError
+
     def readout(self, h: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
         """The row's output from h (T, B, H) and its input u: h itself."""
         return h
@@ -170,6 +181,12 @@ class GatedRow(DiagonalRow):
     def decay_and_input(self, chunks):
         """The G chunks (T, B, H) -> a, b, gates."""
         raise NotImplementedError
+
+    def recurrence_parameter(self):
+        """The bias of the first chunk (minGRU's update gate z, minLSTM's forget gate f)."""
+        tangent = torch.zeros_like(self.linear.bias)                     # (G·H,): chunk 0 is units 0..H−1
+        tangent[:self.linear.out_features // self.chunks] = 1
+        return "linear.bias", tangent
 
 
 class MinGruRow(GatedRow):
@@ -206,6 +223,10 @@ class LruRow(DiagonalRow):
         self.C_re = nn.Parameter(torch.randn(H, H) / math.sqrt(H))        # as the paper: C_re, C_im ~ N(0, 1/N)
         self.C_im = nn.Parameter(torch.randn(H, H) / math.sqrt(H))
         self.D = nn.Parameter(torch.randn(H))
+
+    def recurrence_parameter(self):
+        """ν: |λ_j| = exp(−exp(ν_j)) (γ_j follows it)."""
+        return "nu_log", torch.ones_like(self.nu_log)
 
     def eigenvalues(self) -> torch.Tensor:
         """λ (H,) complex."""
@@ -247,6 +268,10 @@ class S6Row(DiagonalRow):
         self.A_log = nn.Parameter(torch.log(torch.arange(1, state_size + 1, dtype=torch.float32)).repeat(D, 1))
         self.D = nn.Parameter(torch.ones(D))
         self.out_proj = nn.Linear(D, H, bias=False)
+
+    def recurrence_parameter(self):
+        """A_log (D, N): A = −exp(A_log), a_t = exp(Δ_t A), unit d·N + n."""
+        return "A_log", torch.ones_like(self.A_log)
 
     def project(self, u):
         """u (T, B, H) -> x (T, B, D), Δ (T, B, D), B_t (T, B, N), C_t (T, B, N): all from u_t alone."""
@@ -311,7 +336,8 @@ class DiagonalNet(StackedRows, nn.Module):
                 row_trace = None
                 if trace is not None:
                     row_trace = DiagonalRowTrace(self.row_label(row), bool(direction),
-                                                 gates={name: g.detach() for name, g in gates.items()})
+                                                 gates={name: g.detach() for name, g in gates.items()},
+                                                 layer_input=layer_input.detach())
                     trace.rows.append(row_trace)
                 h = DiagonalScan.apply(a, b, state[row], _ScanSpec(bool(direction), scales, row_trace))
                 final.append(h[0 if direction else T - 1])

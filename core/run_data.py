@@ -6,7 +6,9 @@ Two tables describe a run:
 - the profiles: tidy, one row per (kept step, layer, direction, t), with ‖∂L/∂h_t‖, ‖∂L/∂c_t‖ (LSTM; NaN
   otherwise) and the cause of an exact zero ("" where the norm is not zero);
 - the Lyapunov spectrum, when asked for (gradflow.Run.lyapunov): one row per (step, t, i), with the finite-time
-  exponent and the long-term Jacobian's singular value (core.lyapunov).
+  exponent and the long-term Jacobian's singular value (core.lyapunov);
+- the sensitivity of a diagonal cell's state to its decay parameter, when asked for (gradflow.Run.sensitivity,
+  ``gradflow run --sensitivity``): one row per (layer, direction, unit, t) (core.sensitivity).
 
 ``pandas.read_json(path, orient="table")``, ``pandas.read_csv(path)`` and ``numpy.load(path)`` each read
 their file in one call; every file carries SCHEMA_VERSION.
@@ -28,6 +30,8 @@ SCHEMA_VERSION = 1
 HISTORY_COLUMNS = SCALARS
 PROFILE_COLUMNS = ("step", "layer", "direction", "t", "dh_norm", "dc_norm", "zero_cause")
 LYAPUNOV_COLUMNS = ("step", "t", "i", "exponent", "log10_sigma", "log10_sigma_floor")
+SENSITIVITY_COLUMNS = ("step", "layer", "direction", "unit", "t", "parameter", "decay", "sensitivity", "state_power",
+                       "dh_norm", "contribution")
 
 
 # -- tables (column name -> numpy array) ---------------------------------------------------------------------
@@ -87,6 +91,31 @@ def lyapunov_columns(records) -> dict[str, np.ndarray]:
         "log10_sigma": np.concatenate([spectrum.log10_singular.reshape(-1) for _, spectrum in kept]),
         "log10_sigma_floor": np.concatenate([np.repeat(spectrum.log10_floor, S) for _, spectrum in kept]),
     }
+
+
+def sensitivity_columns(step: int, rows, config: Config) -> dict[str, np.ndarray]:
+    """SENSITIVITY_COLUMNS -> (R·H·T,) arrays of core.sensitivity.RowSensitivity per row (the config's rows, in
+    order), measured at the weights after `step` steps: tidy, row, then unit, then t."""
+    names = row_names(config)
+    T, H = rows[0].sensitivity.shape
+    per = lambda name: np.concatenate([getattr(row, name).T.reshape(-1) for row in rows])  # noqa: E731 (unit, t)
+    return {
+        "step": np.full(len(rows) * H * T, step, dtype=np.int64),
+        "layer": np.repeat([layer for layer, _ in names], H * T).astype(np.int64),
+        "direction": np.repeat([direction for _, direction in names], H * T).astype(object),
+        "unit": np.tile(np.repeat(np.arange(H), T), len(rows)).astype(np.int64),
+        "t": np.tile(np.arange(1, T + 1), len(rows) * H).astype(np.int64),
+        "parameter": np.repeat([row.parameter for row in rows], H * T).astype(object),
+        **{name: per(name).astype(np.float64) for name in SENSITIVITY_COLUMNS[6:]},
+    }
+
+
+def save_sensitivity_csv(path: str | Path, columns: dict[str, np.ndarray]):
+    """The sensitivity table (sensitivity_columns) as CSV, its values to 17 digits, with schema_version."""
+    buffer = io.StringIO()
+    frame({**columns, "schema_version": np.full(len(columns["step"]), SCHEMA_VERSION)}).to_csv(
+        buffer, index=False, float_format="%.17g")
+    atomic_write(path, buffer.getvalue())
 
 
 def frame(columns: dict[str, np.ndarray]):

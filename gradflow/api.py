@@ -162,6 +162,22 @@ class Run:
                                "(it is computed only when asked for)")
         return run_data.frame(columns)
 
+    def sensitivity(self, inputs=None, targets=None):
+        """A tidy DataFrame of the sensitivity of a diagonal cell's state to its decay parameter θ (Zucchet &
+        Orvieto 2024; core.sensitivity), measured now, at the current weights, on `inputs` (T, B, I) and `targets`
+        or by default on the task's first batch (the one step 1 trained on; the run's own stream of batches does not
+        move), from a zero state and without truncation: step (steps done), layer, direction, unit, t, parameter
+        (the cell's θ: nu_log, A_log, b_z, b_f), decay (mean |a_t,j| over the batch), sensitivity (mean
+        |∂h_t,j/∂θ_j|²), state_power (mean |h_t,j|²), dh_norm (‖∂L/∂h_t,j‖ over the batch) and contribution (step
+        t's term of ∂L/∂θ_j; over t they sum to it). docs/data.md. ConfigError, naming the cells it applies to,
+        for any other cell."""
+        import torch
+
+        from gradflow.core.sensitivity import measure_run
+        as_tensor = lambda x: None if x is None else torch.as_tensor(x)  # noqa: E731
+        rows = measure_run(self.trainer, as_tensor(inputs), as_tensor(targets))
+        return run_data.frame(run_data.sensitivity_columns(self.steps_done, rows, self.config))
+
     def arrays(self) -> dict[str, np.ndarray]:
         """Every array as numpy, as the NPZ file holds them: the history's columns, profile_steps (N,), dh_norms,
         dc_norms and zero_causes (N, R, T), and the newest record's spectrum and hidden states."""

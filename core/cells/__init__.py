@@ -87,6 +87,8 @@ class Cell:
                                                   "identity: model = rnn")
     theory_lines: ClassVar[tuple[str, ...]] = ("rho", "sigma")   # the THEORY_LINES that mean something for it
     theory_caption: ClassVar[str] = ""        # why its lines are these (the gradient panel's caption adds it)
+    recurrence_parameter: ClassVar[str | None] = None   # a diagonal recurrence's per-unit decay parameter θ_j, whose
+                                              # sensitivity ∂h_t/∂θ core.sensitivity measures (None: not one)
 
     # -- what Config checks (no torch) ----------------------------------------------------------------------
     def check(self, config: Config) -> None:
@@ -137,6 +139,17 @@ class Cell:
         having = [name for name in (*names(), USER_CELL) if type(REGISTRY[name]).jacobians is not Cell.jacobians]
         return (f"model = {config.model!r} gives no step Jacobian ∂s_t/∂s_(t−1), so neither the Jacobians through "
                 f"time nor the Lyapunov spectrum apply to it; they apply to {', '.join(having)}")
+
+    def no_sensitivity(self, config: Config) -> str | None:
+        """Why the sensitivity of the state to the recurrence parameter (core.sensitivity) does not apply to this
+        cell, naming the cells it applies to; None: it applies (a diagonal recurrence with recurrence_parameter)."""
+        if self.recurrence_parameter is not None:
+            return None
+        having = [f"{name} ({REGISTRY[name].recurrence_parameter})" for name in names()
+                  if REGISTRY[name].recurrence_parameter is not None]
+        return (f"model = {config.model!r} has no diagonal recurrence h_t = a_t ⊙ h_(t−1) + b_t with a decay parameter "
+                f"per unit, so the sensitivity ∂h_t/∂θ of its state to one does not apply; it applies to "
+                f"{', '.join(having)}")
 
     def gradient_bound_gamma(self, config: Config) -> float | None:
         """γ = sup |φ′| where one step back multiplies ‖∂L/∂h_t‖ by at most γ·σ_max(W_hh) (the record's sigma_max),

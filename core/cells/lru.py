@@ -11,6 +11,7 @@ class Lru(DiagonalCell):
     name = "lru"
     order = 5
     keys = frozenset({"lru_r_min", "lru_r_max", "lru_max_phase"})   # no bidirectional: its layers are residual
+    recurrence_parameter = "nu_log"
     cost = 4.0
     block = "diag(λ) (LRU recurrence: its eigenvalues λ_j; complex state, ‖∂L/∂h_t‖ over (Re h_t, Im h_t))"
     spectrum_points = "λ<sub>j</sub> (its eigenvalues)"

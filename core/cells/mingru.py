@@ -11,6 +11,7 @@ class MinGru(DiagonalCell):
     name = "mingru"
     order = 3
     gates = ("update", "candidate")      # chunks of its one input map
+    recurrence_parameter = "b_z"
     cost = 1.5
     block = "diag(1 − z_t) (minGRU step Jacobian ∂h_t/∂h_{t−1}: its diagonal over t, sample 0)"
     spectrum_points = "1 − z<sub>t</sub> over t (sample 0)"

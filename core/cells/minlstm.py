@@ -11,6 +11,7 @@ class MinLstm(DiagonalCell):
     name = "minlstm"
     order = 4
     gates = ("forget", "input", "candidate")   # chunks of its one input map
+    recurrence_parameter = "b_f"
     cost = 1.5
     block = "diag(f′_t) (minLSTM step Jacobian ∂h_t/∂h_{t−1}: its diagonal over t, sample 0)"
     spectrum_points = "f′<sub>t</sub> over t (sample 0)"

@@ -13,6 +13,7 @@ class S6(DiagonalCell):
     order = 6
     keys = frozenset()         # no bidirectional: its layers are residual, as the LRU's
     state_size = 4             # N, states per channel: hidden_size = D·N, D channels (Mamba's d_state is 16)
+    recurrence_parameter = "A_log"
     cost = 4.0                 # as the LRU: measured within 20 % of it per step (adding, T = 100, H = 32, 2 layers)
     block = ("diag(exp(Δ_t A)) (S6 step Jacobian ∂h_t/∂h_{t−1}: its diagonal over t, sample 0; the state is D "
              f"channels × N = {state_size} states, unit d·N + n)")
