@@ -22,6 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
 
+# tasks whose every input x_t is one one-hot vector: with init = gaussian, W_ih x_t adds exactly input_sigma² to each
+# pre-activation, the mean-field σ_v²
+ONE_HOT_TASKS = ("copy", "recall", "text")
+
 # tanh′² is peaked at 0 (width ~1/√q in z): 101 nodes were off by 4e-3 at q = 10 (measured against a fine
 # trapezoid rule), 301 by 1e-5; numpy's weights overflow from ~400 nodes on
 QUADRATURE_ORDER = 301

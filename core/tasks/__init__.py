@@ -11,9 +11,6 @@ from gradflow.core.tasks.recall import RecallTask
 from gradflow.core.tasks.sine import SineTask
 from gradflow.core.tasks.text import TextTask
 
-# tasks whose every input x_t is one one-hot vector: with init = gaussian, W_ih x_t adds exactly input_sigma² to each
-# pre-activation, the mean-field σ_v² (core.meanfield)
-ONE_HOT_TASKS = ("copy", "recall", "text")
 TASKS: dict[str, Callable[[Config], Task]] = {"adding": AddingTask, "copy": CopyTask, "recall": RecallTask, "sine": SineTask, "text": TextTask}
 
 
@@ -22,4 +19,4 @@ def make_task(config: Config) -> Task:
     return TASKS[config.task](config)
 
 
-__all__ = ["Task", "Batch", "RunFn", "TASKS", "ONE_HOT_TASKS", "make_task", "AddingTask", "CopyTask", "RecallTask", "SineTask", "TextTask"]
+__all__ = ["Task", "Batch", "RunFn", "TASKS", "make_task", "AddingTask", "CopyTask", "RecallTask", "SineTask", "TextTask"]

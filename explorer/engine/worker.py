@@ -23,6 +23,7 @@ request stop -> thread.quit() -> thread.wait().
 """
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import queue
@@ -32,6 +33,7 @@ from typing import Any
 
 from gradflow.explorer.engine.lifetime import ParentLink, run_tied
 from gradflow.explorer.engine.loop import IDLE_POLL_S, Command, EngineLoop, Flags, PickledQueue, RunSpec, serve
+from pyqtgraph.util.garbage_collector import GarbageCollector
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 ENGINE_ENV = "GRADFLOW_ENGINE"   # "process" (default) or "thread"
@@ -260,6 +262,35 @@ class TrainingWorker(QObject):
         dead.close()
 
 
+class GuiThreadCollection:
+    """While an engine thread runs in this process, Python's cyclic garbage collector runs only in the GUI thread
+    (pyqtgraph's GarbageCollector: automatic collection off, a 1 s timer collects; as before once the last engine
+    thread has ended). A collection set off by an allocation in the engine thread (or the thread that relays an
+    engine process) would destroy the GUI's unreachable Qt objects there, off the GUI thread: seen as a hang,
+    the GUI thread in QWidget.fontMetrics() and the engine thread at a line that allocates many tensors."""
+
+    threads = 0
+    collector: GarbageCollector | None = None
+    was_enabled = True
+
+    @classmethod
+    def engine_started(cls):
+        if cls.threads == 0:
+            cls.was_enabled = gc.isenabled()
+            cls.collector = GarbageCollector(interval=1.0)   # disables automatic collection
+        cls.threads += 1
+
+    @classmethod
+    def engine_ended(cls):
+        cls.threads -= 1
+        if cls.threads == 0 and cls.collector is not None:
+            cls.collector.timer.stop()
+            cls.collector = None
+            gc.collect()
+            if cls.was_enabled:
+                gc.enable()
+
+
 class EngineConnection(QObject):
     """One worker in one QThread: start, and shut down in order (stop -> quit -> wait); `call` runs a function
     in the engine and hands its result to a callback in the GUI thread.
@@ -275,6 +306,7 @@ class EngineConnection(QObject):
         self.thread.started.connect(self.worker.run)
         self._calls: dict[str, Callable[[Any, str], None]] = {}   # tag -> GUI-thread callback
         self._call_seq = 0
+        self._collection_held = False
         self.worker.call_done.connect(self._on_call_done)
 
     def call(self, what: str, fn: Callable[[Any], Any], on_done: Callable[[Any, str], None]) -> str:
@@ -293,13 +325,19 @@ class EngineConnection(QObject):
             on_done(result, error)
 
     def start(self):
+        if not self._collection_held:
+            GuiThreadCollection.engine_started()
+            self._collection_held = True
         self.thread.start()
 
     def shutdown(self, timeout_ms: int = 10_000) -> bool:
         """Request stop, quit the thread's event loop, wait. True if the thread finished in time."""
         self.worker.stop()
         self.thread.quit()
-        return self.thread.wait(timeout_ms)
+        finished = self.thread.wait(timeout_ms)
+        if finished:
+            self._ended()
+        return finished
 
     def close_for(self, window) -> None:
         """`window` is closing: stop training (stop -> quit -> wait); a long step ends first, with the window
@@ -307,6 +345,12 @@ class EngineConnection(QObject):
         if not self.shutdown(1000):
             window.hide()
             self.thread.wait()
+            self._ended()
+
+    def _ended(self):
+        if self._collection_held:
+            self._collection_held = False
+            GuiThreadCollection.engine_ended()
 
     def is_running(self) -> bool:
         return self.thread.isRunning()

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from gradflow.core.meanfield import critical_sigma_w2, mean_field
-from gradflow.core.tasks import ONE_HOT_TASKS
+from gradflow.core.meanfield import ONE_HOT_TASKS, critical_sigma_w2, mean_field
 from gradflow.explorer.panels import legends, plotting
 from gradflow.explorer.panels.base import themed_palette
 from gradflow.explorer.theme import LIGHT, Theme

@@ -26,6 +26,14 @@ def engine_in_a_process(monkeypatch):
     monkeypatch.setenv(ENGINE_ENV, "process")
 
 
+def test_importing_the_window_imports_no_torch():
+    """The fast tier's guard for the test below (a module the window imports had pulled torch in with a task)."""
+    code = "import sys, gradflow.explorer.window.main_window; print('torch' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert done.returncode == 0 and done.stdout.split()[-1] == "False", done.stdout + done.stderr
+
+
 @pytest.mark.slow
 def test_the_window_process_trains_through_the_engine_process_and_never_imports_torch(tmp_path):
     script = textwrap.dedent(f"""

@@ -361,3 +361,30 @@ def test_the_same_worker_drives_a_comparison_in_lockstep(qtbot):
         assert s.worker.last_step == 2
     finally:
         assert s.shutdown(SHUTDOWN_MS)
+
+
+def test_while_an_engine_thread_runs_garbage_is_collected_in_the_gui_thread_only(qtbot, open_window):
+    """A collection set off in the engine thread would destroy the GUI's unreachable Qt objects off the GUI
+    thread (a hang seen in CI: the GUI thread in fontMetrics, the engine thread allocating tensors). While an
+    engine runs, automatic collection is off and the GUI thread collects on a timer; after, it is on again."""
+    import gc
+    import threading
+
+    from window_probes import in_engine
+    assert gc.isenabled()
+    window = open_window()
+    assert not in_engine(qtbot, window, lambda trainer: gc.isenabled())   # none set off from the engine thread
+    finalised_in = []
+
+    class Cycle:
+        def __init__(self):
+            self.me = self
+
+        def __del__(self):
+            finalised_in.append(threading.current_thread() is threading.main_thread())
+
+    Cycle()   # unreachable at once; only a collection frees it
+    qtbot.waitUntil(lambda: bool(finalised_in), timeout=WAIT_MS)
+    assert finalised_in == [True]
+    window.close()
+    assert gc.isenabled()
