@@ -24,8 +24,9 @@ TEACHING_ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Time series", ("sine",)),
     ("Results from the papers", ("pascanu_bound", "orthogonal_linear")),   # docs/papers.md
     ("More scenarios", ()),
-    ("Comparisons", ("compare_rho", "compare_edge_of_chaos", "compare_cells", "compare_forget_bias", "compare_orthogonal_copy",
-                     "compare_mingru_gru", "compare_minlstm_lstm", "compare_rnn_lru", "compare_lru_radius")),
+    ("Comparisons", ("compare_rho", "compare_edge_of_chaos", "compare_edge_of_chaos_recall", "compare_cells",
+                     "compare_forget_bias", "compare_orthogonal_copy", "compare_mingru_gru", "compare_minlstm_lstm",
+                     "compare_rnn_lru", "compare_lru_radius")),
 )
 
 
