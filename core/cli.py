@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from gradflow.core.compare import check_runs
 from gradflow.core.config import Config, ConfigError, parse_assignment
+from gradflow.core.measure import Measure
 from gradflow.core.presets import load_preset, preset_names
 from gradflow.core.trust import require_trust
 
@@ -109,7 +110,7 @@ def run(argv: list[str] | None = None) -> int:
     progress = Progress(args.steps, quiet=args.quiet)
     try:
         for i in range(args.steps):
-            result = engine.step(detail=i == args.steps - 1)  # the history keeps the run; hidden states: last step
+            result = engine.step(Measure(detail=i == args.steps - 1))  # the history keeps the run; hidden states: last step
             records = result if isinstance(result, list) else [result]   # a Comparison: one Record per run
             progress.update(records[0])
             for k, record in enumerate(records):
