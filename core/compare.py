@@ -43,7 +43,7 @@ class Comparison:
         """Every run's newest update was refused (a diverged run alone just reports it and goes on)."""
         return all(trainer.halted for trainer in self.trainers)
 
-    def step(self, measure: Measure | None = None, **flags: bool | None) -> list[Record]:
+    def step(self, measure: Measure | None = None, **flags: Any) -> list[Record]:
         """One optimizer step of every run, on the same batch, each measuring what `measure` asks for, or its
         fields as keywords (core.protocol.Engine, core.trainer.Trainer.step); a diverged run just reports it."""
         return [trainer.step(measure, **flags) for trainer in self.trainers]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 # measurement -> the Record fields it fills (where the cell has them)
 FILLS: dict[str, tuple[str, ...]] = {
@@ -67,7 +68,7 @@ class Measure:
         """Whether a matrix over FULL_SPECTRUM_MAX_SIZE rows gets its whole spectrum on this step."""
         return self.detail if self.spectrum is None else self.spectrum
 
-    def replace(self, **changes: bool | None) -> Measure:
+    def replace(self, **changes: Any) -> Measure:
         return dataclasses.replace(self, **changes)
 
     def covers(self, wanted: Measure) -> bool:

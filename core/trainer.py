@@ -125,7 +125,7 @@ class Trainer:
         return new
 
     # -- the step ------------------------------------------------------------------------
-    def step(self, measure: Measure | None = None, **flags: bool | None) -> Record:
+    def step(self, measure: Measure | None = None, **flags: Any) -> Record:
         """One optimizer step, measuring what `measure` asks for beyond what every step records (core.measure;
         None: Measure(), a detailed step); or its fields as keywords: step(detail=False) is
         step(Measure(detail=False)). A cell without a step Jacobian refuses `jacobians` and `lyapunov` with a
