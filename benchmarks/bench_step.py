@@ -21,9 +21,11 @@ the adding problem: MSE at the last step) this times, side by side:
                 cell states and gates and the contributions through time (what the
                 GUI asks for on the steps it draws).
 
-Beside them, timed alone: the spectrum of W_hh, and what Trainer.step(lyapunov=True) adds (only when asked):
-the Jacobians through time of layer 1, sample 0 with their Lyapunov spectrum and long-term singular values
-(Cell.jacobians(spectrum=True), core.lyapunov; LYAPUNOV_REPS repetitions).
+Beside them, timed alone: the spectrum of W_hh; what Trainer.step(jacobians=True) adds (only when asked: the
+Jacobians panel on screen), the Jacobians through time of layer 1, sample 0 (Cell.jacobians); and what
+Trainer.step(lyapunov=True) adds (the Lyapunov panel on screen, `gradflow run --lyapunov`), the same with their
+Lyapunov spectrum and long-term singular values (Cell.jacobians(spectrum=True), core.lyapunov); LYAPUNOV_REPS
+repetitions each.
 
 The three run interleaved, one step each per repetition (their order rotates
 between repetitions), for many repetitions; the table shows median step times and
@@ -195,13 +197,14 @@ def measure(cell: str, hidden: int, seq_len: int, loss: str, reps: int, warmup: 
             start = time.perf_counter()
             trainer.cell.spectrum(trainer.model, trace, meter, full=False)
             spectrum_ms.append((time.perf_counter() - start) * 1e3)
-    lyapunov_ms = []
+    extras_ms: dict[bool, list[float]] = {False: [], True: []}   # spectrum=False: the Jacobians; True: with Lyapunov
     for _ in range(LYAPUNOV_REPS):
         trace = Trace()
         trainer.model(batches[0].inputs, None, None, trace)
-        start = time.perf_counter()
-        trainer.cell.jacobians(trainer.model, trace, batches[0].inputs[:, 0], None, config, spectrum=True)
-        lyapunov_ms.append((time.perf_counter() - start) * 1e3)
+        for spectrum in (False, True):
+            start = time.perf_counter()
+            trainer.cell.jacobians(trainer.model, trace, batches[0].inputs[:, 0], None, config, spectrum=spectrum)
+            extras_ms[spectrum].append((time.perf_counter() - start) * 1e3)
     med = {name: statistics.median(v) for name, v in times.items()}
     target = LARGE_TARGET if hidden >= LARGE else TARGETS[cell]
     paired = {name: statistics.median(a / b for a, b in zip(times[name], times["plain"]))
@@ -213,7 +216,8 @@ def measure(cell: str, hidden: int, seq_len: int, loss: str, reps: int, warmup: 
         "engine": engine,
         "median_ms": med,
         "spectrum_ms": statistics.median(spectrum_ms),
-        "lyapunov_ms": statistics.median(lyapunov_ms),
+        "jacobians_ms": statistics.median(extras_ms[False]),
+        "lyapunov_ms": statistics.median(extras_ms[True]),
         "ratio": paired["instrumented"], "ratio_detail": paired["detail"],
         "ratio_of_medians": med["instrumented"] / med["plain"],
         "target": target, "met": paired["instrumented"] <= target,
@@ -268,7 +272,7 @@ def main(argv=None) -> int:
     else:
         print("engine: unrolled reference (h_t.retain_grad() on every step)")
     header = (f"{'cell':5} {'h':>4} {'T':>4} {'loss':7} {'plain ms':>9} {'instr ms':>9} {'ratio':>6} "
-              f"{'detail ms':>9} {'ratio':>6} {'spectrum':>8} {'lyapunov':>8} {'target':>6}  met")
+              f"{'detail ms':>9} {'ratio':>6} {'spectrum':>8} {'jacobian':>8} {'lyapunov':>8} {'target':>6}  met")
     print(header)
     print("-" * len(header))
     results = []
@@ -278,15 +282,16 @@ def main(argv=None) -> int:
                 r = measure(cell, hidden, seq_len, loss, reps, warmup, args.engine)
                 results.append(r)
                 m = r["median_ms"]
-                spec = f"{r['spectrum_ms']:8.2f} {r['lyapunov_ms']:8.1f}"
+                spec = f"{r['spectrum_ms']:8.2f} {r['jacobians_ms']:8.1f} {r['lyapunov_ms']:8.1f}"
                 print(f"{cell:5} {hidden:4d} {seq_len:4d} {loss:7} {m['plain']:9.2f} {m['instrumented']:9.2f} "
                       f"{r['ratio']:6.2f} {m['detail']:9.2f} {r['ratio_detail']:6.2f} {spec} {r['target']:6.1f}  "
                       f"{'yes' if r['met'] else 'NO'}", flush=True)
     print("ratio: median over repetitions of (instrumented or detail step) / (plain step), interleaved pairs;"
           " spectrum: ms of the instrumented step spent on the spectrum (core.spectrum: eigvals + svdvals of W_hh"
           f" up to {FULL_SPECTRUM_MAX_SIZE} rows, else ρ and σ_max by Krylov; a diagonal cell: its λ or diagonal"
-          " over t), timed alone; lyapunov: ms of the Jacobians with their Lyapunov spectrum and long-term"
-          " singular values (layer 1, sample 0: Trainer.step(lyapunov=True) adds it), timed alone")
+          " over t), timed alone; jacobian: ms of the Jacobians through time (layer 1, sample 0:"
+          " Trainer.step(jacobians=True) adds it); lyapunov: the same with their Lyapunov spectrum and long-term"
+          " singular values (Trainer.step(lyapunov=True) adds it: the Lyapunov panel), each timed alone")
     summary = {f"{r['cell']} {r['hidden_size']}x{r['seq_len']} {r['loss']} {side}": (r[key], "lower")
                for r in results for side, key in (("instr/plain", "ratio"), ("detail/plain", "ratio_detail"))}
     print(run.describe())

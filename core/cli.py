@@ -1,9 +1,10 @@
 """Headless training: ``gradflow run [--preset NAME] [--config FILE] [--set K=V ...] [--steps N]
-[--json PATH] [--csv PATH] [--npz PATH] [--quiet]``.
+[--json PATH] [--csv PATH] [--npz PATH] [--lyapunov PATH] [--quiet]``.
 
 A comparison preset (``compare_*``) trains all its runs in lockstep, as the comparison window does
 (core.compare.Comparison): one summary line per run, the JSON's rows name their run, and --csv/--npz write
-one file per run (the label added to the file name). The files' fields: docs/data.md (core.run_data).
+one file per run (the label added to the file name). The files' fields: docs/data.md (core.run_data). --lyapunov
+measures the Lyapunov spectrum on the last step (layer 1, sample 0) and writes its table as CSV.
 
 Exit status: 0 done (a divergence included: it is reported, not a crash),
 2 bad input (the message names the problem; a user's cell failing at a later step too: the files hold the
@@ -85,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                        "the config, the profiles and the last record as JSON")
     parser.add_argument("--csv", metavar="PATH", help="write one row per step as CSV (pandas.read_csv)")
     parser.add_argument("--npz", metavar="PATH", help="write every array as NPZ (numpy.load)")
+    parser.add_argument("--lyapunov", metavar="PATH",
+                        help="measure the Lyapunov spectrum and the long-term Jacobian's singular values on the last "
+                             "step and write them as CSV (the columns of run.lyapunov(): docs/data.md)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar: the summary line only")
     return parser
 
@@ -96,6 +100,11 @@ def run(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     try:
         runs = runs_from_args(args)
+        if args.lyapunov:
+            from gradflow.core.cells import cell_for
+            refused = next((why for _, config in runs if (why := cell_for(config.model).no_step_jacobian(config))), None)
+            if refused:
+                raise ConfigError(f"--lyapunov: {refused}")
         from gradflow.core.compare import Comparison  # torch import after the cheap checks
         from gradflow.core.trainer import Trainer, steady_allocator
         steady_allocator()
@@ -110,7 +119,8 @@ def run(argv: list[str] | None = None) -> int:
     progress = Progress(args.steps, quiet=args.quiet)
     try:
         for i in range(args.steps):
-            result = engine.step(Measure(detail=i == args.steps - 1))  # the history keeps the run; hidden states: last step
+            last = i == args.steps - 1   # the history keeps the run; hidden states (and --lyapunov): the last step
+            result = engine.step(Measure(detail=last, lyapunov=last and bool(args.lyapunov)))
             records = result if isinstance(result, list) else [result]   # a Comparison: one Record per run
             progress.update(records[0])
             for k, record in enumerate(records):
@@ -160,10 +170,11 @@ def summary_line(config: Config, record, diverged, interrupted) -> str:
 def write_run_files(args: argparse.Namespace, runs: list[dict[str, Any]]):
     """--json (every run in one file), --csv and --npz (one file per run; a comparison's get its labels).
     OSError naming the file asked for when one cannot be written."""
-    from gradflow.core.run_data import save_csv, save_json, save_npz
+    from gradflow.core.run_data import save_csv, save_json, save_lyapunov_csv, save_npz
     writes = [(args.json, lambda path: save_json(path, runs, args.preset))] if args.json else []
     for option, save in (("csv", lambda path, run: save_csv(path, run["history"])),
-                         ("npz", lambda path, run: save_npz(path, run["history"], run["config"], run["last"]))):
+                         ("npz", lambda path, run: save_npz(path, run["history"], run["config"], run["last"])),
+                         ("lyapunov", lambda path, run: save_lyapunov_csv(path, run["history"].records))):
         if getattr(args, option):
             writes += [(member_path(getattr(args, option), run["label"]) if len(runs) > 1 else getattr(args, option),
                         functools.partial(save, run=run)) for run in runs]
