@@ -21,11 +21,12 @@ the adding problem: MSE at the last step) this times, side by side:
                 cell states and gates and the contributions through time (what the
                 GUI asks for on the steps it draws).
 
-Beside them, timed alone: the spectrum of W_hh, and what Trainer.step(lyapunov=True) adds (only when asked):
-the Jacobians through time of layer 1, sample 0 with their Lyapunov spectrum and long-term singular values
-(Cell.jacobians(spectrum=True), core.lyapunov; LYAPUNOV_REPS repetitions); for a diagonal cell, what
-run.sensitivity() costs on one batch (core.sensitivity.measure: a forward, the gradient of θ and the tangent scan
-of every row; LYAPUNOV_REPS repetitions).
+Beside them, timed alone: the spectrum of W_hh; what Trainer.step(jacobians=True) adds (only when asked: the
+Jacobians panel on screen), the Jacobians through time of layer 1, sample 0 (Cell.jacobians); and what
+Trainer.step(lyapunov=True) adds (the Lyapunov panel on screen, `gradflow run --lyapunov`), the same with their
+Lyapunov spectrum and long-term singular values (Cell.jacobians(spectrum=True), core.lyapunov); LYAPUNOV_REPS
+repetitions each; for a diagonal cell, what run.sensitivity() costs on one batch
+(core.sensitivity.measure: a forward, the gradient of θ and the tangent scan of every row; LYAPUNOV_REPS repetitions).
 
 The three run interleaved, one step each per repetition (their order rotates
 between repetitions), for many repetitions; the table shows median step times and
@@ -198,13 +199,14 @@ def measure(cell: str, hidden: int, seq_len: int, loss: str, reps: int, warmup: 
             start = time.perf_counter()
             trainer.cell.spectrum(trainer.model, trace, meter, full=False)
             spectrum_ms.append((time.perf_counter() - start) * 1e3)
-    lyapunov_ms = []
+    extras_ms: dict[bool, list[float]] = {False: [], True: []}   # spectrum=False: the Jacobians; True: with Lyapunov
     for _ in range(LYAPUNOV_REPS):
         trace = Trace()
         trainer.model(batches[0].inputs, None, None, trace)
-        start = time.perf_counter()
-        trainer.cell.jacobians(trainer.model, trace, batches[0].inputs[:, 0], None, config, spectrum=True)
-        lyapunov_ms.append((time.perf_counter() - start) * 1e3)
+        for spectrum in (False, True):
+            start = time.perf_counter()
+            trainer.cell.jacobians(trainer.model, trace, batches[0].inputs[:, 0], None, config, spectrum=spectrum)
+            extras_ms[spectrum].append((time.perf_counter() - start) * 1e3)
     sensitivity_ms = []
     for _ in range(LYAPUNOV_REPS if trainer.cell.no_sensitivity(config) is None else 0):
         inputs, targets = batches[0].inputs, batches[0].targets
@@ -223,7 +225,8 @@ def measure(cell: str, hidden: int, seq_len: int, loss: str, reps: int, warmup: 
         "engine": engine,
         "median_ms": med,
         "spectrum_ms": statistics.median(spectrum_ms),
-        "lyapunov_ms": statistics.median(lyapunov_ms),
+        "jacobians_ms": statistics.median(extras_ms[False]),
+        "lyapunov_ms": statistics.median(extras_ms[True]),
         "sensitivity_ms": statistics.median(sensitivity_ms) if sensitivity_ms else None,
         "ratio": paired["instrumented"], "ratio_detail": paired["detail"],
         "ratio_of_medians": med["instrumented"] / med["plain"],
@@ -279,7 +282,7 @@ def main(argv=None) -> int:
     else:
         print("engine: unrolled reference (h_t.retain_grad() on every step)")
     header = (f"{'cell':5} {'h':>4} {'T':>4} {'loss':7} {'plain ms':>9} {'instr ms':>9} {'ratio':>6} "
-              f"{'detail ms':>9} {'ratio':>6} {'spectrum':>8} {'lyapunov':>8} {'sensitiv':>8} {'target':>6}  met")
+              f"{'detail ms':>9} {'ratio':>6} {'spectrum':>8} {'jacobian':>8} {'lyapunov':>8} {'sensitiv':>8} {'target':>6}  met")
     print(header)
     print("-" * len(header))
     results = []
@@ -290,15 +293,16 @@ def main(argv=None) -> int:
                 results.append(r)
                 m = r["median_ms"]
                 sens = "—" if r["sensitivity_ms"] is None else f"{r['sensitivity_ms']:.1f}"
-                spec = f"{r['spectrum_ms']:8.2f} {r['lyapunov_ms']:8.1f} {sens:>8}"
+                spec = f"{r['spectrum_ms']:8.2f} {r['jacobians_ms']:8.1f} {r['lyapunov_ms']:8.1f} {sens:>8}"
                 print(f"{cell:5} {hidden:4d} {seq_len:4d} {loss:7} {m['plain']:9.2f} {m['instrumented']:9.2f} "
                       f"{r['ratio']:6.2f} {m['detail']:9.2f} {r['ratio_detail']:6.2f} {spec} {r['target']:6.1f}  "
                       f"{'yes' if r['met'] else 'NO'}", flush=True)
     print("ratio: median over repetitions of (instrumented or detail step) / (plain step), interleaved pairs;"
           " spectrum: ms of the instrumented step spent on the spectrum (core.spectrum: eigvals + svdvals of W_hh"
           f" up to {FULL_SPECTRUM_MAX_SIZE} rows, else ρ and σ_max by Krylov; a diagonal cell: its λ or diagonal"
-          " over t), timed alone; lyapunov: ms of the Jacobians with their Lyapunov spectrum and long-term"
-          " singular values (layer 1, sample 0: Trainer.step(lyapunov=True) adds it), timed alone; sensitiv: ms of"
+          " over t), timed alone; jacobian: ms of the Jacobians through time (layer 1, sample 0:"
+          " Trainer.step(jacobians=True) adds it); lyapunov: the same with their Lyapunov spectrum and long-term"
+          " singular values (Trainer.step(lyapunov=True) adds it: the Lyapunov panel), each timed alone; sensitiv: ms of"
           " run.sensitivity() on one batch (diagonal cells: core.sensitivity), timed alone")
     summary = {f"{r['cell']} {r['hidden_size']}x{r['seq_len']} {r['loss']} {side}": (r[key], "lower")
                for r in results for side, key in (("instr/plain", "ratio"), ("detail/plain", "ratio_detail"))}

@@ -7,6 +7,7 @@ from typing import Any
 
 from gradflow.core import cells
 from gradflow.core.claims import Outcome, check_claim
+from gradflow.core.measure import Measure
 from gradflow.core.presets import load_preset
 
 
@@ -51,7 +52,7 @@ def check_run(preset, run: str | None, step_hook: Callable[[Any], None] | None =
     detailed = set().union(*(c.steps for _, c in claims if c.kind == "theory_line"))  # linear_prediction
     trainer, records, diverged_at = Trainer(runs[run]), {}, None
     for _ in range(max(c.last_step for _, c in claims)):
-        record = trainer.step(detail=trainer.steps_done + 1 in detailed)
+        record = trainer.step(Measure(detail=trainer.steps_done + 1 in detailed))
         if record.step in wanted:
             records[record.step] = record
         if step_hook is not None:

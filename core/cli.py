@@ -1,9 +1,10 @@
 """Headless training: ``gradflow run [--preset NAME] [--config FILE] [--set K=V ...] [--steps N]
-[--json PATH] [--csv PATH] [--npz PATH] [--sensitivity PATH] [--quiet]``.
+[--json PATH] [--csv PATH] [--npz PATH] [--lyapunov PATH] [--sensitivity PATH] [--quiet]``.
 
 A comparison preset (``compare_*``) trains all its runs in lockstep, as the comparison window does
 (core.compare.Comparison): one summary line per run, the JSON's rows name their run, and --csv/--npz write
-one file per run (the label added to the file name). The files' fields: docs/data.md (core.run_data).
+one file per run (the label added to the file name). The files' fields: docs/data.md (core.run_data). --lyapunov
+measures the Lyapunov spectrum on the last step (layer 1, sample 0) and writes its table as CSV.
 
 Exit status: 0 done (a divergence included: it is reported, not a crash),
 2 bad input (the message names the problem; a user's cell failing at a later step too: the files hold the
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from gradflow.core import cells
 from gradflow.core.compare import check_runs
 from gradflow.core.config import Config, ConfigError, parse_assignment
+from gradflow.core.measure import Measure
 from gradflow.core.presets import load_preset, preset_names
 from gradflow.core.trust import require_trust
 
@@ -85,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                        "the config, the profiles and the last record as JSON")
     parser.add_argument("--csv", metavar="PATH", help="write one row per step as CSV (pandas.read_csv)")
     parser.add_argument("--npz", metavar="PATH", help="write every array as NPZ (numpy.load)")
+    parser.add_argument("--lyapunov", metavar="PATH",
+                        help="measure the Lyapunov spectrum and the long-term Jacobian's singular values on the last "
+                             "step and write them as CSV (the columns of run.lyapunov(): docs/data.md)")
     parser.add_argument("--sensitivity", metavar="PATH",
                         help="a diagonal cell (mingru, minlstm, lru, s6): write the sensitivity of its state to its decay "
                              "parameter at the final weights, on the task's first batch, as CSV (computed only when "
@@ -100,11 +105,12 @@ def run(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     try:
         runs = runs_from_args(args)
-        if args.sensitivity:   # refused before any training, naming the cells it applies to
-            for label, config in runs:
-                why = cells.cell_for(config.model).no_sensitivity(config)
-                if why is not None:
-                    raise ConfigError(f"--sensitivity: {(label + ': ') if label else ''}{why}")
+        for label, config in runs:   # refused before any training, naming the cells they apply to
+            cell = cells.cell_for(config.model)
+            for option, why in (("--sensitivity", args.sensitivity and cell.no_sensitivity(config)),
+                                ("--lyapunov", args.lyapunov and cell.no_step_jacobian(config))):
+                if why:
+                    raise ConfigError(f"{option}: {(label + ': ') if label else ''}{why}")
         from gradflow.core.compare import Comparison  # torch import after the cheap checks
         from gradflow.core.trainer import Trainer, steady_allocator
         steady_allocator()
@@ -119,7 +125,8 @@ def run(argv: list[str] | None = None) -> int:
     progress = Progress(args.steps, quiet=args.quiet)
     try:
         for i in range(args.steps):
-            result = engine.step(detail=i == args.steps - 1)  # the history keeps the run; hidden states: last step
+            last = i == args.steps - 1   # the history keeps the run; hidden states (and --lyapunov): the last step
+            result = engine.step(Measure(detail=last, lyapunov=last and bool(args.lyapunov)))
             records = result if isinstance(result, list) else [result]   # a Comparison: one Record per run
             progress.update(records[0])
             for k, record in enumerate(records):
@@ -167,12 +174,13 @@ def summary_line(config: Config, record, diverged, interrupted) -> str:
 
 
 def write_run_files(args: argparse.Namespace, runs: list[dict[str, Any]]):
-    """--json (every run in one file), --csv, --npz and --sensitivity (one file per run; a comparison's get its
-    labels). OSError naming the file asked for when one cannot be written."""
-    from gradflow.core.run_data import save_csv, save_json, save_npz
+    """--json (every run in one file), --csv, --npz, --lyapunov and --sensitivity (one file per run; a comparison's
+    get its labels). OSError naming the file asked for when one cannot be written."""
+    from gradflow.core.run_data import save_csv, save_json, save_lyapunov_csv, save_npz
     writes = [(args.json, lambda path: save_json(path, runs, args.preset))] if args.json else []
     for option, save in (("csv", lambda path, run: save_csv(path, run["history"])),
                          ("npz", lambda path, run: save_npz(path, run["history"], run["config"], run["last"])),
+                         ("lyapunov", lambda path, run: save_lyapunov_csv(path, run["history"].records)),
                          ("sensitivity", lambda path, run: save_sensitivity(path, run["trainer"]))):
         if getattr(args, option):
             writes += [(member_path(getattr(args, option), run["label"]) if len(runs) > 1 else getattr(args, option),

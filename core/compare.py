@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from gradflow.core.config import Config, ConfigError
+from gradflow.core.measure import Measure
 from gradflow.core.records import Record
 
 MIN_RUNS, MAX_RUNS = 2, 4
@@ -42,12 +43,10 @@ class Comparison:
         """Every run's newest update was refused (a diverged run alone just reports it and goes on)."""
         return all(trainer.halted for trainer in self.trainers)
 
-    def step(self, detail: bool = True, preview: bool = False, jacobians: bool = False,
-             spectrum: bool | None = None) -> list[Record]:
-        """One optimizer step of every run, on the same batch (core.protocol.Engine); a diverged run just
-        reports it."""
-        return [trainer.step(detail=detail, preview=preview, jacobians=jacobians, spectrum=spectrum)
-                for trainer in self.trainers]
+    def step(self, measure: Measure | None = None, **flags: Any) -> list[Record]:
+        """One optimizer step of every run, on the same batch, each measuring what `measure` asks for, or its
+        fields as keywords (core.protocol.Engine, core.trainer.Trainer.step); a diverged run just reports it."""
+        return [trainer.step(measure, **flags) for trainer in self.trainers]
 
     def update(self, **changes: Any) -> list[Config]:
         """Live settings (core.config.LIVE_KEYS) for every run; the configs now in force."""

@@ -17,6 +17,9 @@ to first order every computed σ_i lies within the floor (n + 1)·S²·ε·Π_{k
 bound is loose where the J_k are far from normal (Π‖J_k‖ ≫ ‖Π J_k‖); a σ_i above it is resolved for certain, one
 below it may still be right but is not vouched for (log10_floor, kept beside the values).
 
+A linear RNN (J_t = W_hh at every t) has the exponents' limit in closed form: λ_i → ln|λ_i(W_hh)| as T → ∞
+(with a transient O(1/T): tests/core/test_lyapunov.py); its cell attaches it (LyapunovSpectrum.limit, log_moduli).
+
 A diagonal recurrence (J_t = diag(a_t), core.diagonal) has both in closed form: λ_j(t) = (1/t) Σ_{k≤t} ln|a_k,j|
 and σ_j(∂s_T/∂s_t) = Π_{k>t} |a_k,j|, summed in logs (exact to rounding at any T).
 """
@@ -39,6 +42,8 @@ class LyapunovSpectrum:
     log10_floor: np.ndarray      # (T,) log10 of a first-order bound on each σ_i's absolute rounding error at t
                                  # (−inf: exact to rounding relative to σ_i itself: t = T, a diagonal recurrence)
     method: str                  # "qr" (dense J_t) or "diagonal" (J_t = diag(a_t), closed form)
+    limit: np.ndarray | None = None   # (S,) the exponents' limit T → ∞ where the cell gives it in closed form,
+                                      # descending: ln|λ_i(W_hh)| of a linear RNN (J_t = W_hh); else None
 
 
 def _descending(x: torch.Tensor) -> np.ndarray:
@@ -111,3 +116,8 @@ def diagonal_spectrum(log_a: torch.Tensor) -> LyapunovSpectrum:
     exponents = torch.cumsum(log_a, dim=0) / steps
     return LyapunovSpectrum(_descending(exponents), _descending(diagonal_after(log_a) / LN10),
                             np.full(T, -np.inf), "diagonal")
+
+
+def log_moduli(matrix: torch.Tensor) -> np.ndarray:
+    """(S,) ln|λ_i(matrix)|, descending, in float64: the Lyapunov exponents of s_t = matrix·s_{t−1} + … as T → ∞."""
+    return _descending(torch.log(torch.linalg.eigvals(matrix.detach().double()).abs()))

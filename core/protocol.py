@@ -7,7 +7,10 @@ gets) and reads what it needs to pace itself from the engine: the step counter a
 """
 from __future__ import annotations
 
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from gradflow.core.measure import Measure
 
 StepResult = TypeVar("StepResult", covariant=True)   # Record (a Trainer) or list[Record] (a Comparison)
 
@@ -26,11 +29,9 @@ class Engine(Protocol[StepResult]):
         only repeat that, so the loop pauses."""
         ...
 
-    def step(self, detail: bool = True, preview: bool = False, jacobians: bool = False,
-             spectrum: bool | None = None) -> StepResult:
-        """One optimizer step of every run. `detail` adds hidden/cell/gate arrays and contributions through
-        time, `preview` the task view, `jacobians` the Jacobians through time (layer 1, sample 0), `spectrum`
-        the full spectrum of a matrix over core.spectrum.FULL_SPECTRUM_MAX_SIZE rows (None: on detailed steps)."""
+    def step(self, measure: Measure | None = None) -> StepResult:
+        """One optimizer step of every run, each measuring what `measure` asks for (core.measure.Measure; None:
+        Measure(), a detailed step)."""
         ...
 
     def update(self, **changes: Any) -> Any:

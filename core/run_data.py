@@ -173,6 +173,16 @@ def save_csv(path: str | Path, history: History):
     atomic_write(path, buffer.getvalue())
 
 
+def save_lyapunov_csv(path: str | Path, records):
+    """The Lyapunov table of `records` (lyapunov_columns: the columns of gradflow.Run.lyapunov()), then
+    schema_version, as CSV (pandas.read_csv); `gradflow run --lyapunov`."""
+    columns: dict[str, Any] = dict(lyapunov_columns(records))
+    columns["schema_version"] = np.full(len(columns["step"]), SCHEMA_VERSION)
+    buffer = io.StringIO()
+    frame(columns).to_csv(buffer, index=False, float_format="%.17g")
+    atomic_write(path, buffer.getvalue())
+
+
 def json_document(runs: list[dict[str, Any]], preset: str | None = None) -> dict[str, Any]:
     """The `--json` file: a pandas "table" document whose rows are the history of every run (with a `run`
     column naming each comparison member), and under "gradflow" each run's config, profiles (layer 1),

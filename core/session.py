@@ -10,8 +10,10 @@ references into the arrays, dicts keep keys of any JSON type, Records keep their
 settings) may hold Records too, saved and reopened exactly.
 
 The session keeps the records a reopened run shows (shown_records: its newest step, and the newest with hidden
-states and with a task preview where that one lacks them), so it draws its last step at once: the window's panels,
-gradflow's Run.last and figure(). Sessions saved before kept them in the window's view, or not at all.
+states, with a task preview, with Jacobians through time and with a Lyapunov spectrum where that one lacks them), so
+it draws its last step at once: the window's panels, gradflow's Run.last, figure() and lyapunov(). A record's
+Jacobians (core.analysis.JacobianProfile, its core.lyapunov.LyapunovSpectrum) are kept field by field (SAVED_TYPES).
+Sessions saved before kept them in the window's view, or not at all.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import base64
 import contextlib
 import io
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -105,18 +107,34 @@ def save_session(trainer, path: str | Path, view: dict[str, Any] | None = None):
         raise SessionError(f"cannot save the session to {path}: {e.strerror or e}") from None
 
 
+# what a reopened run's panels draw, beyond the newest record: the newest record that has it is kept too
+SHOWN = {
+    "hidden": lambda r: r.hidden is not None,
+    "task_preview": lambda r: r.task_preview is not None,
+    "jacobians": lambda r: r.jacobians is not None,
+    "lyapunov": lambda r: r.jacobians is not None and r.jacobians.spectrum is not None,
+}
+
+
 def shown_records(history: History) -> list[Record]:
-    """The records a reopened run shows, oldest first: the newest, and where it lacks hidden states or a task
-    preview the newest record that has them (the panels that draw those keep showing them)."""
+    """The records a reopened run shows, oldest first: the newest, and for each of SHOWN it lacks the newest
+    record that has it (the panels that draw those keep showing them)."""
     if not history.records:
         return []
     chosen = [history.records[-1]]
-    for field in ("hidden", "task_preview"):
-        if getattr(chosen[0], field) is None:
-            found = next((r for r in reversed(history.records) if getattr(r, field) is not None), None)
+    for has in SHOWN.values():
+        if not has(chosen[0]):
+            found = next((r for r in reversed(history.records) if has(r)), None)
             if found is not None and all(found is not r for r in chosen):
                 chosen.append(found)
     return sorted(chosen, key=lambda r: r.step)
+
+
+def _saved_types() -> dict[str, type]:
+    """The dataclasses a Record holds that a session keeps field by field ({"@data": name, "fields": ...})."""
+    from gradflow.core.analysis import JacobianProfile
+    from gradflow.core.lyapunov import LyapunovSpectrum
+    return {"JacobianProfile": JacobianProfile, "LyapunovSpectrum": LyapunovSpectrum}
 
 
 def _cell_file_entry(config: Config) -> dict[str, Any]:
@@ -291,6 +309,9 @@ def _flatten(obj: Any, prefix: str, arrays: dict[str, np.ndarray], lenient: bool
     if isinstance(obj, Record):
         return {"@record": {f.name: _flatten(getattr(obj, f.name), f"{prefix}/{f.name}", arrays, lenient=True)
                             for f in fields(obj)}}
+    if is_dataclass(obj) and not isinstance(obj, type) and _saved_types().get(type(obj).__name__) is type(obj):
+        return {"@data": type(obj).__name__, "fields": {f.name: _flatten(getattr(obj, f.name), f"{prefix}/{f.name}",
+                                                                         arrays, lenient) for f in fields(obj)}}
     if isinstance(obj, dict):
         # JSON keys are strings: remember int keys (optimizer state is keyed by parameter index)
         return {"@dict": [[_flatten(k, f"{prefix}/k{i}", arrays, lenient),
@@ -329,6 +350,8 @@ def _unflatten(obj: Any, arrays: dict[str, np.ndarray]) -> Any:
         return np.frombuffer(data, dtype=dtype).reshape([int(n) for n in obj["shape"]]).copy()
     if "@record" in obj:
         return as_record(_unflatten(obj["@record"], arrays))
+    if "@data" in obj:   # TypeError where the fields do not fit the type (another version's, or damage)
+        return _saved_types()[str(obj["@data"])](**_unflatten(obj["fields"], arrays))
     if "@dict" in obj:
         return {_unflatten(k, arrays): _unflatten(v, arrays) for k, v in obj["@dict"]}
     return {k: _unflatten(v, arrays) for k, v in obj.items()}   # a view saved before the codec was shared

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gradflow.core.config import Config
+from gradflow.core.measure import Measure
 
 if TYPE_CHECKING:
     from gradflow.core.user_cell import CellSource
@@ -36,7 +37,7 @@ def measure_point(config: Config, steps: int, fit: tuple[int, int] | None = None
     losses, first, last, diverged_step = [], None, None, None
     planned = max(steps, 1)
     for i in range(planned):
-        record = trainer.step(detail=i == planned - 1)   # as gradflow run: the last step in full (its whole spectrum)
+        record = trainer.step(Measure(detail=i == planned - 1))   # as gradflow run: the last step in full (its whole spectrum)
         losses.append(record.loss)
         first, last = first if first is not None else record, record
         if record.diverged and diverged_step is None:

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from gradflow.core import cells
 from gradflow.core.analysis import cell_path_prediction, linear_prediction, zero_causes
 from gradflow.core.config import LIVE_KEYS, Config, ConfigError
+from gradflow.core.measure import Measure
 from gradflow.core.optim import OPTIMIZERS
 from gradflow.core.precision import DTYPES, exact_norm
 from gradflow.core.records import History, Record
@@ -124,23 +125,24 @@ class Trainer:
         return new
 
     # -- the step ------------------------------------------------------------------------
-    def step(self, detail: bool = True, preview: bool = False, jacobians: bool = False,
-             spectrum: bool | None = None, lyapunov: bool = False) -> Record:
-        """One optimizer step. `detail` adds hidden/cell/gate arrays and contributions through time;
-        `preview` adds the task view; `jacobians` adds Jacobians through time (layer 1, sample 0);
-        `spectrum` the full spectrum of a matrix over core.spectrum.FULL_SPECTRUM_MAX_SIZE rows (None: on
-        detailed steps; a smaller matrix always gets it); `lyapunov` the Jacobians with their Lyapunov spectrum
-        and long-term singular values (JacobianProfile.spectrum). A cell without a step Jacobian refuses
-        `jacobians` and `lyapunov` with a ConfigError before the step starts (Cell.no_step_jacobian)."""
-        if (jacobians or lyapunov) and (why := self.cell.no_step_jacobian(self.config)) is not None:
+    def step(self, measure: Measure | None = None, **flags: Any) -> Record:
+        """One optimizer step, measuring what `measure` asks for beyond what every step records (core.measure;
+        None: Measure(), a detailed step); or its fields as keywords: step(detail=False) is
+        step(Measure(detail=False)). A cell without a step Jacobian refuses `jacobians` and `lyapunov` with a
+        ConfigError before the step starts (Cell.no_step_jacobian)."""
+        if measure is None:
+            measure = Measure(**flags)
+        elif flags:
+            raise TypeError(f"give a Measure or its fields as keywords, not both (got {', '.join(flags)})")
+        if measure.step_jacobians and (why := self.cell.no_step_jacobian(self.config)) is not None:
             raise ConfigError(why)
         with engine_threads_used():
-            return self._step(detail, preview, jacobians or lyapunov, detail if spectrum is None else spectrum,
-                              lyapunov)
+            return self._step(measure)
 
-    def _step(self, detail: bool, preview: bool, jacobians: bool, full_spectrum: bool, lyapunov: bool) -> Record:
+    def _step(self, measure: Measure) -> Record:
         start = time.perf_counter()
         cfg, model, cell = self.config, self.model, self.cell
+        detail = measure.detail
         if self._rescale_to is not None:
             model.rescale_recurrent(self._rescale_to)
             self._rescale_to = None
@@ -167,16 +169,16 @@ class Trainer:
         if trace.is_lstm:
             norms += [exact_norm(dc, dim=(1, 2)) for row in trace.rows if (dc := row.dc) is not None]  # every row's
         measured = torch.cat(norms).cpu().numpy()  # the step's one device -> host transfer
-        spectrum = cell.spectrum(model, trace, self._spectrum, full=full_spectrum)  # of the W that made these gradients
+        spectrum = cell.spectrum(model, trace, self._spectrum, full=measure.full_spectrum)  # of the W that made these gradients
         loss_value, grad_norm = float(measured[0]), float(measured[1])
         n = len(params)
         dh_norms = measured[2 + n:2 + n + R * T].reshape(R, T)
         dc_norms = measured[2 + n + R * T:].reshape(R, T) if trace.is_lstm else None
         jacobian_profile = None
-        if jacobians and math.isfinite(loss_value):  # layer 1, sample 0, same weights as the spectrum
+        if measure.step_jacobians and math.isfinite(loss_value):  # layer 1, sample 0, same weights as the spectrum
             first_state = None if state is None else (
                 (state[0][0, 0], state[1][0, 0]) if isinstance(state, tuple) else state[0, 0])
-            jacobian_profile = cell.jacobians(model, trace, inputs[:, 0], first_state, cfg, lyapunov)
+            jacobian_profile = cell.jacobians(model, trace, inputs[:, 0], first_state, cfg, measure.lyapunov)
 
         # both of the weights that made these gradients (before the update)
         zero_cause = zero_causes(model, trace, inputs, keep_grad_at, cfg.loss_positions == "last", dh_norms)
@@ -249,7 +251,7 @@ class Trainer:
                 with np.errstate(invalid="ignore", divide="ignore"):  # a diverged step's norms are inf/nan
                     record.contribution_share = np.divide(terms, total, out=np.zeros_like(terms), where=total > 0)
         record.jacobians = jacobian_profile
-        if preview:
+        if measure.preview:
             record.task_preview = self.preview()
         if diverged is not None:
             self.optimizer.zero_grad(set_to_none=True)

@@ -130,6 +130,10 @@ QUANTITIES: dict[str, Quantity] = {
     "trainable_length": Quantity("keep", "dashdotdot"),
     "jacobian_step": Quantity("read", "solid"),        # σ_max(J_t)
     "jacobian_product": Quantity("h", "solid", 1.2),   # ‖∂s_T/∂s_t‖
+    "lyapunov_exponent": Quantity("h", "solid", 1.2),  # λ_i after T steps (the Lyapunov panel)
+    "lyapunov_limit": Quantity("alert", "dashdot", 0.75),   # ln|λ_i(W_hh)|, a linear RNN's limit T → ∞
+    "long_term_singular": Quantity("h", "solid", 0.75),     # every σ_i(∂s_T/∂s_t)
+    "rounding_floor": Quantity("muted", "dot", 0.75),       # the bound on their rounding error
 }
 
 

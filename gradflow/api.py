@@ -23,6 +23,7 @@ import numpy as np
 from gradflow.core import presets as _presets
 from gradflow.core import run_data
 from gradflow.core.config import Config, ConfigError
+from gradflow.core.measure import Measure
 from gradflow.core.records import Record
 from gradflow.core.trust import require_trust
 
@@ -108,7 +109,7 @@ class Run:
         asked; with `lyapunov`, their Lyapunov spectrum too: lyapunov() reads it): its Record. A refused update
         (loss or ‖g‖ not finite) is reported in Record.diverged. A cell without a step Jacobian refuses
         `jacobians` and `lyapunov` (ConfigError, naming the cells they apply to)."""
-        return self.trainer.step(detail=True, jacobians=jacobians, lyapunov=lyapunov)
+        return self.trainer.step(Measure(jacobians=jacobians, lyapunov=lyapunov))
 
     def train(self, steps: int, progress: bool = True) -> Record:
         """`steps` optimizer steps (the last fully recorded), with a progress bar (a widget in Jupyter, a line in
@@ -117,7 +118,7 @@ class Run:
         _check_steps(steps)
         with _progress_bar(steps, progress) as bar:
             for i in range(steps):
-                record = self.trainer.step(detail=i == steps - 1)
+                record = self.trainer.step(Measure(detail=i == steps - 1))
                 bar.update(1)
                 bar.set_postfix(loss=f"{record.loss:.4g}", refresh=False)
                 if record.diverged:
@@ -220,7 +221,7 @@ class Run:
                                "figure()") from None
         figure, handle = None, None
         for i in range(1, steps + 1):
-            record = self.trainer.step(detail=i % every == 0 or i == steps)
+            record = self.trainer.step(Measure(detail=i % every == 0 or i == steps))
             if i % every == 0 or i == steps or record.diverged:
                 figure = self.figure(panel, **figure_options) if figure is None else figure.refresh()
                 handle = display(figure, display_id=True) if handle is None else handle
@@ -274,7 +275,7 @@ class Comparison:
         _check_steps(steps)
         with _progress_bar(steps, progress) as bar:
             for i in range(steps):
-                records = [run.trainer.step(detail=i == steps - 1) for run in self.runs]
+                records = [run.trainer.step(Measure(detail=i == steps - 1)) for run in self.runs]
                 bar.update(1)
                 if all(record.diverged for record in records):
                     break

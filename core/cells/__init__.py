@@ -54,6 +54,7 @@ VIEWS = {
     "cell_state": "the cell-state highway ‖∂L/∂c_t‖",
     "linear_prediction": "the linear RNN's prediction (W_hhᵀ)^(T−t) ∂L/∂h_T",
     "spectrum_edit": "editing the spectrum by hand",
+    "lyapunov": "the Lyapunov spectrum and the long-term Jacobian's singular values (a step Jacobian ∂s_t/∂s_t−1)",
 }
 
 # Theory lines the gradient panel draws over ‖∂L/∂h_t‖, for the cells they apply to (Cell.theory_lines, the record's
@@ -176,7 +177,8 @@ class Cell:
         """view (VIEWS) -> why it does not apply to this cell; views that apply are absent."""
         why = {"contributions": self.no_contributions, "linear_prediction": self.no_linear_prediction,
                "spectrum_edit": self.not_editable(config),
-               "cell_state": None if "c" in self.state else self.no_cell_state}
+               "cell_state": None if "c" in self.state else self.no_cell_state,
+               "lyapunov": self.no_step_jacobian(config)}
         return {view: text for view, text in why.items() if text is not None}
 
 

@@ -47,3 +47,14 @@ class Rnn(DenseCell):
 
     def gradient_bound_gamma(self, config):
         return DERIVATIVE_BOUND[config.activation]
+
+    def jacobians(self, model, trace, inputs, state0, config, spectrum=False):
+        """DenseCell's; a linear RNN's step Jacobian is W_hh at every t, so its Lyapunov spectrum carries the
+        exponents' limit ln|λ_i(W_hh)| (core.lyapunov.log_moduli)."""
+        profile = super().jacobians(model, trace, inputs, state0, config, spectrum)
+        if profile.spectrum is not None and config.activation == "identity":
+            from dataclasses import replace
+
+            from gradflow.core.lyapunov import log_moduli
+            profile.spectrum = replace(profile.spectrum, limit=log_moduli(model.recurrent_matrix(0)))
+        return profile

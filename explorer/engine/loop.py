@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gradflow.core.config import Config, ConfigError
+from gradflow.core.measure import Measure
 from gradflow.core.protocol import Engine
 
 DETAIL_INTERVAL_S = 0.030   # hidden states / gates when >= 30 ms since the last detailed step (≈ every frame)
@@ -84,6 +85,7 @@ class Flags:
         self.rebuild_requested = event()   # a new model is coming: no closing step for the old one
         self.want_jacobians = value("b", 0)
         self.want_spectrum = value("b", 1)  # the full spectrum of a large matrix (core.spectrum) on detailed steps
+        self.want_lyapunov = value("b", 0)  # the Jacobians with their Lyapunov spectrum (core.lyapunov)
         self.max_rate = value("d", 0.0)    # steps per second, 0: as fast as possible
         self.last_step = value("q", 0)     # the step of the last record computed (0: none)
         self.pause_at = value("q", 0)      # play pauses after this step, computed in full (0: no stop; a tour)
@@ -164,16 +166,18 @@ class EngineLoop:
             last_start = now
             stop = flags.pause_at.value == flags.last_step.value + 1     # a tour's stop: shown in full, then pause
             preview = stop or now - last_preview >= PREVIEW_INTERVAL_S
-            jacobians = self._jacobians_wanted() and (stop or now >= next_jacobians)
-            spectrum = self._spectrum_wanted() and (stop or now >= next_spectrum)
-            detail = stop or jacobians or spectrum or now - last_detail >= DETAIL_INTERVAL_S   # what the window draws
-            if self._step(detail=detail, preview=preview, jacobians=jacobians, spectrum=spectrum) is None:
+            wanted, jacobians_due = self._wanted(), stop or now >= next_jacobians
+            jacobians, lyapunov = wanted.jacobians and jacobians_due, wanted.lyapunov and jacobians_due
+            spectrum = wanted.full_spectrum and (stop or now >= next_spectrum)
+            detail = stop or jacobians or lyapunov or spectrum or now - last_detail >= DETAIL_INTERVAL_S  # the window draws it
+            measure = Measure(detail=detail, preview=preview, jacobians=jacobians, spectrum=spectrum, lyapunov=lyapunov)
+            if self._step(measure) is None:
                 continue   # an exception: reported
             if stop:
                 flags.pause_at.value = 0
                 flags.playing.clear()
             cost = time.perf_counter() - now
-            if jacobians:
+            if measure.step_jacobians:
                 next_jacobians = now + max(JACOBIAN_INTERVAL_S, JACOBIAN_COST_FACTOR * cost)
             if spectrum:
                 next_spectrum = now + SPECTRUM_COST_FACTOR * cost
@@ -265,31 +269,28 @@ class EngineLoop:
             self._native = now
             self.emit("native_status", *now, native.status() if now[0] else "")
 
-    def _jacobians_wanted(self) -> bool:
-        return bool(self.flags.want_jacobians.value)
-
-    def _spectrum_wanted(self) -> bool:
-        return bool(self.flags.want_spectrum.value)
+    def _wanted(self) -> Measure:
+        """A step in full with what the panels on screen ask for (explorer.engine.worker.TrainingWorker.set_wanted)."""
+        flags = self.flags
+        return Measure(detail=True, preview=True, jacobians=bool(flags.want_jacobians.value),
+                       spectrum=bool(flags.want_spectrum.value), lyapunov=bool(flags.want_lyapunov.value))
 
     def _step_in_full(self):
         """A step with everything a panel on screen asks for (a Step, a pause, a new model)."""
-        return self._step(detail=True, preview=True, jacobians=self._jacobians_wanted(),
-                          spectrum=self._spectrum_wanted())
+        return self._step(self._wanted())
 
-    def _step(self, detail: bool, preview: bool, jacobians: bool = False, spectrum: bool = False):
-        """One step of the engine; emits its result (core.protocol.Engine). None after an exception.
-        `spectrum`: the full spectrum of a matrix over core.spectrum.FULL_SPECTRUM_MAX_SIZE rows (a smaller one
-        always gets it)."""
+    def _step(self, measure: Measure):
+        """One step of the engine measuring `measure`; emits its result (core.protocol.Engine). None after an
+        exception."""
         try:
-            result = self.engine.step(detail=detail, preview=preview, jacobians=jacobians, spectrum=spectrum)
+            result = self.engine.step(measure)
         except Exception as e:  # noqa: BLE001 - the GUI shows it; the loop keeps serving commands
             self.flags.playing.clear()
             self.emit("failed", f"Step {self.flags.last_step.value + 1} failed: {type(e).__name__}: {e}",
                       traceback.format_exc())
             return None
         self.flags.last_step.value = self.engine.steps_done
-        self._last_complete = detail and preview and (spectrum or not self._spectrum_wanted()) \
-            and (jacobians or not self._jacobians_wanted())   # what a panel on screen shows is this step's
+        self._last_complete = measure.covers(self._wanted())   # what a panel on screen shows is this step's
         self.emit("record_ready", result)
         self._report_native(result)
         if self.engine.halted:

@@ -133,15 +133,15 @@ class TrainingWorker(QObject):
         and its result are pickled: use an importable function (functools.partial, operator.methodcaller)."""
         self._commands.put(Command("call", call=fn, tag=tag))
 
-    def set_wanted(self, jacobians: bool | None = None, spectrum: bool | None = None):
+    def set_wanted(self, jacobians: bool | None = None, spectrum: bool | None = None, lyapunov: bool | None = None):
         """Which costly extras are on screen (read between steps; None leaves one as it is): `jacobians` asks
-        for Jacobians through time on some steps, `spectrum` for the full spectrum of a matrix over
-        core.spectrum.FULL_SPECTRUM_MAX_SIZE rows on the detailed ones (both throttled by their cost, see
-        explorer.engine.loop). Jacobians start unwanted, the spectrum wanted."""
-        if jacobians is not None:
-            self._flags.want_jacobians.value = bool(jacobians)
-        if spectrum is not None:
-            self._flags.want_spectrum.value = bool(spectrum)
+        for Jacobians through time on some steps, `lyapunov` for them with their Lyapunov spectrum on the same
+        steps, `spectrum` for the full spectrum of a matrix over core.spectrum.FULL_SPECTRUM_MAX_SIZE rows on the
+        detailed ones (each throttled by its cost, see explorer.engine.loop). The loop turns them into the steps'
+        core.measure.Measure. The Jacobians and the Lyapunov spectrum start unwanted, the spectrum wanted."""
+        for flag, value in (("want_jacobians", jacobians), ("want_spectrum", spectrum), ("want_lyapunov", lyapunov)):
+            if value is not None:
+                getattr(self._flags, flag).value = bool(value)
 
     @property
     def wants_jacobians(self) -> bool:
@@ -150,6 +150,10 @@ class TrainingWorker(QObject):
     @property
     def wants_spectrum(self) -> bool:
         return bool(self._flags.want_spectrum.value)
+
+    @property
+    def wants_lyapunov(self) -> bool:
+        return bool(self._flags.want_lyapunov.value)
 
     def set_max_rate(self, steps_per_second: float | None):
         self._flags.max_rate.value = steps_per_second or 0.0
@@ -256,8 +260,8 @@ class TrainingWorker(QObject):
         old = self._flags
         self._flags = Flags(self._context)
         self._flags.max_rate.value = old.max_rate.value
-        self._flags.want_jacobians.value = old.want_jacobians.value
-        self._flags.want_spectrum.value = old.want_spectrum.value
+        for flag in ("want_jacobians", "want_spectrum", "want_lyapunov"):
+            getattr(self._flags, flag).value = getattr(old, flag).value
         self._commands, dead = PickledQueue(self._context), self._commands
         dead.close()
 

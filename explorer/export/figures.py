@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 from gradflow.core.files import atomic_write
+from gradflow.core.measure import Measure
 from gradflow.explorer.export.raster import render_image
 from gradflow.explorer.export.shapes import SHAPES, Shape, check_dpi, shaped_bytes
 from gradflow.explorer.export.vector import pdf_bytes, svg_bytes
@@ -255,8 +256,8 @@ def export_main(argv: list[str] | None = None) -> int:
         draw = i % frame_every == 0 or i == args.steps
         # every step keeps its hidden states: if the next one diverges, this is the step the figure shows
         try:
-            record = trainer.step(detail=True, preview=draw and (not animated or i == args.steps
-                                                                 or i % (frame_every * 5) == 0))
+            record = trainer.step(Measure(preview=draw and (not animated or i == args.steps
+                                                            or i % (frame_every * 5) == 0)))
         except ConfigError as e:   # a user's cell failed mid-run (core.user_cell.UserCellError): one line, no figure
             progress.close()
             print(f"gradflow export: {e} (optimizer step {i}; nothing written)", file=sys.stderr)

@@ -51,6 +51,7 @@ class Figure:
                presentation: bool, shape: str | None = None, dpi: float | None = None) -> Figure:
         from gradflow.explorer.export.figures import panel_name
         from gradflow.explorer.panels import PANELS
+        from gradflow.explorer.panels.lyapunov import has_spectrum
         names = [panel_name(p) for p in PANELS]
         if panel not in names:
             raise ValueError(f"panel must be one of {', '.join(names)}, got {panel!r}")
@@ -63,6 +64,8 @@ class Figure:
                 record.task_preview = run.trainer.preview()      # the task as the weights now predict it
             if panel == "jacobians" and record.jacobians is None:
                 raise ValueError("the jacobians panel needs a step that computed them: run.step(jacobians=True)")
+            if panel == "lyapunov" and not any(map(has_spectrum, run.trainer.history.records)):
+                raise ValueError("the lyapunov panel needs a step that measured it: run.step(lyapunov=True)")
             view.show_record(record, run.trainer.history)
         return cls(view, draw, run.title, scale, size, shape, dpi)
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
@@ -14,7 +15,20 @@ from gradflow.explorer.theme import Theme
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
-SCAN = 400          # records searched back in the history for the newest one with Jacobians
+SCAN = 400          # records searched back in the history for the newest one with Jacobians (newest_with)
+
+
+def newest_with(has: Callable[[Record], bool], record: Record, history: History, floor: int) -> Record | None:
+    """`record` if has(record), else the newest earlier one of the same run in the history after step `floor` (the
+    one on screen) that has it: Jacobians come on a few steps only, and the window may draw another record between."""
+    if has(record):
+        return record
+    for i, old in enumerate(reversed(history.records)):
+        if i >= SCAN or old.step <= floor:
+            break
+        if old.step < record.step and has(old):
+            return old
+    return None
 
 
 class DecadeAxis(plotting.IntegerAxis):
@@ -87,26 +101,13 @@ class JacobiansPanel(Panel):
             self.jacobians, self.shown_step, self._drawn = None, None, None
             self.y_range.reset()
             self.step_range.reset()
-        found = self._newest_with_jacobians(record, history)
+        found = newest_with(lambda r: getattr(r, "jacobians", None) is not None, record, history, self.shown_step or 0)
         if found is None:
             if self.jacobians is None:
                 self._set_waiting()
             return
         if found is not self._drawn:
             self._draw(found)
-
-    def _newest_with_jacobians(self, record: Record, history: History) -> Record | None:
-        """`record` if it carries Jacobians, else the newest earlier one of the same run in the history
-        (Jacobians come on a few steps only; the window may draw another record in between)."""
-        if getattr(record, "jacobians", None) is not None:
-            return record
-        floor = self.shown_step or 0
-        for i, old in enumerate(reversed(history.records)):
-            if i >= SCAN or old.step <= floor:
-                break
-            if old.step < record.step and getattr(old, "jacobians", None) is not None:
-                return old
-        return None
 
     def _set_waiting(self):
         self.waiting_note.set("Jacobians come about twice a second\nwhile this panel is shown:\npress Play or Step.")

@@ -8,14 +8,13 @@ import pyqtgraph as pg
 from gradflow.core.records import History, Record
 from gradflow.explorer.panels import legends, plotting, ranges
 from gradflow.explorer.panels.base import Panel
+from gradflow.explorer.panels.placeholder import Placeholder
 from gradflow.explorer.theme import Theme
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QLabel
 
 NOT_LSTM = "LSTM only — switch model to lstm"
 
 
-class LstmHighwayPanel(Panel):
+class LstmHighwayPanel(Placeholder, Panel):
     title = "LSTM highway"
     cell_view = "cell_state"
     caption = ("The LSTM's cell path c_(t−1) → c_t multiplies the gradient by the forget gate f_t alone (no weight "
@@ -24,11 +23,7 @@ class LstmHighwayPanel(Panel):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.placeholder = QLabel()
-        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.placeholder.setWordWrap(True)
-        self.placeholder.setVisible(False)
-        self.body.addWidget(self.placeholder, 1)
+        self._add_placeholder()
         self.view = self.add_graphics()
         layout = self.view.ci
         self.grad_plot = self.add_plot(plotting.new_plot(layout, 0, 0, "", "‖∂L/∂·‖", log_y=True, int_x=True))
@@ -61,11 +56,6 @@ class LstmHighwayPanel(Panel):
         self._detail: Record | None = None
         self.apply_theme(self.theme)
 
-    @property
-    def placeholder_text(self) -> str:
-        """The note shown instead of the plots ('' while the plots show)."""
-        return self.placeholder.text() if self.placeholder.isVisibleTo(self) else ""
-
     # -- drawing ------------------------------------------------------------------------------
     def show_record(self, record: Record, history: History) -> None:
         if not self._first_sight(record, history):
@@ -84,14 +74,6 @@ class LstmHighwayPanel(Panel):
     def _on_new_run(self):
         self._detail = None
         self.y_range.reset()
-
-    def _show_placeholder(self, text: str):
-        self.placeholder.setText(text)
-        self.placeholder.setVisible(bool(text))
-        self.view.setVisible(not text)
-        if text:
-            self.set_key("")
-            self.set_alert("")
 
     def _draw_gradients(self, record: Record):
         dc = np.asarray(record.dc_norms[0], dtype=float)

@@ -8,13 +8,14 @@ all panels fewer are shown, in tabs, and none is squashed; a group of tabs is at
 titles, never cut to "Sp…" (where no arrangement has room for them, the titles scroll).
 
 Normal mode, from the most panels on screen to the fewest (the three views "through time" share a group):
-    WIDE              settings | gradient-through-time, spectrum / training, history, hidden state, task
+    WIDE              settings | gradient-through-time, spectrum (and the Lyapunov spectrum) / training, history,
+                      hidden state, task
     THREE BY TWO      settings | gradient-through-time, spectrum, training / history, hidden state, task
     NARROW            settings | gradient-through-time, spectrum / two groups of tabs
     GRID              settings | gradient-through-time, spectrum and the taller panels / history, hidden state
     COLUMNS           settings | two full-height columns of tabs
     SEVEN IN COLUMNS  settings | the same without contributions and Jacobians through time (View menu)
-    PAIR              settings | gradient-through-time | the companion (as in presentation: keys 1-8 or the toolbar pick
+    PAIR              settings | gradient-through-time | the companion (as in presentation: keys 1-9 or the toolbar pick
                       it); the other panels closed (View menu)
     SINGLE            settings | one group of tabs
     BARE PAIR         the pair without settings (F2 shows them over the panels)
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import QMargins, QSize, Qt
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QTabBar
 
-GT, SPECTRUM, JACOBIANS = "GradientTimePanel", "SpectrumPanel", "JacobiansPanel"
+GT, SPECTRUM, JACOBIANS, LYAPUNOV = "GradientTimePanel", "SpectrumPanel", "JacobiansPanel", "LyapunovPanel"
 TRAINING, HISTORY, CONTRIBUTIONS = "TrainingPanel", "GradientHistoryPanel", "ContributionsPanel"
 HIDDEN, TASK, HIGHWAY = "HiddenStatePanel", "TaskViewPanel", "LstmHighwayPanel"
 SEPARATOR = 6           # px between docks (QMainWindow's separator and some slack)
@@ -41,31 +42,33 @@ class Arrangement:
     name: str
     rows: tuple[tuple[tuple[str, ...], ...], ...]   # rows, top first, of groups, left first, of panel names
     settings: bool = True                            # the settings dock docked on the left
-    pair: bool = False                               # the gradient and the companion the user picks (keys 1-8), in
+    pair: bool = False                               # the gradient and the companion the user picks (keys 1-9), in
                                                      # one row that fits its height: legends fold (Panel.plan_size)
 
     def names(self) -> list[str]:
         return [n for row in self.rows for group in row for n in group]
 
 
-COMPANIONS = (SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS)   # keys 1..8
+COMPANIONS = (SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS, LYAPUNOV)   # keys 1..9
 DEFAULT_COMPANION = SPECTRUM
 NORMAL = (
-    Arrangement("wide", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM,)),
+    Arrangement("wide", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, LYAPUNOV)),
                          ((TRAINING,), (HISTORY,), (HIDDEN, HIGHWAY), (TASK,)))),
-    Arrangement("three by two", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM,), (TRAINING, HIGHWAY)),
+    Arrangement("three by two", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, LYAPUNOV), (TRAINING, HIGHWAY)),
                                  ((HISTORY,), (HIDDEN,), (TASK,)))),
-    Arrangement("narrow", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM,)),
+    Arrangement("narrow", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, LYAPUNOV)),
                            ((HISTORY, TRAINING), (HIDDEN, TASK, HIGHWAY)))),
-    Arrangement("grid", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, TRAINING, TASK, HIGHWAY)),
+    Arrangement("grid", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, TRAINING, TASK, HIGHWAY, LYAPUNOV)),
                          ((HISTORY,), (HIDDEN,)))),
-    Arrangement("columns", (((GT, HISTORY, HIDDEN, TASK), (SPECTRUM, TRAINING, CONTRIBUTIONS, HIGHWAY, JACOBIANS)),)),
+    Arrangement("columns", (((GT, HISTORY, HIDDEN, TASK),
+                             (SPECTRUM, TRAINING, CONTRIBUTIONS, HIGHWAY, JACOBIANS, LYAPUNOV)),)),
     Arrangement("seven in columns", (((GT, HISTORY, HIDDEN, TASK), (SPECTRUM, TRAINING, HIGHWAY)),)),
     Arrangement("pair", (((GT,), (DEFAULT_COMPANION,)),), pair=True),   # (normal_arrangements: the companion)
-    Arrangement("single", (((GT, SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS),),)),
+    Arrangement("single", (((GT, SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS,
+                            LYAPUNOV),),)),
     Arrangement("bare pair", (((GT,), (DEFAULT_COMPANION,)),), settings=False, pair=True),
-    Arrangement("bare", (((GT, SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS),),),
-                settings=False),
+    Arrangement("bare", (((GT, SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS,
+                          LYAPUNOV),),), settings=False),
 )
 
 

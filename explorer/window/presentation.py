@@ -101,7 +101,7 @@ class WindowLayout(QObject):
         self.companion_combo = QComboBox()
         self.companion_combo.setObjectName("companionCombo")
         self.companion_combo.setToolTip("The panel shown beside Gradient through time in presentation mode, and "
-                                        "where a small screen shows the two alone (number keys 1-8)")
+                                        "where a small screen shows the two alone (number keys 1-9)")
         self.companion_combo.activated.connect(self._on_companion_chosen)
         bar = w.toolbar
         self._companion_widgets = [bar.addWidget(self.companion_label), bar.addWidget(self.companion_combo)]

@@ -74,3 +74,39 @@ def test_ctrl_c_stops_a_million_step_run_with_a_complete_json_and_no_traceback(t
     assert "interrupted" in stdout
     data = json.loads(out.read_text())
     assert len(data["data"]) >= 1 and data["gradflow"]["runs"][0]["last"]["hidden"] is None
+
+
+def test_lyapunov_writes_the_table_run_lyapunov_gives_for_the_same_run(tmp_path, capsys):
+    """--lyapunov measures the last step's spectrum (in process: cli.run) and writes run.lyapunov()'s columns, to
+    the last bit, then schema_version."""
+    import pandas as pd
+    from gradflow.core import cli
+
+    import gradflow
+    out = tmp_path / "lyapunov.csv"
+    settings = ["--set", "seq_len=12", "--set", "hidden_size=5"]
+    assert cli.run(["--preset", "vanishing", *settings, "--steps", "3", "--quiet", "--lyapunov", str(out)]) == 0
+    written = pd.read_csv(out)
+    run = gradflow.Run("vanishing", seq_len=12, hidden_size=5)
+    run.train(2, progress=False)
+    run.step(lyapunov=True)
+    expected = run.lyapunov()
+    assert list(written.columns) == [*expected.columns, "schema_version"] and (written.schema_version == 1).all()
+    assert (written.step == 3).all() and len(written) == 12 * 5
+    pd.testing.assert_frame_equal(written.drop(columns="schema_version"), expected, check_exact=True)
+
+
+def test_lyapunov_for_a_cell_without_a_step_jacobian_exits_2_naming_the_cells_that_have_one(tmp_path, capsys,
+                                                                                            monkeypatch):
+    from gradflow.core import cells, cli
+
+    class NoJacobian(cells.Cell):   # keeps the default: no step Jacobian (not registered)
+        name = "no_jacobian"
+
+    monkeypatch.setattr(type(cells.cell_for("rnn")), "no_step_jacobian",
+                        lambda self, config: NoJacobian().no_step_jacobian(config))
+    out = tmp_path / "lyapunov.csv"
+    assert cli.run(["--set", "seq_len=6", "--steps", "1", "--quiet", "--lyapunov", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "gradflow: --lyapunov: model = 'rnn' gives no step Jacobian" in err and "Traceback" not in err
+    assert "they apply to rnn, gru, lstm" in err and not out.exists()

@@ -24,6 +24,8 @@ def same(x, y) -> bool:
                 and np.array_equal(x, y, equal_nan=True))
     if isinstance(x, dict) and isinstance(y, dict):
         return x.keys() == y.keys() and all(same(x[k], y[k]) for k in x)
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return type(x) is type(y) and all(same(getattr(x, f.name), getattr(y, f.name)) for f in dataclasses.fields(x))
     if isinstance(x, (list, tuple)) and isinstance(y, (list, tuple)):
         return len(x) == len(y) and all(same(a, b) for a, b in zip(x, y))
     return x == y
@@ -43,8 +45,8 @@ def test_a_record_in_the_view_reopens_exactly_and_what_cannot_be_kept_is_left_ou
     _, view = load_session(path)
     assert view["theme"] == "dark" and view["steps"] == [1, 2]
     reopened = view["record"]
-    assert isinstance(reopened, Record) and reopened.jacobians is None   # not saved: drawn again on demand
-    assert same_record(reopened, dataclasses.replace(record, jacobians=None))
+    assert isinstance(reopened, Record) and reopened.jacobians is not None
+    assert same_record(reopened, record)                                 # its Jacobians too, field by field
     assert reopened.eigenvalues.dtype.kind == "c"
 
 
@@ -123,3 +125,21 @@ def test_the_session_keeps_the_records_a_reopened_run_shows_and_leaves_out_one_t
     path.write_bytes(buffer.getvalue())
     reopened, _ = load_session(path)
     assert [r.step for r in reopened.history.records] == [1]  # the rest opens; the run draws its next step
+
+
+def test_the_lyapunov_spectrum_is_kept_and_reopens_exactly_after_plain_steps(tmp_path):
+    """The newest record with a Lyapunov spectrum is kept beside the newest one (core.session.SHOWN), so
+    run.lyapunov() and the window's Lyapunov panel show it once reopened."""
+    import gradflow
+    run = gradflow.Run(seq_len=8, hidden_size=6, model="gru")
+    measured = run.step(lyapunov=True)
+    run.step(jacobians=True)                                 # newer Jacobians, without a spectrum
+    run.trainer.step(detail=False)
+    path = run.save(tmp_path / "run.gfe")
+    reopened = gradflow.open(path)
+    kept = {r.step: r for r in reopened.trainer.history.records}
+    assert sorted(kept) == [1, 2, 3]
+    assert same_record(kept[1], measured) and kept[1].jacobians.spectrum.method == "qr"
+    assert kept[2].jacobians.spectrum is None and kept[3].jacobians is None
+    table, again = run.lyapunov(), reopened.lyapunov()
+    assert len(table) == 8 * 6 and table.equals(again)

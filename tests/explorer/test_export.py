@@ -71,7 +71,7 @@ SCENARIOS = {"vanishing": {"seq_len": 20, "hidden_size": 64}, "copy_lstm": {"seq
 
 @pytest.fixture(scope="module", params=list(SCENARIOS))
 def every_panel(request, qapp):
-    """All nine panels of `gradflow export` after 25 steps of a preset (light theme), each at least its minimum."""
+    """All ten panels of `gradflow export` after 25 steps of a preset (light theme), each at least its minimum."""
     from gradflow.core.presets import load_preset
     from gradflow.explorer.export.figures import panel_name
     from gradflow.explorer.panels import PANELS
@@ -198,11 +198,12 @@ def test_panel_svg_is_vector_small_and_renders_like_its_png(every_panel, tmp_pat
 
 @pytest.fixture(scope="module")
 def api_run(qapp):
-    """A small run whose newest record has everything a panel draws (hidden states, Jacobians)."""
+    """A small run whose newest record has everything a panel draws (hidden states, Jacobians, their Lyapunov
+    spectrum)."""
     import gradflow
     run = gradflow.Run("vanishing", seq_len=20, hidden_size=16)
     run.train(2, progress=False)
-    run.step(jacobians=True)
+    run.step(lyapunov=True)
     return run
 
 

@@ -89,7 +89,7 @@ GRADIENT_AREA_720P = (560, 260)   # the gradient plot's data area in presentatio
 @pytest.mark.slow
 @pytest.mark.parametrize("screen", SIZES, ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES])
 def test_presentation_keeps_every_companion_beside_the_gradient_inside_the_screen(screen, tmp_path):
-    """Maximised, then F5, then keys 1-8 one after the other, then F11: the window's frame never leaves the
+    """Maximised, then F5, then keys 1-9 one after the other, then F11: the window's frame never leaves the
     screen's available area (the full screen's area in F11), timeline and status bar stay on it, every companion
     is docked beside Gradient through time (not in a tab behind it), and on a 1280×720 screen the gradient
     plot's data area (legend in its empty corner) is at least 560×260 px."""

@@ -1,7 +1,7 @@
 """The panels draw what the engine recorded: curve data, image arrays and levels, scatter counts and label text
 are checked against the Record and History a real Trainer produced (and, for the contribution shares, against
 the contribution norms themselves). The six dashboard panels first, then the deeper views: contributions through
-time, the LSTM highway, Jacobians through time."""
+time, the LSTM highway, Jacobians through time (the Lyapunov panel: test_lyapunov_panel.py)."""
 from __future__ import annotations
 
 import dataclasses
@@ -24,6 +24,7 @@ from gradflow.explorer.panels import (
     HiddenStatePanel,
     JacobiansPanel,
     LstmHighwayPanel,
+    LyapunovPanel,
     Panel,
     SpectrumPanel,
     TaskViewPanel,
@@ -82,7 +83,8 @@ def task_view(qtbot, name: str) -> tuple[TaskViewPanel, dict]:
 def test_panels_are_the_six_dashboard_panels_then_the_deeper_views_all_with_title_and_caption(qtbot):
     assert [cls.__name__ for cls in PANELS] == ["GradientTimePanel", "GradientHistoryPanel", "HiddenStatePanel",
                                                 "SpectrumPanel", "TrainingPanel", "TaskViewPanel",
-                                                "ContributionsPanel", "LstmHighwayPanel", "JacobiansPanel"]
+                                                "ContributionsPanel", "LstmHighwayPanel", "JacobiansPanel",
+                                                "LyapunovPanel"]
     for cls in PANELS:
         panel = make(qtbot, cls)
         assert isinstance(panel, Panel)
@@ -91,9 +93,9 @@ def test_panels_are_the_six_dashboard_panels_then_the_deeper_views_all_with_titl
 
 
 def test_the_deeper_views_come_after_the_six_dashboard_panels():
-    assert PANELS[-3:] == list(DEEPER_PANELS) == [ContributionsPanel, LstmHighwayPanel, JacobiansPanel]
+    assert PANELS[-4:] == list(DEEPER_PANELS) == [ContributionsPanel, LstmHighwayPanel, JacobiansPanel, LyapunovPanel]
     assert [cls.title for cls in DEEPER_PANELS] == ["Contributions through time", "LSTM highway",
-                                                    "Jacobians through time"]
+                                                    "Jacobians through time", "Lyapunov spectrum"]
 
 
 # -- gradient through time ---------------------------------------------------------------------------
@@ -699,7 +701,8 @@ def test_jacobians_panel_finds_the_newest_profile_in_the_history_and_waits_witho
     assert panel.waiting_note.text == "" and panel.one_line.isVisible()
 
 
-@pytest.mark.parametrize("cls,wanted", [(JacobiansPanel, "wants_jacobians"), (SpectrumPanel, "wants_spectrum")])
+@pytest.mark.parametrize("cls,wanted", [(JacobiansPanel, "wants_jacobians"), (SpectrumPanel, "wants_spectrum"),
+                                        (LyapunovPanel, "wants_lyapunov")])
 def test_a_connected_panel_wants_its_costly_extra_only_while_on_screen(qtbot, cls, wanted):
     worker = TrainingWorker(JACOBIAN_CONFIGS["rnn"])               # not started: set_wanted only sets a flag
     panel = make(qtbot, cls, LARGE)
@@ -711,6 +714,7 @@ def test_a_connected_panel_wants_its_costly_extra_only_while_on_screen(qtbot, cl
     panel.hide()
     qtbot.waitUntil(lambda: not getattr(worker, wanted), timeout=WAIT_MS)
     assert not worker.wants_jacobians or cls is JacobiansPanel   # each panel sets its own flag only
+    assert not worker.wants_lyapunov or cls is LyapunovPanel
 
 
 def test_captions_and_footers_yield_to_the_plots_when_the_panel_is_short(qtbot):

@@ -40,6 +40,7 @@ DRAWN_TOGETHER = {
     "gradient panel, LSTM": (("grad_h", "grad_c", "cell_path"),),
     "LSTM highway": (("grad_c", "grad_h"), ("forget",)),
     "Jacobians": (("jacobian_step",), ("jacobian_product", "sigma")),
+    "Lyapunov": (("lyapunov_exponent", "lyapunov_limit"), ("long_term_singular", "rounding_floor")),
     "spectrum": (("rho", "sigma"),),
     "sweep diagram": (("rho", "edge_of_chaos", "trainable_length"),),
 }

@@ -318,6 +318,27 @@ def test_a_tour_stop_and_a_pause_end_on_a_step_with_the_jacobians_a_panel_shows(
     assert rec.records[-1].jacobians is not None and rec.records[-1].step == rec.paused_at[-1]
 
 
+def test_the_lyapunov_spectrum_is_computed_only_while_wanted_and_a_pause_ends_on_a_step_with_it(qtbot, session):
+    s, rec = session
+    assert rec.records[0].jacobians is None                            # nobody asked
+    s.worker.set_wanted(lyapunov=True)
+    s.worker.step_once()
+    qtbot.waitUntil(lambda: len(rec.records) == 2, timeout=WAIT_MS)
+    wanted = rec.records[-1]
+    assert wanted.jacobians.spectrum is not None and wanted.hidden is not None
+    assert wanted.jacobians.spectrum.exponents.shape[0] == wanted.seq_len
+    s.worker.play()
+    qtbot.waitUntil(lambda: rec.records[-1].step >= 12, timeout=WAIT_MS)
+    s.worker.pause()
+    qtbot.waitUntil(lambda: len(rec.paused_at) == 1, timeout=WAIT_MS)
+    assert rec.records[-1].step == rec.paused_at[-1] and rec.records[-1].jacobians.spectrum is not None
+    assert any(r.jacobians is None for r in rec.records[2:-1]), "plain steps between the Lyapunov steps"
+    s.worker.set_wanted(lyapunov=False)
+    s.worker.step_once()
+    qtbot.waitUntil(lambda: rec.records[-1].step == rec.paused_at[-1] + 1, timeout=WAIT_MS)
+    assert rec.records[-1].jacobians is None
+
+
 def test_a_large_matrix_gets_its_full_spectrum_only_while_wanted_and_at_most_a_third_of_the_time(qtbot):
     """Over FULL_SPECTRUM_MAX_SIZE rows the eigenvalues cost (seconds at H = 1024): detailed steps get them only
     while the spectrum panel is seen (the flag starts set), a Step and the closing step of a pause in full."""
