@@ -462,6 +462,7 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
                     edit.setText(text)
                 sweeping.seeds_spin.setValue(seeds)
                 sweeping.steps_spin.setValue(0)
+                sweeping.jobs_spin.setValue(1)   # one worker process to start: the layout is what is measured
                 sweeping.start()
                 end = time.monotonic() + TIMEOUT_S / 4
                 while sweeping.is_running() and time.monotonic() < end:

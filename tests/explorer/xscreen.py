@@ -378,6 +378,7 @@ def _start_sweep(window, spec: str) -> Any:
         edit.setText(text)
     window.seeds_spin.setValue(int(seeds))
     window.steps_spin.setValue(int(steps))
+    window.jobs_spin.setValue(1)   # one worker process to start (the tests look at the window, not the speed)
     return "ok" if window.start() else {"error": window.status_label.text()}
 
 
