@@ -260,12 +260,12 @@ class App:
                 return now
         raise TimeoutError(f"the windows did not settle in {SETTLE_S} s; last: {last}")
 
-    def whole(self, known: tuple[str, ...] = ()) -> list[str]:
-        """What the probe's `whole` finds lost in the panels on screen (but in the `known` panels), asked again
+    def whole(self) -> list[str]:
+        """What the probe's `whole` finds lost in the panels on screen, asked again
         until nothing is (a panel lays itself out after its dock settles: later on a busy machine) or SETTLE_S
         passed; then its last answer."""
         deadline = time.monotonic() + SETTLE_S
-        while (lost := [x for x in self.ask("whole") if x.split(":")[0] not in known]) and time.monotonic() < deadline:
+        while (lost := self.ask("whole")) and time.monotonic() < deadline:
             time.sleep(POLL_S)
         return lost
 
