@@ -33,6 +33,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("xscreen"),   # one work
 
 SIZES = [(1280, 720), (1366, 768), (1920, 1080)]
 TOLERANCE = 4   # px a dock may move between two layouts of the same window (Qt's splitters round)
+GRADIENT_AREA_720P = (560, 260)   # (as in test_layout_sizes: the stop's message takes its room under the plots)
 
 
 @pytest.fixture(scope="module", params=SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
@@ -161,8 +162,9 @@ def test_the_window_stays_on_the_screen_and_keeps_its_layout_through_restore_and
 
 def _assert_every_companion_beside_the_gradient(screen, app, scale: float = 1):
     """F5, then keys 1-9: each companion that applies to the scenario's cell docked beside the gradient plot (not
-    behind it in a tab), the window on the screen; the key of one that does not apply (the LSTM highway of an RNN)
-    changes nothing; left in presentation mode."""
+    behind it in a tab), the window on the screen, at 1280×720 the gradient plot's data area at least
+    GRADIENT_AREA_720P; the key of one that does not apply (the LSTM highway of an RNN) changes nothing; left in
+    presentation mode."""
     window = app.main_window()
     screen.key(window, "F5")
     shown = None
@@ -180,6 +182,9 @@ def _assert_every_companion_beside_the_gradient(screen, app, scale: float = 1):
         gradient, beside = main["docks"][GT], main["docks"][companion]
         assert gradient[0] + gradient[2] <= beside[0] and abs(gradient[1] - beside[1]) <= TOLERANCE, \
             where + f"gradient at {gradient}, {companion} at {beside}"
+        if state["screen"][2:] == [1280, 720]:
+            w, h = main["gradient_area"]
+            assert w >= GRADIENT_AREA_720P[0] and h >= GRADIENT_AREA_720P[1], where + f"gradient data area {w}×{h}"
         _assert_on_screen(state, scale=scale)
 
 
@@ -284,9 +289,6 @@ def test_a_small_sweep_runs_with_its_settings_and_diagram_on_the_screen(on_scree
     assert shown["plot"][0] >= SWEEP_AREA[0] and shown["plot"][1] >= SWEEP_AREA[1], f"sweep data area {shown['plot']}"
     screen.key(window, "F5")
     app.wait_for(lambda s: not s["main"]["presentation"])
-
-
-GRADIENT_AREA_720P = (560, 260)   # (as in test_layout_sizes: the stop's message takes its room under the plots)
 
 
 def test_at_the_tours_step_40_stop_the_gradient_legend_covers_no_curve(on_screen):
