@@ -230,6 +230,7 @@ SWEEP_AREA = (480, 300)   # the sweep window's plot: its data area at least this
 
 
 @pytest.mark.slow
+@CHECKED_ON_A_REAL_SCREEN   # (test_a_small_sweep_runs_with_its_settings_and_diagram_on_the_screen)
 @pytest.mark.parametrize("screen", SIZES[:3], ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES[:3]])
 def test_the_sweep_window_fits_the_screen_and_its_diagram_keeps_its_room(screen, tmp_path):
     """Run → Sweep… with a finished sweep (a heatmap over 2 keys, the seeds' band over 1), in normal and in

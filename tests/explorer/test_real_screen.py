@@ -248,6 +248,7 @@ def test_on_a_4k_screen_the_window_fits_and_every_companion_sits_beside_the_grad
 
 
 SWEEP = "spectral_radius=0.5,1.5;seq_len=10,20 1 0"   # 2 × 2 points, 1 seed, at initialisation: seconds
+SWEEP_ONE_KEY = "spectral_radius=0.5,1,1.5 2 0"       # 3 values × 2 seeds: a line with the seeds' band
 SWEEP_AREA = (480, 300)   # the sweep plot's data area at least this (as test_layout_sizes asks offscreen)
 
 
@@ -271,7 +272,8 @@ def _assert_sweep_on_screen(screen, state: dict, where: str) -> dict:
 def test_a_small_sweep_runs_with_its_settings_and_diagram_on_the_screen(on_screen):
     """Run → Sweep…, a 2 × 2 grid at initialisation started through the probe (the window's own fields and Start):
     before it starts, once it has finished (every point drawn), and in presentation mode (F5 on the main window;
-    the sweep window follows its type), the sweep window, its settings and its diagram stay on the screen."""
+    the sweep window follows its type), then a sweep over one key there, the sweep window, its settings and its
+    diagram stay on the screen and the plot keeps its data area."""
     screen, app = on_screen
     app.ask("trigger sweep_action")
     app.window("Sweep")
@@ -287,6 +289,10 @@ def test_a_small_sweep_runs_with_its_settings_and_diagram_on_the_screen(on_scree
     screen.activate(presented["sweeps"][-1]["x_id"])
     shown = _assert_sweep_on_screen(screen, app.settle(), "presentation")
     assert shown["plot"][0] >= SWEEP_AREA[0] and shown["plot"][1] >= SWEEP_AREA[1], f"sweep data area {shown['plot']}"
+    assert app.ask(f"sweep {SWEEP_ONE_KEY}") == "ok"   # lines with the seeds' band, in presentation type
+    app.wait_for(lambda s: s["sweeps"][-1]["status"].startswith("Done: 6 points"), seconds=300)
+    lines = _assert_sweep_on_screen(screen, app.settle(), "one key, presentation")
+    assert lines["plot"][0] >= SWEEP_AREA[0] and lines["plot"][1] >= SWEEP_AREA[1], f"sweep data area {lines['plot']}"
     screen.key(window, "F5")
     app.wait_for(lambda s: not s["main"]["presentation"])
 
