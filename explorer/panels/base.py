@@ -400,7 +400,7 @@ class Panel(QWidget):
         """Give up the fewest of FOLDS with which the panel is no taller than its planned height, the legends under
         its plots at least (all of them back where it has none); the same size gives the same answer whatever was
         folded before. True when it changed."""
-        below = [legend for legend in self._legends   # (placed by add_legend: a panel placing its own keeps it)
+        below = [legend for legend in legends.shown_in(self, self._legends)   # (add_legend's: a panel's own stays)
                  if getattr(legend, "_slots", None) is not None and legend._beside in (False, "folded")]
         line, spacing = self.legend_key.minimumSizeHint().height(), self.body.spacing()
         costs = [(sum(getattr(legend, "_below", 0.0) for legend in below), line + spacing if below else 0),
@@ -428,8 +428,8 @@ class Panel(QWidget):
 
     def _write_key(self) -> None:
         """legend_key: the entries of the legends folded now (legends.key_html) in one line, shown while any is."""
-        entries = [entry for legend in self._legends if getattr(legend, "_beside", None) == "folded"
-                   for entry in legend.items]
+        entries = [entry for legend in legends.shown_in(self, self._legends)
+                   if getattr(legend, "_beside", None) == "folded" for entry in legend.items]
         if entries and self.legend_key.parent() is None:
             self.body.insertWidget(max(self.body.indexOf(view) for view in self._graphics) + 1, self.legend_key)
             self.yielding_labels.append(self.legend_key)

@@ -103,6 +103,12 @@ def _snug_inside(legend: pg.LegendItem):
         legend.setGeometry(0, 0, math.ceil(hint.width()), math.ceil(hint.height()))
 
 
+def shown_in(panel, all_legends: list[pg.LegendItem]) -> list[pg.LegendItem]:
+    """Those of `all_legends` in a view `panel` shows (not on a hidden page of a stacked widget)."""
+    return [legend for legend in all_legends if legend.scene() is not None
+            and any(view.isVisibleTo(panel) for view in legend.scene().views())]
+
+
 def new_legend(columns: int = 3) -> pg.LegendItem:
     """A frameless legend for its own layout cell (beside or under the plot), so it never hides data.
     Place it with Panel.add_legend(legend, layout, below=..., beside=...)."""

@@ -12,13 +12,28 @@ from gradflow.core.records import History, Record
 from gradflow.explorer.panels import legends, plotting, ranges
 from gradflow.explorer.panels.base import Panel, set_figure_text
 from gradflow.explorer.theme import BLUE, GREEN, ORANGE, PURPLE, SKY_BLUE, VERMILLION, YELLOW, Theme
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget
 
 K_STEPS = (1, 4, 16, 64)              # the sine preview's k-step predictions (d2l 8.1)
 COPY_LENGTH = 10
 SYMBOL_COLORS = (ORANGE, SKY_BLUE, GREEN, YELLOW, BLUE, VERMILLION, PURPLE, "#999999")   # Okabe-Ito, then grey
 SINE_MARGIN = 0.6                     # y range = data range ± this; runaway predictions are clipped to it
+
+
+class CurrentPageStack(QStackedWidget):
+    """A QStackedWidget asks for the largest of its pages: so does this one (the window's layout is chosen for any
+    task's page), but where its panel is planned to a height (Panel.plan_size: presentation's pair) it asks for the
+    page shown only. (There a hidden page's legend made the panel taller than its dock, under the tour's message.)"""
+
+    def __init__(self):
+        super().__init__()
+        self.current_only = False
+        self.currentChanged.connect(lambda _: self.updateGeometry())
+
+    def minimumSizeHint(self) -> QSize:
+        page = self.currentWidget()
+        return page.minimumSizeHint() if self.current_only and page is not None else super().minimumSizeHint()
 
 
 class TaskViewPanel(Panel):
@@ -43,8 +58,9 @@ class TaskViewPanel(Panel):
         super().__init__(parent)
         self.caption_label.setText(self.CAPTIONS[None])
         self._history: History | None = None   # the run whose preview is shown
-        self.stack = QStackedWidget()
+        self.stack = CurrentPageStack()
         self.body.addWidget(self.stack, 1)
+        self.stack.currentChanged.connect(lambda _: self.fit_legends())   # the shown page's legends only
         self.kind: str | None = None
         self.preview: dict[str, Any] | None = None
         self.preview_step: int | None = None
@@ -60,6 +76,12 @@ class TaskViewPanel(Panel):
         self.pages = {"adding": self.adding_page, "copy": self.copy_page, "recall": self.copy_page,
                       "sine": self.sine_page, "text": self.text_page}
         self.apply_theme(self.theme)
+
+    def plan_size(self, width: int | None, height: int | None = None) -> None:
+        if self.stack.current_only != (height is not None):
+            self.stack.current_only = height is not None
+            self.stack.updateGeometry()
+        super().plan_size(width, height)
 
     # -- pages -----------------------------------------------------------------------------------
     def _page(self) -> tuple[QWidget, QVBoxLayout]:

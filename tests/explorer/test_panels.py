@@ -758,3 +758,20 @@ def test_an_inside_legend_avoids_a_line_that_crosses_a_corner_between_its_ends(q
     legend.addItem(plot.listDataItems()[0], "a label of some width")
     QApplication.processEvents()
     assert empty_corner(legend, plot, None) != (0, 0)
+
+
+def test_a_task_views_hidden_page_neither_sizes_the_panel_nor_writes_its_key_line(qtbot):
+    """The task view keeps a page per task in a stack. At 1280×720 in presentation the sine page's legend, hidden
+    behind the adding page, folded into the key line over the adding plot ("data x_t") and made the panel taller
+    than its dock, its axis label under the tour's message. Only the page shown counts."""
+    panel = make(qtbot, TaskViewPanel, (559, 398))
+    panel.show()
+    panel.plan_size(559, 398)
+    sine, adding = run("sine"), run("rnn")
+    feed(panel, sine)
+    assert panel.kind == "sine"
+    feed(panel, adding)                                         # another run: the adding page in front
+    assert panel.kind == "adding"
+    qtbot.waitUntil(lambda: panel.stack.minimumSizeHint() == panel.adding_page.minimumSizeHint(), timeout=WAIT_MS)
+    assert "x<sub>t" not in panel.legend_key.text() and not panel.legend_key.isVisible()
+    assert panel.layout().minimumSize().height() <= 398
