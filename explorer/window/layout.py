@@ -31,6 +31,7 @@ from PySide6.QtCore import QMargins, QSize, Qt
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QTabBar
 
 GT, SPECTRUM, JACOBIANS, LYAPUNOV = "GradientTimePanel", "SpectrumPanel", "JacobiansPanel", "LyapunovPanel"
+SENSITIVITY = "SensitivityPanel"
 TRAINING, HISTORY, CONTRIBUTIONS = "TrainingPanel", "GradientHistoryPanel", "ContributionsPanel"
 HIDDEN, TASK, HIGHWAY = "HiddenStatePanel", "TaskViewPanel", "LstmHighwayPanel"
 SEPARATOR = 6           # px between docks (QMainWindow's separator and some slack)
@@ -49,26 +50,27 @@ class Arrangement:
         return [n for row in self.rows for group in row for n in group]
 
 
-COMPANIONS = (SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS, LYAPUNOV)   # keys 1..9
+COMPANIONS = (SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS, LYAPUNOV,
+              SENSITIVITY)   # keys 1..9, 0
 DEFAULT_COMPANION = SPECTRUM
 NORMAL = (
-    Arrangement("wide", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, LYAPUNOV)),
+    Arrangement("wide", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, LYAPUNOV, SENSITIVITY)),
                          ((TRAINING,), (HISTORY,), (HIDDEN, HIGHWAY), (TASK,)))),
-    Arrangement("three by two", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, LYAPUNOV), (TRAINING, HIGHWAY)),
+    Arrangement("three by two", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, LYAPUNOV, SENSITIVITY), (TRAINING, HIGHWAY)),
                                  ((HISTORY,), (HIDDEN,), (TASK,)))),
-    Arrangement("narrow", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, LYAPUNOV)),
+    Arrangement("narrow", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, LYAPUNOV, SENSITIVITY)),
                            ((HISTORY, TRAINING), (HIDDEN, TASK, HIGHWAY)))),
-    Arrangement("grid", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, TRAINING, TASK, HIGHWAY, LYAPUNOV)),
+    Arrangement("grid", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, TRAINING, TASK, HIGHWAY, LYAPUNOV, SENSITIVITY)),
                          ((HISTORY,), (HIDDEN,)))),
     Arrangement("columns", (((GT, HISTORY, HIDDEN, TASK),
-                             (SPECTRUM, TRAINING, CONTRIBUTIONS, HIGHWAY, JACOBIANS, LYAPUNOV)),)),
+                             (SPECTRUM, TRAINING, CONTRIBUTIONS, HIGHWAY, JACOBIANS, LYAPUNOV, SENSITIVITY)),)),
     Arrangement("seven in columns", (((GT, HISTORY, HIDDEN, TASK), (SPECTRUM, TRAINING, HIGHWAY)),)),
     Arrangement("pair", (((GT,), (DEFAULT_COMPANION,)),), pair=True),   # (normal_arrangements: the companion)
     Arrangement("single", (((GT, SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS,
-                            LYAPUNOV),),)),
+                            LYAPUNOV, SENSITIVITY),),)),
     Arrangement("bare pair", (((GT,), (DEFAULT_COMPANION,)),), settings=False, pair=True),
     Arrangement("bare", (((GT, SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS,
-                          LYAPUNOV),),), settings=False),
+                          LYAPUNOV, SENSITIVITY),),), settings=False),
 )
 
 

@@ -89,12 +89,13 @@ GRADIENT_AREA_720P = (560, 260)   # the gradient plot's data area in presentatio
 @pytest.mark.slow
 @pytest.mark.parametrize("screen", SIZES, ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES])
 def test_presentation_keeps_every_companion_beside_the_gradient_inside_the_screen(screen, tmp_path):
-    """Maximised, then F5, then keys 1-9 one after the other, then F11: the window's frame never leaves the
+    """Maximised, then F5, then keys 1-9 and 0 one after the other (an LSTM; the decay sensitivity, which does not
+    apply to it, in an LRU's window), then F11: the window's frame never leaves the
     screen's available area (the full screen's area in F11), timeline and status bar stay on it, every companion
     is docked beside Gradient through time (not in a tab behind it), and on a 1280×720 screen the gradient
     plot's data area (legend in its empty corner) is at least 560×260 px."""
     results = _run("companions", screen, tmp_path)
-    assert len(results) == 1 + 8 + 1                 # maximised; presentation with each companion; full screen
+    assert len(results) == 1 + 10 + 1               # maximised; presentation with each companion; full screen
     for r in results:
         where = f"{screen} {r['step']}: "
         _assert_frame_on_screen(r, where)
@@ -545,14 +546,29 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
         report("maximised")
         window.presentation_action.trigger()
         settle(window)
+        later = [c for c in layout.COMPANIONS if not window.layouts.applies(c)]   # the decay sensitivity
         for companion in layout.COMPANIONS:
-            window.layouts.companion_actions[companion].trigger()
-            settle(window)
-            report("presentation", companion)
+            if companion not in later:
+                window.layouts.companion_actions[companion].trigger()
+                settle(window)
+                report("presentation", companion)
         window.showFullScreen()
         settle(window)
         report("full screen")
         window.close()
+        if later:
+            from gradflow.core.config import Config
+            store = QSettings(str(tmp / "companions_lru.ini"), QSettings.Format.IniFormat)
+            store.setValue("presentation", "true")
+            window = MainWindow(config=Config(model="lru", seq_len=30, hidden_size=16, task=config.task),
+                                settings=store)
+            window.showMaximized()
+            settle(window)
+            for companion in later:
+                window.layouts.companion_actions[companion].trigger()
+                settle(window)
+                report("presentation, LRU", companion)
+            window.close()
         return
     if mode == "move":   # a second screen, 1280×720, to the right of the first
         window = open_window(tmp / "move.ini", args[0] == "True")
