@@ -78,7 +78,8 @@ class Measure:
 
     def covers(self, wanted: Measure) -> bool:
         """Whether this step's record holds everything `wanted` asks for (e.g. a pause ends on such a step)."""
-        return all(getattr(self, name) or not getattr(wanted, name) for name in ("detail", "preview", "lyapunov", "sensitivity")) \
+        return all(getattr(self, name) or not getattr(wanted, name)
+                   for name in ("detail", "preview", "lyapunov", "sensitivity")) \
             and (self.step_jacobians or not wanted.jacobians) and (self.full_spectrum or not wanted.full_spectrum)
 
     def filled(self) -> frozenset[str]:

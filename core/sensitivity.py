@@ -29,6 +29,10 @@ h_t = γ Σ_{k=0}^{t−1} λ^k x_{t−k}, so with λ a function of the parameter
 the normalisation alone leaves (1 − |λ|)^−2 — while ∂L/∂h_t, whose factor per step back is |λ| ≤ 1, does not
 explode — and the LRU's ν with γ stays bounded, σ²/4 at |λ| = 1. The state's own variance is
 σ² γ² (1 − q^t)/(1 − q).
+
+Measured: `measure` (every row of a batch, from a zero state; core.trainer.Trainer.sensitivity, run.sensitivity(),
+`gradflow run --sensitivity`) and `step_profile` (layer 1 of a training step's own forward and backward, kept in its
+Record when the step's core.measure.Measure asks: the window's decay sensitivity panel, `sensitivity` claims).
 """
 from __future__ import annotations
 

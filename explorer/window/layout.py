@@ -7,7 +7,10 @@ plots need (a plot's data area is never below explorer.panels.base.PLOT_MIN), so
 all panels fewer are shown, in tabs, and none is squashed; a group of tabs is at least as wide as its
 titles, never cut to "Sp…" (where no arrangement has room for them, the titles scroll).
 
-Normal mode, from the most panels on screen to the fewest (the three views "through time" share a group):
+Normal mode, from the most panels on screen to the fewest (the three views "through time" share a group; the
+decay sensitivity is a tab of SINGLE and BARE only, and starts closed in the others (View menu; key 0 beside the
+gradient in presentation mode): a tab more in any of them changed which arrangement a 4K screen at 2× got, the
+choice depending on the panels' minimum widths left by the candidates tried before):
     WIDE              settings | gradient-through-time, spectrum (and the Lyapunov spectrum) / training, history,
                       hidden state, task
     THREE BY TWO      settings | gradient-through-time, spectrum, training / history, hidden state, task
@@ -54,16 +57,16 @@ COMPANIONS = (SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY,
               SENSITIVITY)   # keys 1..9, 0
 DEFAULT_COMPANION = SPECTRUM
 NORMAL = (
-    Arrangement("wide", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, LYAPUNOV, SENSITIVITY)),
+    Arrangement("wide", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, LYAPUNOV)),
                          ((TRAINING,), (HISTORY,), (HIDDEN, HIGHWAY), (TASK,)))),
-    Arrangement("three by two", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, LYAPUNOV, SENSITIVITY), (TRAINING, HIGHWAY)),
+    Arrangement("three by two", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, LYAPUNOV), (TRAINING, HIGHWAY)),
                                  ((HISTORY,), (HIDDEN,), (TASK,)))),
-    Arrangement("narrow", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, LYAPUNOV, SENSITIVITY)),
+    Arrangement("narrow", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, LYAPUNOV)),
                            ((HISTORY, TRAINING), (HIDDEN, TASK, HIGHWAY)))),
-    Arrangement("grid", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, TRAINING, TASK, HIGHWAY, LYAPUNOV, SENSITIVITY)),
+    Arrangement("grid", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, TRAINING, TASK, HIGHWAY, LYAPUNOV)),
                          ((HISTORY,), (HIDDEN,)))),
     Arrangement("columns", (((GT, HISTORY, HIDDEN, TASK),
-                             (SPECTRUM, TRAINING, CONTRIBUTIONS, HIGHWAY, JACOBIANS, LYAPUNOV, SENSITIVITY)),)),
+                             (SPECTRUM, TRAINING, CONTRIBUTIONS, HIGHWAY, JACOBIANS, LYAPUNOV)),)),
     Arrangement("seven in columns", (((GT, HISTORY, HIDDEN, TASK), (SPECTRUM, TRAINING, HIGHWAY)),)),
     Arrangement("pair", (((GT,), (DEFAULT_COMPANION,)),), pair=True),   # (normal_arrangements: the companion)
     Arrangement("single", (((GT, SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS,
