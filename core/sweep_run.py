@@ -2,6 +2,7 @@
 on disk at once; a lost cluster, a stop request and Ctrl+C keep every finished row."""
 from __future__ import annotations
 
+import ast
 import concurrent.futures as cf
 import contextlib
 import logging
@@ -10,6 +11,7 @@ import os
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -153,7 +155,34 @@ def execute(plan: Plan, out: str | Path, jobs: int | None = None, cluster: str |
     return table
 
 
+def unguarded_script_call() -> tuple[str, int] | None:
+    """(file, line) where the main script starts this at its top level outside `if __name__ == "__main__":`;
+    None where it does not. Each spawned worker runs the main script again as it starts (multiprocessing's spawn
+    start method); such a call then starts a pool in every worker, which Python refuses, and every point's worker
+    dies. A package's __main__ and an interactive session are not run again."""
+    main = sys.modules.get("__main__")
+    path, spec = getattr(main, "__file__", None), getattr(main, "__spec__", None)
+    if path is None or (spec is not None and spec.name.endswith("__main__")):
+        return None
+    frame = next((f for f, _ in traceback.walk_stack(None)
+                  if f.f_globals is vars(main) and f.f_code.co_name == "<module>"), None)
+    if frame is None:   # not from the script's top-level code (a notebook, a function the user calls later)
+        return None
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+    tests = {'__name__ == "__main__"', '"__main__" == __name__'}
+    guarded = any(isinstance(node, ast.If) and ast.unparse(node.test).replace("'", '"') in tests
+                  and node.lineno <= frame.f_lineno <= (node.end_lineno or node.lineno) for node in tree.body)
+    return None if guarded else (path, frame.f_lineno)
+
+
 def _on_local_pool(jobs: int, plan: Plan, pending: list[Point], on_row, stop: threading.Event | None):
+    if pending and (where := unguarded_script_call()):
+        raise ConfigError(f"{where[0]}, line {where[1]}: a sweep on local worker processes starts from the "
+                          "script's top level; each worker runs the script again as it starts, so every point "
+                          "would fail. Put the script's top-level code under `if __name__ == \"__main__\":`.")
     while pending:
         with local_pool(jobs) as pool:
             suspects, pending = run_points(pool, pending, plan, 2 * jobs, on_row, stop=stop)

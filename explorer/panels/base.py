@@ -88,6 +88,8 @@ class Panel(QWidget):
             label.setVisible(False)
         self.yielding_labels: list[YieldingLabel] = [self.caption_label, self.key_label, self.alert_label]
         self._footer_added = False
+        self._showing_footer = False   # a footer line is being shown or hidden (_set_footer)
+        self._refold_waits = False     # a refold asked for meanwhile, done after it
         self._last_seen_step: int | None = None
         self._last_history: weakref.ref[History] | None = None   # the history of the run drawn last
         self._last_record: Record | None = None
@@ -188,8 +190,17 @@ class Panel(QWidget):
         shown = bool(text) and (label is not self.key_label or self._fold < 3)   # (a fold gives up the key: _refold)
         if label.text() != text or label.isHidden() == shown:
             label.setText(text)
-            label.setVisible(shown)
-            self._fit_texts()
+            # Qt lays the panel out inside setVisible: a refold then (hiding this label) would be undone by the
+            # show it is nested in, leaving the label drawn but marked hidden. It waits until the show is done.
+            self._showing_footer, self._refold_waits = True, False
+            try:
+                label.setVisible(shown)
+            finally:
+                self._showing_footer = False
+            if self._refold_waits:
+                self.fit_minimums()
+            else:
+                self._fit_texts()
 
     # -- building blocks, registered for theming -------------------------------------------
     def add_graphics(self, stretch: int = 1, into: QBoxLayout | None = None) -> pg.GraphicsLayoutWidget:
@@ -381,7 +392,9 @@ class Panel(QWidget):
                 view.setMinimumSize(size)
             if layout.geometry().width() > view.width() or layout.geometry().height() > view.height():
                 layout.setGeometry(view.range)   # laid out while it needed more: back to the view's size
-        if fold and self._refold():
+        if fold and self._showing_footer:
+            self._refold_waits = True
+        elif fold and self._refold():
             self.fit_minimums(fold=False)   # the minimums with the legends folded or back
             return
         self._fit_texts()

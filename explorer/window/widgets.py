@@ -3,6 +3,7 @@ overlay, the message bar (and its scrolled holder, for a window with no height t
 from __future__ import annotations
 
 import html
+import math
 import re
 from typing import TYPE_CHECKING
 
@@ -214,8 +215,17 @@ class MessageBar(QFrame):
         """Keep to the bottom of `host` (a QMainWindow of docks), in no layout: while a message is shown, the
         host's bottom margin is as tall as the message, so its docks end above it (nothing in them is covered)
         and nothing moves at their top (a stop's message appearing in a layout above them shifted the settings).
-        `reserve()` is the room a window's layout keeps for a message of MESSAGE_LINES lines."""
+        It keeps to `reserve()`, the room a window's layout keeps for a message of MESSAGE_LINES lines, in the
+        smallest of MESSAGE_TEXT_SCALES; what is longer still scrolls (a taller bar would squeeze the panels
+        below what the layout was chosen for)."""
         self.setAutoFillBackground(True)
+        scroll = QScrollArea()
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidgetResizable(True)
+        scroll.viewport().setAutoFillBackground(False)
+        self.layout().replaceWidget(self.label, scroll)
+        scroll.setWidget(self.label)
         self._host = host
         for watched in (host, self):
             watched.installEventFilter(self)
@@ -228,9 +238,9 @@ class MessageBar(QFrame):
     def _type(self) -> QFont:
         return QFont((self.parentWidget() or self).font())
 
-    def _fit_type(self, width: int) -> None:
+    def _fit_type(self, width: int) -> int:
         """The label's type: the largest of MESSAGE_TEXT_SCALES of the window's in which the message keeps to its
-        reserve at `width` (the smallest where none does)."""
+        reserve at `width` (the smallest where none does). Returns the text's height in it (px)."""
         margins, spacing = self.layout().contentsMargins(), self.layout().spacing()
         text_width = width - margins.left() - margins.right() - self._buttons.sizeHint().width() \
             - self._close.sizeHint().width() - 2 * spacing
@@ -247,6 +257,7 @@ class MessageBar(QFrame):
                 break
         if self.label.font() != font:
             self.label.setFont(font)
+        return math.ceil(doc.size().height())
 
     def eventFilter(self, watched, event) -> bool:
         kind = event.type()
@@ -260,10 +271,9 @@ class MessageBar(QFrame):
     def _place(self):
         host = self._host
         width = host.width()
-        self._fit_type(width)
-        layout = self.layout()
-        height = min(layout.totalHeightForWidth(width) if layout.hasHeightForWidth() else self.sizeHint().height(),
-                     host.height() // 2)
+        margins = self.layout().contentsMargins()
+        content = max(self._fit_type(width), self._buttons.sizeHint().height(), self._close.sizeHint().height())
+        height = min(content + margins.top() + margins.bottom(), self.reserve())
         origin = host.mapTo(self.parentWidget(), host.rect().topLeft())
         geometry = (origin.x(), origin.y() + host.height() - height, width, height)
         if self.geometry().getRect() != geometry:

@@ -322,3 +322,20 @@ def test_a_bad_thread_count_is_refused_naming_the_variable(monkeypatch):
     monkeypatch.setenv("GRADFLOW_THREADS", "two")
     with pytest.raises(ConfigError, match="GRADFLOW_THREADS must be a positive integer, got 'two'"):
         engine_threads()
+
+
+@pytest.mark.parametrize("guarded", [False, True])
+def test_a_script_starting_a_sweep_at_its_top_level_is_told_to_guard_it(tmp_path, guarded):
+    """Each spawned worker runs the main script again as it starts: a sweep started at a script's top level,
+    outside `if __name__ == "__main__":`, failed in every worker ("its worker process died") without saying
+    why. It is refused before anything starts, naming the script's line and the guard; a guarded one runs."""
+    call = 'print("rows", len(gradflow.sweep(["spectral_radius=0.5,1.0"], steps=0, jobs=1)))'
+    body = f'if __name__ == "__main__":\n    {call}\n' if guarded else f"print('starting')\n{call}\n"
+    script = tmp_path / "study.py"
+    script.write_text("import gradflow\n" + body, encoding="utf-8")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    if guarded:
+        assert out.returncode == 0 and "rows 2" in out.stdout, out.stderr[-2000:]
+    else:
+        assert out.returncode != 0 and out.stdout.count("starting") == 1, out.stdout + out.stderr[-2000:]
+        assert f"{script}, line 3" in out.stderr and 'if __name__ == "__main__":' in out.stderr, out.stderr[-2000:]

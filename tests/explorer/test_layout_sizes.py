@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from gradflow.explorer.offscreen import offscreen_platform
+from gradflow.explorer.window.layout import COMPANIONS
 from processes import run_child  # tests/explorer is on sys.path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,13 +90,13 @@ GRADIENT_AREA_720P = (560, 260)   # the gradient plot's data area in presentatio
 @pytest.mark.slow
 @pytest.mark.parametrize("screen", SIZES, ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES])
 def test_presentation_keeps_every_companion_beside_the_gradient_inside_the_screen(screen, tmp_path):
-    """Maximised, then F5, then keys 1-9 and 0 one after the other (an LSTM; the decay sensitivity, which does not
-    apply to it, in an LRU's window), then F11: the window's frame never leaves the
+    """Maximised, then F5, then each companion's key one after the other (an LSTM; the decay sensitivity, which does
+    not apply to it, in an LRU's window), then F11: the window's frame never leaves the
     screen's available area (the full screen's area in F11), timeline and status bar stay on it, every companion
     is docked beside Gradient through time (not in a tab behind it), and on a 1280×720 screen the gradient
     plot's data area (legend in its empty corner) is at least 560×260 px."""
     results = _run("companions", screen, tmp_path)
-    assert len(results) == 1 + 10 + 1               # maximised; presentation with each companion; full screen
+    assert len(results) == 1 + len(COMPANIONS) + 1   # maximised; presentation with each companion; full screen
     for r in results:
         where = f"{screen} {r['step']}: "
         _assert_frame_on_screen(r, where)
@@ -463,6 +464,7 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
                     edit.setText(text)
                 sweeping.seeds_spin.setValue(seeds)
                 sweeping.steps_spin.setValue(0)
+                sweeping.jobs_spin.setValue(1)   # one worker process to start: the layout is what is measured
                 sweeping.start()
                 end = time.monotonic() + TIMEOUT_S / 4
                 while sweeping.is_running() and time.monotonic() < end:

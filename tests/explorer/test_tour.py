@@ -132,3 +132,27 @@ def test_a_stop_message_moves_nothing_and_the_settings_open_while_it_is_shown(qt
     window.message_bar.clear()
     qtbot.waitUntil(lambda: not window.message_bar.isVisible(), timeout=WAIT_MS)
     assert (settings.mapTo(central, settings.rect().topLeft()), window.dock_host.geometry()) == shown_at
+
+
+def test_a_floating_message_longer_than_its_room_keeps_to_it_and_scrolls_the_rest(qtbot):
+    """A stop's message that needs more lines than the layout keeps (MESSAGE_LINES, even in the smallest type) at
+    1280 px took them from the panels, whose bottom lines ran under it; it keeps to its room and the rest scrolls."""
+    from gradflow.explorer.window.widgets import MessageBar
+    from PySide6.QtWidgets import QWidget
+    window = QWidget()
+    host = QWidget(window)
+    bar = MessageBar(window)
+    bar.float_over(host)
+    window.resize(1280, 720)
+    host.setGeometry(0, 0, 1280, 720)
+    qtbot.addWidget(window)
+    window.show()
+    claim = "the gradient norm at the first time step is below a millionth of the last one's, as ρ^(T−t) predicts; "
+    bar.show_message("tour", "<b>Step 40</b> " + claim * 12, (("Next ▶", lambda: None),))
+    qtbot.waitUntil(lambda: bar.height() > 0 and host.contentsMargins().bottom() == bar.height(), timeout=WAIT_MS)
+    assert bar.height() <= bar.reserve()
+    scroll = bar.label.parentWidget().parentWidget()                 # the label, in a scroll area's viewport
+    qtbot.waitUntil(lambda: scroll.verticalScrollBar().maximum() > 0, timeout=WAIT_MS)   # the rest: reachable
+    bar.show_message("tour", "<b>Step 1</b> one line", (("Next ▶", lambda: None),))
+    qtbot.waitUntil(lambda: bar.height() < bar.reserve(), timeout=WAIT_MS)       # a short one: only its height
+    assert host.contentsMargins().bottom() == bar.height() and scroll.verticalScrollBar().maximum() == 0

@@ -270,19 +270,23 @@ def test_a_crashed_engine_process_is_reported_and_started_again(qtbot):
 
 
 # -- extras on demand: Jacobians through time, only while a panel wants them ------------------------------
+def _step_wanting(qtbot, session, **wanted):
+    """One step with `wanted` set (worker.set_wanted): its record."""
+    s, rec = session
+    s.worker.set_wanted(**wanted)
+    before = len(rec.records)
+    s.worker.step_once()
+    qtbot.waitUntil(lambda: len(rec.records) == before + 1, timeout=WAIT_MS)
+    return rec.records[-1]
+
+
 def test_jacobians_are_computed_only_while_wanted(qtbot, session):
     s, rec = session
     assert rec.records[0].jacobians is None            # nobody asked
-    s.worker.set_wanted(jacobians=True)
-    s.worker.step_once()
-    qtbot.waitUntil(lambda: len(rec.records) == 2, timeout=WAIT_MS)
-    wanted = rec.records[-1]
+    wanted = _step_wanting(qtbot, session, jacobians=True)
     assert wanted.jacobians is not None and wanted.hidden is not None   # detailed, so the window draws it
     assert wanted.jacobians.log10_product.shape == (wanted.seq_len,)
-    s.worker.set_wanted(jacobians=False)
-    s.worker.step_once()
-    qtbot.waitUntil(lambda: len(rec.records) == 3, timeout=WAIT_MS)
-    assert rec.records[-1].jacobians is None
+    assert _step_wanting(qtbot, session, jacobians=False).jacobians is None
 
 
 def test_jacobians_while_playing_come_at_most_every_half_second(qtbot, session):
@@ -321,10 +325,7 @@ def test_a_tour_stop_and_a_pause_end_on_a_step_with_the_jacobians_a_panel_shows(
 def test_the_lyapunov_spectrum_is_computed_only_while_wanted_and_a_pause_ends_on_a_step_with_it(qtbot, session):
     s, rec = session
     assert rec.records[0].jacobians is None                            # nobody asked
-    s.worker.set_wanted(lyapunov=True)
-    s.worker.step_once()
-    qtbot.waitUntil(lambda: len(rec.records) == 2, timeout=WAIT_MS)
-    wanted = rec.records[-1]
+    wanted = _step_wanting(qtbot, session, lyapunov=True)
     assert wanted.jacobians.spectrum is not None and wanted.hidden is not None
     assert wanted.jacobians.spectrum.exponents.shape[0] == wanted.seq_len
     s.worker.play()
@@ -418,13 +419,9 @@ def test_the_sensitivity_is_measured_only_while_wanted_and_never_asked_of_a_dens
     s, rec = start(qtbot, Config(model="lru", hidden_size=4, seq_len=8), isolated=False)
     try:
         assert rec.records[0].sensitivity is not None                   # the new model's first step
-        s.worker.step_once()
-        qtbot.waitUntil(lambda: len(rec.records) == 2, timeout=WAIT_MS)
-        assert rec.records[-1].sensitivity is None                      # nobody asked
-        s.worker.set_wanted(sensitivity=True)
-        s.worker.step_once()
-        qtbot.waitUntil(lambda: len(rec.records) == 3, timeout=WAIT_MS)
-        assert rec.records[-1].sensitivity is not None and rec.records[-1].hidden is not None
+        assert _step_wanting(qtbot, (s, rec)).sensitivity is None        # nobody asked
+        wanted = _step_wanting(qtbot, (s, rec), sensitivity=True)
+        assert wanted.sensitivity is not None and wanted.hidden is not None
         s.worker.rebuild(Config(model="gru", hidden_size=4, seq_len=8))
         s.worker.step_once()
         qtbot.waitUntil(lambda: len(rec.records) == 5, timeout=WAIT_MS)
