@@ -554,23 +554,21 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
                 window.layouts.companion_actions[companion].trigger()
                 settle(window)
                 report("presentation", companion)
-        window.showFullScreen()
-        settle(window)
-        report("full screen")
-        window.close()
-        if later:
+        if later:   # an LRU run in the same window, as a scenario picked replaces the run (no second window)
             from gradflow.core.config import Config
-            store = QSettings(str(tmp / "companions_lru.ini"), QSettings.Format.IniFormat)
-            store.setValue("presentation", "true")
-            window = MainWindow(config=Config(model="lru", seq_len=30, hidden_size=16, task=config.task),
-                                settings=store)
-            window.showMaximized()
-            settle(window)
+            assert window.model.rebuild(Config(model="lru", seq_len=30, hidden_size=16, task=config.task))
+            end = time.monotonic() + 30
+            while not all(window.layouts.applies(c) for c in later) and time.monotonic() < end:
+                app.processEvents()
+                time.sleep(0.01)
             for companion in later:
                 window.layouts.companion_actions[companion].trigger()
                 settle(window)
                 report("presentation, LRU", companion)
-            window.close()
+        window.showFullScreen()
+        settle(window)
+        report("full screen")
+        window.close()
         return
     if mode == "move":   # a second screen, 1280×720, to the right of the first
         window = open_window(tmp / "move.ini", args[0] == "True")

@@ -91,16 +91,15 @@ def _child(tmp: Path) -> None:
             continue
         window.layouts.companion_actions[companion].trigger()
         report(f"presentation, key {key % 10} ({companion})")
-    window.close()
-    if later:
+    if later:   # an LRU run in the same window, as a scenario picked replaces the run (no second engine to start)
         from gradflow.core.config import Config
-        window = MainWindow(config=Config(model="lru", seq_len=30, hidden_size=16, task=config.task), settings=store)
-        window.showMaximized()
-        settle(lambda: window.theme.presentation)
+        window.model.rebuild(Config(model="lru", seq_len=30, hidden_size=16, task=config.task))
+        settle(lambda: all(window.layouts.applies(c) for _, c in later), seconds=0)   # report() settles after
         for key, companion in later:
             window.layouts.companion_actions[companion].trigger()
             report(f"presentation, LRU, key {key % 10} ({companion})")
-        window.close()
+            assert window.panel(companion) in window.layouts.visible_panels(), f"{companion} not shown in an LRU run"
+    window.close()
 
 
 if __name__ == "__main__":
