@@ -88,8 +88,7 @@ class Panel(QWidget):
             label.setVisible(False)
         self.yielding_labels: list[YieldingLabel] = [self.caption_label, self.key_label, self.alert_label]
         self._footer_added = False
-        self._showing_footer = False   # a footer line is being shown or hidden (_set_footer)
-        self._refold_waits = False     # a refold asked for meanwhile, done after it
+        self._showing_footer = self._refold_waits = False   # a footer shown or hidden; a refold asked meanwhile
         self._last_seen_step: int | None = None
         self._last_history: weakref.ref[History] | None = None   # the history of the run drawn last
         self._last_record: Record | None = None
@@ -190,17 +189,10 @@ class Panel(QWidget):
         shown = bool(text) and (label is not self.key_label or self._fold < 3)   # (a fold gives up the key: _refold)
         if label.text() != text or label.isHidden() == shown:
             label.setText(text)
-            # Qt lays the panel out inside setVisible: a refold then (hiding this label) would be undone by the
-            # show it is nested in, leaving the label drawn but marked hidden. It waits until the show is done.
-            self._showing_footer, self._refold_waits = True, False
-            try:
-                label.setVisible(shown)
-            finally:
-                self._showing_footer = False
-            if self._refold_waits:
-                self.fit_minimums()
-            else:
-                self._fit_texts()
+            self._showing_footer, self._refold_waits = True, False   # Qt lays the panel out inside setVisible: a
+            label.setVisible(shown)                                   # refold there would be undone by the show
+            self._showing_footer = False                              # (drawn, marked hidden): it waits for it
+            self.fit_minimums() if self._refold_waits else self._fit_texts()
 
     # -- building blocks, registered for theming -------------------------------------------
     def add_graphics(self, stretch: int = 1, into: QBoxLayout | None = None) -> pg.GraphicsLayoutWidget:

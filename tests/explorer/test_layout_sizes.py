@@ -20,12 +20,17 @@ import pytest
 from gradflow.explorer.offscreen import offscreen_platform
 from gradflow.explorer.window.layout import COMPANIONS
 from processes import run_child  # tests/explorer is on sys.path
+from xscreen import missing as real_screen_missing  # tests/explorer is on sys.path
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = [(1280, 720, 1), (1366, 768, 1), (1920, 1080, 1), (3840, 2160, 2)]   # physical px, scale factor
 STALE_SCREEN = (3840, 2160, 1)    # the stale layout is saved on a 4K screen at 1×, its window 3000×1900
 MIN_PLOT = (220, 130)
 TIMEOUT_S = 300
+# What test_real_screen.py checks on a real X screen with a window manager (the stronger check) is checked
+# offscreen only where there is none.
+CHECKED_ON_A_REAL_SCREEN = pytest.mark.skipif(real_screen_missing() is None,
+                                              reason="checked on a real X screen here: test_real_screen.py")
 
 
 def _run(mode: str, screen: tuple[int, int, int], tmp: Path, *args: str, beside=None) -> list[dict]:
@@ -88,6 +93,7 @@ GRADIENT_AREA_720P = (560, 260)   # the gradient plot's data area in presentatio
 
 
 @pytest.mark.slow
+@CHECKED_ON_A_REAL_SCREEN   # (test_presentation_puts_every_companion_beside_..., test_on_a_4k_screen_...)
 @pytest.mark.parametrize("screen", SIZES, ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES])
 def test_presentation_keeps_every_companion_beside_the_gradient_inside_the_screen(screen, tmp_path):
     """Maximised, then F5, then each companion's key one after the other (an LSTM; the decay sensitivity, which does
@@ -156,6 +162,7 @@ TITLE_BAR = 20   # px a window manager's title bar takes from a maximised window
 
 
 @pytest.mark.slow
+@CHECKED_ON_A_REAL_SCREEN   # (test_at_the_tours_step_40_stop_the_gradient_legend_covers_no_curve)
 @pytest.mark.parametrize("screen", SIZES[:3], ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES[:3]])
 def test_at_the_tours_stop_the_gradient_legend_covers_no_curve_and_the_plot_keeps_its_room(screen, tmp_path):
     """The default scenario in presentation mode, maximised under a title bar, played to its tour's step-40 stop
@@ -224,6 +231,7 @@ SWEEP_AREA = (480, 300)   # the sweep window's plot: its data area at least this
 
 
 @pytest.mark.slow
+@CHECKED_ON_A_REAL_SCREEN   # (test_a_small_sweep_runs_with_its_settings_and_diagram_on_the_screen)
 @pytest.mark.parametrize("screen", SIZES[:3], ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES[:3]])
 def test_the_sweep_window_fits_the_screen_and_its_diagram_keeps_its_room(screen, tmp_path):
     """Run → Sweep… with a finished sweep (a heatmap over 2 keys, the seeds' band over 1), in normal and in
