@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from gradflow.core.records import History, Record
+from gradflow.core.records import Record
 from gradflow.explorer.panels import legends, plotting, ranges
-from gradflow.explorer.panels.base import Panel
-from gradflow.explorer.panels.jacobians import DecadeAxis, newest_with
+from gradflow.explorer.panels.jacobians import DecadeAxis
+from gradflow.explorer.panels.on_demand import OnDemandPanel
 from gradflow.explorer.panels.placeholder import Placeholder
-from gradflow.explorer.panels.visibility import OnScreenWatch
 from gradflow.explorer.theme import Theme
 
 WAITING = "The sensitivity comes about twice a second\nwhile this panel is shown: press Play or Step."
@@ -32,9 +31,10 @@ def log10_finite(values) -> np.ndarray:
     return out
 
 
-class SensitivityPanel(Placeholder, Panel):
+class SensitivityPanel(Placeholder, OnDemandPanel):
     title = "Decay sensitivity"
-    cell_view = "sensitivity"
+    cell_view = wanted = "sensitivity"
+    carries = staticmethod(has_profile)
     caption = ("Top: how far the state h_t moves when its unit's decay parameter θ moves, E|∂h_t/∂θ|² over the units "
                "(layer 1, the step's batch): as memory |λ| → 1 it can grow without bound even where ∂L/∂h_t does not "
                "explode (Zucchet & Orvieto 2024). Dashed: the closed form for white input of the same power, drawn "
@@ -66,55 +66,18 @@ class SensitivityPanel(Placeholder, Panel):
         self.legend.addItem(self.term_curve, "‖step t's term of ∂L/∂θ‖")
         self.sensitivity_range = ranges.StickyRange((-3.0, 0.0), step=1.0, margin=0.03, shrink_below=0.5, min_span=1.0)
         self.gradient_range = ranges.StickyRange((-4.0, 0.0), step=1.0, margin=0.03, shrink_below=0.5, min_span=1.0)
-        self.profile = None                   # the core.sensitivity.SensitivityProfile on screen
-        self.shown_step: int | None = None    # the step it was measured at
-        self.refusal = ""                     # why the run's cell has no sensitivity ('' where it has)
-        self._has_white_noise = False
-        self._drawn: Record | None = None
-        self._shown = None
-        self._ask = lambda wanted: None       # tells the worker whether a profile is wanted (connect_to_worker)
-        self._seen = False
-        self._watch: OnScreenWatch | None = None
         self.apply_theme(self.theme)
         self._set_waiting()
 
-    # -- wiring ---------------------------------------------------------------------------------
-    def connect_to_worker(self, worker) -> None:
-        """Ask `worker` (explorer.engine.worker.TrainingWorker) for the sensitivity only while this panel is on screen
-        and the run's cell has one (explorer.panels.visibility: hidden docks and background tabs cost nothing)."""
-        if self._watch is not None:
-            self._watch.deleteLater()
-        self._ask = lambda wanted: worker.set_wanted(sensitivity=wanted)
-        self._watch = OnScreenWatch(self, self._on_seen)
+    @property
+    def profile(self):
+        """The core.sensitivity.SensitivityProfile on screen (None before one)."""
+        return None if self._drawn is None else self._drawn.sensitivity
 
-    def _on_seen(self, seen: bool):
-        self._seen = seen
-        self._ask(seen and not self.refusal)
-
-    # -- drawing ------------------------------------------------------------------------------
-    def show_record(self, record: Record, history: History) -> None:
-        if record is self._shown:
-            return
-        self._shown = record
-        if self._is_new_run(record, history):
-            self.profile, self.shown_step, self._drawn = None, None, None
-            self.sensitivity_range.reset()
-            self.gradient_range.reset()
-        refusal = record.views_missing.get(self.cell_view, "")
-        if refusal != self.refusal:
-            self.refusal = refusal
-            self._show_placeholder(refusal)
-            self.profile, self.shown_step, self._drawn = None, None, None
-            self._ask(self._seen and not refusal)
-        if refusal:
-            return
-        found = newest_with(has_profile, record, history, self.shown_step or 0)
-        if found is None:
-            if self.profile is None:
-                self._set_waiting()
-            return
-        if found is not self._drawn:
-            self._draw(found)
+    def _on_new_run(self):
+        super()._on_new_run()
+        self.sensitivity_range.reset()
+        self.gradient_range.reset()
 
     def _set_waiting(self):
         self.waiting_note.set(WAITING)
@@ -124,9 +87,7 @@ class SensitivityPanel(Placeholder, Panel):
         self.set_key("")
 
     def _draw(self, record: Record):
-        self._drawn = record
         profile = record.sensitivity
-        self.profile, self.shown_step = profile, record.step
         self.waiting_note.set("")
         T = len(profile.sensitivity)
         ts = np.arange(1, T + 1, dtype=float)
@@ -134,7 +95,8 @@ class SensitivityPanel(Placeholder, Panel):
         white_noise = None if profile.white_noise is None else log10_finite(profile.white_noise)
         self.sensitivity_curve.setData(ts, sensitivity)
         self.white_noise_curve.setData(*((ts, white_noise) if white_noise is not None else ([], [])))
-        self._show_white_noise_entry(white_noise is not None)
+        if legends.show_entry(self.legend, self.white_noise_curve, WHITE_NOISE, white_noise is not None, self.theme):
+            self.fit_legends()
         self._fit(self.sensitivity_plot, self.sensitivity_range, [sensitivity, white_noise], T)
         gradient, term = log10_finite(record.dh_norms[0]), log10_finite(profile.contribution)
         self.gradient_curve.setData(ts, gradient)
@@ -162,17 +124,6 @@ class SensitivityPanel(Placeholder, Panel):
         if profile.white_noise is not None:
             text += f"\nwhite noise: {float(profile.white_noise[-1]):.3g}"
         return text
-
-    def _show_white_noise_entry(self, shown: bool):
-        if self._has_white_noise == shown:
-            return
-        self._has_white_noise = shown
-        if shown:
-            self.legend.addItem(self.white_noise_curve, WHITE_NOISE)
-        else:
-            self.legend.removeItem(self.white_noise_curve)
-        legends.style_legend(self.legend, self.theme)
-        self.fit_legends()
 
     def _restyle(self, theme: Theme):
         self.sensitivity_curve.setPen(plotting.quantity_pen(theme, "sensitivity"))
