@@ -50,9 +50,11 @@ def check_run(preset, run: str | None, step_hook: Callable[[Any], None] | None =
         return []
     wanted = set().union(*(c.steps for _, c in claims))
     detailed = set().union(*(c.steps for _, c in claims if c.kind == "theory_line"))  # linear_prediction
+    sensitive = set().union(*(c.steps for _, c in claims if c.kind == "sensitivity"))   # Record.sensitivity
     trainer, records, diverged_at = Trainer(runs[run]), {}, None
     for _ in range(max(c.last_step for _, c in claims)):
-        record = trainer.step(Measure(detail=trainer.steps_done + 1 in detailed))
+        step = trainer.steps_done + 1
+        record = trainer.step(Measure(detail=step in detailed, sensitivity=step in sensitive))
         if record.step in wanted:
             records[record.step] = record
         if step_hook is not None:

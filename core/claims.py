@@ -51,6 +51,12 @@ kind                      keys                                       holds when,
                                                                      1 for tanh/ReLU, ¼ for the logistic sigmoid;
                                                                      rtol default 1e-5; one layer, loss at the last
                                                                      step, no randomized truncation)
+``sensitivity``           step, below? above?, t?, against?          E|∂h_t/∂θ|², the decay sensitivity of a
+                                                                     diagonal cell (Record.sensitivity: layer 1,
+                                                                     the mean over units, the step's batch; t
+                                                                     default T), or with against = "white_noise"
+                                                                     its ratio to the white-noise closed form
+                                                                     (the LRU's), is below / above the bounds
 ``diverges``              by, expect                                 an update is refused (loss or ‖g‖ not
                                                                      finite) at some step ≤ ``by`` (expect =
                                                                      true), or at none (expect = false)
@@ -129,7 +135,7 @@ KEYS: dict[str, Callable[[str, Any], Any]] = {
     "over": _int_range, "zeros": _int_range, "nonzero": _int_range, "steps": _int_range,
     "within": _band,
     "of": _choice("h", "c"), "name": _choice(*SCALAR_NAMES), "line": _choice(*THEORY_LINES),
-    "cause": _choice(*ZERO_CAUSE_NAMES), "expect": _boolean,
+    "cause": _choice(*ZERO_CAUSE_NAMES), "expect": _boolean, "against": _choice("white_noise"),
 }
 
 
@@ -152,6 +158,7 @@ KINDS: dict[str, Kind] = {
     "theory_line": Kind(("steps", "line", "rtol"), {}, (), lambda a: range(a["steps"][0], a["steps"][1] + 1)),
     "gradient_bound": Kind(("steps",), {"gamma": None, "rtol": 1e-5}, (),
                            lambda a: range(a["steps"][0], a["steps"][1] + 1)),
+    "sensitivity": Kind(("step",), {"below": None, "above": None, "t": None, "against": None}, ("below", "above")),
     "diverges": Kind(("by", "expect"), {}, (), lambda a: range(0)),
 }
 
@@ -228,6 +235,8 @@ def _check_fits(where: str, kind: str, args: dict, config: Config):
         raise ConfigError(f"{where}: line = 'linear' does not fit model = {config.model!r}: {why}")
     if kind == "gradient_bound":
         _check_bound_fits(where, args, config)
+    if kind == "sensitivity":
+        _check_sensitivity_fits(where, args, config)
     if kind == "step_factor" and args["over"][0] == args["over"][1]:
         raise ConfigError(f"{where}: over must span at least two time steps, got {list(args['over'])}")
 
@@ -247,6 +256,18 @@ def _check_bound_fits(where: str, args: dict, config: Config):
                           "bound: use truncation_mode = fixed or none")
     if args["gamma"] is None:
         args["gamma"] = gamma
+
+
+def _check_sensitivity_fits(where: str, args: dict, config: Config):
+    """A diagonal cell (its refusal names them); against = "white_noise" a cell whose θ has the closed form."""
+    cell = cells.cell_for(config.model)
+    why = cell.no_sensitivity(config)
+    if why is not None:
+        raise ConfigError(f"{where}: {why}")
+    if args["against"] == "white_noise" and cell.sensitivity_closed_form is None:
+        having = [name for name in cells.names() if cells.cell_for(name).sensitivity_closed_form is not None]
+        raise ConfigError(f"{where}: against = 'white_noise' needs a decay constant in t whose parameterisation has "
+                          f"the closed form (model = {' | '.join(having)}), got model = {config.model!r}")
 
 
 # -- checking ---------------------------------------------------------------------------------------------
@@ -392,6 +413,20 @@ def _bound(a: dict, records: list) -> tuple[bool, str]:
                                     f"γ = {a['gamma']:g}")
 
 
+def _sensitivity(a: dict, records: list) -> tuple[bool, str]:
+    profile = records[0].sensitivity
+    if profile is None:
+        return False, f"step {records[0].step} did not measure the sensitivity (Measure(sensitivity=True))"
+    t = a["t"] or len(profile.sensitivity)
+    value = float(profile.sensitivity[t - 1])
+    seen = f"E|∂h_{t}/∂{profile.parameter}|² = {value:.3g}"
+    if a["against"] == "white_noise":
+        line = float(profile.white_noise[t - 1]) if profile.white_noise is not None else math.nan
+        value = value / line
+        seen += f", white-noise closed form {line:.3g}: ratio {value:.3g}"
+    return _bounds(value, a), seen
+
+
 def theory_line(record, line: str) -> np.ndarray:
     """(T,) the theory line through ‖∂L/∂h_T‖ of row 0: the exact linear prediction, or ρ^(T−t), σ_max^(T−t)."""
     if line == "linear":
@@ -402,4 +437,4 @@ def theory_line(record, line: str) -> np.ndarray:
 
 
 CHECKS = {"gradient_ratio": _ratio, "step_factor": _factor, "exact_zeros": _zeros, "scalar": _scalar,
-          "baseline": _baseline, "theory_line": _theory, "gradient_bound": _bound}
+          "baseline": _baseline, "theory_line": _theory, "gradient_bound": _bound, "sensitivity": _sensitivity}

@@ -195,8 +195,7 @@ def write_run_files(args: argparse.Namespace, runs: list[dict[str, Any]]):
 def save_sensitivity(path: str | Path, trainer) -> None:
     """core.sensitivity measured at `trainer`'s weights now, on its task's first batch, as CSV (core.run_data)."""
     from gradflow.core.run_data import save_sensitivity_csv, sensitivity_columns
-    from gradflow.core.sensitivity import measure_run
-    save_sensitivity_csv(path, sensitivity_columns(trainer.steps_done, measure_run(trainer), trainer.config))
+    save_sensitivity_csv(path, sensitivity_columns(trainer.steps_done, trainer.sensitivity(), trainer.config))
 
 
 def member_path(path: str | Path, label: str) -> Path:

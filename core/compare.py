@@ -45,8 +45,18 @@ class Comparison:
 
     def step(self, measure: Measure | None = None, **flags: Any) -> list[Record]:
         """One optimizer step of every run, on the same batch, each measuring what `measure` asks for, or its
-        fields as keywords (core.protocol.Engine, core.trainer.Trainer.step); a diverged run just reports it."""
-        return [trainer.step(measure, **flags) for trainer in self.trainers]
+        fields as keywords (core.protocol.Engine, core.trainer.Trainer.step); a diverged run just reports it.
+        `sensitivity` is measured in the runs whose cell has it (Cell.no_sensitivity), refused where none has."""
+        if measure is None:
+            measure = Measure(**flags)
+        elif flags:
+            raise TypeError(f"give a Measure or its fields as keywords, not both (got {', '.join(flags)})")
+        refused = [trainer.cell.no_sensitivity(trainer.config) for trainer in self.trainers] \
+            if measure.sensitivity else [None] * len(self.trainers)
+        if all(refused):
+            raise ConfigError(str(refused[0]))
+        return [trainer.step(measure.replace(sensitivity=False) if why else measure)
+                for trainer, why in zip(self.trainers, refused)]
 
     def update(self, **changes: Any) -> list[Config]:
         """Live settings (core.config.LIVE_KEYS) for every run; the configs now in force."""

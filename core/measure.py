@@ -6,12 +6,14 @@ asks for the costlier rest:
 
     Trainer.step(Measure(detail=False))                      # what a sweep or `gradflow run` takes between ends
     Trainer.step(Measure(jacobians=True, lyapunov=True))     # what the window's Lyapunov panel asks for
+    Trainer.step(Measure(sensitivity=True))                  # what the window's sensitivity panel asks for
 
 The engines (core.trainer.Trainer, core.compare.Comparison: core.protocol.Engine) take one, the app's loop
 (explorer.engine.loop) builds one from what the panels on screen want, and FILLS says which Record fields each of
 its measurements fills; they stay None (or empty) on a step that did not ask for them. What a cell has not got
 stays None whatever is asked (Record.views_missing says why), and a cell without a step Jacobian refuses
-`jacobians` and `lyapunov` before the step starts (core.cells.Cell.no_step_jacobian).
+`jacobians` and `lyapunov` before the step starts (core.cells.Cell.no_step_jacobian), a cell without a diagonal
+recurrence `sensitivity` (core.cells.Cell.no_sensitivity).
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ FILLS: dict[str, tuple[str, ...]] = {
     "spectrum": ("eigenvalues", "singular_values"),   # of a matrix over FULL_SPECTRUM_MAX_SIZE rows (core.spectrum)
     "jacobians": ("jacobians",),                      # a core.analysis.JacobianProfile of layer 1, sample 0
     "lyapunov": ("jacobians",),                       # ... with its Lyapunov spectrum (JacobianProfile.spectrum)
+    "sensitivity": ("sensitivity",),                  # a core.sensitivity.SensitivityProfile of layer 1
 }
 
 
@@ -39,13 +42,15 @@ class Measure:
     jacobians: the Jacobians through time of layer 1, sample 0;
     spectrum:  every eigenvalue and singular value of a recurrent block over core.spectrum.FULL_SPECTRUM_MAX_SIZE
                rows (a smaller one always gets them); None: on detailed steps;
-    lyapunov:  the Jacobians with their Lyapunov spectrum and the long-term Jacobian's singular values.
+    lyapunov:  the Jacobians with their Lyapunov spectrum and the long-term Jacobian's singular values;
+    sensitivity: a diagonal cell's ∂h_t/∂θ of layer 1 on the step's batch (core.sensitivity.step_profile).
     """
     detail: bool = True
     preview: bool = False
     jacobians: bool = False
     spectrum: bool | None = None
     lyapunov: bool = False
+    sensitivity: bool = False
 
     def __post_init__(self):
         """Each field as a bool (a numpy bool or 0/1 reads as one, as `if` would); text or None refused."""
@@ -73,7 +78,8 @@ class Measure:
 
     def covers(self, wanted: Measure) -> bool:
         """Whether this step's record holds everything `wanted` asks for (e.g. a pause ends on such a step)."""
-        return all(getattr(self, name) or not getattr(wanted, name) for name in ("detail", "preview", "lyapunov")) \
+        return all(getattr(self, name) or not getattr(wanted, name)
+                   for name in ("detail", "preview", "lyapunov", "sensitivity")) \
             and (self.step_jacobians or not wanted.jacobians) and (self.full_spectrum or not wanted.full_spectrum)
 
     def filled(self) -> frozenset[str]:

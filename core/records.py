@@ -61,6 +61,7 @@ class Record:
     contributions: np.ndarray | None = None  # (R, T) ‖step t's term of ∂L/∂W_hh‖_F; on detail steps
     contribution_share: np.ndarray | None = None  # (R, T) each term's share of Σ_t ‖term_t‖_F
     jacobians: Any = None              # core.analysis.JacobianProfile of layer 1, sample 0; when asked for
+    sensitivity: Any = None            # core.sensitivity.SensitivityProfile of layer 1 (diagonal cells); when asked for
     task_preview: dict[str, Any] | None = None
     model: str = ""                    # the config's cell (a core.cells name or a user's file); "" in sessions
                                        # saved before it was recorded

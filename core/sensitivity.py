@@ -29,6 +29,10 @@ h_t = γ Σ_{k=0}^{t−1} λ^k x_{t−k}, so with λ a function of the parameter
 the normalisation alone leaves (1 − |λ|)^−2 — while ∂L/∂h_t, whose factor per step back is |λ| ≤ 1, does not
 explode — and the LRU's ν with γ stays bounded, σ²/4 at |λ| = 1. The state's own variance is
 σ² γ² (1 − q^t)/(1 − q).
+
+Measured: `measure` (every row of a batch, from a zero state; core.trainer.Trainer.sensitivity, run.sensitivity(),
+`gradflow run --sensitivity`) and `step_profile` (layer 1 of a training step's own forward and backward, kept in its
+Record when the step's core.measure.Measure asks: the window's decay sensitivity panel, `sensitivity` claims).
 """
 from __future__ import annotations
 
@@ -38,7 +42,6 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 import torch
 from gradflow.core.diagonal import DiagonalRow, DiagonalRowTrace, DiagonalScan, _filled, _ScanSpec
-from gradflow.core.errors import ConfigError
 from gradflow.core.precision import exact_norm
 from torch import nn
 
@@ -128,6 +131,24 @@ def tangent(row: DiagonalRow, traced: DiagonalRowTrace) -> tuple[torch.Tensor, t
     return s, c, a
 
 
+def row_sensitivity(row: DiagonalRow, traced: DiagonalRowTrace, parameter: str, grad: torch.Tensor | None
+                    ) -> RowSensitivity:
+    """One traced row after its backward (traced.dh filled) -> its RowSensitivity; `grad`: ∂L/∂θ of the row's
+    recurrence parameter by autograd (None: unused by the loss)."""
+    s, c, a = tangent(row, traced)
+    dh = traced.dh
+    units = row.recurrence_parameter()[1].flatten() != 0
+    return RowSensitivity(
+        traced.label, parameter,
+        decay=a.abs().double().expand_as(s).mean(1).cpu().numpy(),
+        sensitivity=(s.abs().double() ** 2).mean(1).cpu().numpy(),
+        state_power=(_filled(traced).h.abs().double() ** 2).mean(1).cpu().numpy(),
+        dh_norm=exact_norm(torch.view_as_real(dh) if dh.is_complex() else dh.unsqueeze(-1), dim=(1, 3)).cpu().numpy(),
+        contribution=(dh.conj().to(torch.complex128 if dh.is_complex() else torch.float64) * c).real.sum(1)
+        .cpu().numpy(),
+        grad=np.zeros(s.shape[2]) if grad is None else grad.detach().flatten()[units].double().cpu().numpy())
+
+
 def measure(model: DiagonalNet, parameter: str, inputs: torch.Tensor, loss_of) -> list[RowSensitivity]:
     """Every row's sensitivity for one batch: inputs (T, B, I) from a zero state, loss_of(outputs) -> the loss.
     Leaves every parameter's .grad as it was (torch.autograd.grad)."""
@@ -135,50 +156,66 @@ def measure(model: DiagonalNet, parameter: str, inputs: torch.Tensor, loss_of) -
     trace = Trace()
     outputs, _ = model(inputs, None, None, trace)
     rows = model.row_modules()
-    named = [row.recurrence_parameter() for row in rows]
-    params = [row.get_parameter(name) for row, (name, _) in zip(rows, named)]
+    params = [row.get_parameter(row.recurrence_parameter()[0]) for row in rows]
     grads = torch.autograd.grad(loss_of(outputs), params, allow_unused=True)   # fills each traced row's dh
-    measured = []
-    for row, traced, (_, direction), grad in zip(rows, trace.rows, named, grads):
-        s, c, a = tangent(row, cast(DiagonalRowTrace, traced))    # a DiagonalNet traces DiagonalRowTraces
-        dh = traced.dh
-        units = direction.flatten() != 0
-        measured.append(RowSensitivity(
-            traced.label, parameter,
-            decay=a.abs().double().expand_as(s).mean(1).cpu().numpy(),
-            sensitivity=(s.abs().double() ** 2).mean(1).cpu().numpy(),
-            state_power=(_filled(traced).h.abs().double() ** 2).mean(1).cpu().numpy(),
-            dh_norm=exact_norm(torch.view_as_real(dh) if dh.is_complex() else dh.unsqueeze(-1), dim=(1, 3)).cpu().numpy(),
-            contribution=(dh.conj().to(torch.complex128 if dh.is_complex() else torch.float64) * c).real.sum(1)
-            .cpu().numpy(),
-            grad=np.zeros(s.shape[2]) if grad is None else grad.detach().flatten()[units].double().cpu().numpy()))
-    return measured
+    return [row_sensitivity(row, cast(DiagonalRowTrace, traced), parameter, grad)   # a DiagonalNet traces
+            for row, traced, grad in zip(rows, trace.rows, grads)]                 # DiagonalRowTraces
 
 
-def measure_run(trainer, inputs: torch.Tensor | None = None, targets: torch.Tensor | None = None
-                ) -> list[RowSensitivity]:
-    """The sensitivity of a core.trainer.Trainer's model at its current weights, on `inputs` (T, B, I) and
-    `targets`, or by default on its task's first batch (the one step 1 trained on; a fresh copy of the task's
-    stream, so the run's own batches are not moved on), from a zero state, with the full BPTT gradient (no
-    truncation). ConfigError naming the cells it applies to for any other cell."""
-    from gradflow.core.tasks import make_task
-    from gradflow.core.trainer import engine_threads_used
-    why = trainer.cell.no_sensitivity(trainer.config)
-    if why is not None:
-        raise ConfigError(why)
-    if (inputs is None) != (targets is None):
-        raise ValueError("give both inputs and targets (a batch of the run's task), or neither (its first batch)")
-    if inputs is None:
-        batch = make_task(trainer.config).next_batch()
-        inputs, targets = batch.inputs, batch.targets
-    size = trainer.task.input_size
-    if inputs.dim() != 3 or inputs.shape[2] != size or targets is None or targets.shape[:2] != inputs.shape[:2]:
-        raise ValueError(f"inputs must be (T, B, {size}) for task = {trainer.config.task!r} and targets (T, B, ...) "
-                         f"of the same T and B, got {tuple(inputs.shape)} and "
-                         f"{None if targets is None else tuple(targets.shape)}")
-    with engine_threads_used():
-        return measure(trainer.model, trainer.cell.recurrence_parameter, trainer._moved(inputs),
-                       lambda outputs: trainer._loss(outputs, trainer._moved(targets)))
+# -- what a step measures (core.measure.Measure.sensitivity) ------------------------------------------------
+@dataclass
+class SensitivityProfile:
+    """Layer 1's sensitivity on one step's batch and weights (before the update), as the step's Record keeps it:
+    the tangent s_t = ∂h_t/∂θ_j runs from s_0 = 0 at the batch's first step (a carried state h_0 is a constant,
+    as it is to the step's gradient), the terms use the step's own ∂L/∂h_t (truncated where the run truncates).
+    Time in sequence order, float64."""
+    parameter: str                  # the cell's recurrence_parameter θ
+    sensitivity: np.ndarray         # (T,) the mean over units j of the batch mean |∂h_t,j/∂θ_j|²
+    contribution: np.ndarray        # (T,) ‖step t's terms of ∂L/∂θ_j‖ over the units j (2-norm)
+    unit_sensitivity: np.ndarray    # (H,) each unit's batch mean |∂h_T,j/∂θ_j|² at the last step
+    unit_decay: np.ndarray          # (H,) each unit's mean |a_t,j| over t and the batch
+    grad: np.ndarray                # (H,) ∂L/∂θ_j by torch autograd (before clipping)
+    white_noise: np.ndarray | None = None   # (T,) the closed form's E|∂h_t/∂θ|² (white_noise_line), or None
+    parameterisation: str | None = None     # the PARAMETERISATIONS entry white_noise is for
+
+    @classmethod
+    def of(cls, row: RowSensitivity, white_noise: np.ndarray | None = None, parameterisation: str | None = None
+           ) -> SensitivityProfile:
+        return cls(row.parameter, row.sensitivity.mean(1), np.linalg.norm(row.contribution, axis=1),
+                   row.sensitivity[-1].copy(), row.decay.mean(0), row.grad, white_noise,
+                   parameterisation if white_noise is not None else None)
+
+
+def white_noise_line(row: DiagonalRow, traced: DiagonalRowTrace, parameterisation: str) -> np.ndarray | None:
+    """(T,) the closed form E|∂h_t/∂θ_j|² = σ_j² Σ_{k<t} c_k(|λ_j|)² (expected_sensitivity) averaged over the units
+    j, for a row whose decay λ_j is the same at every step (row.eigenvalues(): the LRU's), each unit's σ_j² the
+    power E|x_t,j|² its input x = b/γ carries on this batch (b: the recurrence's input term, γ = √(1 − |λ_j|²)
+    for a normalised parameterisation). Exact where x_t,j is white (i.i.d. over t, zero mean) and h_0 = 0; None
+    where the decay depends on the input or some |λ_j| is not inside (0, 1)."""
+    lam = row.eigenvalues()
+    if lam is None or traced.layer_input is None:
+        return None
+    moduli = lam.detach().abs().double().cpu().numpy()
+    if not ((moduli > 0) & (moduli < 1)).all():
+        return None
+    with torch.no_grad():
+        _, b, _ = row.recurrence(traced.layer_input)
+    power = (b.abs().double() ** 2).mean((0, 1)).cpu().numpy()        # (H,) E|γ_j x_t,j|²
+    if parameterisation in ("normalised", "exponential_normalised"):
+        power = power / (1 - moduli * moduli)
+    T = b.shape[0]
+    return np.mean([p * expected_sensitivity(float(m), T, parameterisation) for p, m in zip(power, moduli)], axis=0)
+
+
+def step_profile(model, trace, cell) -> SensitivityProfile:
+    """Layer 1 (forward) of a step's traced forward after its backward (core.trainer): its SensitivityProfile, with
+    the white-noise closed form where the cell's parameterisation has one (Cell.sensitivity_closed_form). `model`:
+    a core.diagonal.DiagonalNet (the cell has a recurrence_parameter)."""
+    row, traced = cast("DiagonalNet", model).row_modules()[0], cast(DiagonalRowTrace, trace.rows[0])
+    grad = row.get_parameter(row.recurrence_parameter()[0]).grad
+    measured = row_sensitivity(row, traced, cell.recurrence_parameter, grad)
+    form = cell.sensitivity_closed_form
+    return SensitivityProfile.of(measured, None if form is None else white_noise_line(row, traced, form), form)
 
 
 # -- the paper's comparison of parameterisations, on the engine's scan ---------------------------------------

@@ -10,9 +10,10 @@ references into the arrays, dicts keep keys of any JSON type, Records keep their
 settings) may hold Records too, saved and reopened exactly.
 
 The session keeps the records a reopened run shows (shown_records: its newest step, and the newest with hidden
-states, with a task preview, with Jacobians through time and with a Lyapunov spectrum where that one lacks them), so
-it draws its last step at once: the window's panels, gradflow's Run.last, figure() and lyapunov(). A record's
-Jacobians (core.analysis.JacobianProfile, its core.lyapunov.LyapunovSpectrum) are kept field by field (SAVED_TYPES).
+states, with a task preview, with Jacobians through time, with a Lyapunov spectrum and with a sensitivity profile where
+that one lacks them), so it draws its last step at once: the window's panels, gradflow's Run.last, figure() and
+lyapunov(). A record's Jacobians (core.analysis.JacobianProfile, its core.lyapunov.LyapunovSpectrum) and sensitivity
+(core.sensitivity.SensitivityProfile) are kept field by field (_saved_types).
 Sessions saved before kept them in the window's view, or not at all.
 """
 from __future__ import annotations
@@ -113,6 +114,7 @@ SHOWN = {
     "task_preview": lambda r: r.task_preview is not None,
     "jacobians": lambda r: r.jacobians is not None,
     "lyapunov": lambda r: r.jacobians is not None and r.jacobians.spectrum is not None,
+    "sensitivity": lambda r: r.sensitivity is not None,
 }
 
 
@@ -134,7 +136,9 @@ def _saved_types() -> dict[str, type]:
     """The dataclasses a Record holds that a session keeps field by field ({"@data": name, "fields": ...})."""
     from gradflow.core.analysis import JacobianProfile
     from gradflow.core.lyapunov import LyapunovSpectrum
-    return {"JacobianProfile": JacobianProfile, "LyapunovSpectrum": LyapunovSpectrum}
+    from gradflow.core.sensitivity import SensitivityProfile
+    return {"JacobianProfile": JacobianProfile, "LyapunovSpectrum": LyapunovSpectrum,
+            "SensitivityProfile": SensitivityProfile}
 
 
 def _cell_file_entry(config: Config) -> dict[str, Any]:

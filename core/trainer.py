@@ -129,12 +129,15 @@ class Trainer:
         """One optimizer step, measuring what `measure` asks for beyond what every step records (core.measure;
         None: Measure(), a detailed step); or its fields as keywords: step(detail=False) is
         step(Measure(detail=False)). A cell without a step Jacobian refuses `jacobians` and `lyapunov` with a
-        ConfigError before the step starts (Cell.no_step_jacobian)."""
+        ConfigError before the step starts (Cell.no_step_jacobian), one without a diagonal recurrence
+        `sensitivity` (Cell.no_sensitivity)."""
         if measure is None:
             measure = Measure(**flags)
         elif flags:
             raise TypeError(f"give a Measure or its fields as keywords, not both (got {', '.join(flags)})")
         if measure.step_jacobians and (why := self.cell.no_step_jacobian(self.config)) is not None:
+            raise ConfigError(why)
+        if measure.sensitivity and (why := self.cell.no_sensitivity(self.config)) is not None:
             raise ConfigError(why)
         with engine_threads_used():
             return self._step(measure)
@@ -179,6 +182,10 @@ class Trainer:
             first_state = None if state is None else (
                 (state[0][0, 0], state[1][0, 0]) if isinstance(state, tuple) else state[0, 0])
             jacobian_profile = cell.jacobians(model, trace, inputs[:, 0], first_state, cfg, measure.lyapunov)
+        sensitivity = None
+        if measure.sensitivity and math.isfinite(loss_value):   # layer 1, the whole batch, the gradients unclipped
+            from gradflow.core.sensitivity import step_profile
+            sensitivity = step_profile(model, trace, cell)
 
         # both of the weights that made these gradients (before the update)
         zero_cause = zero_causes(model, trace, inputs, keep_grad_at, cfg.loss_positions == "last", dh_norms)
@@ -251,6 +258,7 @@ class Trainer:
                 with np.errstate(invalid="ignore", divide="ignore"):  # a diverged step's norms are inf/nan
                     record.contribution_share = np.divide(terms, total, out=np.zeros_like(terms), where=total > 0)
         record.jacobians = jacobian_profile
+        record.sensitivity = sensitivity
         if measure.preview:
             record.task_preview = self.preview()
         if diverged is not None:
@@ -298,6 +306,30 @@ class Trainer:
         self.optimizer.load_state_dict(snapshot["optimizer"])
         self._carried_state = snapshot["carried_state"]
         self._matrix_edits.clear()
+
+    def sensitivity(self, inputs: torch.Tensor | None = None, targets: torch.Tensor | None = None):
+        """core.sensitivity.measure of the model at its current weights (a list of RowSensitivity, one per row), on
+        `inputs` (T, B, I) and `targets`, or by default on its task's first batch (the one step 1 trained on; a
+        fresh copy of the task's stream, so the run's own batches are not moved on), from a zero state, with the
+        full BPTT gradient (no truncation). ConfigError naming the cells it applies to for any other cell."""
+        from gradflow.core.sensitivity import measure
+        why = self.cell.no_sensitivity(self.config)
+        if why is not None:
+            raise ConfigError(why)
+        if (inputs is None) != (targets is None):
+            raise ValueError("give both inputs and targets (a batch of the run's task), or neither (its first batch)")
+        if inputs is None:
+            batch = make_task(self.config).next_batch()
+            inputs, targets = batch.inputs, batch.targets
+        size = self.task.input_size
+        if inputs.dim() != 3 or inputs.shape[2] != size or targets is None or targets.shape[:2] != inputs.shape[:2]:
+            raise ValueError(f"inputs must be (T, B, {size}) for task = {self.config.task!r} and targets (T, B, ...) "
+                             f"of the same T and B, got {tuple(inputs.shape)} and "
+                             f"{None if targets is None else tuple(targets.shape)}")
+        model: Any = self.model                       # a core.diagonal.DiagonalNet: the cell has a recurrence_parameter
+        with engine_threads_used():
+            return measure(model, str(self.cell.recurrence_parameter), self._moved(inputs),
+                           lambda outputs: self._loss(outputs, self._moved(targets)))
 
     def preview(self) -> dict[str, Any]:
         """The task view (predictions, generated text ...) for the current weights."""

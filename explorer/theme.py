@@ -134,6 +134,9 @@ QUANTITIES: dict[str, Quantity] = {
     "lyapunov_limit": Quantity("alert", "dashdot", 0.75),   # ln|λ_i(W_hh)|, a linear RNN's limit T → ∞
     "long_term_singular": Quantity("h", "solid", 0.75),     # every σ_i(∂s_T/∂s_t)
     "rounding_floor": Quantity("muted", "dot", 0.75),       # the bound on their rounding error
+    "sensitivity": Quantity("keep", "solid", 1.2),          # E|∂h_t/∂θ|² (the decay sensitivity panel)
+    "sensitivity_white_noise": Quantity("alert", "dashdot", 0.75),   # its closed form under white input (LRU)
+    "sensitivity_term": Quantity("keep", "dash"),           # ‖step t's term of ∂L/∂θ‖, beside ‖∂L/∂h_t‖
 }
 
 

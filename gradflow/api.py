@@ -104,12 +104,14 @@ class Run:
         self.trainer, self.config, self.title, self.label = trainer, trainer.config, title, ""
 
     # -- training -------------------------------------------------------------------------------------------
-    def step(self, jacobians: bool = False, lyapunov: bool = False) -> Record:
+    def step(self, jacobians: bool = False, lyapunov: bool = False, sensitivity: bool = False) -> Record:
         """One optimizer step, fully recorded (hidden states, gates, contributions; Jacobians through time if
-        asked; with `lyapunov`, their Lyapunov spectrum too: lyapunov() reads it): its Record. A refused update
-        (loss or ‖g‖ not finite) is reported in Record.diverged. A cell without a step Jacobian refuses
-        `jacobians` and `lyapunov` (ConfigError, naming the cells they apply to)."""
-        return self.trainer.step(Measure(jacobians=jacobians, lyapunov=lyapunov))
+        asked; with `lyapunov`, their Lyapunov spectrum too: lyapunov() reads it; with `sensitivity`, a diagonal
+        cell's ∂h_t/∂θ of layer 1 on the step's batch: Record.sensitivity, a core.sensitivity.SensitivityProfile):
+        its Record. A refused update (loss or ‖g‖ not finite) is reported in Record.diverged. A cell without a step
+        Jacobian refuses `jacobians` and `lyapunov`, one without a diagonal recurrence `sensitivity` (ConfigError,
+        naming the cells they apply to)."""
+        return self.trainer.step(Measure(jacobians=jacobians, lyapunov=lyapunov, sensitivity=sensitivity))
 
     def train(self, steps: int, progress: bool = True) -> Record:
         """`steps` optimizer steps (the last fully recorded), with a progress bar (a widget in Jupyter, a line in
@@ -174,9 +176,8 @@ class Run:
         for any other cell."""
         import torch
 
-        from gradflow.core.sensitivity import measure_run
         as_tensor = lambda x: None if x is None else torch.as_tensor(x)  # noqa: E731
-        rows = measure_run(self.trainer, as_tensor(inputs), as_tensor(targets))
+        rows = self.trainer.sensitivity(as_tensor(inputs), as_tensor(targets))
         return run_data.frame(run_data.sensitivity_columns(self.steps_done, rows, self.config))
 
     def arrays(self) -> dict[str, np.ndarray]:

@@ -55,6 +55,7 @@ VIEWS = {
     "linear_prediction": "the linear RNN's prediction (W_hhᵀ)^(T−t) ∂L/∂h_T",
     "spectrum_edit": "editing the spectrum by hand",
     "lyapunov": "the Lyapunov spectrum and the long-term Jacobian's singular values (a step Jacobian ∂s_t/∂s_t−1)",
+    "sensitivity": "the sensitivity ∂h_t/∂θ of a diagonal recurrence's state to its decay parameter θ",
 }
 
 # Theory lines the gradient panel draws over ‖∂L/∂h_t‖, for the cells they apply to (Cell.theory_lines, the record's
@@ -90,6 +91,8 @@ class Cell:
     theory_caption: ClassVar[str] = ""        # why its lines are these (the gradient panel's caption adds it)
     recurrence_parameter: ClassVar[str | None] = None   # a diagonal recurrence's per-unit decay parameter θ_j, whose
                                               # sensitivity ∂h_t/∂θ core.sensitivity measures (None: not one)
+    sensitivity_closed_form: ClassVar[str | None] = None   # the core.sensitivity.PARAMETERISATIONS entry of its θ where
+                                              # the white-noise closed form applies (a decay constant in t)
 
     # -- what Config checks (no torch) ----------------------------------------------------------------------
     def check(self, config: Config) -> None:
@@ -178,7 +181,7 @@ class Cell:
         why = {"contributions": self.no_contributions, "linear_prediction": self.no_linear_prediction,
                "spectrum_edit": self.not_editable(config),
                "cell_state": None if "c" in self.state else self.no_cell_state,
-               "lyapunov": self.no_step_jacobian(config)}
+               "lyapunov": self.no_step_jacobian(config), "sensitivity": self.no_sensitivity(config)}
         return {view: text for view, text in why.items() if text is not None}
 
 

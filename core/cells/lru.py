@@ -12,6 +12,7 @@ class Lru(DiagonalCell):
     order = 5
     keys = frozenset({"lru_r_min", "lru_r_max", "lru_max_phase"})   # no bidirectional: its layers are residual
     recurrence_parameter = "nu_log"
+    sensitivity_closed_form = "exponential_normalised"   # |λ_j| = exp(−exp ν_j), γ_j = √(1 − |λ_j|²), λ_j constant in t
     cost = 4.0
     block = "diag(λ) (LRU recurrence: its eigenvalues λ_j; complex state, ‖∂L/∂h_t‖ over (Re h_t, Im h_t))"
     spectrum_points = "λ<sub>j</sub> (its eigenvalues)"

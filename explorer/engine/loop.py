@@ -86,6 +86,7 @@ class Flags:
         self.want_jacobians = value("b", 0)
         self.want_spectrum = value("b", 1)  # the full spectrum of a large matrix (core.spectrum) on detailed steps
         self.want_lyapunov = value("b", 0)  # the Jacobians with their Lyapunov spectrum (core.lyapunov)
+        self.want_sensitivity = value("b", 0)   # a diagonal cell's ∂h_t/∂θ (core.sensitivity.step_profile)
         self.max_rate = value("d", 0.0)    # steps per second, 0: as fast as possible
         self.last_step = value("q", 0)     # the step of the last record computed (0: none)
         self.pause_at = value("q", 0)      # play pauses after this step, computed in full (0: no stop; a tour)
@@ -168,16 +169,19 @@ class EngineLoop:
             preview = stop or now - last_preview >= PREVIEW_INTERVAL_S
             wanted, jacobians_due = self._wanted(), stop or now >= next_jacobians
             jacobians, lyapunov = wanted.jacobians and jacobians_due, wanted.lyapunov and jacobians_due
+            # the sensitivity at the Jacobians' pace (as costly), and at a tour's stop, whose claims may read it
+            sensitivity = (wanted.sensitivity and jacobians_due) or (stop and _has_sensitivity(self.engine))
             spectrum = wanted.full_spectrum and (stop or now >= next_spectrum)
-            detail = stop or jacobians or lyapunov or spectrum or now - last_detail >= DETAIL_INTERVAL_S  # the window draws it
-            measure = Measure(detail=detail, preview=preview, jacobians=jacobians, spectrum=spectrum, lyapunov=lyapunov)
+            detail = stop or jacobians or lyapunov or sensitivity or spectrum or now - last_detail >= DETAIL_INTERVAL_S
+            measure = Measure(detail=detail, preview=preview, jacobians=jacobians, spectrum=spectrum, lyapunov=lyapunov,
+                              sensitivity=sensitivity)
             if self._step(measure) is None:
                 continue   # an exception: reported
             if stop:
                 flags.pause_at.value = 0
                 flags.playing.clear()
             cost = time.perf_counter() - now
-            if measure.step_jacobians:
+            if measure.step_jacobians or measure.sensitivity:
                 next_jacobians = now + max(JACOBIAN_INTERVAL_S, JACOBIAN_COST_FACTOR * cost)
             if spectrum:
                 next_spectrum = now + SPECTRUM_COST_FACTOR * cost
@@ -254,7 +258,8 @@ class EngineLoop:
         self.flags.pause_at.value = 0
         self._last_complete = True
         self.emit("rebuilt", spec)
-        self._step_in_full()  # so no panel is ever empty
+        # so no panel is ever empty, and a tour's claims at step 1 find a diagonal cell's sensitivity
+        self._step(self._wanted().replace(sensitivity=_has_sensitivity(engine)))
 
     def _report_native(self, result=None):
         """native_status(state, lstm, text) when the compiled LSTM loops' state (core.native.state) or the kind
@@ -270,10 +275,12 @@ class EngineLoop:
             self.emit("native_status", *now, native.status() if now[0] else "")
 
     def _wanted(self) -> Measure:
-        """A step in full with what the panels on screen ask for (explorer.engine.worker.TrainingWorker.set_wanted)."""
+        """A step in full with what the panels on screen ask for (explorer.engine.worker.TrainingWorker.set_wanted);
+        the sensitivity only where a run's cell has it (a panel may still ask while a new model's first step runs)."""
         flags = self.flags
         return Measure(detail=True, preview=True, jacobians=bool(flags.want_jacobians.value),
-                       spectrum=bool(flags.want_spectrum.value), lyapunov=bool(flags.want_lyapunov.value))
+                       spectrum=bool(flags.want_spectrum.value), lyapunov=bool(flags.want_lyapunov.value),
+                       sensitivity=bool(flags.want_sensitivity.value) and _has_sensitivity(self.engine))
 
     def _step_in_full(self):
         """A step with everything a panel on screen asks for (a Step, a pause, a new model)."""
@@ -343,3 +350,10 @@ def serve(spec: RunSpec, flags: Flags, commands: PickledQueue, events: PickledQu
     signal.signal(signal.SIGTERM, _exit_on_terminate)
     emit = BatchingEmitter(events)
     EngineLoop(spec, flags, commands, emit, emit.flush).run()
+
+
+def _has_sensitivity(engine) -> bool:
+    """Whether a run of `engine` (a Trainer, or a Comparison's trainers) has a diagonal recurrence whose
+    sensitivity a step can measure (core.cells.Cell.no_sensitivity)."""
+    trainers = getattr(engine, "trainers", [engine]) if engine is not None else []
+    return any(trainer.cell.no_sensitivity(trainer.config) is None for trainer in trainers)

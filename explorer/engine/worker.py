@@ -133,13 +133,16 @@ class TrainingWorker(QObject):
         and its result are pickled: use an importable function (functools.partial, operator.methodcaller)."""
         self._commands.put(Command("call", call=fn, tag=tag))
 
-    def set_wanted(self, jacobians: bool | None = None, spectrum: bool | None = None, lyapunov: bool | None = None):
+    def set_wanted(self, jacobians: bool | None = None, spectrum: bool | None = None, lyapunov: bool | None = None,
+                   sensitivity: bool | None = None):
         """Which costly extras are on screen (read between steps; None leaves one as it is): `jacobians` asks
         for Jacobians through time on some steps, `lyapunov` for them with their Lyapunov spectrum on the same
-        steps, `spectrum` for the full spectrum of a matrix over core.spectrum.FULL_SPECTRUM_MAX_SIZE rows on the
-        detailed ones (each throttled by its cost, see explorer.engine.loop). The loop turns them into the steps'
-        core.measure.Measure. The Jacobians and the Lyapunov spectrum start unwanted, the spectrum wanted."""
-        for flag, value in (("want_jacobians", jacobians), ("want_spectrum", spectrum), ("want_lyapunov", lyapunov)):
+        steps, `sensitivity` for a diagonal cell's ∂h_t/∂θ on those steps, `spectrum` for the full spectrum of a
+        matrix over core.spectrum.FULL_SPECTRUM_MAX_SIZE rows on the detailed ones (each throttled by its cost, see explorer.engine.loop). The loop turns them into the steps'
+        core.measure.Measure. The Jacobians, the Lyapunov spectrum and the sensitivity start unwanted, the spectrum
+        wanted."""
+        for flag, value in (("want_jacobians", jacobians), ("want_spectrum", spectrum), ("want_lyapunov", lyapunov),
+                            ("want_sensitivity", sensitivity)):
             if value is not None:
                 getattr(self._flags, flag).value = bool(value)
 
@@ -154,6 +157,10 @@ class TrainingWorker(QObject):
     @property
     def wants_lyapunov(self) -> bool:
         return bool(self._flags.want_lyapunov.value)
+
+    @property
+    def wants_sensitivity(self) -> bool:
+        return bool(self._flags.want_sensitivity.value)
 
     def set_max_rate(self, steps_per_second: float | None):
         self._flags.max_rate.value = steps_per_second or 0.0
@@ -260,7 +267,7 @@ class TrainingWorker(QObject):
         old = self._flags
         self._flags = Flags(self._context)
         self._flags.max_rate.value = old.max_rate.value
-        for flag in ("want_jacobians", "want_spectrum", "want_lyapunov"):
+        for flag in ("want_jacobians", "want_spectrum", "want_lyapunov", "want_sensitivity"):
             getattr(self._flags, flag).value = getattr(old, flag).value
         self._commands, dead = PickledQueue(self._context), self._commands
         dead.close()

@@ -52,6 +52,7 @@ class Figure:
         from gradflow.explorer.export.figures import panel_name
         from gradflow.explorer.panels import PANELS
         from gradflow.explorer.panels.lyapunov import has_spectrum
+        from gradflow.explorer.panels.sensitivity import has_profile
         names = [panel_name(p) for p in PANELS]
         if panel not in names:
             raise ValueError(f"panel must be one of {', '.join(names)}, got {panel!r}")
@@ -66,6 +67,10 @@ class Figure:
                 raise ValueError("the jacobians panel needs a step that computed them: run.step(jacobians=True)")
             if panel == "lyapunov" and not any(map(has_spectrum, run.trainer.history.records)):
                 raise ValueError("the lyapunov panel needs a step that measured it: run.step(lyapunov=True)")
+            if panel == "sensitivity" and (why := record.views_missing.get("sensitivity")):
+                raise ValueError(why)
+            if panel == "sensitivity" and not any(map(has_profile, run.trainer.history.records)):
+                raise ValueError("the sensitivity panel needs a step that measured it: run.step(sensitivity=True)")
             view.show_record(record, run.trainer.history)
         return cls(view, draw, run.title, scale, size, shape, dpi)
 

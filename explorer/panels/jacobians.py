@@ -3,32 +3,17 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from gradflow.core.records import History, Record
+from gradflow.core.records import Record
 from gradflow.explorer.panels import legends, plotting, ranges
-from gradflow.explorer.panels.base import Panel
-from gradflow.explorer.panels.visibility import OnScreenWatch
+from gradflow.explorer.panels.on_demand import OnDemandPanel
 from gradflow.explorer.theme import Theme
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
-SCAN = 400          # records searched back in the history for the newest one with Jacobians (newest_with)
-
-
-def newest_with(has: Callable[[Record], bool], record: Record, history: History, floor: int) -> Record | None:
-    """`record` if has(record), else the newest earlier one of the same run in the history after step `floor` (the
-    one on screen) that has it: Jacobians come on a few steps only, and the window may draw another record between."""
-    if has(record):
-        return record
-    for i, old in enumerate(reversed(history.records)):
-        if i >= SCAN or old.step <= floor:
-            break
-        if old.step < record.step and has(old):
-            return old
-    return None
+BOUND = "upper bound σ<sub>max</sub>(W<sub>hh</sub>)<sup>T−t</sup>"
 
 
 class DecadeAxis(plotting.IntegerAxis):
@@ -38,8 +23,15 @@ class DecadeAxis(plotting.IntegerAxis):
         return [plotting.decade_label(int(round(v))) if abs(v - round(v)) < 1e-9 else "" for v in values]
 
 
-class JacobiansPanel(Panel):
+def has_jacobians(record: Record) -> bool:
+    """Whether `record` carries Jacobians through time (a step that asked for them: core.measure.Measure.jacobians)."""
+    return getattr(record, "jacobians", None) is not None
+
+
+class JacobiansPanel(OnDemandPanel):
     title = "Jacobians through time"
+    wanted = "jacobians"
+    carries = staticmethod(has_jacobians)
     caption = ("Top: how much one step stretches the state s, σ_max(∂sₜ/∂sₜ₋₁). Bottom: their product from t "
                "to the loss at T, which backpropagation applies to ∂L/∂s_T: below 1 the gradient vanishes, "
                "above 1 it explodes.")
@@ -75,39 +67,18 @@ class JacobiansPanel(Panel):
         self.legend.addItem(self.product_curve, "‖J<sub>T</sub> ⋯ J<sub>t+1</sub>‖")
         self.y_range = ranges.StickyRange((-3.0, 0.0), step=1.0, margin=0.03, shrink_below=0.5, min_span=1.0)
         self.step_range = ranges.StickyRange((-0.5, 0.5), step=0.5, margin=0.05, shrink_below=0.4, min_span=0.5)
-        self.jacobians = None                 # the JacobianProfile on screen
-        self.shown_step: int | None = None    # the step it was computed at
-        self._has_bound = False
-        self._drawn: Record | None = None     # the record whose Jacobians are on screen
-        self._shown = None
-        self._watch: OnScreenWatch | None = None
         self.apply_theme(self.theme)
         self._set_waiting()
 
-    # -- wiring ---------------------------------------------------------------------------------
-    def connect_to_worker(self, worker) -> None:
-        """Ask `worker` (explorer.engine.worker.TrainingWorker) for Jacobians only while this panel is on screen
-        (explorer.panels.visibility: hidden docks and background tabs cost nothing)."""
-        if self._watch is not None:
-            self._watch.deleteLater()
-        self._watch = OnScreenWatch(self, lambda seen: worker.set_wanted(jacobians=seen))
+    @property
+    def jacobians(self):
+        """The core.analysis.JacobianProfile on screen (None before one)."""
+        return None if self._drawn is None else self._drawn.jacobians
 
-    # -- drawing ------------------------------------------------------------------------------
-    def show_record(self, record: Record, history: History) -> None:
-        if record is self._shown:
-            return
-        self._shown = record
-        if self._is_new_run(record, history):
-            self.jacobians, self.shown_step, self._drawn = None, None, None
-            self.y_range.reset()
-            self.step_range.reset()
-        found = newest_with(lambda r: getattr(r, "jacobians", None) is not None, record, history, self.shown_step or 0)
-        if found is None:
-            if self.jacobians is None:
-                self._set_waiting()
-            return
-        if found is not self._drawn:
-            self._draw(found)
+    def _on_new_run(self):
+        super()._on_new_run()
+        self.y_range.reset()
+        self.step_range.reset()
 
     def _set_waiting(self):
         self.waiting_note.set("Jacobians come about twice a second\nwhile this panel is shown:\npress Play or Step.")
@@ -116,9 +87,7 @@ class JacobiansPanel(Panel):
         self._write_lyapunov(None)
 
     def _draw(self, record: Record):
-        self._drawn = record
         jac = record.jacobians
-        self.jacobians, self.shown_step = jac, record.step
         self.waiting_note.set("")
         self.one_line.setVisible(True)
         sigma = np.asarray(jac.step_sigma, dtype=float)
@@ -152,13 +121,7 @@ class JacobiansPanel(Panel):
         self.product_plot.setYRange(self.y_range.lo, self.y_range.hi, padding=0)
         self.step_plot.setXRange(0.5, T + 0.5, padding=0)
 
-        if self._has_bound != (bound is not None):
-            self._has_bound = bound is not None
-            if self._has_bound:
-                self.legend.addItem(self.bound_curve, "upper bound σ<sub>max</sub>(W<sub>hh</sub>)<sup>T−t</sup>")
-            else:
-                self.legend.removeItem(self.bound_curve)
-            legends.style_legend(self.legend, self.theme)
+        if legends.show_entry(self.legend, self.bound_curve, BOUND, bound is not None, self.theme):
             self.fit_legends()
         self._write_lyapunov(jac.lyapunov)
         state = "s = h" if jac.state == "h" else "s = (h, c), the LSTM's pair"

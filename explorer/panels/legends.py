@@ -26,6 +26,19 @@ def style_legend(legend: pg.LegendItem, theme: Theme):
     _snug_inside(legend)
 
 
+def show_entry(legend: pg.LegendItem, item, name: str, shown: bool, theme: Theme) -> bool:
+    """`item` in `legend` as `name` where `shown`, else out of it (an entry only some records have: a closed form, a
+    bound), restyled; whether that changed the legend (then fit it)."""
+    if (legend.getLabel(item) is not None) == shown:
+        return False
+    if shown:
+        legend.addItem(item, name)
+    else:
+        legend.removeItem(item)
+    style_legend(legend, theme)
+    return True
+
+
 def key_html(entries: list, theme: Theme, width: float, metrics: QFontMetrics) -> str:
     """Legend entries ((sample, label) pairs) as one line of rich text at most `width` px wide in `metrics`' font (a
     folded legend: Panel.legend_key): each entry's text after a sample in its item's colour, ━━ for a solid line,

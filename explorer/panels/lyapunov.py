@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from gradflow.core.records import History, Record
+from gradflow.core.records import Record
 from gradflow.explorer.panels import legends, plotting, ranges
-from gradflow.explorer.panels.base import Panel
-from gradflow.explorer.panels.jacobians import DecadeAxis, newest_with
+from gradflow.explorer.panels.jacobians import DecadeAxis
+from gradflow.explorer.panels.on_demand import OnDemandPanel
 from gradflow.explorer.panels.placeholder import Placeholder
-from gradflow.explorer.panels.visibility import OnScreenWatch
 from gradflow.explorer.theme import Theme
 
 WAITING = "The Lyapunov spectrum comes about twice a second\nwhile this panel is shown: press Play or Step."
+LIMIT = "ln|λ<sub>i</sub>(W<sub>hh</sub>)|, the limit T → ∞"
 
 
 def has_spectrum(record: Record) -> bool:
@@ -25,9 +25,10 @@ def _signed(x: float) -> str:
     return f"{x:+.3f}".replace("-", "−")
 
 
-class LyapunovPanel(Placeholder, Panel):
+class LyapunovPanel(Placeholder, OnDemandPanel):
     title = "Lyapunov spectrum"
-    cell_view = "lyapunov"
+    cell_view = wanted = "lyapunov"
+    carries = staticmethod(has_spectrum)
     caption = ("Top: the Lyapunov exponents λᵢ, the mean log-stretch per step along each direction of the state s "
                "(QR iteration of the step Jacobians): λ₁ > 0 lets gradients explode, all λᵢ < 0 makes them vanish. "
                "Bottom: every singular value of ∂s_T/∂s_t, the map backpropagation applies from T back to t.")
@@ -60,55 +61,18 @@ class LyapunovPanel(Placeholder, Panel):
         self.legend.addItem(self.floor_curve, "rounding floor")
         self.exponent_range = ranges.StickyRange((-1.0, 0.5), step=0.25, margin=0.05, shrink_below=0.4, min_span=0.5)
         self.sigma_range = ranges.StickyRange((-3.0, 0.0), step=1.0, margin=0.03, shrink_below=0.5, min_span=1.0)
-        self.spectrum = None                  # the core.lyapunov.LyapunovSpectrum on screen
-        self.shown_step: int | None = None    # the step it was measured at
-        self.refusal = ""                     # why the run's cell has no Lyapunov spectrum ('' where it has)
-        self._has_limit = False
-        self._drawn: Record | None = None
-        self._shown = None
-        self._ask = lambda wanted: None       # tells the worker whether a spectrum is wanted (connect_to_worker)
-        self._seen = False
-        self._watch: OnScreenWatch | None = None
         self.apply_theme(self.theme)
         self._set_waiting()
 
-    # -- wiring ---------------------------------------------------------------------------------
-    def connect_to_worker(self, worker) -> None:
-        """Ask `worker` (explorer.engine.worker.TrainingWorker) for the Lyapunov spectrum only while this panel is on
-        screen and the run's cell has one (explorer.panels.visibility: hidden docks and background tabs cost nothing)."""
-        if self._watch is not None:
-            self._watch.deleteLater()
-        self._ask = lambda wanted: worker.set_wanted(lyapunov=wanted)
-        self._watch = OnScreenWatch(self, self._on_seen)
+    @property
+    def spectrum(self):
+        """The core.lyapunov.LyapunovSpectrum on screen (None before one)."""
+        return None if self._drawn is None else self._drawn.jacobians.spectrum
 
-    def _on_seen(self, seen: bool):
-        self._seen = seen
-        self._ask(seen and not self.refusal)
-
-    # -- drawing ------------------------------------------------------------------------------
-    def show_record(self, record: Record, history: History) -> None:
-        if record is self._shown:
-            return
-        self._shown = record
-        if self._is_new_run(record, history):
-            self.spectrum, self.shown_step, self._drawn = None, None, None
-            self.exponent_range.reset()
-            self.sigma_range.reset()
-        refusal = record.views_missing.get(self.cell_view, "")
-        if refusal != self.refusal:
-            self.refusal = refusal
-            self._show_placeholder(refusal)
-            self.spectrum, self.shown_step, self._drawn = None, None, None
-            self._ask(self._seen and not refusal)
-        if refusal:
-            return
-        found = newest_with(has_spectrum, record, history, self.shown_step or 0)
-        if found is None:
-            if self.spectrum is None:
-                self._set_waiting()
-            return
-        if found is not self._drawn:
-            self._draw(found)
+    def _on_new_run(self):
+        super()._on_new_run()
+        self.exponent_range.reset()
+        self.sigma_range.reset()
 
     def _set_waiting(self):
         self.waiting_note.set(WAITING)
@@ -119,9 +83,7 @@ class LyapunovPanel(Placeholder, Panel):
         self.set_key("")
 
     def _draw(self, record: Record):
-        self._drawn = record
         spectrum = record.jacobians.spectrum
-        self.spectrum, self.shown_step = spectrum, record.step
         self.waiting_note.set("")
         self.zero_line.setVisible(True)
         exponents = np.asarray(spectrum.exponents[-1], dtype=float)          # (S,) λ_i after T steps, descending
@@ -137,7 +99,8 @@ class LyapunovPanel(Placeholder, Panel):
         self.limit_curve.setData(directions, np.clip(limit, lo, hi)) if limit is not None else self.limit_curve.setData([], [])
         self.exponent_plot.setYRange(lo, hi, padding=0)
         self.exponent_plot.setXRange(0.5, S + 0.5, padding=0)
-        self._show_limit_entry(limit is not None)
+        if legends.show_entry(self.legend, self.limit_curve, LIMIT, limit is not None, self.theme):
+            self.fit_legends()
 
         log_sigma = np.asarray(spectrum.log10_singular, dtype=float)           # (T, S), t = 1..T
         T = log_sigma.shape[0]
@@ -179,17 +142,6 @@ class LyapunovPanel(Placeholder, Panel):
         else:
             kappa = "σ_S(∂s_T/∂s_1) below its rounding\nfloor: κ not resolved"
         return f"λ₁ = {_signed(top)} per step\n{kappa}"
-
-    def _show_limit_entry(self, shown: bool):
-        if self._has_limit == shown:
-            return
-        self._has_limit = shown
-        if shown:
-            self.legend.addItem(self.limit_curve, "ln|λ<sub>i</sub>(W<sub>hh</sub>)|, the limit T → ∞")
-        else:
-            self.legend.removeItem(self.limit_curve)
-        legends.style_legend(self.legend, self.theme)
-        self.fit_legends()
 
     def _restyle(self, theme: Theme):
         exponent_pen = plotting.quantity_pen(theme, "lyapunov_exponent")

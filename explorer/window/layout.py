@@ -7,7 +7,10 @@ plots need (a plot's data area is never below explorer.panels.base.PLOT_MIN), so
 all panels fewer are shown, in tabs, and none is squashed; a group of tabs is at least as wide as its
 titles, never cut to "Sp…" (where no arrangement has room for them, the titles scroll).
 
-Normal mode, from the most panels on screen to the fewest (the three views "through time" share a group):
+Normal mode, from the most panels on screen to the fewest (the three views "through time" share a group; the
+decay sensitivity is a tab of SINGLE and BARE only, and starts closed in the others (View menu; key 0 beside the
+gradient in presentation mode): a tab more in any of them changed which arrangement a 4K screen at 2× got, the
+choice depending on the panels' minimum widths left by the candidates tried before):
     WIDE              settings | gradient-through-time, spectrum (and the Lyapunov spectrum) / training, history,
                       hidden state, task
     THREE BY TWO      settings | gradient-through-time, spectrum, training / history, hidden state, task
@@ -31,6 +34,7 @@ from PySide6.QtCore import QMargins, QSize, Qt
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QTabBar
 
 GT, SPECTRUM, JACOBIANS, LYAPUNOV = "GradientTimePanel", "SpectrumPanel", "JacobiansPanel", "LyapunovPanel"
+SENSITIVITY = "SensitivityPanel"
 TRAINING, HISTORY, CONTRIBUTIONS = "TrainingPanel", "GradientHistoryPanel", "ContributionsPanel"
 HIDDEN, TASK, HIGHWAY = "HiddenStatePanel", "TaskViewPanel", "LstmHighwayPanel"
 SEPARATOR = 6           # px between docks (QMainWindow's separator and some slack)
@@ -49,7 +53,8 @@ class Arrangement:
         return [n for row in self.rows for group in row for n in group]
 
 
-COMPANIONS = (SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS, LYAPUNOV)   # keys 1..9
+COMPANIONS = (SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS, LYAPUNOV,
+              SENSITIVITY)   # keys 1..9, 0
 DEFAULT_COMPANION = SPECTRUM
 NORMAL = (
     Arrangement("wide", (((GT, CONTRIBUTIONS, JACOBIANS), (SPECTRUM, LYAPUNOV)),
@@ -65,10 +70,10 @@ NORMAL = (
     Arrangement("seven in columns", (((GT, HISTORY, HIDDEN, TASK), (SPECTRUM, TRAINING, HIGHWAY)),)),
     Arrangement("pair", (((GT,), (DEFAULT_COMPANION,)),), pair=True),   # (normal_arrangements: the companion)
     Arrangement("single", (((GT, SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS,
-                            LYAPUNOV),),)),
+                            LYAPUNOV, SENSITIVITY),),)),
     Arrangement("bare pair", (((GT,), (DEFAULT_COMPANION,)),), settings=False, pair=True),
     Arrangement("bare", (((GT, SPECTRUM, HISTORY, TRAINING, HIDDEN, TASK, CONTRIBUTIONS, HIGHWAY, JACOBIANS,
-                          LYAPUNOV),),), settings=False),
+                          LYAPUNOV, SENSITIVITY),),), settings=False),
 )
 
 

@@ -27,7 +27,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QComboBox, QDockWidget, QLabel, QMainWindow, QMenu, QTabBar, QWidget
 
 LAYOUT_KEYS = {False: "docks", True: "docks_presentation"}   # QSettings keys of each mode's dock layout
-LAYOUT_VERSION = 4          # bump when the set of docks or the arrangements change: old layouts are ignored
+LAYOUT_VERSION = 5          # bump when the set of docks or the arrangements change: old layouts are ignored
 SCENARIO_CHARS = 34         # the scenario picker's width: "Vanishing gradients in a tanh RNN" whole; longer titles
                             # are cut (the banner under it shows them whole) and the picker stays on the bar
 PRESENTATION_SCENARIO_CHARS = 12   # in large type: room for Next, the speed and the companion picker at 1280 px
@@ -90,8 +90,8 @@ class WindowLayout(QObject):
             dock = w.panel_docks.get(name)
             if dock is None:
                 continue
-            action = QAction(f"{index}  {dock.windowTitle()}", w)
-            action.setShortcut(QKeySequence(str(index)))
+            action = QAction(f"{index % 10}  {dock.windowTitle()}", w)   # the tenth: key 0
+            action.setShortcut(QKeySequence(str(index % 10)))
             action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
             action.triggered.connect(partial(self.set_companion, name))
             self.companion_actions[name] = action
@@ -101,7 +101,7 @@ class WindowLayout(QObject):
         self.companion_combo = QComboBox()
         self.companion_combo.setObjectName("companionCombo")
         self.companion_combo.setToolTip("The panel shown beside Gradient through time in presentation mode, and "
-                                        "where a small screen shows the two alone (number keys 1-9)")
+                                        "where a small screen shows the two alone (number keys 1-9, 0)")
         self.companion_combo.activated.connect(self._on_companion_chosen)
         bar = w.toolbar
         self._companion_widgets = [bar.addWidget(self.companion_label), bar.addWidget(self.companion_combo)]
@@ -151,7 +151,7 @@ class WindowLayout(QObject):
     def _show_companions(self):
         """The picker and the number keys offer the companions that apply (keys keep their numbers)."""
         offered, combo = self.offered(), self.companion_combo
-        items = [(f"{index} {self.window.panel_docks[name].windowTitle()}", name)
+        items = [(f"{index % 10} {self.window.panel_docks[name].windowTitle()}", name)
                  for index, name in enumerate(self.companion_actions, start=1) if name in offered]
         if [(combo.itemText(i), combo.itemData(i)) for i in range(combo.count())] != items:
             combo.clear()

@@ -51,17 +51,18 @@ def test_a_second_cell_of_one_name_is_refused():
 
 
 @pytest.mark.parametrize("model, missing", [
-    ("rnn", {"cell_state"}),
-    ("gru", {"cell_state", "linear_prediction"}),
-    ("lstm", {"linear_prediction"}),
+    ("rnn", {"cell_state", "sensitivity"}),
+    ("gru", {"cell_state", "linear_prediction", "sensitivity"}),
+    ("lstm", {"linear_prediction", "sensitivity"}),
     ("mingru", {"cell_state", "linear_prediction", "spectrum_edit"}),
     ("minlstm", {"cell_state", "linear_prediction", "spectrum_edit"}),
     ("lru", {"cell_state", "linear_prediction", "spectrum_edit"}),
     ("s6", {"cell_state", "linear_prediction", "spectrum_edit"}),
-    ("slstm", {"contributions", "linear_prediction", "spectrum_edit"}),
+    ("slstm", {"contributions", "linear_prediction", "spectrum_edit", "sensitivity"}),
 ])
 def test_the_record_says_which_views_apply_and_holds_exactly_those(model, missing):
     record = Trainer(Config(model=model, hidden_size=4, seq_len=6, batch_size=2)).step(detail=True)
+    assert (record.views_missing.get("sensitivity") == cells.cell_for(model).no_sensitivity(Config(model=model)))
     assert set(record.views_missing) == missing and all(record.views_missing.values())
     assert (record.contributions is None) == ("contributions" in missing)
     assert (record.linear_prediction is None) == ("linear_prediction" in missing)

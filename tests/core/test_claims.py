@@ -208,11 +208,27 @@ text = "The loss is small at step 30."
     ('kind = "theory_line"\nsteps = [1, 3]\nline = "exact"\nrtol = 1e-5\ntext = "x"', "line"),
     ('kind = "diverges"\nby = 10\nexpect = "yes"\ntext = "x"', "expect"),
     ('kind = "gradient_ratio"\nstep = 1\nbelow = 1\nrun = "b"\ntext = "x"', "run"),
+    ('kind = "sensitivity"\nstep = 1\nbelow = 1\ntext = "x"', "has no diagonal recurrence"),
+    ('kind = "sensitivity"\nstep = 1\nbelow = 1\nagainst = "plain"\ntext = "x"', "against"),
 ])
 def test_a_bad_claim_is_refused_naming_the_preset_and_the_key(tmp_path, claim, named):
     with pytest.raises(ConfigError, match="scenario.toml") as error:
         load_preset(_preset_file(tmp_path, f"[[claims]]\n{claim}\n"))
     assert named in str(error.value) and "claims[0]" in str(error.value)
+
+
+def test_a_sensitivity_claim_needs_a_diagonal_cell_and_its_closed_form_the_lru(tmp_path):
+    claim = '[[claims]]\nkind = "sensitivity"\nstep = 1\nagainst = "white_noise"\nbelow = 2\ntext = "x"\n'
+    with pytest.raises(ConfigError, match="against = 'white_noise' needs .*model = lru.*got model = 'mingru'"):
+        load_preset(_preset_file(tmp_path, claim, 'model = "mingru"\nseq_len = 20\nhidden_size = 8'))
+    preset = load_preset(_preset_file(tmp_path, claim, 'model = "lru"\nseq_len = 20\nhidden_size = 8'))
+    outcome, = check_claims(preset)                  # the check asks the step for Measure(sensitivity=True)
+    assert "white-noise closed form" in outcome.measured and "E|∂h_20/∂nu_log|²" in outcome.measured
+    from gradflow.core.claims import check_claim
+    from gradflow.core.trainer import Trainer
+    plain = Trainer(preset.config).step()            # a step that did not measure it: the claim fails, saying so
+    missed = check_claim(preset.claims[0], {1: plain}, None)
+    assert not missed.holds and "did not measure the sensitivity" in missed.measured
 
 
 def test_a_scenarios_pace_is_read_by_step(tmp_path):

@@ -71,7 +71,7 @@ SCENARIOS = {"vanishing": {"seq_len": 20, "hidden_size": 64}, "copy_lstm": {"seq
 
 @pytest.fixture(scope="module", params=list(SCENARIOS))
 def every_panel(request, qapp):
-    """All ten panels of `gradflow export` after 25 steps of a preset (light theme), each at least its minimum."""
+    """All eleven panels of `gradflow export` after 25 steps of a preset (light theme), each at least its minimum."""
     from gradflow.core.presets import load_preset
     from gradflow.explorer.export.figures import panel_name
     from gradflow.explorer.panels import PANELS
@@ -207,6 +207,25 @@ def api_run(qapp):
     return run
 
 
+@pytest.fixture(scope="module")
+def lru_run(qapp):
+    """A small LRU run whose newest record has the decay sensitivity (a dense cell refuses it)."""
+    import gradflow
+    run = gradflow.Run(model="lru", seq_len=12, hidden_size=8)
+    run.step(sensitivity=True)
+    return run
+
+
+def test_the_sensitivity_figure_needs_a_step_with_it_and_refuses_a_dense_cell(api_run):
+    import gradflow
+    with pytest.raises(ValueError, match="has no diagonal recurrence.*mingru"):
+        api_run.figure("sensitivity")
+    with pytest.raises(ValueError, match=r"run.step\(sensitivity=True\)"):
+        plain = gradflow.Run(model="lru", seq_len=6, hidden_size=4)
+        plain.step()
+        plain.figure("sensitivity")
+
+
 def _heatmap_shown(panel) -> bool:
     import pyqtgraph as pg
     return any(isinstance(item, pg.ImageItem) and item.isVisible() and item.image is not None
@@ -214,10 +233,11 @@ def _heatmap_shown(panel) -> bool:
 
 
 @pytest.mark.parametrize("name", [panel_name(cls) for cls in PANELS])
-def test_a_figures_svg_and_pdf_hold_no_image_but_its_heatmap(api_run, name):
+def test_a_figures_svg_and_pdf_hold_no_image_but_its_heatmap(api_run, lru_run, name):
     """At its default size a figure shows its legend: every marker in it is a vector (pyqtgraph draws the sample
-    of an item hidden while exporting as a pixmap of a crossed-out eye; the spectrum's markers were)."""
-    figure = api_run.figure(name)
+    of an item hidden while exporting as a pixmap of a crossed-out eye; the spectrum's markers were). The decay
+    sensitivity: of an LRU run."""
+    figure = (lru_run if name == "sensitivity" else api_run).figure(name)
     panel = figure.view.panels[0]
     heatmap = int(_heatmap_shown(panel))
     shown = [(item, item.isVisible(), item.opacity()) for view in panel.graphics_views() for item in view.scene().items()]

@@ -96,7 +96,8 @@ GRADIENT_AREA_720P = (560, 260)   # the gradient plot's data area in presentatio
 @CHECKED_ON_A_REAL_SCREEN   # (test_presentation_puts_every_companion_beside_..., test_on_a_4k_screen_...)
 @pytest.mark.parametrize("screen", SIZES, ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES])
 def test_presentation_keeps_every_companion_beside_the_gradient_inside_the_screen(screen, tmp_path):
-    """Maximised, then F5, then each companion's key one after the other, then F11: the window's frame never leaves the
+    """Maximised, then F5, then each companion's key one after the other (an LSTM; the decay sensitivity, which does
+    not apply to it, in an LRU's window), then F11: the window's frame never leaves the
     screen's available area (the full screen's area in F11), timeline and status bar stay on it, every companion
     is docked beside Gradient through time (not in a tab behind it), and on a 1280×720 screen the gradient
     plot's data area (legend in its empty corner) is at least 560×260 px."""
@@ -555,10 +556,23 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
         report("maximised")
         window.presentation_action.trigger()
         settle(window)
+        later = [c for c in layout.COMPANIONS if not window.layouts.applies(c)]   # the decay sensitivity
         for companion in layout.COMPANIONS:
-            window.layouts.companion_actions[companion].trigger()
-            settle(window)
-            report("presentation", companion)
+            if companion not in later:
+                window.layouts.companion_actions[companion].trigger()
+                settle(window)
+                report("presentation", companion)
+        if later:   # an LRU run in the same window, as a scenario picked replaces the run (no second window)
+            from gradflow.core.config import Config
+            assert window.model.rebuild(Config(model="lru", seq_len=30, hidden_size=16, task=config.task))
+            end = time.monotonic() + 30
+            while not all(window.layouts.applies(c) for c in later) and time.monotonic() < end:
+                app.processEvents()
+                time.sleep(0.01)
+            for companion in later:
+                window.layouts.companion_actions[companion].trigger()
+                settle(window)
+                report("presentation, LRU", companion)
         window.showFullScreen()
         settle(window)
         report("full screen")

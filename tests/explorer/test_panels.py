@@ -1,7 +1,8 @@
 """The panels draw what the engine recorded: curve data, image arrays and levels, scatter counts and label text
 are checked against the Record and History a real Trainer produced (and, for the contribution shares, against
 the contribution norms themselves). The six dashboard panels first, then the deeper views: contributions through
-time, the LSTM highway, Jacobians through time (the Lyapunov panel: test_lyapunov_panel.py)."""
+time, the LSTM highway, Jacobians through time (the Lyapunov panel: test_lyapunov_panel.py; the decay sensitivity:
+test_sensitivity_panel.py)."""
 from __future__ import annotations
 
 import dataclasses
@@ -26,6 +27,7 @@ from gradflow.explorer.panels import (
     LstmHighwayPanel,
     LyapunovPanel,
     Panel,
+    SensitivityPanel,
     SpectrumPanel,
     TaskViewPanel,
     TrainingPanel,
@@ -84,7 +86,7 @@ def test_panels_are_the_six_dashboard_panels_then_the_deeper_views_all_with_titl
     assert [cls.__name__ for cls in PANELS] == ["GradientTimePanel", "GradientHistoryPanel", "HiddenStatePanel",
                                                 "SpectrumPanel", "TrainingPanel", "TaskViewPanel",
                                                 "ContributionsPanel", "LstmHighwayPanel", "JacobiansPanel",
-                                                "LyapunovPanel"]
+                                                "LyapunovPanel", "SensitivityPanel"]
     for cls in PANELS:
         panel = make(qtbot, cls)
         assert isinstance(panel, Panel)
@@ -93,9 +95,10 @@ def test_panels_are_the_six_dashboard_panels_then_the_deeper_views_all_with_titl
 
 
 def test_the_deeper_views_come_after_the_six_dashboard_panels():
-    assert PANELS[-4:] == list(DEEPER_PANELS) == [ContributionsPanel, LstmHighwayPanel, JacobiansPanel, LyapunovPanel]
+    assert PANELS[-5:] == list(DEEPER_PANELS) == [ContributionsPanel, LstmHighwayPanel, JacobiansPanel, LyapunovPanel,
+                                                  SensitivityPanel]
     assert [cls.title for cls in DEEPER_PANELS] == ["Contributions through time", "LSTM highway",
-                                                    "Jacobians through time", "Lyapunov spectrum"]
+                                                    "Jacobians through time", "Lyapunov spectrum", "Decay sensitivity"]
 
 
 # -- gradient through time ---------------------------------------------------------------------------

@@ -41,6 +41,7 @@ DRAWN_TOGETHER = {
     "LSTM highway": (("grad_c", "grad_h"), ("forget",)),
     "Jacobians": (("jacobian_step",), ("jacobian_product", "sigma")),
     "Lyapunov": (("lyapunov_exponent", "lyapunov_limit"), ("long_term_singular", "rounding_floor")),
+    "decay sensitivity": (("sensitivity", "sensitivity_white_noise"), ("grad_h", "sensitivity_term")),
     "spectrum": (("rho", "sigma"),),
     "sweep diagram": (("rho", "edge_of_chaos", "trainable_length"),),
 }

@@ -6,7 +6,7 @@ the X server (xdotool), the frame is measured from outside (xwininfo, _NET_FRAME
   1920x1080.
 - The window, frame included, stays on the screen on launch, restore and maximise, F11 and back; its timeline and
   status bar stay on it.
-- Presentation mode (F5): every companion (keys 1-9) beside the gradient plot, the window on the screen.
+- Presentation mode (F5): every companion (keys 1-9 and 0) beside the gradient plot, the window on the screen.
 - Every legend, tick label, axis label and control of the panels on screen is whole and uncovered, in normal mode and
   with every companion, with and without the tour's stop message (tests/explorer/wholeness.py).
 - At the default tour's step-40 stop in presentation mode, the gradient plot's legend covers no drawn curve, and
@@ -101,7 +101,7 @@ def test_the_first_launch_fills_the_screen_with_settings_beside_the_panels_where
 
 
 def _assert_every_panel_whole(screen, app, message: str):
-    """In normal mode and in presentation mode with each companion (keys 1-9): no legend, tick label, axis label or
+    """In normal mode and in presentation mode with each companion (keys 1-9 and 0): no legend, tick label, axis label or
     control of a panel on screen is cut, covered by the message or overprinted, and legend text keeps its minimum
     size (wholeness.py). Left in normal mode with companion 1, whatever failed."""
     window = app.main_window()
@@ -109,7 +109,7 @@ def _assert_every_panel_whole(screen, app, message: str):
         assert app.whole() == [], f"normal mode, message {message}"
         screen.key(window, "F5")
         for key, companion in enumerate(COMPANIONS, start=1):
-            screen.key(window, str(key))
+            screen.key(window, str(key % 10))   # the tenth: key 0
             state = app.settle()
             assert state["main"]["presentation"] and state["main"]["message_kind"] == ("tour" if message == "shown" else "")
             assert app.whole() == [], f"presentation, key {key} ({companion}), message {message}"
@@ -163,7 +163,7 @@ def test_the_window_stays_on_the_screen_and_keeps_its_layout_through_restore_and
 
 
 def _assert_every_companion_beside_the_gradient(screen, app, scale: float = 1):
-    """F5, then keys 1-9: each companion that applies to the scenario's cell docked beside the gradient plot (not
+    """F5, then keys 1-9 and 0: each companion that applies to the scenario's cell docked beside the gradient plot (not
     behind it in a tab), the window on the screen, at 1280×720 the gradient plot's data area at least
     GRADIENT_AREA_720P; the key of one that does not apply (the LSTM highway of an RNN) changes nothing; left in
     presentation mode."""
@@ -171,7 +171,7 @@ def _assert_every_companion_beside_the_gradient(screen, app, scale: float = 1):
     screen.key(window, "F5")
     shown = None
     for key, companion in enumerate(COMPANIONS, start=1):
-        screen.key(window, str(key))
+        screen.key(window, str(key % 10))
         state = app.settle()
         main = state["main"]
         where = f"presentation, key {key} ({companion}): "
@@ -321,7 +321,7 @@ def test_at_the_tours_step_40_stop_the_gradient_legend_covers_no_curve(on_screen
         assert legend["place"] in ("inside", "folded"), legend   # in its empty corner, or a key line under the plot
     _assert_on_screen(state)
     for key, companion in enumerate(COMPANIONS, start=1):   # every companion whole at the stop, its message shown
-        screen.key(window, str(key))
+        screen.key(window, str(key % 10))
         assert app.settle()["main"]["message_kind"] == "tour"
         assert app.whole() == [], f"at the step-40 stop, key {key} ({companion})"
     screen.key(window, "1", "F5")

@@ -410,3 +410,22 @@ def test_while_an_engine_thread_runs_garbage_is_collected_in_the_gui_thread_only
     assert finalised_in == [True]
     window.close()
     assert gc.isenabled()
+
+
+def test_the_sensitivity_is_measured_only_while_wanted_and_never_asked_of_a_dense_cell(qtbot):
+    """A diagonal cell's ∂h_t/∂θ (the sensitivity panel on screen): on a new model's first step (a tour's claims
+    at step 1 read it) and on the steps taken while wanted; a new dense model's steps go on without it (no
+    failure) while the flag is still set, as it is until the panel sees the refusal in a record."""
+    s, rec = start(qtbot, Config(model="lru", hidden_size=4, seq_len=8), isolated=False)
+    try:
+        assert rec.records[0].sensitivity is not None                   # the new model's first step
+        assert _step_wanting(qtbot, (s, rec)).sensitivity is None        # nobody asked
+        wanted = _step_wanting(qtbot, (s, rec), sensitivity=True)
+        assert wanted.sensitivity is not None and wanted.hidden is not None
+        s.worker.rebuild(Config(model="gru", hidden_size=4, seq_len=8))
+        s.worker.step_once()
+        qtbot.waitUntil(lambda: len(rec.records) == 5, timeout=WAIT_MS)
+        assert rec.errors == [] and rec.records[-1].model == "gru" and rec.records[-1].sensitivity is None
+        assert "sensitivity" in rec.records[-1].views_missing
+    finally:
+        assert s.shutdown(SHUTDOWN_MS)
