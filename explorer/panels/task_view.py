@@ -29,7 +29,11 @@ class CurrentPageStack(QStackedWidget):
     def __init__(self):
         super().__init__()
         self.current_only = False
-        self.currentChanged.connect(lambda _: self.updateGeometry())
+        self.currentChanged.connect(self._page_changed)
+
+    def _page_changed(self, _index: int) -> None:
+        if self.current_only:   # (elsewhere nothing changes: no relayout, which moved a first launch's layout)
+            self.updateGeometry()
 
     def minimumSizeHint(self) -> QSize:
         page = self.currentWidget()
