@@ -29,11 +29,6 @@ class CurrentPageStack(QStackedWidget):
     def __init__(self):
         super().__init__()
         self.current_only = False
-        self.currentChanged.connect(self._page_changed)
-
-    def _page_changed(self, _index: int) -> None:
-        if self.current_only:   # (elsewhere nothing changes: no relayout, which moved a first launch's layout)
-            self.updateGeometry()
 
     def minimumSizeHint(self) -> QSize:
         page = self.currentWidget()
@@ -64,7 +59,7 @@ class TaskViewPanel(Panel):
         self._history: History | None = None   # the run whose preview is shown
         self.stack = CurrentPageStack()
         self.body.addWidget(self.stack, 1)
-        self.stack.currentChanged.connect(lambda _: self.fit_legends())   # the shown page's legends only
+        self.stack.currentChanged.connect(self._page_changed)
         self.kind: str | None = None
         self.preview: dict[str, Any] | None = None
         self.preview_step: int | None = None
@@ -80,6 +75,13 @@ class TaskViewPanel(Panel):
         self.pages = {"adding": self.adding_page, "copy": self.copy_page, "recall": self.copy_page,
                       "sine": self.sine_page, "text": self.text_page}
         self.apply_theme(self.theme)
+
+    def _page_changed(self, _index: int) -> None:
+        """Planned to a height, the page shown sizes the panel and keys its folded legends: fitted again. Elsewhere
+        the largest page sizes it and nothing changes (a relayout there moved docks behind tabs mid-recording)."""
+        if self.stack.current_only:
+            self.stack.updateGeometry()
+            self.fit_legends()
 
     def plan_size(self, width: int | None, height: int | None = None) -> None:
         if self.stack.current_only != (height is not None):
