@@ -117,9 +117,13 @@ def _snug_inside(legend: pg.LegendItem):
 
 
 def shown_in(panel, all_legends: list[pg.LegendItem]) -> list[pg.LegendItem]:
-    """Those of `all_legends` in a view `panel` shows (not on a hidden page of a stacked widget)."""
-    return [legend for legend in all_legends if legend.scene() is not None
-            and any(view.isVisibleTo(panel) for view in legend.scene().views())]
+    """Those of `all_legends` in a view `panel` shows (not on a hidden page of a stacked widget). A folded legend
+    has left its scene: the layout it was placed in (Panel.add_legend) says where it belongs."""
+    def scene(legend):
+        home = getattr(legend, "_slots", None)
+        return legend.scene() or (home[0].scene() if home else None)
+    return [legend for legend in all_legends if (where := scene(legend)) is not None
+            and any(view.isVisibleTo(panel) for view in where.views())]
 
 
 def new_legend(columns: int = 3) -> pg.LegendItem:
