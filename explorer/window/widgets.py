@@ -3,12 +3,11 @@ overlay, the message bar (and its scrolled holder, for a window with no height t
 from __future__ import annotations
 
 import html
-import math
 import re
 from typing import TYPE_CHECKING
 
 from gradflow.explorer.panels.base import MIN_TEXT_SCALE
-from PySide6.QtCore import QEvent, QSize, Qt, Signal, Slot
+from PySide6.QtCore import QEvent, QMargins, QSize, Qt, Signal, Slot
 from PySide6.QtGui import QFont, QFontMetrics, QTextDocument
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -179,6 +178,11 @@ class MessageBar(QFrame):
         self.label.setTextFormat(Qt.TextFormat.RichText)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.label.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self._measure = QLabel(self)   # a hidden twin of the label: its height for a width in a trial type
+        self._measure.setObjectName("messageText")
+        self._measure.setWordWrap(True)
+        self._measure.setTextFormat(Qt.TextFormat.RichText)
+        self._measure.hide()
         self._buttons = QHBoxLayout()
         self._buttons.setSpacing(6)
         close = QToolButton()
@@ -232,32 +236,35 @@ class MessageBar(QFrame):
 
     def reserve(self) -> int:
         """The height of a message of MESSAGE_LINES lines in the window's type (what a layout keeps for it)."""
-        margins = self.layout().contentsMargins()
-        return MESSAGE_LINES * QFontMetrics(self._type()).lineSpacing() + margins.top() + margins.bottom()
+        chrome = self._chrome()
+        return MESSAGE_LINES * QFontMetrics(self._type()).lineSpacing() + chrome.top() + chrome.bottom()
+
+    def _chrome(self) -> QMargins:
+        """What lies between the bar's edge and its text: the style's border and the layout's margins (px)."""
+        return self.contentsMargins() + self.layout().contentsMargins()
 
     def _type(self) -> QFont:
         return QFont((self.parentWidget() or self).font())
 
     def _fit_type(self, width: int) -> int:
         """The label's type: the largest of MESSAGE_TEXT_SCALES of the window's in which the message keeps to its
-        reserve at `width` (the smallest where none does). Returns the text's height in it (px)."""
-        margins, spacing = self.layout().contentsMargins(), self.layout().spacing()
-        text_width = width - margins.left() - margins.right() - self._buttons.sizeHint().width() \
+        reserve at `width` (the smallest where none does). Returns the text's height in it (px), as the label
+        itself lays it out on this screen."""
+        chrome, spacing = self._chrome(), self.layout().spacing()
+        text_width = width - chrome.left() - chrome.right() - self._buttons.sizeHint().width() \
             - self._close.sizeHint().width() - 2 * spacing
-        base, reserve = self._type(), self.reserve() - margins.top() - margins.bottom()
-        doc = QTextDocument()
-        doc.setDocumentMargin(0)   # (a QLabel's own)
-        doc.setHtml(self.label.text())
-        doc.setTextWidth(max(text_width, 1))
+        base, reserve = self._type(), self.reserve() - chrome.top() - chrome.bottom()
+        self._measure.setText(self.label.text())
         for scale in MESSAGE_TEXT_SCALES:
             font = QFont(base)
             font.setPointSizeF(base.pointSizeF() * scale)
-            doc.setDefaultFont(font)
-            if doc.size().height() <= reserve:
+            self._measure.setFont(font)
+            height = self._measure.heightForWidth(max(text_width, 1))
+            if height <= reserve:
                 break
         if self.label.font() != font:
             self.label.setFont(font)
-        return math.ceil(doc.size().height())
+        return height
 
     def eventFilter(self, watched, event) -> bool:
         kind = event.type()
@@ -271,9 +278,9 @@ class MessageBar(QFrame):
     def _place(self):
         host = self._host
         width = host.width()
-        margins = self.layout().contentsMargins()
+        chrome = self._chrome()
         content = max(self._fit_type(width), self._buttons.sizeHint().height(), self._close.sizeHint().height())
-        height = min(content + margins.top() + margins.bottom(), self.reserve())
+        height = min(content + chrome.top() + chrome.bottom(), self.reserve())
         origin = host.mapTo(self.parentWidget(), host.rect().topLeft())
         geometry = (origin.x(), origin.y() + host.height() - height, width, height)
         if self.geometry().getRect() != geometry:
