@@ -29,5 +29,4 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "qtbot" in item.fixturenames:
             item.add_marker(pytest.mark.window)
-        if "compiled_lstm" in item.fixturenames:   # a C++ build, once per run (tests/core/compiled_lstm.py)
-            item.add_marker(pytest.mark.slow)
+

@@ -7,7 +7,7 @@ import re
 from typing import TYPE_CHECKING
 
 from gradflow.explorer.panels.base import MIN_TEXT_SCALE
-from PySide6.QtCore import QEvent, QMargins, QSize, Qt, Signal, Slot
+from PySide6.QtCore import QEvent, QSize, Qt, Signal, Slot
 from PySide6.QtGui import QFont, QFontMetrics, QTextDocument
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -236,12 +236,8 @@ class MessageBar(QFrame):
 
     def reserve(self) -> int:
         """The height of a message of MESSAGE_LINES lines in the window's type (what a layout keeps for it)."""
-        chrome = self._chrome()
-        return MESSAGE_LINES * QFontMetrics(self._type()).lineSpacing() + chrome.top() + chrome.bottom()
-
-    def _chrome(self) -> QMargins:
-        """What lies between the bar's edge and its text: the style's border and the layout's margins (px)."""
-        return self.contentsMargins() + self.layout().contentsMargins()
+        margins = self.layout().contentsMargins()
+        return MESSAGE_LINES * QFontMetrics(self._type()).lineSpacing() + margins.top() + margins.bottom()
 
     def _type(self) -> QFont:
         return QFont((self.parentWidget() or self).font())
@@ -250,10 +246,10 @@ class MessageBar(QFrame):
         """The label's type: the largest of MESSAGE_TEXT_SCALES of the window's in which the message keeps to its
         reserve at `width` (the smallest where none does). Returns the text's height in it (px), as the label
         itself lays it out on this screen."""
-        chrome, spacing = self._chrome(), self.layout().spacing()
-        text_width = width - chrome.left() - chrome.right() - self._buttons.sizeHint().width() \
+        margins, spacing = self.layout().contentsMargins(), self.layout().spacing()
+        text_width = width - margins.left() - margins.right() - self._buttons.sizeHint().width() \
             - self._close.sizeHint().width() - 2 * spacing
-        base, reserve = self._type(), self.reserve() - chrome.top() - chrome.bottom()
+        base, reserve = self._type(), self.reserve() - margins.top() - margins.bottom()
         self._measure.setText(self.label.text())
         for scale in MESSAGE_TEXT_SCALES:
             font = QFont(base)
@@ -278,9 +274,9 @@ class MessageBar(QFrame):
     def _place(self):
         host = self._host
         width = host.width()
-        chrome = self._chrome()
+        margins = self.layout().contentsMargins()
         content = max(self._fit_type(width), self._buttons.sizeHint().height(), self._close.sizeHint().height())
-        height = min(content + chrome.top() + chrome.bottom(), self.reserve())
+        height = min(content + margins.top() + margins.bottom(), self.reserve())
         origin = host.mapTo(self.parentWidget(), host.rect().topLeft())
         geometry = (origin.x(), origin.y() + host.height() - height, width, height)
         if self.geometry().getRect() != geometry:

@@ -13,6 +13,9 @@ import gradflow.core.native as native
 import pytest
 
 BUILD_DEADLINE_S = 900   # a compile takes ~1-2 min on a loaded 2-core machine
+# A test that runs the compiled loops: the full tier (a C++ build), and one pytest-xdist worker for all of them,
+# so that only one waits for the build (tests/conftest.py marks the tests that use the fixtures below alike).
+COMPILED = (pytest.mark.slow, pytest.mark.xdist_group("compiled"))
 
 
 class Counting:

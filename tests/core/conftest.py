@@ -1,8 +1,16 @@
 """What the engine tests share: a cell-by-cell unroll of a whole net, independent of core.models' engines."""
 import pytest
 import torch
-from compiled_lstm import compiled_lstm, use_compiled, use_python  # noqa: F401 - fixtures: the compiled LSTM loops
+from compiled_lstm import COMPILED, compiled_lstm, use_compiled, use_python  # noqa: F401 - fixtures: the compiled LSTM loops
 from reference_scale import ReferenceScale  # tests/core is on sys.path
+
+
+@pytest.hookimpl(tryfirst=True)   # before -m deselects by its marks and pytest-xdist reads its group
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "compiled_lstm" in item.fixturenames:   # (test_fused_lstm's parameters carry COMPILED themselves)
+            for mark in COMPILED:
+                item.add_marker(mark)
 
 
 def _unroll(net, x, cell_of, state_of, keep_grad_at=None):

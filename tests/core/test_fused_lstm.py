@@ -10,11 +10,12 @@ import gradflow.core.kernels.lstm as lstm_kernel
 import pytest
 import torch
 import torch.nn.functional as F
+from compiled_lstm import COMPILED  # tests/core is on sys.path
 from gradflow.core.cells import build_model
 from gradflow.core.config import Config
 from gradflow.core.trace import Trace
 from gradflow.core.trainer import Trainer
-from reference_scale import ReferenceScale  # tests/core is on sys.path
+from reference_scale import ReferenceScale
 
 T, B, I, H, O = 11, 3, 4, 6, 2
 
@@ -112,7 +113,7 @@ CASES = [  # (layers, bidirectional, truncation, carried initial state, loss)
 # The Python loops with their gate factors prepared in chunks of the default size (here the whole sequence),
 # of 1 and of 3 steps (a partial last chunk, truncation on chunk edges); the compiled loops (no chunks).
 # The compiled loops' cases are in the full tier (a C++ build).
-LOOPS = [("python", None), ("python", 1), ("python", 3), pytest.param(("compiled", None), marks=pytest.mark.slow)]
+LOOPS = [("python", None), ("python", 1), ("python", 3), pytest.param(("compiled", None), marks=COMPILED)]
 
 
 @pytest.fixture(params=LOOPS, ids=lambda p: p[0] + (f"-chunk{p[1]}" if p[1] else ""))
@@ -195,7 +196,7 @@ def test_float32_matches_float64():
     float32_against_float64(net, *inputs(net, True))
 
 
-@pytest.mark.parametrize("kind", ["python", pytest.param("compiled", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("kind", ["python", pytest.param("compiled", marks=COMPILED)])
 def test_float32_from_packed_min_hidden_on_multiplies_by_packed_weights_and_matches_float64(kind, request,
                                                                                              monkeypatch):
     """From PACKED_MIN_HIDDEN on a float32 row multiplies by oneDNN-packed weights, forward and backward, in

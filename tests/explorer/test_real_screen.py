@@ -2,13 +2,14 @@
 1280×720, 1366×768 and 1920×1080: the window manager decorates, places and maximises the window, keys arrive through
 the X server (xdotool), the frame is measured from outside (xwininfo, _NET_FRAME_EXTENTS).
 
-- The first launch fills the screen (maximised): settings beside the panels from 768 px up, four panels or more at
-  1920x1080.
+- The first launch fills the screen (maximised), the tour's step-1 stop shown: settings beside the panels from 768 px
+  up, four panels or more at 1920x1080.
 - The window, frame included, stays on the screen on launch, restore and maximise, F11 and back; its timeline and
   status bar stay on it.
 - Presentation mode (F5): every companion (keys 1-9 and 0) beside the gradient plot, the window on the screen.
 - Every legend, tick label, axis label and control of the panels on screen is whole and uncovered, in normal mode and
-  with every companion, with and without the tour's stop message (tests/explorer/wholeness.py).
+  with every companion: with the tour's step-40 stop message at every size, without a message at 1280×720
+  (tests/explorer/wholeness.py).
 - At the default tour's step-40 stop in presentation mode, the gradient plot's legend covers no drawn curve, and
   at 1280×720 the plot's data area is at least 560×260 px.
 - Layouts change only when the user or the screen asks: the same window on the same screen gets the same layout after
@@ -92,6 +93,7 @@ def test_the_first_launch_fills_the_screen_with_settings_beside_the_panels_where
     assert launched["main"]["maximized"] and screen.states(app.main_window()) >= MAXIMISED, \
         f"launched {launched['x_frames']}, the window manager's states {screen.states(app.main_window())}"
     assert launched["x_frames"]["Gradient Flow Explorer"] == launched["available"]
+    assert launched["main"]["message_kind"] == "tour", "the tour's step-1 stop message is not shown at launch"
     _assert_on_screen(launched)
     width, height = launched["screen"][2:]
     if height >= 768:   # at 720 px the panels' plots leave no room for settings beside them (F2 shows them over)
@@ -100,43 +102,24 @@ def test_the_first_launch_fills_the_screen_with_settings_beside_the_panels_where
         assert len(launched["main"]["docks"]) >= 4, launched["main"]["groups"]
 
 
-def _assert_every_panel_whole(screen, app, message: str):
-    """In normal mode and in presentation mode with each companion (keys 1-9 and 0): no legend, tick label, axis label or
-    control of a panel on screen is cut, covered by the message or overprinted, and legend text keeps its minimum
-    size (wholeness.py). Left in normal mode with companion 1, whatever failed."""
-    window = app.main_window()
-    try:
-        assert app.whole() == [], f"normal mode, message {message}"
-        screen.key(window, "F5")
-        for key, companion in enumerate(COMPANIONS, start=1):
-            screen.key(window, str(key % 10))   # the tenth: key 0
-            state = app.settle()
-            assert state["main"]["presentation"] and state["main"]["message_kind"] == ("tour" if message == "shown" else "")
-            assert app.whole() == [], f"presentation, key {key} ({companion}), message {message}"
-    finally:
-        screen.key(window, "1")
-        if app.state()["main"]["presentation"]:
-            screen.key(window, "F5")
-        app.wait_for(lambda s: not s["main"]["presentation"])
-        app.settle()
-
-
-def test_every_panel_on_screen_is_whole_with_the_tours_stop_message(on_screen):
-    """As launched, the tour's step-1 stop shown (see _assert_every_panel_whole)."""
-    screen, app = on_screen
-    assert app.settle()["main"]["message_kind"] == "tour", "the tour's stop message is not shown at launch"
-    if screen.size != (1280, 720):
-        pytest.skip("checked at 1280x720 (every size offscreen: test_panels_whole.py)")
-    _assert_every_panel_whole(screen, app, "shown")
-
-
 def test_every_panel_on_screen_is_whole_without_a_message(on_screen):
-    """The stop's message dismissed (see _assert_every_panel_whole)."""
+    """The step-1 stop's message dismissed: in normal mode and in presentation mode with each companion (keys 1-9
+    and 0), no legend, tick label, axis label or control of a panel on screen is cut, covered or overprinted, and
+    legend text keeps its minimum size (wholeness.py). With a stop's message shown:
+    test_at_the_tours_step_40_stop_the_gradient_legend_covers_no_curve, at every size."""
     screen, app = on_screen
     app.ask("dismiss")   # (the tests after it see the window without the message, whatever this one checks)
     if screen.size != (1280, 720):
         pytest.skip("checked at 1280x720 (every size offscreen: test_panels_whole.py)")
-    _assert_every_panel_whole(screen, app, "dismissed")
+    window = app.main_window()
+    assert app.whole() == [], "normal mode, no message"
+    screen.key(window, "F5")
+    try:
+        _assert_each_companion_beside_the_gradient(screen, app, message="")
+    finally:
+        screen.key(window, "1", "F5")
+        app.wait_for(lambda s: not s["main"]["presentation"])
+        app.settle()
 
 
 def test_the_window_stays_on_the_screen_and_keeps_its_layout_through_restore_and_full_screen(on_screen):
@@ -162,19 +145,22 @@ def test_the_window_stays_on_the_screen_and_keeps_its_layout_through_restore_and
         _assert_same_layout(back, launched, f"{what} and back")
 
 
-def _assert_every_companion_beside_the_gradient(screen, app, scale: float = 1):
-    """F5, then keys 1-9 and 0: each companion that applies to the scenario's cell docked beside the gradient plot (not
-    behind it in a tab), the window on the screen, at 1280×720 the gradient plot's data area at least
-    GRADIENT_AREA_720P; the key of one that does not apply (the LSTM highway of an RNN) changes nothing; left in
-    presentation mode."""
+def _assert_each_companion_beside_the_gradient(screen, app, scale: float = 1, message: str | None = None):
+    """In presentation mode, keys 1-9 and 0: each companion that applies to the scenario's cell docked beside the
+    gradient plot (not behind it in a tab), the window on the screen, at 1280×720 the gradient plot's data area at
+    least GRADIENT_AREA_720P; the key of one that does not apply (the LSTM highway of an RNN) changes nothing.
+    With `message` (the message bar's kind: "tour" or "" for none) every panel on screen is also whole
+    (wholeness.py) with that message."""
     window = app.main_window()
-    screen.key(window, "F5")
     shown = None
     for key, companion in enumerate(COMPANIONS, start=1):
-        screen.key(window, str(key % 10))
+        screen.key(window, str(key % 10))   # the tenth: key 0
         state = app.settle()
         main = state["main"]
-        where = f"presentation, key {key} ({companion}): "
+        where = f"presentation, key {key % 10} ({companion}), message {message!r}: "
+        if message is not None:
+            assert main["message_kind"] == message, where + f"message bar: {main['message_kind']!r}"
+            assert app.whole() == [], where + "not whole"
         if companion not in main["offered"]:
             assert main["companion"] == shown, where + str(main)
             continue
@@ -188,15 +174,6 @@ def _assert_every_companion_beside_the_gradient(screen, app, scale: float = 1):
             w, h = main["gradient_area"]
             assert w >= GRADIENT_AREA_720P[0] and h >= GRADIENT_AREA_720P[1], where + f"gradient data area {w}×{h}"
         _assert_on_screen(state, scale=scale)
-
-
-def test_presentation_puts_every_companion_beside_the_gradient_and_comes_back_to_the_same_layout(on_screen):
-    screen, app = on_screen
-    window = app.main_window()
-    before = app.settle()
-    _assert_every_companion_beside_the_gradient(screen, app)
-    screen.key(window, "1", "F5")   # the companion it had, then back to normal mode
-    _assert_same_layout(app.settle(), before, "F5 and back")
 
 
 def test_a_click_on_the_timeline_while_paused_keeps_the_layout(on_screen):
@@ -246,7 +223,8 @@ def test_on_a_4k_screen_the_window_fits_and_every_companion_sits_beside_the_grad
             assert states >= MAXIMISED, f"{launched['x_frames']}, the window manager's states {states}, " \
                 f"Qt's maximised: {launched['main']['maximized']}"
         assert len(launched["main"]["docks"]) >= 4, launched["main"]["groups"]
-        _assert_every_companion_beside_the_gradient(screen, app, scale)
+        screen.key(app.main_window(), "F5")
+        _assert_each_companion_beside_the_gradient(screen, app, scale)
 
 
 SWEEP = "spectral_radius=0.5,1.5;seq_len=10,20 1 0"   # 2 × 2 points, 1 seed, at initialisation: seconds
@@ -300,19 +278,23 @@ def test_a_small_sweep_runs_with_its_settings_and_diagram_on_the_screen(on_scree
 
 
 def test_at_the_tours_step_40_stop_the_gradient_legend_covers_no_curve(on_screen):
-    """Played to the default tour's step-40 stop (the banner then shows the stop's lines), then F5: the gradient
-    plot's legend sits inside the plot clear of every drawn curve (or beside or under it, or folded into a key line),
-    and on a 1280×720 screen the plot keeps a data area of at least 560×260 px; every companion is whole there.
-    (Last: it leaves the run at step 40.)"""
+    """Played to the default tour's step-40 stop (its message shown under the panels): every panel whole in normal
+    mode; then F5: the gradient plot's legend sits inside the plot clear of every drawn curve (or beside or under
+    it, or folded into a key line), at 1280×720 the plot keeps a data area of at least 560×260 px; with keys 1-9
+    and 0 each companion sits beside the gradient plot and every panel is whole with the stop's message; F5 again
+    gives back the layout the window had. (Last: it leaves the run at step 40.)"""
     screen, app = on_screen
     window = app.main_window()
     app.ask("call play")
     app.wait_for(lambda s: not s["main"]["playing"] and s["main"]["step"] >= 40, seconds=600)
+    before = app.settle()
+    assert before["main"]["step"] == 40 and before["main"]["message_kind"] == "tour", \
+        f"paused at step {before['main']['step']}, message {before['main']['message_kind']!r}: not the tour's stop"
+    assert app.whole() == [], "normal mode, at the step-40 stop"
     screen.key(window, "F5")
     app.wait_for(lambda s: s["main"]["presentation"])
     state = app.settle()
     main = state["main"]
-    assert main["step"] == 40, f"paused at step {main['step']}, not at the tour's stop"
     legend = main["gradient_legend"]
     assert not legend["covers"], f"the legend ({legend}) covers a curve"
     if state["screen"][2:] == [1280, 720]:
@@ -320,9 +302,7 @@ def test_at_the_tours_step_40_stop_the_gradient_legend_covers_no_curve(on_screen
         assert w >= GRADIENT_AREA_720P[0] and h >= GRADIENT_AREA_720P[1], f"gradient data area {w}×{h}, legend {legend}"
         assert legend["place"] in ("inside", "folded"), legend   # in its empty corner, or a key line under the plot
     _assert_on_screen(state)
-    for key, companion in enumerate(COMPANIONS, start=1):   # every companion whole at the stop, its message shown
-        screen.key(window, str(key % 10))
-        assert app.settle()["main"]["message_kind"] == "tour"
-        assert app.whole() == [], f"at the step-40 stop, key {key} ({companion})"
-    screen.key(window, "1", "F5")
+    _assert_each_companion_beside_the_gradient(screen, app, message="tour")
+    screen.key(window, "1", "F5")   # the companion it had, then back to normal mode
     app.wait_for(lambda s: not s["main"]["presentation"])
+    _assert_same_layout(app.settle(), before, "F5 and back")
