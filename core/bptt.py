@@ -30,6 +30,14 @@ def processing_order(T: int, reverse: bool) -> range:
     return range(T - 1, -1, -1) if reverse else range(T)
 
 
+def carried_gradient(spec: RowSpec, g_out: torch.Tensor) -> tuple[torch.Tensor, tuple, list[int]]:
+    """The start of a dense row's backward: ∂L/∂h_t (T, B, H) as its direct part g_out, in a pooled buffer to
+    which the time loop adds the carry; its per-step views; the time steps in processing order."""
+    T, B, H = g_out.shape
+    dh = spec.pool.fresh(g_out, T, B, H).copy_(g_out)
+    return dh, dh.unbind(0), list(processing_order(T, spec.reverse))
+
+
 def weight_grads(needs, x, w_ih, prev, d_x, d_hh):
     """A dense row's input, weight and bias gradients, batched over all steps.
 

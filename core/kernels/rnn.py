@@ -5,7 +5,7 @@ modReLU(a) = sign(a) ⊙ relu(|a| + b) with a learned bias b per unit and row (A
 from __future__ import annotations
 
 import torch
-from gradflow.core.bptt import processing_order, weight_grads
+from gradflow.core.bptt import carried_gradient, processing_order, weight_grads
 from gradflow.core.buffers import state_buffer
 from torch import nn
 
@@ -50,14 +50,10 @@ class RnnKernel:
         return {"out": out, "prev": prev}
 
     def backward(self, needs, spec, found, x, w_ih, w_hh, g_out, g_c_last):
-        out = found["out"]
+        out, scales, ws = found["out"], spec.scales, spec.pool.scratch
         T, B, H = out.shape
-        order = list(processing_order(T, spec.reverse))
-        scales = spec.scales
-        dh = spec.pool.fresh(g_out, T, B, H).copy_(g_out)  # starts as the direct part; the loop adds the carry
-        dhs = dh.unbind(0)
+        dh, dhs, order = carried_gradient(spec, g_out)   # dh (T, B, H): the direct part; the loop adds the carry
         one = torch.ones((), dtype=out.dtype, device=out.device)
-        ws = spec.pool.scratch
         g_h0 = g_b_act = None
         act = spec.activation
         if act == "tanh":
