@@ -143,7 +143,7 @@ class WindowLayout(QObject):
     def _on_views_changed(self, _missing: dict):
         """Another cell's records: the picker offers the companions that apply to it; in presentation mode one that
         no longer applies gives way to one that does (the chosen one comes back with a cell it applies to)."""
-        shown = self.current.names()[1:] if self.pairing() else None
+        shown = self.current.names()[1:] if self.pairing() and self.current else None   # None: not laid out yet
         self._show_mode_controls()
         if shown is not None and shown != [self.companion] and self._shown_once:
             self.arrange_default()

@@ -4,6 +4,7 @@ companion that does not apply to the next cell gives way to one that does, and c
 from __future__ import annotations
 
 from gradflow.explorer.window.layout import GT, SENSITIVITY
+from gradflow.explorer.window.main_window import MainWindow
 from window_helpers import SMALL, WAIT_MS  # tests/explorer is on sys.path
 
 HIGHWAY, SPECTRUM = "LstmHighwayPanel", "SpectrumPanel"
@@ -46,3 +47,21 @@ def test_switching_to_a_cell_without_the_companion_falls_back_and_the_choice_com
     window.model.rebuild(LSTM)
     qtbot.waitUntil(lambda: beside(window) == [GT, HIGHWAY], timeout=WAIT_MS)
     assert layouts.companion_combo.currentData() == HIGHWAY
+
+
+def test_a_record_before_a_reopened_window_is_laid_out_changes_no_layout_yet(open_window, qtbot, settings):
+    """A window reopened in presentation mode is laid out when first shown (until then it has no arrangement); the
+    views of a record that arrives before that (as on a loaded machine) leave the layout to the first show: they
+    raised there, and the window never drew its first record."""
+    window = open_window(LSTM)
+    window.presentation_action.trigger()
+    window.layouts.companion_actions[HIGHWAY].trigger()
+    qtbot.waitUntil(lambda: beside(window) == [GT, HIGHWAY], timeout=WAIT_MS)
+    window.close()
+    again = MainWindow(config=SMALL, settings=settings)          # the same settings: presentation, the highway
+    qtbot.addWidget(again)
+    assert again.theme.presentation and again.layouts.current is None
+    again.model.views_changed.emit(dict(again.model.views_missing))
+    again.show()
+    qtbot.waitUntil(lambda: again.shown_record is not None and beside(again) == [GT, SPECTRUM], timeout=WAIT_MS)
+    again.close()
