@@ -7,8 +7,8 @@ Set-Location $ProjectRoot
 $env:QT_QPA_PLATFORM = "offscreen"
 
 if ($Fast) {
-    & $Python -m pytest -n auto --maxprocesses 4 --dist loadgroup -m "not slow and not window" @args
+    & $Python -m pytest -n auto --dist loadgroup -m "not slow and not window" @args
 } else {
-    & $Python -m pytest -n auto --maxprocesses 4 --dist loadgroup --durations=20 @args
+    & $Python -m pytest -n auto --dist loadgroup --durations=20 @args
 }
 exit $LASTEXITCODE

@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
 # Install the project with its test and cluster (Dask) extras into .venv (scripts/venv.sh) and run the tests,
-# spread by pytest-xdist over one worker more than the cores, at most 4: many tests wait on an app in a child
-# process, an X server or a pool, and the spare worker keeps the cores busy meanwhile (the claims and sweep tests
-# start pools of their own).
+# spread by pytest-xdist (-n auto: one worker more than the cores, at most 4; tests/conftest.py says why).
 #   bash scripts/test.sh           the full suite (what CI runs), with the 20 slowest tests listed at the end
 #   bash scripts/test.sh --fast    the fast tier, for the edit-test loop: the engine, API, CLI and model-level
 #                                  app tests (everything not marked `slow` or `window`)
@@ -11,8 +9,7 @@ set -euo pipefail
 source "$(dirname "$0")/venv.sh" "[test,cluster]"
 cd "$project_root"
 export QT_QPA_PLATFORM=offscreen
-workers=$(python -c "import os; print(min(4, (os.cpu_count() or 1) + 1))")
-spread=(-n "$workers" --dist loadgroup)
+spread=(-n auto --dist loadgroup)
 if [ "${1:-}" = --fast ]; then
     shift
     exec python -m pytest "${spread[@]}" -m "not slow and not window" "$@"
