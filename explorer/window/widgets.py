@@ -3,6 +3,7 @@ overlay, the message bar (and its scrolled holder, for a window with no height t
 from __future__ import annotations
 
 import html
+import math
 import re
 from typing import TYPE_CHECKING
 
@@ -178,11 +179,6 @@ class MessageBar(QFrame):
         self.label.setTextFormat(Qt.TextFormat.RichText)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.label.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
-        self._measure = QLabel(self)   # a hidden twin of the label: its height for a width in a trial type
-        self._measure.setObjectName("messageText")
-        self._measure.setWordWrap(True)
-        self._measure.setTextFormat(Qt.TextFormat.RichText)
-        self._measure.hide()
         self._buttons = QHBoxLayout()
         self._buttons.setSpacing(6)
         close = QToolButton()
@@ -244,23 +240,24 @@ class MessageBar(QFrame):
 
     def _fit_type(self, width: int) -> int:
         """The label's type: the largest of MESSAGE_TEXT_SCALES of the window's in which the message keeps to its
-        reserve at `width` (the smallest where none does). Returns the text's height in it (px), as the label
-        itself lays it out on this screen."""
+        reserve at `width` (the smallest where none does). Returns the text's height in it (px)."""
         margins, spacing = self.layout().contentsMargins(), self.layout().spacing()
         text_width = width - margins.left() - margins.right() - self._buttons.sizeHint().width() \
             - self._close.sizeHint().width() - 2 * spacing
         base, reserve = self._type(), self.reserve() - margins.top() - margins.bottom()
-        self._measure.setText(self.label.text())
+        doc = QTextDocument()
+        doc.setDocumentMargin(0)   # (a QLabel's own)
+        doc.setHtml(self.label.text())
+        doc.setTextWidth(max(text_width, 1))
         for scale in MESSAGE_TEXT_SCALES:
             font = QFont(base)
             font.setPointSizeF(base.pointSizeF() * scale)
-            self._measure.setFont(font)
-            height = self._measure.heightForWidth(max(text_width, 1))
-            if height <= reserve:
+            doc.setDefaultFont(font)
+            if doc.size().height() <= reserve:
                 break
         if self.label.font() != font:
             self.label.setFont(font)
-        return height
+        return math.ceil(doc.size().height())
 
     def eventFilter(self, watched, event) -> bool:
         kind = event.type()
