@@ -37,4 +37,3 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "qtbot" in item.fixturenames:
             item.add_marker(pytest.mark.window)
-

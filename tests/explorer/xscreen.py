@@ -34,7 +34,6 @@ from typing import Any
 
 TOOLS = ("Xvfb", "openbox", "xdotool", "xwininfo", "xprop", "import")
 START_S = 30        # deadlines for the mechanism (a busy 2-core machine is slow), never speed claims
-START_TRIES = 2     # Xvfb started again once where it lost its display (two screens starting at once)
 ANSWER_S = 60
 SETTLE_S = 90
 SETTLED_FOR_S = 1.0  # the window and its layout unchanged this long count as settled
@@ -100,16 +99,7 @@ class XScreen:
         self._processes: list[subprocess.Popen] = []
 
     def __enter__(self) -> XScreen:
-        for _ in range(START_TRIES - 1):
-            try:
-                self._start()
-                return self
-            except (RuntimeError, TimeoutError):   # Xvfb lost its display to another starting beside it ("server
-                self.close()                         # already running"; openbox then cannot open it): a new one
-            except BaseException:
-                self.close()
-                raise
-        try:                                         # the last try: whatever fails is the test's error
+        try:
             self._start()
         except BaseException:
             self.close()
