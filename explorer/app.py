@@ -95,14 +95,19 @@ def open_windows(preset: str | None):
 
 def _close_on_signals(window):
     """Ctrl+C (SIGINT) or SIGTERM closes the window as its close button does: the engine process stops, the
-    settings are saved. Qt's event loop runs in C++, so a timer lets Python look at signals 5 times a second."""
+    settings are saved. Qt's event loop runs in C++, so a timer lets Python look at signals 5 times a second.
+    The close is posted to the event loop: a signal that comes before `app.exec()` starts would otherwise quit a
+    loop not yet running (a no-op), and the loop would then run on with no window."""
     import signal
 
     from PySide6.QtCore import QCoreApplication, QTimer
 
-    def close(_signum, _frame):
+    def close_and_quit():
         window.close()
         QCoreApplication.quit()
+
+    def close(_signum, _frame):
+        QTimer.singleShot(0, close_and_quit)
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, close)

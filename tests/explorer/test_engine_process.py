@@ -154,3 +154,30 @@ def test_ctrl_c_or_sigterm_closes_the_app_cleanly(tmp_path, signum):
     assert "Traceback" not in stderr and "leaked" not in stderr, stderr
     assert "closed" in next(tmp_path.rglob("explorer.log")).read_text()
     assert wait_gone([engine], timeout=10) == [], "the engine process outlived the app"
+
+
+@linux_only
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=lambda signum: signum.name)
+def test_a_signal_that_comes_before_the_event_loop_still_closes_the_app(qapp, qtbot, signum):
+    """The race behind the test above hanging under load: the app had handled the signal at once, and its
+    quit() before `app.exec()` started was lost; the loop then ran on with no window."""
+    from gradflow.explorer.app import _close_on_signals
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QWidget
+
+    window = QWidget()
+    qtbot.addWidget(window)
+    window.show()
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    lost = QTimer(singleShot=True, interval=60_000)        # ends the loop only if the signal was lost
+    lost.timeout.connect(lambda: qapp.exit(3))
+    try:
+        _close_on_signals(window)
+        signal.raise_signal(signum)                        # Python runs the handler now: no loop is running
+        lost.start()
+        assert qapp.exec() == 0, "the signal's quit was lost before the event loop started"
+        assert not window.isVisible()
+    finally:
+        lost.stop()
+        for s, handler in handlers.items():
+            signal.signal(s, handler)

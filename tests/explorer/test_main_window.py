@@ -16,7 +16,7 @@ import numpy as np
 from gradflow.core.presets import DEFAULT_PRESET, load_preset, preset_names
 from gradflow.explorer.window.main_window import MainWindow
 from PySide6.QtCore import Qt
-from window_helpers import SMALL, WAIT_MS, curve_y, status_text, wait_paused  # tests/explorer is on sys.path
+from window_helpers import SMALL, WAIT_MS, curve_y, engine_pausing, status_text  # tests/explorer is on sys.path
 from window_probes import in_engine
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,8 +70,8 @@ def test_play_advances_and_after_pause_the_shown_record_is_the_last_step_compute
     window.play_action.trigger()
     assert window.play_action.text() == "Pause"
     qtbot.waitUntil(lambda: window.shown_record.step >= 5, timeout=WAIT_MS)
-    window.play_action.trigger()
-    wait_paused(qtbot, window)
+    with engine_pausing(qtbot, window):
+        window.play_action.trigger()
     in_engine(qtbot, window, operator.attrgetter("steps_done"))   # every record sent before now has arrived
     qtbot.waitUntil(lambda: window.shown_record.step == window.latest.step, timeout=WAIT_MS)
     record = window.shown_record
@@ -98,8 +98,8 @@ def test_space_toggles_play_and_reset_starts_again_at_step_one(qtbot, window):
     qtbot.waitUntil(window.isActiveWindow, timeout=WAIT_MS)
     qtbot.keyClick(window, Qt.Key.Key_Space)
     qtbot.waitUntil(lambda: window.shown_record.step >= 3, timeout=WAIT_MS)
-    qtbot.keyClick(window, Qt.Key.Key_Space)
-    wait_paused(qtbot, window)
+    with engine_pausing(qtbot, window):
+        qtbot.keyClick(window, Qt.Key.Key_Space)
     qtbot.keyClick(window, Qt.Key.Key_R)
     qtbot.waitUntil(lambda: window.shown_record.step == 1 and window.worker.last_step == 1, timeout=WAIT_MS)
     assert not window.is_playing()
@@ -110,9 +110,9 @@ def test_speed_control_caps_steps_per_second(qtbot, window):
     start_step, start = window.latest.step, time.perf_counter()
     window.play()
     qtbot.waitUntil(lambda: window.latest.step >= start_step + 3, timeout=WAIT_MS)
-    window.pause()
-    elapsed = time.perf_counter() - start
-    wait_paused(qtbot, window)
+    with engine_pausing(qtbot, window):
+        window.pause()
+        elapsed = time.perf_counter() - start
     # at most 5 * elapsed + 1 steps begun before the pause, + the closing step; a slow machine only makes fewer
     assert window.latest.step - start_step <= 5 * elapsed + 2
 

@@ -18,7 +18,7 @@ from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QFileDialog, QLineEdit
-from window_helpers import SMALL, WAIT_MS, status_text, step_once, wait_paused  # tests/explorer is on sys.path
+from window_helpers import SMALL, WAIT_MS, engine_pausing, status_text, step_once  # tests/explorer is on sys.path
 from window_probes import in_engine
 
 
@@ -391,8 +391,8 @@ def test_applying_over_a_long_run_asks_first(qtbot, window, monkeypatch, choice,
     model.widget.activated.emit(model.widget.currentIndex())
     window.play_action.trigger()
     qtbot.waitUntil(lambda: window.latest.step > DISCARD_ASK_STEPS, timeout=10 * WAIT_MS)
-    window.play_action.trigger()
-    wait_paused(qtbot, window)
+    with engine_pausing(qtbot, window):
+        window.play_action.trigger()
     steps = window.latest.step
     qtbot.mouseClick(window.settings_panel.apply_button, Qt.MouseButton.LeftButton)
     assert asked == [steps]
@@ -422,8 +422,8 @@ def test_the_scenario_box_reset_and_open_session_ask_before_replacing_a_long_run
     monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: pytest.fail("the file dialog opened"))
     window.play_action.trigger()
     qtbot.waitUntil(lambda: window.latest.step > DISCARD_ASK_STEPS, timeout=10 * WAIT_MS)
-    window.play_action.trigger()
-    wait_paused(qtbot, window)
+    with engine_pausing(qtbot, window):
+        window.play_action.trigger()
     steps, scenario = window.latest.step, window.preset.name
     combo = window.scenario_combo
     other = next(i for i in range(combo.count()) if combo.itemData(i) not in (None, scenario)

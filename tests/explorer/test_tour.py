@@ -6,7 +6,7 @@ from gradflow.core.presets import load_preset
 from gradflow.core.records import History
 from gradflow.explorer.model import MIN_LEG_SECONDS
 from PySide6.QtCore import QPoint, QRect
-from window_helpers import WAIT_MS, wait_paused  # tests/explorer is on sys.path
+from window_helpers import WAIT_MS, engine_pausing, wait_paused  # tests/explorer is on sys.path
 
 
 def test_a_scenarios_stops_are_the_steps_its_claims_check_at():
@@ -89,8 +89,8 @@ def test_with_other_settings_play_plays_on(qtbot, open_window):
     assert not window.tour.active
     window.play_action.trigger()
     qtbot.waitUntil(lambda: window.latest.step > 45, timeout=10 * WAIT_MS)
-    window.play_action.trigger()
-    wait_paused(qtbot, window)
+    with engine_pausing(qtbot, window):
+        window.play_action.trigger()
     assert window.message_bar.kind != "tour"
 
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import errno
 import os
+from contextlib import contextmanager
 
 import numpy as np
 from gradflow.core.presets import DEFAULT_PRESET, load_preset
 from gradflow.explorer.window.main_window import MainWindow
 from gradflow.explorer.window.trust import TrustPrompt
-from PySide6.QtCore import QEvent, QObject, QTimer
+from PySide6.QtCore import QEvent, QObject, QTimer, Slot
 from PySide6.QtWidgets import QPushButton
 from window_probes import WAIT_MS  # tests/explorer is on sys.path
 
@@ -36,6 +37,34 @@ def wait_paused(qtbot, window: MainWindow):
     qtbot.waitUntil(lambda: not window.is_playing() and window.readout.state.text().endswith("paused")
                     and window.shown_record is not None and window.shown_record.step == window.worker.last_step,
                     timeout=WAIT_MS)
+
+
+class _EnginePauses(QObject):
+    """Hears the engine's own word that it paused (a bound slot of a GUI-thread object: delivered queued)."""
+
+    def __init__(self, worker):
+        super().__init__()
+        self.heard = False
+        worker.paused.connect(self.on_paused)
+
+    @Slot(int)
+    def on_paused(self, _step: int):
+        self.heard = True
+
+
+@contextmanager
+def engine_pausing(qtbot, window: MainWindow):
+    """Around a Pause press: return once the engine has paused and the window shows its last step. The window says
+    "paused" at the press, while the engine may still finish the step under way and then one in full; only its
+    `paused` signal says no record is still to come (a Step's target read before then could be passed over). The
+    engine must have stepped since Play: a Pause before its first step says nothing."""
+    pauses = _EnginePauses(window.worker)
+    try:
+        yield
+        qtbot.waitUntil(lambda: pauses.heard, timeout=WAIT_MS)
+    finally:
+        window.worker.paused.disconnect(pauses.on_paused)
+    wait_paused(qtbot, window)
 
 
 def curve_y(window: MainWindow) -> np.ndarray:
