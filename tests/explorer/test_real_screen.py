@@ -299,6 +299,7 @@ def test_at_the_tours_step_40_stop_the_gradient_legend_covers_no_curve(on_screen
     app.wait_for(lambda s: s["main"]["presentation"])
     state = app.settle()
     main = state["main"]
+    assert not main["message_scrolls"], "the stop's three lines scroll in presentation type"   # (the bar's borders)
     legend = main["gradient_legend"]
     assert not legend["covers"], f"the legend ({legend}) covers a curve"
     if state["screen"][2:] == [1280, 720]:

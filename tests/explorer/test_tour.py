@@ -1,5 +1,6 @@
 """The guided tour: Play runs to the next step the scenario's claims name and pauses there, showing the claims
 with what this run measured (the claims test's own check); Next goes on; the stops' records stay reachable."""
+import pytest
 from gradflow.core.claim_checks import check_run
 from gradflow.core.claims import tour_stops
 from gradflow.core.presets import load_preset
@@ -156,3 +157,31 @@ def test_a_floating_message_longer_than_its_room_keeps_to_it_and_scrolls_the_res
     bar.show_message("tour", "<b>Step 1</b> one line", (("Next ▶", lambda: None),))
     qtbot.waitUntil(lambda: bar.height() < bar.reserve(), timeout=WAIT_MS)       # a short one: only its height
     assert host.contentsMargins().bottom() == bar.height() and scroll.verticalScrollBar().maximum() == 0
+
+
+@pytest.mark.parametrize("width", [1280, 1920])
+def test_a_message_that_fits_its_room_inside_the_bars_borders_shows_no_scroll_bar(qtbot, width):
+    """At 1920×1080 in presentation the step-40 stop's three lines showed a scroll bar beside them: the text was
+    measured without the bar's borders (the style's: 6 px at the left, 1 px above and below), 2 px taller than
+    the room it then got. Three lines, each a paragraph, in the borders of a tour's message: every line shown,
+    nothing to scroll, and the bar within the room the layout keeps."""
+    from gradflow.explorer.window.widgets import MessageBar
+    from PySide6.QtWidgets import QWidget
+    window = QWidget()
+    host = QWidget(window)
+    bar = MessageBar(window)
+    bar.setStyleSheet("#messageBar { border-left: 6px solid red; border-top: 1px solid gray;"
+                      " border-bottom: 1px solid gray; }")
+    bar.float_over(host)
+    window.resize(width, 720)
+    host.setGeometry(0, 0, width, 720)
+    qtbot.addWidget(window)
+    window.show()
+    bar.show_message("tour", "<b>Step 40</b> (stop 2 of 3)<br>✓ σ_max rises above 1.2<br>✓ ‖∂L/∂h_1‖ is tiny",
+                     (("Next ▶", lambda: None),))
+    scroll = bar.label.parentWidget().parentWidget()                 # the label, in a scroll area's viewport
+    qtbot.waitUntil(lambda: bar.height() > 0 and host.contentsMargins().bottom() == bar.height(), timeout=WAIT_MS)
+    assert bar.contentsMargins().top() == 1 and bar.contentsMargins().left() == 6   # the borders are the frame's
+    assert bar.height() <= bar.reserve()
+    assert scroll.verticalScrollBar().maximum() == 0, (scroll.viewport().height(), bar.label.height())
+    assert bar.label.heightForWidth(scroll.viewport().width()) <= scroll.viewport().height()

@@ -327,8 +327,16 @@ def window_state(window) -> dict:
             "scrubbed": not window.timeline.is_live, "message": window.message_bar.text(),
             "message_covers_settings": window.message_bar.isVisible() and settings.isVisible()
             and _overlap(window.message_bar, settings),
-            "message_kind": window.message_bar.kind, "scenario": window.preset.name,
+            "message_kind": window.message_bar.kind, "message_scrolls": _scrolls(window.message_bar),
+            "scenario": window.preset.name,
             "spectral_radius": window.model.applied.spectral_radius}
+
+
+def _scrolls(bar) -> bool:
+    """Whether a shown message has more than its bar shows (its scroll bar can move)."""
+    from PySide6.QtWidgets import QScrollArea
+    scroll = bar.findChild(QScrollArea)
+    return bar.isVisible() and scroll is not None and scroll.verticalScrollBar().maximum() > 0
 
 
 def _overlap(a, b) -> bool:
