@@ -71,6 +71,20 @@ def test_combinations_that_make_no_sense_are_refused():
         Config(model="rnn", forget_bias=1.0)
 
 
+def test_the_hidden_size_limit_follows_the_device(monkeypatch):
+    """1024 units on the CPU (a recorded step there already takes about a second), 4096 on a GPU: the limit
+    is the device's, and the message names both (issue 30; the spec's own bound is the largest)."""
+    import torch
+    from gradflow.core.config import HIDDEN_SIZE_LIMIT
+    assert Config(hidden_size=HIDDEN_SIZE_LIMIT["cpu"]).hidden_size == 1024
+    with pytest.raises(ConfigError, match=r"hidden_size = 2048 is above 1024, the most on device = 'cpu'.*cuda \(4096\)"):
+        Config(hidden_size=2048)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)   # the check only; nothing is built on it
+    assert Config(device="cuda", hidden_size=4096).hidden_size == 4096
+    with pytest.raises(ConfigError, match=r"hidden_size must be an integer in 1\.\.4096"):
+        Config(device="cuda", hidden_size=4097)
+
+
 @pytest.mark.parametrize("key", ["sigma_w", "sigma_b", "input_sigma"])
 def test_the_gaussian_scales_need_init_gaussian_and_a_vanilla_rnn(key):
     assert getattr(Config(init="gaussian", **{key: 0.5}), key) == 0.5
