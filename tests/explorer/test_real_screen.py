@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import pytest
 import xscreen  # tests/explorer is on sys.path
-from gradflow.explorer.window.layout import COMPANIONS, GT
+from gradflow.explorer.window.layout import COMPANIONS, GT, HIGHWAY, SENSITIVITY
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("xscreen"),   # one worker: one X server at a time
               pytest.mark.skipif(xscreen.missing() is not None, reason=f"real X screen: {xscreen.missing()}")]
@@ -210,11 +210,15 @@ def test_on_a_4k_screen_the_window_fits_and_every_companion_sits_beside_the_grad
     """A 3840×2160 screen, as Qt draws on it unscaled and at 2× (QT_SCALE_FACTOR, as a 4K projector is driven): the
     first launch's window (maximised at 2×, where the screen counts as 1920×1080; a share of the screen at 1×) and,
     in presentation mode, every companion beside the gradient plot stay on the screen. (~20 s each here; the app
-    ~0.8 GB, Xvfb ~0.15 GB.) At 2× on an LSTM scenario: its companions (the LSTM highway, key 7, among them) are
-    checked on a real screen here, the default RNN's at the other sizes."""
+    ~0.8 GB, Xvfb ~0.15 GB.) The cells whose own companions the default RNN has not: at 2× an LSTM scenario (the
+    LSTM highway, key 7), at 1× an LRU opened from a preset file (the decay sensitivity, key 0; no built-in
+    single-run scenario has a diagonal cell)."""
     env = {"GRADFLOW_ENGINE": "thread"} | ({"QT_SCALE_FACTOR": str(scale)} if scale != 1 else {})
-    args = ["--preset", "lstm_forget_bias_1"] if scale == 2 else []
-    with xscreen.XScreen(3840, 2160, tmp_path) as screen, screen.launch(args, **env) as app:
+    lru = tmp_path / "lru.toml"
+    lru.write_text('title = "An LRU on the adding problem"\n[config]\nmodel = "lru"\ntask = "adding"\n'
+                   'seq_len = 100\nhidden_size = 32\nlru_r_min = 0.5\nlru_r_max = 0.999\n')
+    preset, own = ("lstm_forget_bias_1", HIGHWAY) if scale == 2 else (str(lru), SENSITIVITY)
+    with xscreen.XScreen(3840, 2160, tmp_path) as screen, screen.launch(["--preset", preset], **env) as app:
         app.wait_for(lambda s: s["main"]["step"] >= 1)
         launched = app.settle()
         assert launched["screen"][2:] == [3840 // scale, 2160 // scale], launched["screen"]
@@ -227,8 +231,7 @@ def test_on_a_4k_screen_the_window_fits_and_every_companion_sits_beside_the_grad
         assert len(launched["main"]["docks"]) >= 4, launched["main"]["groups"]
         screen.key(app.main_window(), "F5")
         _assert_each_companion_beside_the_gradient(screen, app, scale)
-        if scale == 2:
-            assert "LstmHighwayPanel" in app.state()["main"]["offered"], "an LSTM run is not offered its highway"
+        assert own in app.state()["main"]["offered"], f"{preset}: its cell's own companion {own} not offered"
 
 
 SWEEP = "spectral_radius=0.5,1.5;seq_len=10,20 1 0"   # 2 × 2 points, 1 seed, at initialisation: seconds
