@@ -56,7 +56,8 @@ kind                      keys                                       holds when,
                                                                      the mean over units, the step's batch; t
                                                                      default T), or with against = "white_noise"
                                                                      its ratio to the white-noise closed form
-                                                                     (the LRU's), is below / above the bounds
+                                                                     (the LRU's, in its lru_decay), is below /
+                                                                     above the bounds
 ``diverges``              by, expect                                 an update is refused (loss or ‖g‖ not
                                                                      finite) at some step ≤ ``by`` (expect =
                                                                      true), or at none (expect = false)
@@ -264,7 +265,7 @@ def _check_sensitivity_fits(where: str, args: dict, config: Config):
     why = cell.no_sensitivity(config)
     if why is not None:
         raise ConfigError(f"{where}: {why}")
-    if args["against"] == "white_noise" and cell.sensitivity_closed_form is None:
+    if args["against"] == "white_noise" and cell.decay_closed_form(config) is None:
         having = [name for name in cells.names() if cells.cell_for(name).sensitivity_closed_form is not None]
         raise ConfigError(f"{where}: against = 'white_noise' needs a decay constant in t whose parameterisation has "
                           f"the closed form (model = {' | '.join(having)}), got model = {config.model!r}")

@@ -95,6 +95,11 @@ SPECS: dict[str, _Spec] = {
     "lru_r_max": _Spec(float, low=0.0, high=0.9999, help="lru only: largest |λ| of the ring initialisation"),
     "lru_max_phase": _Spec(float, low=0.0, high=6.2832,
                            help="lru only: eigenvalue phases arg λ are drawn uniformly in 0..this (2π ≈ 6.283: all)"),
+    "lru_decay": _Spec(str, ("exponential_normalised", "exponential", "normalised", "plain"),
+                       help="lru only: what it learns for its decay |λ_j| (Zucchet & Orvieto 2024, §4): "
+                            "exponential_normalised (the LRU's): ν with |λ| = exp(−exp ν), input scaled by "
+                            "γ = √(1 − |λ|²); exponential: ν, γ = 1; normalised: |λ| itself, with γ; plain: |λ| "
+                            "itself, γ = 1. A learned |λ| is projected into 0.0001..0.9999 after each update"),
     "slstm_stabiliser": _Spec(bool, help="slstm only: the stabiliser state m_t = max(f̃_t + m_(t−1), ĩ_t), which "
                                          "keeps the exponential gates exp(ĩ_t − m_t), exp(f̃_t + m_(t−1) − m_t) in (0, 1] "
                                          "without changing h_t; false: exp(ĩ_t), exp(f̃_t) as they are, which "
@@ -145,6 +150,7 @@ class Config:
     lru_r_min: float = 0.9
     lru_r_max: float = 0.999
     lru_max_phase: float = 6.283
+    lru_decay: str = "exponential_normalised"
     slstm_stabiliser: bool = True
     task: str = "adding"
     seq_len: int = 100

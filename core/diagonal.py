@@ -17,7 +17,8 @@ so backpropagation through time multiplies ∂L/∂h_t by conj(a_t) elementwise,
     (Orvieto et al. 2023, "Resurrecting Recurrent Neural Networks for Long Sequences": h complex; the first
     layer's u_t is a linear encoding of x_t; a layer is the paper's block — recurrence, position-wise
     nonlinearity, skip — without its normalisation and GLU; ring initialisation: |λ| uniform on the ring's
-    area between lru_r_min and lru_r_max, phase uniform in 0..lru_max_phase.)
+    area between lru_r_min and lru_r_max, phase uniform in 0..lru_max_phase. lru_decay chooses another
+    parameterisation of |λ_j|: LruRow.)
 
     S6       x_t = SiLU(W_in u_t), (δ_t, B_t, C_t) = W_x x_t, Δ_t = softplus(W_Δ δ_t + b_Δ), A = −exp(A_log)
                                                                       a_t = exp(Δ_t A),  b_t = (Δ_t ⊙ x_t) B_tᵀ
@@ -127,13 +128,14 @@ class DiagonalScan(torch.autograd.Function):
         return g_a, dh, g_h0, None
 
 
-def ring_init(H: int, r_min: float, r_max: float, max_phase: float):
-    """(ν, θ) with |λ| = exp(−exp ν) uniform on the ring's area r_min ≤ |λ| ≤ r_max, arg λ = exp θ in 0..max_phase."""
+def ring_init(H: int, r_min: float, r_max: float, max_phase: float, exponential: bool = True):
+    """(ν, θ) with |λ| = exp(−exp ν) uniform on the ring's area r_min ≤ |λ| ≤ r_max, arg λ = exp θ in 0..max_phase;
+    exponential = False: (|λ|, θ), the same draws with the modulus itself in place of ν."""
     u1, u2 = torch.rand(H), torch.rand(H)
     radius2 = u1 * (r_max ** 2 - r_min ** 2) + r_min ** 2                 # |λ|² uniform: area-uniform radii
-    nu_log = torch.log(-0.5 * torch.log(radius2))
+    decay = torch.log(-0.5 * torch.log(radius2)) if exponential else torch.sqrt(radius2)
     theta_log = torch.log(max_phase * u2)
-    return nu_log, theta_log
+    return decay, theta_log
 
 
 class DiagonalRow(nn.Module):
@@ -165,6 +167,9 @@ class DiagonalRow(nn.Module):
     def eigenvalues(self) -> torch.Tensor | None:
         """λ (H,) where a_t = λ at every step; None where a_t depends on the input (DiagonalNet.spectrum)."""
         return None
+
+    def after_update(self):
+        """After each optimizer step: put a parameter that left its valid range back in it (none here)."""
 
 
 class GatedRow(DiagonalRow):
@@ -210,14 +215,31 @@ class MinLstmRow(GatedRow):
 
 
 class LruRow(DiagonalRow):
-    """One LRU layer's parameters: ν, θ (H,), B = B_re + i B_im (H, H), C = C_re + i C_im (H, H), D (H,)."""
+    """One LRU layer's parameters: its decay parameter (H,), θ (H,), B = B_re + i B_im (H, H), C = C_re + i C_im
+    (H, H), D (H,). The decay parameter follows config.lru_decay (core.sensitivity.PARAMETERISATIONS; Zucchet &
+    Orvieto 2024, §4):
+
+        exponential_normalised (the paper's LRU)   ν_j: |λ_j| = exp(−exp ν_j), γ_j = √(1 − |λ_j|²)
+        exponential                                ν_j: |λ_j| = exp(−exp ν_j), γ_j = 1
+        normalised                                 |λ_j| itself, γ_j = √(1 − |λ_j|²)
+        plain                                      |λ_j| itself, γ_j = 1
+
+    A learned modulus is held in MODULUS_RANGE by projection after each optimizer step (after_update), never in
+    the forward, whose gradient in it stays the exact one at every value (ν keeps |λ_j| in (0, 1) by itself)."""
     encodes_input = True
     complex_state = True
+    MODULUS_RANGE = (1e-4, 0.9999)   # a learned |λ_j| is projected into this after each update: inside (0, 1)
 
     def __init__(self, input_size: int, H: int, config: Config):
         super().__init__(input_size, H, config)
-        nu_log, theta_log = ring_init(H, config.lru_r_min, config.lru_r_max, config.lru_max_phase)
-        self.nu_log, self.theta_log = nn.Parameter(nu_log), nn.Parameter(theta_log)
+        self.exponential = config.lru_decay in ("exponential", "exponential_normalised")
+        self.normalised = config.lru_decay in ("normalised", "exponential_normalised")
+        self.decay_name = "nu_log" if self.exponential else "lam_modulus"
+        decay, theta_log = ring_init(H, config.lru_r_min, config.lru_r_max, config.lru_max_phase, self.exponential)
+        if not self.exponential:
+            decay = decay.clamp(*self.MODULUS_RANGE)                      # lru_r_min = 0 may draw |λ| = 0
+        self.register_parameter(self.decay_name, nn.Parameter(decay))
+        self.theta_log = nn.Parameter(theta_log)
         self.B_re = nn.Parameter(torch.randn(H, H) / math.sqrt(2 * H))    # as the paper: B_re, B_im ~ N(0, 1/(2 H_in))
         self.B_im = nn.Parameter(torch.randn(H, H) / math.sqrt(2 * H))
         self.C_re = nn.Parameter(torch.randn(H, H) / math.sqrt(H))        # as the paper: C_re, C_im ~ N(0, 1/N)
@@ -225,21 +247,44 @@ class LruRow(DiagonalRow):
         self.D = nn.Parameter(torch.randn(H))
 
     def recurrence_parameter(self):
-        """ν: |λ_j| = exp(−exp(ν_j)) (γ_j follows it)."""
-        return "nu_log", torch.ones_like(self.nu_log)
+        """ν (|λ_j| = exp(−exp(ν_j))) or |λ_j| itself, as config.lru_decay says (γ_j follows it)."""
+        return self.decay_name, torch.ones_like(self.decay())
+
+    def decay(self) -> torch.Tensor:
+        """The decay parameter (H,): ν or |λ| (a plain tensor where torch.func.functional_call replaced it)."""
+        return cast(torch.Tensor, getattr(self, self.decay_name))
 
     def eigenvalues(self) -> torch.Tensor:
         """λ (H,) complex."""
-        return torch.exp(torch.complex(-torch.exp(self.nu_log), torch.exp(self.theta_log)))
+        decay, phase = self.decay(), torch.exp(self.theta_log)
+        if self.exponential:
+            return torch.exp(torch.complex(-torch.exp(decay), phase))
+        return torch.complex(decay * torch.cos(phase), decay * torch.sin(phase))   # |λ| e^(i·phase)
+
+    def gamma(self) -> torch.Tensor | None:
+        """γ (H,) = √(1 − |λ|²), computed exactly near |λ| = 1; None where the input is not normalised."""
+        if not self.normalised:
+            return None
+        decay = self.decay()
+        if self.exponential:
+            return torch.sqrt(-torch.expm1(-2 * torch.exp(decay)))
+        return torch.sqrt((1 - decay) * (1 + decay))
+
+    @torch.no_grad()
+    def after_update(self):
+        """Project a learned modulus back into MODULUS_RANGE (ν needs nothing)."""
+        if not self.exponential:
+            self.decay().clamp_(*self.MODULUS_RANGE)
 
     def recurrence(self, u):
         """u (T, B, H) -> a = λ (H,), b = γ ⊙ (B u_t) (T, B, H) complex.
 
         Complex tensors are handled as interleaved real pairs (torch.view_as_real): one real matmul each way
         instead of complex products and copies (a third of the LRU's step on CPU, measured)."""
-        lam = self.eigenvalues()
-        gamma = torch.sqrt(-torch.expm1(-2 * torch.exp(self.nu_log)))   # √(1 − |λ|²), exact near |λ| = 1
-        b_pairs = torch.stack([self.B_re, self.B_im], dim=1) * gamma[:, None, None]   # (H, 2, I): rows of γ ⊙ B
+        lam, gamma = self.eigenvalues(), self.gamma()
+        b_pairs = torch.stack([self.B_re, self.B_im], dim=1)              # (H, 2, I): rows of B
+        if gamma is not None:
+            b_pairs = b_pairs * gamma[:, None, None]                      # rows of γ ⊙ B
         b = u @ b_pairs.flatten(0, 1).t()                                 # (T, B, 2H): Re, Im of each unit
         return lam, torch.view_as_complex(b.unflatten(-1, (-1, 2))), {}
 

@@ -26,7 +26,8 @@ TEACHING_ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("More scenarios", ()),
     ("Comparisons", ("compare_rho", "compare_edge_of_chaos", "compare_edge_of_chaos_recall", "compare_cells",
                      "compare_forget_bias", "compare_orthogonal_copy", "compare_mingru_gru", "compare_minlstm_lstm",
-                     "compare_rnn_lru", "compare_lru_radius", "compare_curse_of_memory")),
+                     "compare_rnn_lru", "compare_lru_radius", "compare_curse_of_memory",
+                     "compare_curse_of_memory_plain")),
 )
 
 

@@ -2,8 +2,8 @@
 memory" (*Recurrent neural networks: vanishing and exploding gradients are not the end of the story*, NeurIPS 2024).
 
 Each row of a diagonal cell (core.diagonal) is h_t = a_t ⊙ h_{t−1} + b_t, and one parameter θ (the cell's
-``recurrence_parameter``: the LRU's ν, S6's A_log, minGRU's b_z, minLSTM's b_f) sets unit j's decay a_t,j through
-its entry θ_j alone. The state's sensitivity s_t = ∂h_t/∂θ_j (unit j, per sample) obeys the tangent recurrence
+``decay_parameter``: the LRU's ν, or |λ_j| itself as its lru_decay says, S6's A_log, minGRU's b_z, minLSTM's
+b_f) sets unit j's decay a_t,j through its entry θ_j alone. The state's sensitivity s_t = ∂h_t/∂θ_j (unit j, per sample) obeys the tangent recurrence
 
     s_t = a_t ⊙ s_{t−1} + c_t,     c_t = ȧ_t ⊙ h_{t−1} + ḃ_t,     s_0 = 0
 
@@ -207,14 +207,13 @@ def white_noise_line(row: DiagonalRow, traced: DiagonalRowTrace, parameterisatio
     return np.mean([p * expected_sensitivity(float(m), T, parameterisation) for p, m in zip(power, moduli)], axis=0)
 
 
-def step_profile(model, trace, cell) -> SensitivityProfile:
-    """Layer 1 (forward) of a step's traced forward after its backward (core.trainer): its SensitivityProfile, with
-    the white-noise closed form where the cell's parameterisation has one (Cell.sensitivity_closed_form). `model`:
-    a core.diagonal.DiagonalNet (the cell has a recurrence_parameter)."""
+def step_profile(model, trace, parameter: str, form: str | None) -> SensitivityProfile:
+    """Layer 1 (forward) of a step's traced forward after its backward (core.trainer): its SensitivityProfile for the
+    cell's θ named `parameter` (Cell.decay_parameter), with the white-noise closed form of the parameterisation
+    `form` where it has one (Cell.decay_closed_form; None: none). `model`: a core.diagonal.DiagonalNet."""
     row, traced = cast("DiagonalNet", model).row_modules()[0], cast(DiagonalRowTrace, trace.rows[0])
     grad = row.get_parameter(row.recurrence_parameter()[0]).grad
-    measured = row_sensitivity(row, traced, cell.recurrence_parameter, grad)
-    form = cell.sensitivity_closed_form
+    measured = row_sensitivity(row, traced, parameter, grad)
     return SensitivityProfile.of(measured, None if form is None else white_noise_line(row, traced, form), form)
 
 

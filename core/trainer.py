@@ -185,7 +185,7 @@ class Trainer:
         sensitivity = None
         if measure.sensitivity and math.isfinite(loss_value):   # layer 1, the whole batch, the gradients unclipped
             from gradflow.core.sensitivity import step_profile
-            sensitivity = step_profile(model, trace, cell)
+            sensitivity = step_profile(model, trace, str(cell.decay_parameter(cfg)), cell.decay_closed_form(cfg))
 
         # both of the weights that made these gradients (before the update)
         zero_cause = zero_causes(model, trace, inputs, keep_grad_at, cfg.loss_positions == "last", dh_norms)
@@ -207,6 +207,7 @@ class Trainer:
             grad_norm_clipped = torch.linalg.vector_norm(
                 _norms(grads)).item() if clipped else grad_norm  # measured, not assumed
             self.optimizer.step()
+            cell.after_update(model)                           # a parameter held in its range (Cell.after_update)
             if cfg.hold_spectral_radius and cfg.spectral_radius is not None:  # ρ stays where it was set
                 model.rescale_recurrent(cfg.spectral_radius, self._held)
             self._carried_state = detach_state(final_state)
@@ -328,7 +329,7 @@ class Trainer:
                              f"{None if targets is None else tuple(targets.shape)}")
         model: Any = self.model                       # a core.diagonal.DiagonalNet: the cell has a recurrence_parameter
         with engine_threads_used():
-            return measure(model, str(self.cell.recurrence_parameter), self._moved(inputs),
+            return measure(model, str(self.cell.decay_parameter(self.config)), self._moved(inputs),
                            lambda outputs: self._loss(outputs, self._moved(targets)))
 
     def preview(self) -> dict[str, Any]:

@@ -170,7 +170,7 @@ class Run:
         Orvieto 2024; core.sensitivity), measured now, at the current weights, on `inputs` (T, B, I) and `targets`
         or by default on the task's first batch (the one step 1 trained on; the run's own stream of batches does not
         move), from a zero state and without truncation: step (steps done), layer, direction, unit, t, parameter
-        (the cell's θ: nu_log, A_log, b_z, b_f), decay (mean |a_t,j| over the batch), sensitivity (mean
+        (the cell's θ: nu_log or lam_modulus, A_log, b_z, b_f), decay (mean |a_t,j| over the batch), sensitivity (mean
         |∂h_t,j/∂θ_j|²), state_power (mean |h_t,j|²), dh_norm (‖∂L/∂h_t,j‖ over the batch) and contribution (step
         t's term of ∂L/∂θ_j; over t they sum to it). docs/data.md. ConfigError, naming the cells it applies to,
         for any other cell."""

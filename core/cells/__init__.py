@@ -45,6 +45,7 @@ CELL_KEYS = {
     "lru_r_min": "it shapes the LRU's ring initialisation",
     "lru_r_max": "it shapes the LRU's ring initialisation",
     "lru_max_phase": "it shapes the LRU's ring initialisation",
+    "lru_decay": "it chooses how the LRU parameterises its decay λ_j (Zucchet & Orvieto 2024)",
     "slstm_stabiliser": "it is the stabiliser state m_t of the sLSTM's exponential gates",
 }
 
@@ -110,6 +111,10 @@ class Cell:
         """loss.backward() through `model` (a user's cell: whatever its code raises in it names the file)."""
         loss.backward()
 
+    def after_update(self, model: StackedRows) -> None:
+        """After each optimizer step (core.trainer): hold a parameter in its valid range by projection (the LRU's
+        learned modulus |λ_j|, lru_decay = plain | normalised); nothing by default."""
+
     def recurrent_block(self, config: Config, model: StackedRows) -> str:
         """What the record's spectrum describes (the record's ``recurrent_block``)."""
         raise NotImplementedError
@@ -143,6 +148,16 @@ class Cell:
         having = [name for name in (*names(), USER_CELL) if type(REGISTRY[name]).jacobians is not Cell.jacobians]
         return (f"model = {config.model!r} gives no step Jacobian ∂s_t/∂s_(t−1), so neither the Jacobians through "
                 f"time nor the Lyapunov spectrum apply to it; they apply to {', '.join(having)}")
+
+    def decay_parameter(self, config: Config) -> str | None:
+        """The θ this config's network learns for its decay (the sensitivity's parameter): recurrence_parameter, unless
+        a key chooses it (the LRU's lru_decay)."""
+        return self.recurrence_parameter
+
+    def decay_closed_form(self, config: Config) -> str | None:
+        """The core.sensitivity.PARAMETERISATIONS entry of decay_parameter(config) where the white-noise closed form
+        applies: sensitivity_closed_form, unless a key chooses it (the LRU's lru_decay)."""
+        return self.sensitivity_closed_form
 
     def no_sensitivity(self, config: Config) -> str | None:
         """Why the sensitivity of the state to the recurrence parameter (core.sensitivity) does not apply to this

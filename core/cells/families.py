@@ -98,6 +98,10 @@ class DiagonalCell(Cell):
     def recurrent_block(self, config, model):
         return self.block
 
+    def after_update(self, model):
+        for row in model.row_modules():
+            row.after_update()
+
     def spectrum(self, model, trace, meter, full):
         from gradflow.core.spectrum import Spectrum
         return Spectrum.exact(*model.spectrum(trace))   # a diagonal: its full spectrum costs O(T·H)

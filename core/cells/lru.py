@@ -1,5 +1,7 @@
 """The LRU (core.diagonal; Orvieto et al. 2023): a complex diagonal recurrence h_t = λ ⊙ h_{t−1} + γ ⊙ B u_t,
-its λ_j initialised on a ring lru_r_min ≤ |λ| ≤ lru_r_max."""
+its λ_j initialised on a ring lru_r_min ≤ |λ| ≤ lru_r_max. lru_decay chooses what it learns for |λ_j| and whether
+γ normalises the input: the paper's ν with γ (exponential_normalised), or the other three parameterisations of
+Zucchet & Orvieto 2024, §4 (core.sensitivity.PARAMETERISATIONS), so their curse of memory can be trained and seen."""
 from __future__ import annotations
 
 from gradflow.core.cells import register
@@ -10,9 +12,11 @@ from gradflow.core.cells.families import DiagonalCell
 class Lru(DiagonalCell):
     name = "lru"
     order = 5
-    keys = frozenset({"lru_r_min", "lru_r_max", "lru_max_phase"})   # no bidirectional: its layers are residual
-    recurrence_parameter = "nu_log"
+    keys = frozenset({"lru_r_min", "lru_r_max", "lru_max_phase", "lru_decay"})   # no bidirectional: layers are residual
+    recurrence_parameter = "nu_log"        # the default lru_decay's; decay_parameter(config) follows lru_decay
     sensitivity_closed_form = "exponential_normalised"   # |λ_j| = exp(−exp ν_j), γ_j = √(1 − |λ_j|²), λ_j constant in t
+    DECAY_PARAMETER = {"exponential_normalised": "nu_log", "exponential": "nu_log",   # lru_decay -> θ (LruRow)
+                       "normalised": "lam_modulus", "plain": "lam_modulus"}
     cost = 4.0
     block = "diag(λ) (LRU recurrence: its eigenvalues λ_j; complex state, ‖∂L/∂h_t‖ over (Re h_t, Im h_t))"
     spectrum_points = "λ<sub>j</sub> (its eigenvalues)"
@@ -26,6 +30,12 @@ class Lru(DiagonalCell):
     def row(self):
         from gradflow.core.diagonal import LruRow
         return LruRow
+
+    def decay_parameter(self, config):
+        return self.DECAY_PARAMETER[config.lru_decay]
+
+    def decay_closed_form(self, config):
+        return config.lru_decay          # λ_j is constant in t in every parameterisation: each has its closed form
 
     def check(self, config):
         from gradflow.core.errors import ConfigError

@@ -1,6 +1,7 @@
 """The sensitivity of a diagonal recurrence's state to its decay parameter θ over t, beside ‖∂L/∂h_t‖ (Zucchet &
 Orvieto 2024, "the curse of memory"; core.sensitivity: layer 1, the step's batch, the weights that made its
-gradients), with the white-noise closed form where the cell's parameterisation has one (the LRU's)."""
+gradients), with the white-noise closed form where the cell's parameterisation has one (the LRU's, in the
+parameterisation its lru_decay chose: the profile's own)."""
 from __future__ import annotations
 
 import numpy as np
@@ -38,7 +39,8 @@ class SensitivityPanel(Placeholder, OnDemandPanel):
     caption = ("Top: how far the state h_t moves when its unit's decay parameter θ moves, E|∂h_t/∂θ|² over the units "
                "(layer 1, the step's batch): as memory |λ| → 1 it can grow without bound even where ∂L/∂h_t does not "
                "explode (Zucchet & Orvieto 2024). Dashed: the closed form for white input of the same power, drawn "
-               "for the LRU, whose λ is constant in t; not for minGRU, minLSTM or S6, whose decay follows the input. "
+               "for the LRU, whose λ is constant in t, in the parameterisation it learns (lru_decay: θ = ν or |λ| "
+               "itself, with or without γ); not for minGRU, minLSTM or S6, whose decay follows the input. "
                "Bottom: ‖∂L/∂h_t‖ and the size of step t's term of ∂L/∂θ.")
 
     def __init__(self, parent=None):
@@ -122,7 +124,7 @@ class SensitivityPanel(Placeholder, OnDemandPanel):
             return ""
         text = f"E|∂h_T/∂θ|² = {float(profile.sensitivity[-1]):.3g}"
         if profile.white_noise is not None:
-            text += f"\nwhite noise: {float(profile.white_noise[-1]):.3g}"
+            text += f"\nwhite noise ({profile.parameterisation}): {float(profile.white_noise[-1]):.3g}"
         return text
 
     def _restyle(self, theme: Theme):

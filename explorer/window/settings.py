@@ -47,7 +47,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Model", ("model", "activation", "hidden_size", "num_layers", "bidirectional", "init", "sigma_w", "sigma_b",
                "input_sigma",
                "spectral_radius", "hold_spectral_radius", "forget_bias", "recurrent_constraint",
-               "lru_r_min", "lru_r_max", "lru_max_phase", "slstm_stabiliser")),
+               "lru_r_min", "lru_r_max", "lru_max_phase", "lru_decay", "slstm_stabiliser")),
     ("Task & data", ("task", "seq_len", "batch_size", "loss_at", "sampling", "text", "text_filter",
                      "text_max_tokens")),
     ("Optimisation", ("optimizer", "lr", "clip")),

@@ -22,6 +22,7 @@ BAD_VALUES = {  # key -> values that must be refused
     "lru_r_min": [-0.1, 1.0, "0.5"],
     "lru_r_max": [1.0, float("nan")],
     "lru_max_phase": [-1.0, 7.0],
+    "lru_decay": ["linear", "Plain", 1, None],
     "slstm_stabiliser": ["on", 0],
     "task": ["mnist"],
     "seq_len": [1, 5000],

@@ -101,17 +101,28 @@ def test_white_noise_sensitivity_matches_the_closed_form_on_every_kernel_path():
         assert abs(worst[2]) < 4, (path, worst)
 
 
+def _set_moduli(row, moduli: torch.Tensor) -> None:
+    """Put an LRU row's |λ_j| at `moduli` through whichever parameter its lru_decay learns."""
+    with torch.no_grad():
+        if row.exponential:
+            row.nu_log.copy_(torch.log(-torch.log(moduli)))                # |λ_j| = exp(−exp ν_j)
+        else:
+            row.lam_modulus.copy_(moduli)
+
+
 @torch.no_grad()
-def test_the_lru_cells_sensitivity_to_nu_matches_the_closed_form():
-    """The LRU cell itself (encoder bias 0, x_t ~ N(0, I)): w_t = B u_t is white with E|w_j|² = v_j = (BΣBᴴ)_jj
-    (Σ = E Eᵀ), so E|∂h_t,j/∂ν_j|² = v_j Σ_{k<t} c_k² with the exponential_normalised coefficients at |λ_j|. Measured at t = T = 150
-    over 2048 sequences (seed 0), |λ| = 0.5 .. 0.995: each unit within 5 standard errors (the sample's own)."""
-    config = Config(model="lru", hidden_size=8, num_layers=1, precision="float64")
+@pytest.mark.parametrize("decay", sensitivity.PARAMETERISATIONS)
+def test_the_lru_cells_sensitivity_matches_the_closed_form(decay):
+    """The LRU cell itself (encoder bias 0, x_t ~ N(0, I)) in each lru_decay: w_t = B u_t is white with E|w_j|² = v_j
+    = (BΣBᴴ)_jj (Σ = E Eᵀ), so E|∂h_t,j/∂θ_j|² = v_j Σ_{k<t} c_k² with the decay's own coefficients at |λ_j| (θ: ν
+    or |λ_j|; γ or not). Measured at t = T = 150 over 2048 sequences (seed 0), |λ| = 0.5 .. 0.995: each unit within
+    5 standard errors (the sample's own)."""
+    config = Config(model="lru", hidden_size=8, num_layers=1, precision="float64", lru_decay=decay)
     torch.manual_seed(0)
     net = cells.build_model(config, 4, 1).double()
     net.encoder.bias.zero_()
     moduli = torch.linspace(0.5, 0.995, 8, dtype=torch.double)
-    net.rows[0].nu_log.copy_(torch.log(-torch.log(moduli)))
+    _set_moduli(net.rows[0], moduli)
     T, B = 150, 2048
     trace = Trace()
     net(torch.randn(T, B, 4, dtype=torch.double), None, None, trace)
@@ -119,11 +130,56 @@ def test_the_lru_cells_sensitivity_to_nu_matches_the_closed_form():
     row = net.rows[0]
     b = torch.complex(row.B_re, row.B_im)
     v = torch.diagonal(b @ (net.encoder.weight @ net.encoder.weight.T).to(b.dtype) @ b.conj().T).real
-    exact = torch.tensor([float(v[j]) * sensitivity.expected_sensitivity(float(m), T, "exponential_normalised")[-1]
+    exact = torch.tensor([float(v[j]) * sensitivity.expected_sensitivity(float(m), T, decay)[-1]
                           for j, m in enumerate(moduli)], dtype=torch.double)
     se = square.std(0) / math.sqrt(B)
     assert ((square.mean(0) - exact).abs() < 5 * se).all(), (square.mean(0) / exact, se / exact)
     np.testing.assert_allclose(row.eigenvalues().abs(), moduli, rtol=1e-12)
+
+
+@pytest.mark.parametrize("decay", sensitivity.PARAMETERISATIONS)
+def test_the_lrus_tangent_equals_autograd_on_a_loop_written_from_its_parameters(decay):
+    """float64, 2 layers: the LRU written out here from its parameters alone — λ_j = |λ_j| e^(i·exp θ_j) with |λ_j|
+    = exp(−exp ν_j) or the learned modulus, γ_j = √(1 − |λ_j|²) or 1 as lru_decay says, h_t = λ ⊙ h_(t−1) + γ ⊙ B u_t
+    — differentiated by torch's forward mode: the engine's E|∂h_t,j/∂θ_j|² agrees to 1e-12, and its step terms sum
+    to autograd's ∂L/∂θ_j. A learned modulus includes both ends of LruRow.MODULUS_RANGE, where the gradient is not
+    zero."""
+    from gradflow.core.diagonal import LruRow
+    config = Config(model="lru", hidden_size=6, num_layers=2, precision="float64", lru_decay=decay)
+    torch.manual_seed(2)
+    net = cells.build_model(config, 3, 2).double()
+    if decay in ("plain", "normalised"):
+        low, high = LruRow.MODULUS_RANGE
+        for row in net.rows:
+            _set_moduli(row, torch.tensor([low, 0.3, 0.8, 0.95, 0.999, high], dtype=torch.double))
+    x = torch.randn(12, 4, 3, dtype=torch.double)
+    trace = Trace()
+    net(x, None, None, trace)
+    name = cells.cell_for("lru").decay_parameter(config)
+    rows = sensitivity.measure(net, name, x, lambda outputs: (outputs ** 2).sum())
+    exponential, normalised = decay.startswith("exponential"), decay.endswith("normalised")
+    for row, traced, measured in zip(net.rows, trace.rows, rows):
+        u = traced.layer_input
+
+        def states(theta, row=row, u=u):
+            modulus = torch.exp(-torch.exp(theta)) if exponential else theta
+            phase = torch.exp(row.theta_log.detach())
+            lam = torch.complex(modulus * torch.cos(phase), modulus * torch.sin(phase))
+            gamma = torch.sqrt(1 - modulus ** 2) if normalised else torch.ones_like(modulus)
+            w = (u.to(torch.complex128) @ torch.complex(row.B_re, row.B_im).detach().T) * gamma   # (T, B, H)
+            h, out = torch.zeros_like(w[0]), []
+            for t in range(w.shape[0]):
+                h = lam * h + w[t]
+                out.append(h)
+            return torch.view_as_real(torch.stack(out))                                      # (T, B, H, 2)
+
+        theta = getattr(row, name).detach()
+        jac = torch.autograd.functional.jacobian(states, theta, vectorize=True, strategy="forward-mode")
+        own = jac.diagonal(dim1=2, dim2=4)                                                   # (T, B, 2, H)
+        np.testing.assert_allclose(measured.sensitivity, (own ** 2).sum(2).mean(1).numpy(), rtol=1e-12, atol=1e-300)
+        np.testing.assert_allclose(measured.contribution.sum(0), measured.grad, rtol=1e-10,
+                                   atol=1e-12 * np.abs(measured.grad).max())
+        assert (measured.grad != 0).all()
 
 
 # -- the engine against autograd --------------------------------------------------------------------------------

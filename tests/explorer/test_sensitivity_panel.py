@@ -39,8 +39,28 @@ def test_the_panel_draws_what_the_step_measured(qtbot):
         np.testing.assert_array_equal(curve.yData, np.log10(np.asarray(values, dtype=float)))
     assert any(label.text == WHITE_NOISE for _, label in panel.legend.items)
     assert panel.readout_note.text == panel.readout() == (f"E|∂h_T/∂θ|² = {profile.sensitivity[-1]:.3g}\n"
-                                                          f"white noise: {profile.white_noise[-1]:.3g}")
+                                                          f"white noise (exponential_normalised): "
+                                                          f"{profile.white_noise[-1]:.3g}")
     assert panel.key_text.startswith(f"step {record.step} · layer 1, the step's batch · θ = nu_log")
+
+
+def test_a_plain_lru_names_its_modulus_and_draws_the_plain_closed_form(qtbot):
+    """lru_decay = plain: θ is |λ_j| itself (lam_modulus), and the dashed line is the plain parameterisation's closed
+    form (core.sensitivity.expected_sensitivity(..., "plain") at each unit's |λ_j| and input power), not the LRU's."""
+    from gradflow.core.sensitivity import expected_sensitivity
+    run = sensitivity_run(Config(model="lru", hidden_size=8, seq_len=20, batch_size=4, lru_r_min=0.9, lru_r_max=0.999,
+                                 lru_decay="plain"))
+    panel = make(qtbot, SensitivityPanel, LARGE)
+    feed(panel, run)
+    profile = run.detailed.sensitivity
+    assert profile.parameter == "lam_modulus" and profile.parameterisation == "plain"
+    assert "θ = lam_modulus" in panel.key_text and "white noise (plain): " in panel.readout_note.text
+    np.testing.assert_array_equal(panel.white_noise_curve.yData[1:], np.log10(profile.white_noise[1:]))
+    assert profile.white_noise[0] == 0 and np.isnan(panel.white_noise_curve.yData[0])   # plain: c_0 = 0, a gap
+    growth = profile.white_noise[-1] / profile.white_noise[1]     # from t = 2 to T = 20, each unit's |λ_j| in ~0.9..1
+    lru = max(expected_sensitivity(lam, 20, "exponential_normalised")[-1]
+              / expected_sensitivity(lam, 20, "exponential_normalised")[1] for lam in (0.85, 0.9, 0.999))
+    assert growth > expected_sensitivity(0.85, 20, "plain")[-1] / expected_sensitivity(0.85, 20, "plain")[1] > 5 * lru
 
 
 def test_a_cell_whose_decay_follows_the_input_gets_no_closed_form_and_a_zero_is_a_gap(qtbot):

@@ -329,7 +329,7 @@ def test_orthogonal_w_hh_is_refused_for_a_cell_without_one(lru_panel):
 
 
 RNN_ONLY, LSTM_ONLY = ("activation", "recurrent_constraint"), ("forget_bias",)
-LRU_ONLY = ("lru_r_min", "lru_r_max", "lru_max_phase")
+LRU_ONLY = ("lru_r_min", "lru_r_max", "lru_max_phase", "lru_decay")
 DENSE_ONLY = ("init", "spectral_radius", "hold_spectral_radius")
 
 
@@ -338,14 +338,14 @@ def _shown(panel, keys) -> list[bool]:
 
 
 def test_each_model_specific_key_shows_only_for_its_models_and_follows_the_model_field(lru_panel):
-    assert _shown(lru_panel, LRU_ONLY) == [True] * 3                                 # model = lru
+    assert _shown(lru_panel, LRU_ONLY) == [True] * 4                                 # model = lru
     assert not any(_shown(lru_panel, RNN_ONLY + LSTM_ONLY + DENSE_ONLY + ("bidirectional",)))
     assert all(_shown(lru_panel, ("model", "hidden_size", "num_layers", "lr", "seq_len")))
     assert not lru_panel.field("spectral_radius").none_box.isVisibleTo(lru_panel)      # the row's extra box hides too
 
     lru_panel.enter("model", "rnn")              # the scenario's ring (0.5 .. 0.9) means nothing for an RNN: refused
     assert "lru_r_min" in lru_panel.field("model").error and lru_panel.pending.model == "lru"
-    assert _shown(lru_panel, LRU_ONLY) == [True] * 3                                 # shown, to be set back
+    assert _shown(lru_panel, LRU_ONLY) == [True] * 4                                 # shown, to be set back
     lru_panel.enter("lru_r_min", "0.9")
     lru_panel.enter("lru_r_max", "0.999")                                            # now the RNN is accepted
     assert lru_panel.pending.model == "rnn" and not lru_panel.field("model").error
@@ -360,7 +360,7 @@ def test_each_model_specific_key_shows_only_for_its_models_and_follows_the_model
     assert not any(_shown(lru_panel, RNN_ONLY + LSTM_ONLY + LRU_ONLY + DENSE_ONLY))
     assert _shown(lru_panel, ("bidirectional",)) == [True]
     lru_panel.settings.rebuilt(load_preset("compare_lru_radius").config)                  # a scenario: shown for its model
-    assert _shown(lru_panel, LRU_ONLY) == [True] * 3 and not any(_shown(lru_panel, RNN_ONLY))
+    assert _shown(lru_panel, LRU_ONLY) == [True] * 4 and not any(_shown(lru_panel, RNN_ONLY))
 
 
 def test_apply_stays_disabled_while_any_field_is_refused(qtbot, window):
