@@ -158,26 +158,23 @@ def test_ctrl_c_or_sigterm_closes_the_app_cleanly(tmp_path, signum):
 
 @linux_only
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=lambda signum: signum.name)
-def test_a_signal_that_comes_before_the_event_loop_still_closes_the_app(qapp, qtbot, signum):
+def test_a_signal_that_comes_before_the_event_loop_still_closes_the_app(signum):
     """The race behind the test above hanging under load: the app had handled the signal at once, and its
-    quit() before `app.exec()` started was lost; the loop then ran on with no window."""
-    from gradflow.explorer.app import _close_on_signals
-    from PySide6.QtCore import QTimer
-    from PySide6.QtWidgets import QWidget
-
-    window = QWidget()
-    qtbot.addWidget(window)
-    window.show()
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    lost = QTimer(singleShot=True, interval=60_000)        # ends the loop only if the signal was lost
-    lost.timeout.connect(lambda: qapp.exit(3))
-    try:
+    quit() before `app.exec()` started was lost; the loop then ran on with no window. In a process of its own:
+    an application whose loop has run and quit is spent (pyqtgraph cleans up on aboutToQuit)."""
+    script = textwrap.dedent(f"""
+        import signal, sys
+        from gradflow.explorer.app import _close_on_signals
+        from PySide6.QtCore import QTimer
+        from PySide6.QtWidgets import QApplication, QWidget
+        app = QApplication([])
+        window = QWidget()
+        window.show()
         _close_on_signals(window)
-        signal.raise_signal(signum)                        # Python runs the handler now: no loop is running
-        lost.start()
-        assert qapp.exec() == 0, "the signal's quit was lost before the event loop started"
-        assert not window.isVisible()
-    finally:
-        lost.stop()
-        for s, handler in handlers.items():
-            signal.signal(s, handler)
+        signal.raise_signal({int(signum)})         # Python runs the handler now: no loop is running yet
+        QTimer.singleShot(60_000, lambda: app.exit(3))   # ends the loop only if the signal was lost
+        sys.exit(app.exec() or window.isVisible())
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert done.returncode == 0, f"exit {done.returncode} (3: the signal's quit was lost) {done.stderr}"
