@@ -26,7 +26,7 @@ from gradflow.core.analysis import cell_path_prediction, linear_prediction, zero
 from gradflow.core.config import LIVE_KEYS, Config, ConfigError
 from gradflow.core.measure import Measure
 from gradflow.core.optim import OPTIMIZERS
-from gradflow.core.precision import DTYPES, exact_norm
+from gradflow.core.precision import DTYPES, exact_norm, widening_buffer
 from gradflow.core.records import History, Record
 from gradflow.core.spectrum import SpectrumMeter, edit_eigenvalue, nearest_eigenvalue
 from gradflow.core.tasks import make_task
@@ -108,6 +108,7 @@ class Trainer:
         self._spectrum = SpectrumMeter()   # warm-started ρ and σ_max between full spectra
         self._held: defaultdict[int, SpectrumMeter] = defaultdict(lambda: SpectrumMeter(seed=1))   # row -> hold_spectral_radius's warm-started ρ
         self._matrix_edits: list[tuple[int, torch.Tensor]] = []  # undo stack: (row, W_hh before the edit)
+        self._wide: dict = {}   # exact_norm's float64 copies of ∂L/∂h_t, ∂L/∂c_t: kept, not paged in anew each step
 
     # -- settings that apply at the next step --------------------------------------
     def update(self, **changes: Any) -> Config:
@@ -168,9 +169,10 @@ class Trainer:
         # (clip_grad_norm_'s, in the gradients' dtype), so clipped runs take the same steps
         norms = [loss.detach().reshape(1).double(), torch.linalg.vector_norm(_norms(grads)).reshape(1).double()]
         norms += [torch.stack([exact_norm(g) for g in grads])]
-        norms += [exact_norm(_real_view(row.dh), dim=(1, 2)) for row in trace.rows]  # (T,) each
+        profiles = [_real_view(row.dh) for row in trace.rows]   # (T, B, H) each
         if trace.is_lstm:
-            norms += [exact_norm(dc, dim=(1, 2)) for row in trace.rows if (dc := row.dc) is not None]  # every row's
+            profiles += [dc for row in trace.rows if (dc := row.dc) is not None]   # every row's
+        norms += [exact_norm(x, dim=(1, 2), wide=widening_buffer(x, self._wide)) for x in profiles]  # (T,) each
         measured = torch.cat(norms).cpu().numpy()  # the step's one device -> host transfer
         spectrum = cell.spectrum(model, trace, self._spectrum, full=measure.full_spectrum)  # of the W that made these gradients
         loss_value, grad_norm = float(measured[0]), float(measured[1])

@@ -1,13 +1,14 @@
 """What the engine reports about itself is true: hold ρ holds, the linear theory line is exact, and every
 exact zero of ‖∂L/∂h_t‖ is given its real cause."""
 import copy
+import math
 
 import numpy as np
 import pytest
 import torch
 from gradflow.core.analysis import linear_prediction
 from gradflow.core.config import Config, ConfigError
-from gradflow.core.precision import exact_norm
+from gradflow.core.precision import exact_norm, widening_buffer
 from gradflow.core.records import ZERO_CAUSES
 from gradflow.core.trace import Trace
 from gradflow.core.trainer import Trainer
@@ -145,3 +146,21 @@ def test_a_recorded_norm_is_exact_for_every_representable_entry():
         -130, 130, 50, dtype=torch.float64)[:, None, None]
     assert torch.equal(exact_norm(x, dim=(1, 2)), torch.linalg.vector_norm(x, dim=(1, 2)))
     assert exact_norm(torch.zeros(5)).item() == 0 and exact_norm(torch.zeros(5, dtype=torch.float64)).item() == 0
+
+
+def test_a_norm_widened_into_a_kept_buffer_is_the_norm_widened_afresh():
+    """exact_norm(x, wide=...) (the trainer's ‖∂L/∂h_t‖, ‖∂L/∂c_t‖ each step) gives exact_norm(x) bit for bit, for
+    float32 and complex64 profiles, tiny and huge entries included; a buffer that does not fit is not used."""
+    g = torch.Generator().manual_seed(1)
+    kept: dict = {}
+    for dtype in (torch.float32, torch.complex64):
+        for scale in (1.0, 1e-30, 1e30):
+            x = (torch.randn(40, 8, 16, generator=g, dtype=dtype) * scale)   # (T, B, H)
+            wide = widening_buffer(x, kept)
+            assert wide is not None and wide.shape == x.shape and wide.is_complex() == x.is_complex()
+            assert torch.equal(exact_norm(x, dim=(1, 2), wide=wide), exact_norm(x, dim=(1, 2)))
+            assert widening_buffer(x, kept) is wide                          # kept from call to call
+    x = torch.randn(16, 8, 40, generator=g).transpose(0, 2)               # not contiguous: widened afresh
+    assert torch.equal(exact_norm(x, dim=(1, 2), wide=torch.full(x.shape, math.nan, dtype=torch.float64)),
+                       exact_norm(x, dim=(1, 2)))
+    assert widening_buffer(x.double(), kept) is None                      # float64 needs no widening
