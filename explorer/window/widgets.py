@@ -238,16 +238,16 @@ class MessageBar(QFrame):
     def _type(self) -> QFont:
         return QFont((self.parentWidget() or self).font())
 
-    def _fit_type(self, width: int) -> int:
+    def _fit_type(self, width: int) -> QTextDocument:
         """The label's type: the largest of MESSAGE_TEXT_SCALES of the window's in which the message keeps to its
-        reserve at `width` (the smallest where none does). Returns the text's height in it (px). The bar's frame
-        (its style's borders: `contentsMargins()`, set by QFrame) takes its share of the width and the reserve: left
-        out, the text was measured 6 px wider and 2 px taller than the room it got, and scrolled beside 3 whole lines."""
+        reserve at `width` (the smallest where none does). Returns the message laid out in it at the label's width.
+        The bar's frame (its style's borders: `contentsMargins()`, set by QFrame) takes its share of the width and
+        the reserve: left out, the text was measured 6 px wider and 2 px taller than the room it got, and scrolled
+        beside 3 whole lines."""
         margins, frame, spacing = self.layout().contentsMargins(), self.contentsMargins(), self.layout().spacing()
         text_width = width - margins.left() - margins.right() - frame.left() - frame.right() \
             - self._buttons.sizeHint().width() - self._close.sizeHint().width() - 2 * spacing
         base = self._type()
-        reserve = self.reserve() - margins.top() - margins.bottom() - frame.top() - frame.bottom()
         doc = QTextDocument()
         doc.setDocumentMargin(0)   # (a QLabel's own)
         doc.setHtml(self.label.text())
@@ -256,11 +256,33 @@ class MessageBar(QFrame):
             font = QFont(base)
             font.setPointSizeF(base.pointSizeF() * scale)
             doc.setDefaultFont(font)
-            if doc.size().height() <= reserve:
+            if doc.size().height() <= self._text_room():
                 break
         if self.label.font() != font:
             self.label.setFont(font)
-        return math.ceil(doc.size().height())
+        return doc
+
+    def _text_room(self) -> int:
+        """The height the reserve leaves the text inside the bar's margins and frame (px)."""
+        margins, frame = self.layout().contentsMargins(), self.contentsMargins()
+        return self.reserve() - margins.top() - margins.bottom() - frame.top() - frame.bottom()
+
+    @staticmethod
+    def _whole_lines(doc: QTextDocument, room: int) -> int:
+        """The height of the message's first lines that fit `room` whole (px): a message that scrolls shows no line
+        cut through its middle at the bar's bottom (at 1280×720 in presentation, 76 px of text in a 70 px view
+        showed its 4th line halved)."""
+        seen, block = 0, doc.begin()
+        while block.isValid():
+            top = doc.documentLayout().blockBoundingRect(block).top()
+            layout = block.layout()
+            for i in range(layout.lineCount()):
+                bottom = math.ceil(top + layout.lineAt(i).rect().bottom())
+                if bottom > room:
+                    return seen or room   # (a first line taller than the room: what fits of it)
+                seen = bottom
+            block = block.next()
+        return seen
 
     def eventFilter(self, watched, event) -> bool:
         kind = event.type()
@@ -275,7 +297,11 @@ class MessageBar(QFrame):
         host = self._host
         width = host.width()
         margins, frame = self.layout().contentsMargins(), self.contentsMargins()
-        content = max(self._fit_type(width), self._buttons.sizeHint().height(), self._close.sizeHint().height())
+        doc, room = self._fit_type(width), self._text_room()
+        text = math.ceil(doc.size().height())
+        if text > room:   # it scrolls: as many whole lines as the reserve holds
+            text = self._whole_lines(doc, room)
+        content = max(text, self._buttons.sizeHint().height(), self._close.sizeHint().height())
         height = min(content + margins.top() + margins.bottom() + frame.top() + frame.bottom(), self.reserve())
         origin = host.mapTo(self.parentWidget(), host.rect().topLeft())
         geometry = (origin.x(), origin.y() + host.height() - height, width, height)

@@ -154,9 +154,43 @@ def test_a_floating_message_longer_than_its_room_keeps_to_it_and_scrolls_the_res
     assert bar.height() <= bar.reserve()
     scroll = bar.label.parentWidget().parentWidget()                 # the label, in a scroll area's viewport
     qtbot.waitUntil(lambda: scroll.verticalScrollBar().maximum() > 0, timeout=WAIT_MS)   # the rest: reachable
+    long_height = bar.height()
     bar.show_message("tour", "<b>Step 1</b> one line", (("Next ▶", lambda: None),))
-    qtbot.waitUntil(lambda: bar.height() < bar.reserve(), timeout=WAIT_MS)       # a short one: only its height
-    assert host.contentsMargins().bottom() == bar.height() and scroll.verticalScrollBar().maximum() == 0
+    qtbot.waitUntil(lambda: bar.height() < long_height and scroll.verticalScrollBar().maximum() == 0,
+                    timeout=WAIT_MS)                                 # a short one: only its height
+    assert host.contentsMargins().bottom() == bar.height()
+
+
+def test_a_message_that_scrolls_shows_whole_lines(qtbot):
+    """At 1280×720 in presentation the step-1 stop's four lines (76 px) scrolled in a 70 px view: its fourth line
+    showed cut through its middle. The bar shows as many whole lines as its room holds, the rest a scroll away."""
+    from gradflow.explorer.window.widgets import MessageBar
+    from PySide6.QtGui import QTextDocument
+    from PySide6.QtWidgets import QWidget
+    window = QWidget()
+    host = QWidget(window)
+    bar = MessageBar(window)
+    bar.float_over(host)
+    window.resize(1280, 720)
+    host.setGeometry(0, 0, 1280, 720)
+    qtbot.addWidget(window)
+    window.show()
+    claim = "the gradient norm at the first time step is below a millionth of the last one's, as ρ^(T−t) predicts; "
+    bar.show_message("tour", claim * 12, (("Next ▶", lambda: None),))
+    scroll = bar.label.parentWidget().parentWidget()                 # the label, in a scroll area's viewport
+    qtbot.waitUntil(lambda: scroll.verticalScrollBar().maximum() > 0
+                    and host.contentsMargins().bottom() == bar.height(), timeout=WAIT_MS)
+    doc = QTextDocument()                                            # the label's lines as it lays them out
+    doc.setDocumentMargin(0)
+    doc.setDefaultFont(bar.label.font())
+    doc.setHtml(bar.label.text())
+    doc.setTextWidth(bar.label.width())
+    doc.size()                                                       # (lays it out)
+    layout = doc.begin().layout()
+    bottoms = [round(layout.lineAt(i).rect().bottom()) for i in range(layout.lineCount())]
+    shown = scroll.viewport().height()
+    assert len(bottoms) > 3 and shown in bottoms[2:], (shown, bottoms)   # three or more lines, the last one whole
+    assert bar.height() <= bar.reserve()
 
 
 @pytest.mark.parametrize("width", [1280, 1920])
