@@ -288,6 +288,10 @@ class Panel(QWidget):
         """The plots this panel draws in."""
         return [plot for plot, _ in self._plots]
 
+    def notes(self) -> list[plotting.Note]:
+        """The notes pinned to this panel's plots."""
+        return list(self._notes)
+
     def legend_items(self) -> list[pg.LegendItem]:
         """The legends this panel draws."""
         return list(self._legends)

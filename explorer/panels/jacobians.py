@@ -81,7 +81,7 @@ class JacobiansPanel(OnDemandPanel):
         self.step_range.reset()
 
     def _set_waiting(self):
-        self.waiting_note.set("Jacobians come about twice a second\nwhile this panel is shown:\npress Play or Step.")
+        self.waiting_note.set("Jacobians come about twice a second while this panel is shown: press Play or Step.")
         self.one_line.setVisible(False)   # no σ to compare with 1 yet: the dashed line crossed the waiting text
         self.set_key("")
         self._write_lyapunov(None)

@@ -11,7 +11,7 @@ from gradflow.explorer.panels.on_demand import OnDemandPanel
 from gradflow.explorer.panels.placeholder import Placeholder
 from gradflow.explorer.theme import Theme
 
-WAITING = "The Lyapunov spectrum comes about twice a second\nwhile this panel is shown: press Play or Step."
+WAITING = "The Lyapunov spectrum comes about twice a second while this panel is shown: press Play or Step."
 LIMIT = "ln|λ<sub>i</sub>(W<sub>hh</sub>)|, the limit T → ∞"
 
 

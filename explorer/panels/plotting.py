@@ -366,6 +366,9 @@ class WrappedLabel(pg.LabelItem):
         self.updateGeometry()
 
 
+NOTE_INSET = 8   # px between a note and its view's left or right edge
+
+
 class Note:
     """A short text pinned to a corner of a ViewBox (pixels, not data coordinates), for readouts
     ('ρ = 0.93') and warnings ('∞ clipped at the top'). `text` holds the plain text shown."""
@@ -376,12 +379,15 @@ class Note:
         self.label = pg.LabelItem("", justify="left" if corner.endswith("left") else "right")
         self.label.setParentItem(view)
         x, y = self.CORNERS[corner]
-        self.label.anchor(itemPos=(x, y), parentPos=(x, y), offset=(8 - 16 * x, 6 - 12 * y))
+        self.label.anchor(itemPos=(x, y), parentPos=(x, y),
+                          offset=(NOTE_INSET * (1 - 2 * x), 6 - 12 * y))
         self.label.setZValue(100)
         self.alert = alert
         self.text = ""
         self._html = ""
         self._theme: Theme | None = None
+        self.view = view
+        view.sigResized.connect(self._wrap)
 
     def set(self, text: str, html: str | None = None):
         """Show `text` (plain, also kept in .text); `html` if given is what is drawn."""
@@ -402,6 +408,17 @@ class Note:
         ink = theme.alert if self.alert else theme.foreground
         self.label.setText(self._html or "&nbsp;", color=ink, size=f"{theme.font_pt}pt")
         self.label.setVisible(bool(self.text))
+        self._wrap()
+
+    def _wrap(self, *_):
+        """Wrap the text at the view's width less the corner's insets where it is wider (a waiting note ran past
+        the right edge of a companion's plot at 1280×720 in presentation)."""
+        item, room = self.label.item, self.view.width() - 2 * NOTE_INSET
+        item.setTextWidth(-1)
+        if item.boundingRect().width() > room > 0:
+            item.setTextWidth(room)
+        self.label.resizeEvent(None)   # pyqtgraph's own re-layout after a text change
+        self.label.resize(self.label.minimumSize())
 
 
 # -- what a plot draws, in its data area's pixels ----------------------------------------------------------------------

@@ -13,7 +13,7 @@ from gradflow.explorer.panels.on_demand import OnDemandPanel
 from gradflow.explorer.panels.placeholder import Placeholder
 from gradflow.explorer.theme import Theme
 
-WAITING = "The sensitivity comes about twice a second\nwhile this panel is shown: press Play or Step."
+WAITING = "The sensitivity comes about twice a second while this panel is shown: press Play or Step."
 WHITE_NOISE = "closed form, white input of the same power"
 
 

@@ -778,3 +778,26 @@ def test_a_task_views_hidden_page_neither_sizes_the_panel_nor_writes_its_key_lin
     qtbot.waitUntil(lambda: panel.stack.minimumSizeHint() == panel.adding_page.minimumSizeHint(), timeout=WAIT_MS)
     assert "x<sub>t" not in panel.legend_key.text() and not panel.legend_key.isVisible()
     assert panel.layout().minimumSize().height() <= 398
+
+
+@pytest.mark.parametrize("width", [260, 1600])
+def test_a_long_note_wraps_inside_its_plot(qtbot, width):
+    """A note longer than its plot is wide wraps at the plot's edge (a waiting note ran past the right edge of the
+    Lyapunov companion at 1280×720 in presentation); a short one stays on one line."""
+    view = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(view)
+    plot = view.addPlot()
+    note = plotting.Note(plot.getViewBox(), "top-right")
+    note.apply_theme(presentation(THEMES["dark"]))
+    view.resize(width, 300)
+    view.show()
+    qtbot.waitExposed(view)
+    box = plot.getViewBox()
+    heights = []
+    for text in ("ρ = 0.93", "The Lyapunov spectrum comes about twice a second while this panel is shown: press Play"):
+        note.set(text)
+        qtbot.waitUntil(lambda: box.width() > 0)
+        drawn = note.label.mapRectToItem(box, note.label.item.mapRectToParent(note.label.item.boundingRect()))
+        assert box.rect().adjusted(-1, -1, 1, 1).contains(drawn), (text, drawn, box.rect())
+        heights.append(drawn.height())
+    assert (heights[1] > 1.5 * heights[0]) == (width < 1000), heights   # wrapped onto more lines where narrow

@@ -1,6 +1,6 @@
 """What of the main window's panels a viewer cannot read, as plain data (a test helper, run in the app's process by
 test_panels_whole.py's children and by xscreen.py's probe): for every panel on screen, each legend, tick label,
-axis label and control that is cut by the panel's edges, covered by the message bar, or overprinted by another tick
+axis label, note and control that is cut by the panel's edges, covered by the message bar, or overprinted by another tick
 label, and each legend entry smaller than the type's minimum.
 
     problems(window) -> ["SpectrumPanel: control 'Undo edit' at [..] outside [..]", ...]   ([] when all is whole)
@@ -76,6 +76,16 @@ def problems(window) -> list[str]:
                         size = float(str(label.opts.get("size") or f"{panel.theme.font_pt}pt").removesuffix("pt"))
                         if size < minimum - 0.05:
                             found.append(f"{name}: legend entry {label.text!r} at {size} pt, below {minimum:.1f}")
+            for note in panel.notes():
+                item = note.label.item
+                if note.text and note.label.isVisible() and note.label.scene() is view.scene():
+                    margin = item.document().documentMargin()   # around the text, inside its box
+                    rect = _scene_to_global(view, item.mapRectToScene(item.boundingRect().adjusted(
+                        margin, margin, -margin, -margin)))
+                    plot_area = _scene_to_global(view, note.view.sceneBoundingRect()).intersected(seen)
+                    if not _readable(rect, plot_area, covered):
+                        found.append(f"{name}: note {note.text[:30]!r} at {rect.getRect()} outside its plot "
+                                     f"{plot_area.getRect()} or covered")
             for plot in panel.plots():
                 if plot.scene() is not view.scene() or not plot.isVisible():
                     continue
