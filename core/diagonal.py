@@ -234,7 +234,7 @@ class LruRow(DiagonalRow):
         super().__init__(input_size, H, config)
         self.exponential = config.lru_decay in ("exponential", "exponential_normalised")
         self.normalised = config.lru_decay in ("normalised", "exponential_normalised")
-        self.decay_name = "nu_log" if self.exponential else "lam_modulus"
+        self.decay_name = self.decay_name_for(config.lru_decay)
         decay, theta_log = ring_init(H, config.lru_r_min, config.lru_r_max, config.lru_max_phase, self.exponential)
         if not self.exponential:
             decay = decay.clamp(*self.MODULUS_RANGE)                      # lru_r_min = 0 may draw |λ| = 0
@@ -245,6 +245,11 @@ class LruRow(DiagonalRow):
         self.C_re = nn.Parameter(torch.randn(H, H) / math.sqrt(H))        # as the paper: C_re, C_im ~ N(0, 1/N)
         self.C_im = nn.Parameter(torch.randn(H, H) / math.sqrt(H))
         self.D = nn.Parameter(torch.randn(H))
+
+    @staticmethod
+    def decay_name_for(lru_decay: str) -> str:
+        """The name of the decay parameter θ an lru_decay learns: ν ("nu_log") or |λ_j| itself ("lam_modulus")."""
+        return "nu_log" if lru_decay in ("exponential", "exponential_normalised") else "lam_modulus"
 
     def recurrence_parameter(self):
         """ν (|λ_j| = exp(−exp(ν_j))) or |λ_j| itself, as config.lru_decay says (γ_j follows it)."""

@@ -15,8 +15,6 @@ class Lru(DiagonalCell):
     keys = frozenset({"lru_r_min", "lru_r_max", "lru_max_phase", "lru_decay"})   # no bidirectional: layers are residual
     recurrence_parameter = "nu_log"        # the default lru_decay's; decay_parameter(config) follows lru_decay
     sensitivity_closed_form = "exponential_normalised"   # |λ_j| = exp(−exp ν_j), γ_j = √(1 − |λ_j|²), λ_j constant in t
-    DECAY_PARAMETER = {"exponential_normalised": "nu_log", "exponential": "nu_log",   # lru_decay -> θ (LruRow)
-                       "normalised": "lam_modulus", "plain": "lam_modulus"}
     cost = 4.0
     block = "diag(λ) (LRU recurrence: its eigenvalues λ_j; complex state, ‖∂L/∂h_t‖ over (Re h_t, Im h_t))"
     spectrum_points = "λ<sub>j</sub> (its eigenvalues)"
@@ -32,7 +30,8 @@ class Lru(DiagonalCell):
         return LruRow
 
     def decay_parameter(self, config):
-        return self.DECAY_PARAMETER[config.lru_decay]
+        from gradflow.core.diagonal import LruRow
+        return LruRow.decay_name_for(config.lru_decay)   # the row's own: it registers θ under this name
 
     def decay_closed_form(self, config):
         return config.lru_decay          # λ_j is constant in t in every parameterisation: each has its closed form
