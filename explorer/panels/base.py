@@ -77,7 +77,7 @@ class Panel(QWidget):
         self._graphics: list[pg.GraphicsView] = []
         self._plots: list[tuple[pg.PlotItem, bool]] = []   # (plot, show grid)
         self._legends: list[pg.LegendItem] = []
-        self._notes: list[plotting.Note] = []
+        self.notes: list[plotting.Note] = []   # pinned to its plots (add_note)
         self._colorbars: list[pg.ColorBarItem] = []
         # two lines under the plots, shown only when they have something to say (added on first use,
         # so they end up below whatever the subclass puts in the body)
@@ -277,7 +277,7 @@ class Panel(QWidget):
             legend.anchor(itemPos=corner, parentPos=corner, offset=legends.inside_inset(corner))
 
     def add_note(self, note: plotting.Note) -> plotting.Note:
-        self._notes.append(note)
+        self.notes.append(note)
         return note
 
     def add_colorbar(self, bar: pg.ColorBarItem) -> pg.ColorBarItem:
@@ -287,10 +287,6 @@ class Panel(QWidget):
     def plots(self) -> list[pg.PlotItem]:
         """The plots this panel draws in."""
         return [plot for plot, _ in self._plots]
-
-    def notes(self) -> list[plotting.Note]:
-        """The notes pinned to this panel's plots."""
-        return list(self._notes)
 
     def legend_items(self) -> list[pg.LegendItem]:
         """The legends this panel draws."""
@@ -319,7 +315,7 @@ class Panel(QWidget):
             plotting.style_plot(plot, theme, grid)
         for bar in self._colorbars:
             plotting.style_colorbar(bar, theme)
-        for note in self._notes:
+        for note in self.notes:
             note.apply_theme(theme)
         self._restyle(theme)
         for legend in self._legends:  # after _restyle, so samples show the new pens

@@ -76,7 +76,7 @@ def problems(window) -> list[str]:
                         size = float(str(label.opts.get("size") or f"{panel.theme.font_pt}pt").removesuffix("pt"))
                         if size < minimum - 0.05:
                             found.append(f"{name}: legend entry {label.text!r} at {size} pt, below {minimum:.1f}")
-            for note in panel.notes():
+            for note in panel.notes:
                 item = note.label.item
                 if note.text and note.label.isVisible() and note.label.scene() is view.scene():
                     margin = item.document().documentMargin()   # around the text, inside its box
