@@ -38,9 +38,11 @@ def stops_of(preset: Preset) -> list[Stop]:
 
 @dataclass(frozen=True)
 class ShownStop:
-    """A stop as its message shows it: `html` (claims with what was measured, and what Next does)."""
+    """A stop as its message shows it: `head` (its step and what Next does) and `claims` (each with what was
+    measured), html."""
     stop: Stop
-    html: str
+    head: str
+    claims: str
     has_next: bool
 
 
@@ -85,7 +87,7 @@ class TourModel:
             return False
         self.position += 1
         self.note, self.viewed = "", None
-        self.shown = ShownStop(stop, self._message(stop, records, diverged_at), self.target is not None)
+        self.shown = ShownStop(stop, *self._message(stop, records, diverged_at), self.target is not None)
         self.changed.emit(self)
         return True
 
@@ -124,7 +126,7 @@ class TourModel:
         rates = [rate for rate in rates if rate]
         return min(rates) if rates else None
 
-    def _message(self, stop: Stop, records, diverged_at) -> str:
+    def _message(self, stop: Stop, records, diverged_at) -> tuple[str, str]:
         first = self.preset.runs[0][0] if self.preset is not None and self.preset.runs else None
         lines = []
         for claim in stop.claims:
@@ -150,12 +152,16 @@ class TourModel:
             after = f"Next: step {later[0].step:,}, played at {pace:.3g} steps/s at most (the tour's pace)."
         else:
             after = "The tour ends here: Play goes on freely."
-        return f"<b>Step {stop.step:,}</b> ({where}) · {after}<br>" + "<br>".join(lines)
+        return f"<b>Step {stop.step:,}</b> ({where}) · {after}", "<br>".join(lines)
 
     def message(self) -> str:
-        """The shown stop's message with the note, if any ('' when none is shown)."""
+        """The shown stop's message ('' when none is shown): its head, then the note and the step the plots show
+        if they are not the stop's, then its claims. What changed since the stop comes before the claims, in the
+        lines the message bar shows without scrolling (window.widgets.MESSAGE_LINES; at 1280×720 a settings
+        change's note was the 4th and scrolled out of sight)."""
         if self.shown is None:
             return ""
-        viewed = (f"<br><i>The plots show step {self.viewed:,}, not this stop's (the timeline's Live comes back).</i>"
+        viewed = (f"<i>The plots show step {self.viewed:,}, not this stop's (the timeline's Live comes back).</i>"
                   if self.viewed is not None else "")
-        return self.shown.html + (f"<br><b>{self.note}</b>" if self.note else "") + viewed
+        return "<br>".join(filter(None, (self.shown.head, self.note and f"<b>{self.note}</b>", viewed,
+                                         self.shown.claims)))

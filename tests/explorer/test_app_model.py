@@ -87,14 +87,14 @@ def test_lecture_journey():
     assert "σ_max rises above 1.2" in model.tour.message() and "✗" not in model.tour.message()
     # the caption's "step 1" link (or the timeline) shows step 1: the stop's message says the plots show another step
     model.select_step(model.run.history.pinned[1])
-    assert "The plots show step 1, not this stop's" in model.tour.message()
+    assert "The plots show step 1, not this stop's" in model.tour.message().split("<br>")[1]   # above the claims
     model.select_step(None)
     assert "The plots show" not in model.tour.message()
     # the lecturer opens the settings while paused and asks "what if ρ = 1.1?": the stop says what Next does now
     model.settings.accept("spectral_radius", "1.1")           # typed in its field: validated, sent on
     assert model.applied.spectral_radius == 1.1 and model.tour.shown.stop.step == 40
     assert "spectral_radius = 1.1 applies at the next step. Next plays to step 200 with your settings" \
-        in model.tour.message()
+        in model.tour.message().split("<br>")[1]     # the second line: in sight above the claims, which may scroll
     model.next()
     assert model.steps == 200 and model.tour.shown.stop.step == 200
     assert "ρ is still 0.9" in model.tour.message() and "✗ not here" in model.tour.message()   # ρ is now 1.1
