@@ -135,24 +135,33 @@ def test_a_stop_message_moves_nothing_and_the_settings_open_while_it_is_shown(qt
     assert (settings.mapTo(central, settings.rect().topLeft()), window.dock_host.geometry()) == shown_at
 
 
-def test_a_floating_message_longer_than_its_room_keeps_to_it_and_scrolls_the_rest(qtbot):
-    """A stop's message that needs more lines than the layout keeps (MESSAGE_LINES, even in the smallest type) at
-    1280 px took them from the panels, whose bottom lines ran under it; it keeps to its room and the rest scrolls."""
+LONG_CLAIM = "the gradient norm at the first time step is below a millionth of the last one's, as ρ^(T−t) predicts; "
+
+
+def _floating_bar(qtbot, width: int, style: str = ""):
+    """(window, bar, host, scroll): a MessageBar floating over a width × 720 host in `window`, shown (keep `window`:
+    it owns the rest); scroll: the area the bar's label is in."""
     from gradflow.explorer.window.widgets import MessageBar
     from PySide6.QtWidgets import QWidget
     window = QWidget()
     host = QWidget(window)
     bar = MessageBar(window)
+    bar.setStyleSheet(style)
     bar.float_over(host)
-    window.resize(1280, 720)
-    host.setGeometry(0, 0, 1280, 720)
+    window.resize(width, 720)
+    host.setGeometry(0, 0, width, 720)
     qtbot.addWidget(window)
     window.show()
-    claim = "the gradient norm at the first time step is below a millionth of the last one's, as ρ^(T−t) predicts; "
-    bar.show_message("tour", "<b>Step 40</b> " + claim * 12, (("Next ▶", lambda: None),))
+    return window, bar, host, bar.label.parentWidget().parentWidget()   # the label, in a scroll area's viewport
+
+
+def test_a_floating_message_longer_than_its_room_keeps_to_it_and_scrolls_the_rest(qtbot):
+    """A stop's message that needs more lines than the layout keeps (MESSAGE_LINES, even in the smallest type) at
+    1280 px took them from the panels, whose bottom lines ran under it; it keeps to its room and the rest scrolls."""
+    window, bar, host, scroll = _floating_bar(qtbot, 1280)
+    bar.show_message("tour", "<b>Step 40</b> " + LONG_CLAIM * 12, (("Next ▶", lambda: None),))
     qtbot.waitUntil(lambda: bar.height() > 0 and host.contentsMargins().bottom() == bar.height(), timeout=WAIT_MS)
     assert bar.height() <= bar.reserve()
-    scroll = bar.label.parentWidget().parentWidget()                 # the label, in a scroll area's viewport
     qtbot.waitUntil(lambda: scroll.verticalScrollBar().maximum() > 0, timeout=WAIT_MS)   # the rest: reachable
     long_height = bar.height()
     bar.show_message("tour", "<b>Step 1</b> one line", (("Next ▶", lambda: None),))
@@ -164,20 +173,9 @@ def test_a_floating_message_longer_than_its_room_keeps_to_it_and_scrolls_the_res
 def test_a_message_that_scrolls_shows_whole_lines(qtbot):
     """At 1280×720 in presentation the step-1 stop's four lines (76 px) scrolled in a 70 px view: its fourth line
     showed cut through its middle. The bar shows as many whole lines as its room holds, the rest a scroll away."""
-    from gradflow.explorer.window.widgets import MessageBar
     from PySide6.QtGui import QTextDocument
-    from PySide6.QtWidgets import QWidget
-    window = QWidget()
-    host = QWidget(window)
-    bar = MessageBar(window)
-    bar.float_over(host)
-    window.resize(1280, 720)
-    host.setGeometry(0, 0, 1280, 720)
-    qtbot.addWidget(window)
-    window.show()
-    claim = "the gradient norm at the first time step is below a millionth of the last one's, as ρ^(T−t) predicts; "
-    bar.show_message("tour", claim * 12, (("Next ▶", lambda: None),))
-    scroll = bar.label.parentWidget().parentWidget()                 # the label, in a scroll area's viewport
+    window, bar, host, scroll = _floating_bar(qtbot, 1280)
+    bar.show_message("tour", LONG_CLAIM * 12, (("Next ▶", lambda: None),))
     qtbot.waitUntil(lambda: scroll.verticalScrollBar().maximum() > 0
                     and host.contentsMargins().bottom() == bar.height(), timeout=WAIT_MS)
     doc = QTextDocument()                                            # the label's lines as it lays them out
@@ -199,21 +197,10 @@ def test_a_message_that_fits_its_room_inside_the_bars_borders_shows_no_scroll_ba
     measured without the bar's borders (the style's: 6 px at the left, 1 px above and below), 2 px taller than
     the room it then got. Three lines, each a paragraph, in the borders of a tour's message: every line shown,
     nothing to scroll, and the bar within the room the layout keeps."""
-    from gradflow.explorer.window.widgets import MessageBar
-    from PySide6.QtWidgets import QWidget
-    window = QWidget()
-    host = QWidget(window)
-    bar = MessageBar(window)
-    bar.setStyleSheet("#messageBar { border-left: 6px solid red; border-top: 1px solid gray;"
-                      " border-bottom: 1px solid gray; }")
-    bar.float_over(host)
-    window.resize(width, 720)
-    host.setGeometry(0, 0, width, 720)
-    qtbot.addWidget(window)
-    window.show()
+    window, bar, host, scroll = _floating_bar(qtbot, width, "#messageBar { border-left: 6px solid red;"
+                                              " border-top: 1px solid gray; border-bottom: 1px solid gray; }")
     bar.show_message("tour", "<b>Step 40</b> (stop 2 of 3)<br>✓ σ_max rises above 1.2<br>✓ ‖∂L/∂h_1‖ is tiny",
                      (("Next ▶", lambda: None),))
-    scroll = bar.label.parentWidget().parentWidget()                 # the label, in a scroll area's viewport
     qtbot.waitUntil(lambda: bar.height() > 0 and host.contentsMargins().bottom() == bar.height(), timeout=WAIT_MS)
     assert bar.contentsMargins().top() == 1 and bar.contentsMargins().left() == 6   # the borders are the frame's
     assert bar.height() <= bar.reserve()
