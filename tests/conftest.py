@@ -1,4 +1,5 @@
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,11 @@ def pytest_configure(config):
     # Nothing a test starts outlives the run: the sweeper ends what is left when this process ends, however
     # it ends (tests/runner_life.py).
     config.stash[_SWEEPER] = start_sweeper()
+    # A run started in the background of a shell without job control (`bash -c '... &'`) inherits SIGINT ignored,
+    # and so would every child: the Ctrl+C tests' `gradflow run` and `gradflow sweep` then trained on past their
+    # SIGINT (seen: both failed so). Handled here, a child starts with the default again (exec resets a handler).
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(tryfirst=True)   # before -m deselects by these marks
