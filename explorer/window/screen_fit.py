@@ -78,8 +78,11 @@ def fit_to_screen(w: QWidget) -> None:
     extra_w, extra_h = frame.width() - w.width(), frame.height() - w.height()
     if w.isFullScreen() or w.isMaximized():
         # the window manager sized it: only a window past the area is fitted (its client rectangle, not the frame:
-        # Qt learns the frame's new extents after the state, and a fit on stale ones would un-maximise it)
-        if not room.contains(w.geometry()):
+        # Qt learns the frame's new extents after the state, and a fit on stale ones would un-maximise it). Scaled
+        # (QT_SCALE_FACTOR 2 on a 4K screen), an odd number of screen pixels rounds to one px more than the area:
+        # fitted, Qt un-maximised the window, the window manager maximised it again, and so on without end.
+        rounding = 0 if w.devicePixelRatioF() == 1 else 1
+        if not room.adjusted(-rounding, -rounding, rounding, rounding).contains(w.geometry()):
             left, top = w.x() - frame.x(), w.y() - frame.y()
             w.setGeometry(room.x() + left, room.y() + top, room.width() - extra_w, room.height() - extra_h)
         return

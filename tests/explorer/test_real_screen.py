@@ -223,11 +223,12 @@ def test_on_a_4k_screen_the_window_fits_and_every_companion_sits_beside_the_grad
         launched = app.settle()
         assert launched["screen"][2:] == [3840 // scale, 2160 // scale], launched["screen"]
         _assert_on_screen(launched, scale=scale)
-        if scale == 2:   # the window manager's state: Qt's own reads not maximised here at 2× (its frame
-                         # 1920×1081 in its rounded px, fitted to the screen once more?), an open question
+        if scale == 2:   # maximised as both the window manager and Qt say: the window's 2141 screen px rounded to
+                         # 1071 px, one past the area, and fit_to_screen un-maximised it; openbox maximised it again,
+                         # and so on (a resize every few ms, the layout never chosen for the maximised size)
             states = screen.states(app.main_window())
-            assert states >= MAXIMISED, f"{launched['x_frames']}, the window manager's states {states}, " \
-                f"Qt's maximised: {launched['main']['maximized']}"
+            assert states >= MAXIMISED and launched["main"]["maximized"], f"{launched['x_frames']}, the window " \
+                f"manager's states {states}, Qt's maximised: {launched['main']['maximized']}"
         assert len(launched["main"]["docks"]) >= 4, launched["main"]["groups"]
         screen.key(app.main_window(), "F5")
         _assert_each_companion_beside_the_gradient(screen, app, scale)
