@@ -66,7 +66,8 @@ SPECS: dict[str, _Spec] = {
                         help="RNN nonlinearity φ (rnn only); modrelu: sign(a)·relu(|a| + b), b learned per unit "
                              "(Arjovsky et al. 2016); sigmoid: the logistic 1/(1 + e^(−a)), |φ′| ≤ ¼"),
     "hidden_size": _Spec(int, low=1, high=max(HIDDEN_SIZE_LIMIT.values()),
-                         help="hidden units per layer and direction (at most 1024 on cpu, 4096 on cuda)"),
+                         help="hidden units per layer and direction (at most "
+                              + ", ".join(f"{cap} on {device}" for device, cap in HIDDEN_SIZE_LIMIT.items()) + ")"),
     "num_layers": _Spec(int, low=1, high=4, help="stacked recurrent layers"),
     "bidirectional": _Spec(bool, help="add a backward direction (adding and copy tasks)"),
     "init": _Spec(str, ("default", "normal", "xavier", "orthogonal", "identity", "gaussian"),
