@@ -338,6 +338,7 @@ def test_presentation_companion_settings_overlay_captions_and_banner(open_window
 def _child(mode: str, tmp: Path, args: list[str]) -> None:
     import time
 
+    import settling
     from gradflow.core.presets import DEFAULT_PRESET, load_preset
     from gradflow.explorer.window.main_window import MainWindow
     from PySide6.QtCore import QSettings
@@ -355,15 +356,9 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
             app.processEvents()
             time.sleep(0.01)
 
-    def settle(window, seconds=1.0):
-        end = time.monotonic() + 30
-        while window.shown_record is None and time.monotonic() < end:
-            app.processEvents()
-            time.sleep(0.01)
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            app.processEvents()
-            time.sleep(0.01)
+    def settle(window):
+        """Its first record drawn and every window done laying itself out."""
+        settling.settle(lambda: window.shown_record is not None)
         window.draw_frame()
         app.processEvents()
 
@@ -417,11 +412,11 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
     if mode == "small":   # used on a small screen, not maximised, a dock closed, then closed: all of it saved
         window = open_window(tmp / "small.ini", False)
         window.showNormal()
-        settle(window, 0.3)
+        settle(window)
         window.resize(*SMALL_WINDOW)
         settle(window)
         window.panel_docks["TaskViewPanel"].close()   # a layout the user made: saved
-        settle(window, 0.3)
+        settle(window)
         print("RESULT " + json.dumps({"size": window.size().toTuple(), "maximized": window.isMaximized()}), flush=True)
         window.close()
         return
@@ -450,9 +445,7 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
             time.sleep(0.01)
         for on in (False, True):
             window.set_presentation(on)
-            for _ in range(20):
-                app.processEvents()
-                time.sleep(0.01)
+            settling.settle()
             screen, frame = window.screen().availableGeometry(), window.frameGeometry()
             plots = [(type(panel).__name__, round(plot.vb.sceneBoundingRect().width()),
                       round(plot.vb.sceneBoundingRect().height()))
@@ -609,11 +602,11 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
         for name, other in others.items():   # opened on the large screen, restored, dragged onto the small one
             other.move(40, 40)
             other.show()
-            settle(window, 0.5)
+            settle(window)
             other.showNormal()
-            settle(window, 0.3)
+            settle(window)
             other.move(small.x() + 20, small.y() + 20)
-            settle(window, 0.5)
+            settle(window)
             end = time.monotonic() + 30   # the refit waits for the window manager's events: slower under load
             while not other.screen().availableGeometry().contains(other.frameGeometry()) and time.monotonic() < end:
                 app.processEvents()
@@ -640,10 +633,10 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
                    "compare": CompareDialog(window, DEFAULT_PRESET), "error with details": error}
         for name, dialog in dialogs.items():
             dialog.show()
-            settle(window, 0.2)
+            settle(window)
             if dialog is error:   # "Show Details…"
                 next(b for b in error.buttons() if error.buttonRole(b) == QMessageBox.ButtonRole.ActionRole).click()
-                settle(window, 0.2)
+                settle(window)
             screen, frame = dialog.screen().availableGeometry(), dialog.frameGeometry()
             print("RESULT " + json.dumps({"dialog": name, "screen": list(screen.getRect()),
                                           "frame": list(frame.getRect())}), flush=True)

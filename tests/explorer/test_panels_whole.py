@@ -42,8 +42,7 @@ def test_every_legend_tick_label_and_control_of_every_panel_on_screen_is_whole(s
 
 
 def _child(tmp: Path) -> None:
-    import time
-
+    import settling
     from gradflow.core.presets import DEFAULT_PRESET, load_preset
     from gradflow.explorer.window import layout
     from gradflow.explorer.window.main_window import MainWindow
@@ -57,15 +56,8 @@ def _child(tmp: Path) -> None:
     window = MainWindow(config=config, settings=store)
     window.showMaximized()
 
-    def settle(until=lambda: True, seconds: float = 0.8):
-        end = time.monotonic() + 60
-        while not (window.shown_record is not None and until()) and time.monotonic() < end:
-            app.processEvents()
-            time.sleep(0.01)
-        end = time.monotonic() + seconds   # the relayout after a resize waits RELAYOUT_DELAY_MS
-        while time.monotonic() < end:
-            app.processEvents()
-            time.sleep(0.01)
+    def settle(until=lambda: True):
+        settling.settle(lambda: window.shown_record is not None and until())
         window.draw_frame()
         app.processEvents()
 
@@ -94,7 +86,7 @@ def _child(tmp: Path) -> None:
     if later:   # an LRU run in the same window, as a scenario picked replaces the run (no second engine to start)
         from gradflow.core.config import Config
         window.model.rebuild(Config(model="lru", seq_len=30, hidden_size=16, task=config.task))
-        settle(lambda: all(window.layouts.applies(c) for _, c in later), seconds=0)   # report() settles after
+        settle(lambda: all(window.layouts.applies(c) for _, c in later))
         for key, companion in later:
             window.layouts.companion_actions[companion].trigger()
             report(f"presentation, LRU, key {key % 10} ({companion})")

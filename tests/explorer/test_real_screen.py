@@ -153,8 +153,11 @@ def _assert_each_companion_beside_the_gradient(screen, app, scale: float = 1, me
     (wholeness.py) with that message."""
     window = app.main_window()
     shown = None
+    offered = app.state()["main"]["offered"]
     for key, companion in enumerate(COMPANIONS, start=1):
         screen.key(window, str(key % 10))   # the tenth: key 0
+        if companion in offered:
+            app.wait_for(lambda s, companion=companion: s["main"]["companion"] == companion)
         state = app.settle()
         main = state["main"]
         where = f"presentation, key {key % 10} ({companion}), message {message!r}: "

@@ -36,7 +36,7 @@ TOOLS = ("Xvfb", "openbox", "xdotool", "xwininfo", "xprop", "import")
 START_S = 30        # deadlines for the mechanism (a busy 2-core machine is slow), never speed claims
 ANSWER_S = 60
 SETTLE_S = 90
-SETTLED_FOR_S = 1.0  # the window and its layout unchanged this long count as settled
+SETTLED_FOR_S = 0.5  # the window and its layout unchanged this long, no relayout waiting, count as settled
 POLL_S = 0.2
 OPENBOX_RC = """<?xml version="1.0"?>
 <openbox_config xmlns="http://openbox.org/3.4/rc">
@@ -243,7 +243,7 @@ class App:
 
     def settle(self) -> dict:
         """The state once the windows (as the X server and as Qt see them) and the layout stay the same for
-        SETTLED_FOR_S."""
+        SETTLED_FOR_S, with no relayout or refit waiting to come."""
         def look():
             state = self.state()
             frames = {title: list(self.screen.frame(window)) for title, window in self.screen.windows(self.process.pid).items()}
@@ -254,7 +254,7 @@ class App:
         while time.monotonic() < deadline:
             time.sleep(POLL_S)
             now = look()
-            if _without_live(now) != _without_live(last):
+            if _without_live(now) != _without_live(last) or now["waiting"]:
                 last, since = now, time.monotonic()
             elif time.monotonic() - since >= SETTLED_FOR_S:
                 return now
@@ -391,6 +391,7 @@ def _start_sweep(window, spec: str) -> Any:
 
 
 def _probe(args: list[str]) -> int:
+    import settling
     from gradflow.core.presets import load_preset
     from gradflow.explorer import app as gradflow_app
     from gradflow.explorer.compare import window as compare_window
@@ -425,7 +426,8 @@ def _probe(args: list[str]) -> int:
                     "paused_at": paused_at[-1] if paused_at else None,
                     "questions": [box.text() for box in QApplication.topLevelWidgets()
                                   if isinstance(box, QMessageBox) and box.isVisible()],
-                    "sweeps": [sweep_state(w) for w in sweeps()]}
+                    "sweeps": [sweep_state(w) for w in sweeps()],
+                    "waiting": settling.waiting()}   # a relayout or a refit still to come
         if verb == "trigger":
             getattr(window, name).trigger()
         elif verb == "call":
