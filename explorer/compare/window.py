@@ -92,7 +92,7 @@ class CompareWindow(Arranged, QMainWindow):
         self.drawer = StepDrawer(self.overlays, [column.panels() for column in self.columns], self.runs,
                                  self.worker, self.timeline, self._on_drawn, self)   # ~30 times a second, paced
         if parent is not None:
-            parent.installEventFilter(self)   # close with the main window
+            parent.installEventFilter(self)   # close with the main window, follow its theme and mode
         self.set_presentation(self.theme.presentation)
         self.connection.start()
 
@@ -124,6 +124,7 @@ class CompareWindow(Arranged, QMainWindow):
         central.setAutoFillBackground(True)
         column = QVBoxLayout(central)
         column.setContentsMargins(6, 4, 6, 4)
+        column.setSpacing(2)   # (at 1280×720 in presentation type every px is the plots')
         same = ", ".join(f"{k} = {getattr(self.configs[0], k)}" for k in ("task", "seq_len", "batch_size", "seed"))
         self._header_parts = (title or " vs ".join(self.labels), explanation, same)
         self.fold_button = QToolButton()
@@ -143,8 +144,7 @@ class CompareWindow(Arranged, QMainWindow):
         for part in (ScrolledWhenShort(header_row), ScrolledWhenShort(self.message_bar, follow=True)):
             column.addWidget(part)   # on a short screen: their first lines, the rest scrolled
         header_row.setAutoFillBackground(False)
-        screen = self.screen().availableGeometry() if self.screen() is not None else None
-        self.folded = screen is not None and 0 < screen.height() < FOLD_BELOW   # room for the plots first
+        self.folded = self._on_a_short_screen()   # room for the plots first
         self.gradient_panel = GradientTimePanel(runs=self.labels)
         self.training_panel = TrainingPanel(runs=self.labels)
         self.overlays = [self.gradient_panel, self.training_panel]
@@ -200,6 +200,8 @@ class CompareWindow(Arranged, QMainWindow):
         if self.presentation_action.isChecked() != on:
             self.presentation_action.setChecked(on)    # comes back here through toggled
             return
+        if on and self._on_a_short_screen():   # the type grows: the explanation folds again (at 1280×720 the
+            self.folded = True                     # unfolded one took the timeline off the screen)
         self.apply_theme(presentation(THEMES.get(self.theme.name, DEFAULT_THEME), on))
         self.below.setVisible(not on)
         self._placed = ()
@@ -207,11 +209,23 @@ class CompareWindow(Arranged, QMainWindow):
         if self.isVisible():
             fit_to_screen(self)
 
+    def _on_a_short_screen(self) -> bool:
+        screen = self.screen()
+        return screen is not None and 0 < screen.availableGeometry().height() < FOLD_BELOW
+
+    def _follow(self, theme: Theme):
+        """The main window restyled itself (its theme or presentation mode changed): the same here."""
+        if (theme.name, theme.presentation) != (self.theme.name, self.theme.presentation):
+            self.theme = theme   # its name (set_presentation restyles in it), then its mode
+            self.set_presentation(theme.presentation)
+
     def apply_theme(self, theme: Theme):
         self.theme = theme
         self.setPalette(themed_palette(self.palette(), theme))
-        if self.parent() is None:   # with a parent (the main window) its style sheet reaches this window too
-            self.setStyleSheet(compare_stylesheet(theme))
+        # its own style sheet, also under the main window: a widget's own sheet wins over the one it inherits (the
+        # main window's presentation type in a normal-mode comparison made it 709 px tall at 1280×720)
+        self.setStyleSheet(compare_stylesheet(theme))
+        self.setFont(plotting.font(theme))   # its type, not the main window's (the app's font follows that one)
         for panel in self.overlays:
             panel.apply_theme(theme)
         for run_column in self.columns:
@@ -328,7 +342,7 @@ class CompareWindow(Arranged, QMainWindow):
     def _on_screen_changed(self, screen):
         """Moved to another screen: on a short one the explanation folds (as it opens there), the arrangement is
         chosen again, and once laid out the window fits that screen."""
-        if screen is not None and 0 < screen.availableGeometry().height() < FOLD_BELOW and not self.folded:
+        if self._on_a_short_screen() and not self.folded:
             self.set_folded(True)
         self._placed = ()
         self._rearrange()
@@ -344,6 +358,8 @@ class CompareWindow(Arranged, QMainWindow):
             self._rearrange()
         elif event.type() == QEvent.Type.LayoutRequest and watched in (self.below.widget(), *self.overlays):
             QTimer.singleShot(0, self, self._check_needs)
+        elif watched is self.parent() and event.type() == QEvent.Type.StyleChange:
+            self._follow(getattr(watched, "theme", self.theme))
         elif watched is self.parent() and event.type() == QEvent.Type.Close:
             # close too, unless the parent stays open (with `self` as context, Qt drops the call if this
             # window is deleted first)

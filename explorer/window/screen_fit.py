@@ -91,8 +91,10 @@ def fit_to_screen(w: QWidget) -> None:
     if (width, height) != (w.width(), w.height()):
         w.resize(width, height)
     frame = w.frameGeometry()
-    x = min(max(frame.x(), room.x()), room.right() + 1 - frame.width())
-    y = min(max(frame.y(), room.y()), room.bottom() + 1 - frame.height())
+    # its top left on the area even where its minimum size is larger than the area (a window manager moved a title
+    # bar pushed above the screen straight back: moved again, and so on without end)
+    x = max(min(frame.x(), room.right() + 1 - frame.width()), room.x())
+    y = max(min(frame.y(), room.bottom() + 1 - frame.height()), room.y())
     if (x, y) != (frame.x(), frame.y()):
         w.move(x, y)
 

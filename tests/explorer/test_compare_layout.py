@@ -30,22 +30,28 @@ SIZES = [(1280, 720, 1), (1366, 768, 1), (1920, 1080, 1), (3840, 2160, 2), (3840
 MIN_PLOT = (220, 130)
 TIMEOUT_S = 300
 WAIT_S = 60   # a deadline for conditions awaited on a busy machine, never a pause
+TITLE_BAR = 20   # px a window manager's title bar adds (openbox's: 19), as in test_layout_sizes
 
 
 def _run(screen: tuple[int, int, int], tmp: Path, runs: int = 3, tour: bool = False) -> list[dict]:
     width, height, scale = screen
     env = dict(os.environ, QT_QPA_PLATFORM=offscreen_platform(tmp, width, height), QT_SCALE_FACTOR=str(scale),
                GRADFLOW_ENGINE="thread", PYTHONPATH=str(ROOT), COMPARE_RUNS=str(runs), COMPARE_TOUR=str(int(tour)))
-    out = run_child([sys.executable, __file__], TIMEOUT_S, cwd=ROOT, env=env)
+    out = run_child([sys.executable, __file__, str(tmp)], TIMEOUT_S, cwd=ROOT, env=env)
     assert out.returncode == 0, out.stderr[-4000:]
     return [json.loads(line[len("RESULT "):]) for line in out.stdout.splitlines() if line.startswith("RESULT ")]
 
 
 def _assert_frame_on_screen(r: dict, where: str):
+    """Its frame on the screen, and its minimum size under a window manager's title bar too (offscreen has none: a
+    comparison 704 px tall at least got 19 px more on a real 1280×720 screen, 3 px past it, refitted without end)."""
     sx, sy, sw, sh = r["screen"]
     fx, fy, fw, fh = r["frame"]
     assert sx <= fx and sy <= fy and fx + fw <= sx + sw and fy + fh <= sy + sh, \
         where + f"frame {r['frame']} on a screen of {r['screen']}"
+    mw, mh = r["minimum"]
+    assert mw <= sw and mh + (0 if r["fullscreen"] else TITLE_BAR) <= sh, \
+        where + f"a minimum size of {mw}×{mh} with a {TITLE_BAR} px title bar on a screen of {r['screen']}"
 
 
 @pytest.mark.parametrize("screen", SIZES, ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES])
@@ -91,12 +97,15 @@ def test_four_runs_fit_the_screen_and_scroll_sideways_only_where_they_must(scree
 
 
 @pytest.mark.parametrize("screen", [(1280, 720, 1), (1366, 768, 1)], ids=["1280x720", "1366x768"])
-def test_at_a_tour_stop_the_window_fits_with_its_explanation_unfolded_in_both_modes(screen, tmp_path):
-    """The edge-of-chaos comparison at its step-1 stop (seven claims in the message) on a short screen: folded,
-    unfolded, and unfolded in presentation, the window stays inside the screen, every plot on screen keeps its
-    data area, and the message shows at least its first lines (the rest scrolls: ScrolledWhenShort)."""
+def test_at_a_tour_stop_the_window_fits_in_both_modes(screen, tmp_path):
+    """The edge-of-chaos comparison, opened from the main window, at its step-1 stop (seven claims in the message)
+    on a short screen: folded, unfolded, then in presentation (the main window's F5, which the comparison follows:
+    its type grows, its explanation folds again), the window stays inside the screen with room for a title bar,
+    every plot on screen keeps its data area, and the message shows at least its first lines (the rest scrolls:
+    ScrolledWhenShort)."""
     results = _run(screen, tmp_path, tour=True)
     assert [r["step"] for r in results] == ["stop", "unfolded", "presentation"]
+    assert [r["folded"] for r in results] == [True, False, True]
     for r in results:
         where = f"{screen} {r['step']}: "
         _assert_frame_on_screen(r, where)
@@ -109,6 +118,7 @@ def test_at_a_tour_stop_the_window_fits_with_its_explanation_unfolded_in_both_mo
 # -- the program each screen size runs --------------------------------------------------------------------------------
 def _child() -> None:
     import time
+    from dataclasses import replace
 
     from gradflow.core.presets import load_preset
     from gradflow.explorer.compare.window import CompareWindow
@@ -121,14 +131,23 @@ def _child() -> None:
             for label, c in preset.runs]   # on the tour, the claims' time steps
     if os.environ["COMPARE_RUNS"] == "4":   # the most the Compare dialog offers
         runs.append(("ρ = 1.2", runs[-1][1].replace(spectral_radius=1.2)))
-    window = CompareWindow(runs, preset.title, preset.explanation, preset=preset if tour else None)
-    window.show()
+    if tour:   # opened from the main window, as a lecturer does: presentation is the main window's F5 (followed)
+        from gradflow.explorer.compare.window import open_comparison
+        from gradflow.explorer.window.main_window import MainWindow
+        from PySide6.QtCore import QSettings
+        main = MainWindow(settings=QSettings(str(Path(sys.argv[1]) / "main.ini"), QSettings.Format.IniFormat))
+        main.showMaximized()
+        window = open_comparison(replace(preset, runs=tuple(runs)), main)
+    else:
+        window = CompareWindow(runs, preset.title, preset.explanation)
+        window.show()
 
     def until(condition, what: str):
         end = time.monotonic() + WAIT_S
         while not condition():
             if time.monotonic() > end:
-                raise TimeoutError(what)
+                raise TimeoutError(f"{what}: frame {window.frameGeometry().getRect()}, minimum "
+                                   f"{window.minimumSizeHint().toTuple()} on {window.screen().availableGeometry().getRect()}")
             app.processEvents()
             time.sleep(0.005)
 
@@ -161,6 +180,7 @@ def _child() -> None:
                  for panel in window.panels() if panel.isVisible() for plot in panel.plots()]
         print("RESULT " + json.dumps({
             "step": step, "screen": list(screen.getRect()), "frame": list(frame.getRect()),
+            "minimum": list(window.minimumSizeHint().expandedTo(window.minimumSize()).toTuple()),
             "maximized": window.isMaximized(), "fullscreen": window.isFullScreen(), "folded": window.folded,
             "arrangement": window.arrangement, "spectra": spectra, "plots": plots,
             "message": [window.message_bar.isVisible(), window.message_bar.visibleRegion().boundingRect().height(),
@@ -171,9 +191,10 @@ def _child() -> None:
         report("stop", window.message_bar.isVisible)
         window.set_folded(False)
         report("unfolded", lambda: not window.folded)
-        window.set_presentation(True)
+        main.presentation_action.trigger()   # the comparison follows the main window's F5
         report("presentation", lambda: window.theme.presentation)
         window.close()
+        main.close()
         return
     report("launch", lambda: True)
     window.showNormal()

@@ -23,7 +23,7 @@ from gradflow.explorer.panels import runs as runs_module
 from gradflow.explorer.panels.gradient_time import GradientTimePanel
 from gradflow.explorer.panels.runs import RunCurves
 from gradflow.explorer.panels.training import TrainingPanel
-from gradflow.explorer.theme import DEFAULT_THEME, presentation
+from gradflow.explorer.theme import DEFAULT_THEME, THEMES, presentation
 from gradflow.explorer.window.main_window import MainWindow
 from panel_helpers import gaps, shown_plot  # tests/explorer is on sys.path
 from PySide6.QtCore import QPointF
@@ -216,6 +216,26 @@ def test_presentation_mode_enlarges_the_type_and_leaves_the_overlays_alone(qtbot
     assert not window.below.isVisible() and window.gradient_panel.isVisible()
     window.presentation_action.trigger()
     assert not window.theme.presentation and window.below.isVisible()
+
+
+def test_a_comparison_follows_the_main_windows_theme_and_presentation_mode(qtbot, open_window):
+    """The main window's F5 and theme reach the comparison it opened: before, the comparison kept its normal mode
+    under the main window's presentation style sheet and app font (at 1280×720, 753 px tall at a tour stop)."""
+    main = open_window()
+    child = open_comparison(small_runs(2), parent=main)
+    qtbot.waitUntil(lambda: child.latest is not None, timeout=WAIT_MS)
+    main.presentation_action.trigger()
+    qtbot.waitUntil(lambda: child.theme.presentation, timeout=WAIT_MS)
+    assert child.presentation_action.isChecked() and not child.below.isVisible()
+    assert child.gradient_panel.theme == main.theme
+    other = next(name for name in THEMES if name != main.theme.name)
+    main.set_theme(other)
+    qtbot.waitUntil(lambda: child.theme.name == other, timeout=WAIT_MS)
+    assert child.theme.presentation and child.training_panel.theme == main.theme
+    child.presentation_action.trigger()   # its own F5 still works on it alone
+    assert not child.theme.presentation and main.theme.presentation
+    with qtbot.waitSignal(child.destroyed, timeout=WAIT_MS):
+        child.close()
 
 
 def test_closing_the_compare_window_stops_its_thread(qtbot):
