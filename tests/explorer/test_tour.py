@@ -1,5 +1,7 @@
 """The guided tour: Play runs to the next step the scenario's claims name and pauses there, showing the claims
 with what this run measured (the claims test's own check); Next goes on; the stops' records stay reachable."""
+import math
+
 import pytest
 from gradflow.core.claim_checks import check_run
 from gradflow.core.claims import tour_stops
@@ -185,7 +187,7 @@ def test_a_message_that_scrolls_shows_whole_lines(qtbot):
     doc.setTextWidth(bar.label.width())
     doc.size()                                                       # (lays it out)
     layout = doc.begin().layout()
-    bottoms = [round(layout.lineAt(i).rect().bottom()) for i in range(layout.lineCount())]
+    bottoms = [math.ceil(layout.lineAt(i).rect().bottom()) for i in range(layout.lineCount())]   # (whole below)
     shown = scroll.viewport().height()
     assert len(bottoms) > 3 and shown in bottoms[2:], (shown, bottoms)   # three or more lines, the last one whole
     assert bar.height() <= bar.reserve()
