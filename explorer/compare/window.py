@@ -225,7 +225,6 @@ class CompareWindow(Arranged, QMainWindow):
         # its own style sheet, also under the main window: a widget's own sheet wins over the one it inherits (the
         # main window's presentation type in a normal-mode comparison made it 709 px tall at 1280×720)
         self.setStyleSheet(compare_stylesheet(theme))
-        self.setFont(plotting.font(theme))   # its type, not the main window's (the app's font follows that one)
         for panel in self.overlays:
             panel.apply_theme(theme)
         for run_column in self.columns:
