@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 TOOLS = ("Xvfb", "openbox", "xdotool", "xwininfo", "xprop", "import")
+START_TRIES = 3     # X screens tried for one whose display openbox can open
 START_S = 30        # deadlines for the mechanism (a busy 2-core machine is slow), never speed claims
 ANSWER_S = 60
 SETTLE_S = 90
@@ -110,25 +111,33 @@ class XScreen:
         self.close()
 
     def _start(self):
+        """Xvfb on a free display, then openbox managing it. Again on another display where openbox could not open
+        the one Xvfb gave (seen once in CI: "server already running", a display an ending X server still held)."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        read, write = os.pipe()   # Xvfb picks a free display and writes its number here
-        try:
-            self._processes.append(_start(["Xvfb", "-displayfd", str(write), "-screen", "0",
-                                           f"{self.size[0]}x{self.size[1]}x24", "-nolisten", "tcp"],
-                                          self.directory / "xvfb.log", pass_fds=(write,)))
-        finally:
-            os.close(write)
-        with os.fdopen(read) as numbers:
-            number = numbers.readline().strip()
-        if not number:
-            raise RuntimeError(f"Xvfb did not start: {(self.directory / 'xvfb.log').read_text()[-2000:]}")
-        self.display = f":{number}"
-        rc = self.directory / "openbox.xml"
-        rc.write_text(OPENBOX_RC)
-        self._processes.append(_start(["openbox", "--config-file", str(rc)], self.directory / "openbox.log",
-                                      env=self.env()))
-        _wait("openbox to manage the screen", lambda: "window id" in self._run("xprop", "-root",
-                                                                              "_NET_SUPPORTING_WM_CHECK"), START_S)
+        for _ in range(START_TRIES):
+            read, write = os.pipe()   # Xvfb picks a free display and writes its number here
+            try:
+                self._processes.append(_start(["Xvfb", "-displayfd", str(write), "-screen", "0",
+                                               f"{self.size[0]}x{self.size[1]}x24", "-nolisten", "tcp"],
+                                              self.directory / "xvfb.log", pass_fds=(write,)))
+            finally:
+                os.close(write)
+            with os.fdopen(read) as numbers:
+                number = numbers.readline().strip()
+            if not number:
+                raise RuntimeError(f"Xvfb did not start: {(self.directory / 'xvfb.log').read_text()[-2000:]}")
+            self.display = f":{number}"
+            rc = self.directory / "openbox.xml"
+            rc.write_text(OPENBOX_RC)
+            openbox = _start(["openbox", "--config-file", str(rc)], self.directory / "openbox.log", env=self.env())
+            self._processes.append(openbox)
+            _wait("openbox to manage the screen", lambda openbox=openbox: openbox.poll() is not None or "window id" in self._run(
+                "xprop", "-root", "_NET_SUPPORTING_WM_CHECK"), START_S)
+            if openbox.poll() is None:
+                return
+            self.close()
+        raise RuntimeError(f"openbox did not start on {START_TRIES} X screens: "
+                           f"{(self.directory / 'openbox.log').read_text()[-2000:]}")
 
     def close(self) -> None:
         while self._processes:
