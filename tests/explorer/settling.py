@@ -43,3 +43,11 @@ def settle(ready: Callable[[], bool] = lambda: True, what: str = "the windows") 
             raise TimeoutError(f"{what} did not settle in {DEADLINE_S} s")
         last = now
         time.sleep(POLL_S)
+
+
+def settle_drawn(window, until: Callable[[], bool] = lambda: True) -> None:
+    """settle() once the main window `window` has drawn its first record and `until()` holds; then its frame
+    drawn now."""
+    settle(lambda: window.shown_record is not None and until())
+    window.draw_frame()
+    QApplication.processEvents()

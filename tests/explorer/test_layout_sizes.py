@@ -356,11 +356,7 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
             app.processEvents()
             time.sleep(0.01)
 
-    def settle(window):
-        """Its first record drawn and every window done laying itself out."""
-        settling.settle(lambda: window.shown_record is not None)
-        window.draw_frame()
-        app.processEvents()
+    settle = settling.settle_drawn
 
     def open_window(ini: Path, presentation: bool, cell: str = config.model):
         store = QSettings(str(ini), QSettings.Format.IniFormat)

@@ -50,16 +50,11 @@ def _child(tmp: Path) -> None:
     from PySide6.QtWidgets import QApplication
     from wholeness import problems
 
-    app = QApplication([])
+    _app = QApplication([])   # held: the application lives as long as the child
     config = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16, model="lstm")
     store = QSettings(str(tmp / "whole.ini"), QSettings.Format.IniFormat)
     window = MainWindow(config=config, settings=store)
     window.showMaximized()
-
-    def settle(until=lambda: True):
-        settling.settle(lambda: window.shown_record is not None and until())
-        window.draw_frame()
-        app.processEvents()
 
     def report(state: str):
         for shown in (True, False):
@@ -67,15 +62,15 @@ def _child(tmp: Path) -> None:
                 window.message_bar.show_message("info", MESSAGE)
             else:
                 window.message_bar.clear()
-            settle()
+            settling.settle_drawn(window)
             print("RESULT " + json.dumps({"state": f"{state}, message {'shown' if shown else 'not shown'}",
                                           "panels": len(window.layouts.visible_panels()),
                                           "problems": problems(window)}), flush=True)
 
-    settle()
+    settling.settle_drawn(window)
     report(f"normal ({window.layouts.current.name})")
     window.presentation_action.trigger()
-    settle(lambda: window.theme.presentation)
+    settling.settle_drawn(window, lambda: window.theme.presentation)
     later = []   # the companions that do not apply to an LSTM (the decay sensitivity: a diagonal cell's)
     for key, companion in enumerate(layout.COMPANIONS, start=1):
         if not window.layouts.applies(companion):
@@ -86,7 +81,7 @@ def _child(tmp: Path) -> None:
     if later:   # an LRU run in the same window, as a scenario picked replaces the run (no second engine to start)
         from gradflow.core.config import Config
         window.model.rebuild(Config(model="lru", seq_len=30, hidden_size=16, task=config.task))
-        settle(lambda: all(window.layouts.applies(c) for _, c in later))
+        settling.settle_drawn(window, lambda: all(window.layouts.applies(c) for _, c in later))
         for key, companion in later:
             window.layouts.companion_actions[companion].trigger()
             report(f"presentation, LRU, key {key % 10} ({companion})")
