@@ -3,7 +3,9 @@
 The app side is the real thing: a window (the main window, or the comparison window for a compare_*
 preset) whose engine runs in a process of its own, driven as a user does (pick the scenario, Play, Pause),
 with whatever the window asks of the engine between steps (detailed and preview steps, a checkpoint at
-step 1, Jacobians through time: the test puts their panel on screen). The headless side is
+step 1, Jacobians through time: the test puts their panel on screen). Play runs to step STEPS and pauses
+there, as a tour's stop does: a Pause pressed after the wait could land many steps later on a loaded
+machine, and a comparison's ring of full records holds only a few of an LSTM's. The headless side is
 `gradflow run --json` in a fresh Python process. Neither shares torch's state with the test process.
 """
 import json
@@ -103,9 +105,9 @@ def test_every_scenario_in_the_main_window_matches_gradflow_run(qtbot, settings,
                 combo.activated.emit(combo.findData(preset.name))   # as a click in the picker
             qtbot.waitUntil(lambda name=preset.name: window.preset.name == name and window.latest is not None,
                             timeout=WAIT_MS)
-            window.controls.play()      # straight on (the tour's Play would pause at a claimed step)
-            qtbot.waitUntil(lambda: len(window.history.records) >= STEPS, timeout=WAIT_MS)
-            window.pause()
+            window.controls.play_to(STEPS)   # straight to STEPS (the tour's Play would pause at a claimed step)
+            qtbot.waitUntil(lambda: len(window.history.records) >= STEPS and not window.is_playing(),
+                            timeout=WAIT_MS)
             records = list(window.history.records)[:STEPS]
             assert_same_records(records, headless[preset.name][0], preset.name)
             with_jacobians += [preset.name for r in records if r.jacobians is not None]
@@ -120,9 +122,9 @@ def test_every_comparison_window_matches_gradflow_run(qtbot, headless, engine_in
     assert window.worker.isolated
     try:
         qtbot.waitUntil(lambda: window.latest is not None, timeout=WAIT_MS)
-        window.play()
-        qtbot.waitUntil(lambda: all(len(h.records) >= STEPS for h in window.histories), timeout=WAIT_MS)
-        window.pause()
+        window.controls.play_to(STEPS)
+        qtbot.waitUntil(lambda: all(len(h.records) >= STEPS for h in window.histories) and not window.is_playing(),
+                        timeout=WAIT_MS)
         runs = headless[name]
         assert [run["label"] for run in runs] == window.labels
         for label, history, run in zip(window.labels, window.histories, runs):
