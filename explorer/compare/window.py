@@ -141,7 +141,8 @@ class CompareWindow(Arranged, QMainWindow):
         header.addWidget(self.fold_button, 0, Qt.AlignmentFlag.AlignTop)
         header.addWidget(self.header, 1)
         self.message_bar = MessageBar()   # the tour's stops
-        for part in (ScrolledWhenShort(header_row), ScrolledWhenShort(self.message_bar, follow=True)):
+        for part in (ScrolledWhenShort(header_row, self.header),
+                     ScrolledWhenShort(self.message_bar, self.message_bar.label, follow=True)):
             column.addWidget(part)   # on a short screen: their first lines, the rest scrolled
         header_row.setAutoFillBackground(False)
         self.folded = self._on_a_short_screen()   # room for the plots first

@@ -164,6 +164,35 @@ MESSAGE_TEXT_SCALES = (1.0, 0.85, MIN_TEXT_SCALE)   # a message's type against t
 MESSAGE_LINES = 3   # the lines of a message a window's layout keeps room for (a tour's stop: its step and two claims)
 
 
+def label_document(html: str, width: int = 0, font: QFont | None = None) -> QTextDocument:
+    """`html` laid out as a word-wrapped QLabel lays it out (no document margin), `width` px wide (0: unwrapped)."""
+    doc = QTextDocument()
+    doc.setDocumentMargin(0)   # (a QLabel's own)
+    if font is not None:
+        doc.setDefaultFont(font)
+    doc.setHtml(html)
+    if width:
+        doc.setTextWidth(max(width, 1))
+    return doc
+
+
+def whole_lines_height(doc: QTextDocument, room: int) -> int:
+    """The height of the first lines of `doc` that fit `room` whole (px): text that scrolls shows no line cut through
+    its middle at its view's bottom (at 1280×720 in presentation, 76 px of text in a 70 px view showed its 4th line
+    halved)."""
+    seen, block = 0, doc.begin()
+    while block.isValid():
+        top = doc.documentLayout().blockBoundingRect(block).top()
+        layout = block.layout()
+        for i in range(layout.lineCount()):
+            bottom = math.ceil(top + layout.lineAt(i).rect().bottom())
+            if bottom > room:
+                return seen or room   # (a first line taller than the room: what fits of it)
+            seen = bottom
+        block = block.next()
+    return seen
+
+
 class MessageBar(QFrame):
     """A message in the window (divergence, errors, a tour's stop): coloured, with optional buttons; stays until
     closed. `float_over(host)` keeps it at the bottom of `host`, in room the host leaves it, instead of in a layout."""
@@ -248,10 +277,7 @@ class MessageBar(QFrame):
         text_width = width - margins.left() - margins.right() - frame.left() - frame.right() \
             - self._buttons.sizeHint().width() - self._close.sizeHint().width() - 2 * spacing
         base = self._type()
-        doc = QTextDocument()
-        doc.setDocumentMargin(0)   # (a QLabel's own)
-        doc.setHtml(self.label.text())
-        doc.setTextWidth(max(text_width, 1))
+        doc = label_document(self.label.text(), text_width)
         for scale in MESSAGE_TEXT_SCALES:
             font = QFont(base)
             font.setPointSizeF(base.pointSizeF() * scale)
@@ -266,23 +292,6 @@ class MessageBar(QFrame):
         """The height the reserve leaves the text inside the bar's margins and frame (px)."""
         margins, frame = self.layout().contentsMargins(), self.contentsMargins()
         return self.reserve() - margins.top() - margins.bottom() - frame.top() - frame.bottom()
-
-    @staticmethod
-    def _whole_lines(doc: QTextDocument, room: int) -> int:
-        """The height of the message's first lines that fit `room` whole (px): a message that scrolls shows no line
-        cut through its middle at the bar's bottom (at 1280×720 in presentation, 76 px of text in a 70 px view
-        showed its 4th line halved)."""
-        seen, block = 0, doc.begin()
-        while block.isValid():
-            top = doc.documentLayout().blockBoundingRect(block).top()
-            layout = block.layout()
-            for i in range(layout.lineCount()):
-                bottom = math.ceil(top + layout.lineAt(i).rect().bottom())
-                if bottom > room:
-                    return seen or room   # (a first line taller than the room: what fits of it)
-                seen = bottom
-            block = block.next()
-        return seen
 
     def eventFilter(self, watched, event) -> bool:
         kind = event.type()
@@ -300,7 +309,7 @@ class MessageBar(QFrame):
         doc, room = self._fit_type(width), self._text_room()
         text = math.ceil(doc.size().height())
         if text > room:   # it scrolls: as many whole lines as the reserve holds
-            text = self._whole_lines(doc, room)
+            text = whole_lines_height(doc, room)
         content = max(text, self._buttons.sizeHint().height(), self._close.sizeHint().height())
         height = min(content + margins.top() + margins.bottom() + frame.top() + frame.bottom(), self.reserve())
         origin = host.mapTo(self.parentWidget(), host.rect().topLeft())
@@ -318,12 +327,7 @@ class MessageBar(QFrame):
 
     def text(self) -> str:
         """The message as plain text ('' when none is shown)."""
-        if not self.kind:
-            return ""
-        doc = QTextDocument()
-        doc.setDocumentMargin(0)   # (a QLabel's own)
-        doc.setHtml(self.label.text())
-        return doc.toPlainText()
+        return label_document(self.label.text()).toPlainText() if self.kind else ""
 
     def show_tour(self, tour: TourModel, on_next) -> None:
         """The tour's stop, with Next where there is one after it; gone when the tour shows none."""
@@ -343,11 +347,12 @@ class ScrolledWhenShort(QScrollArea):
     """Text that wraps (a MessageBar, an explanation) in a window's column that cannot always give it its height
     (a stop's claims, an unfolded explanation on a short screen): all of it where there is room, at least its
     first `lines` lines, the rest scrolled rather than the window pushed past its screen or its plots squashed.
-    `follow`: shown while the content is (a message bar hides itself when cleared)."""
+    `text`: the content's wrapped label, whose last line shown in a short view is whole (the view ends above the
+    room left below it). `follow`: shown while the content is (a message bar hides itself when cleared)."""
 
-    def __init__(self, content: QWidget, lines: int = 3, follow: bool = False):
+    def __init__(self, content: QWidget, text: QLabel, lines: int = 3, follow: bool = False):
         super().__init__()
-        self.content, self.lines, self.follow = content, lines, follow
+        self.content, self.text, self.lines, self.follow = content, text, lines, follow
         self.setWidget(content)
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
@@ -355,6 +360,7 @@ class ScrolledWhenShort(QScrollArea):
         self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
         self.viewport().setAutoFillBackground(False)
         content.installEventFilter(self)
+        text.installEventFilter(self)
         if follow:
             self.setVisible(not content.isHidden())
 
@@ -372,14 +378,30 @@ class ScrolledWhenShort(QScrollArea):
         lines = self.lines * self.content.fontMetrics().lineSpacing() + margins.top() + margins.bottom()
         return QSize(self.content.minimumSizeHint().width(), min(self._whole(), lines))
 
+    def _end_at_a_whole_line(self):
+        """Shorter than its content, the view ends below the last line of `text` it shows whole (at 1280×720 in
+        presentation, a comparison's stop showed its 4th line cut through its middle); the px below are left empty."""
+        view, below = self.height(), 0
+        if self.content.height() > view:
+            text = self.text.contentsRect()
+            top = self.text.mapTo(self.content, text.topLeft()).y()     # the text's first line, in the content
+            doc = label_document(self.text.text(), text.width(), self.text.font())
+            below = max(0, view - top - whole_lines_height(doc, view - top))
+        if self.viewportMargins().bottom() != below:
+            self.setViewportMargins(0, 0, 0, below)
+
     def eventFilter(self, watched, event) -> bool:
-        if self.follow and event.type() in (QEvent.Type.ShowToParent, QEvent.Type.HideToParent):
-            self.setVisible(event.type() == QEvent.Type.ShowToParent)   # shown or hidden itself, not with us
-        if event.type() in (QEvent.Type.ShowToParent, QEvent.Type.LayoutRequest):
+        kind = event.type()
+        if self.follow and kind in (QEvent.Type.ShowToParent, QEvent.Type.HideToParent):
+            self.setVisible(kind == QEvent.Type.ShowToParent)   # shown or hidden itself, not with us
+        if kind in (QEvent.Type.ShowToParent, QEvent.Type.LayoutRequest):
             self.updateGeometry()   # new text: a new height
+        if kind == QEvent.Type.Resize:
+            self._end_at_a_whole_line()   # the content's or the text's new height or width
         return False
 
     def resizeEvent(self, event):
         super().resizeEvent(event)
         if event.size().width() != event.oldSize().width():
             self.updateGeometry()
+        self._end_at_a_whole_line()

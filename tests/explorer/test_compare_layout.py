@@ -15,6 +15,7 @@ own (this file is its program: `python test_compare_layout.py`), as test_layout_
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -113,6 +114,9 @@ def test_at_a_tour_stop_the_window_fits_in_both_modes(screen, tmp_path):
             assert w >= MIN_PLOT[0] and h >= MIN_PLOT[1], where + f"{name} data area {w}×{h}"
         shown, height, lines = r["message"]
         assert shown and height >= 3 * lines, where + f"message shown {shown}, {height} px of {lines} px lines"
+        view, whole, bottoms = r["message_view"]
+        assert view == whole or view in bottoms, where + f"a {view} px view of a {whole} px message, lines end at " \
+                                                         f"{bottoms}: its last line shown is cut"
 
 
 # -- the program each screen size runs --------------------------------------------------------------------------------
@@ -122,6 +126,7 @@ def _child() -> None:
 
     from gradflow.core.presets import load_preset
     from gradflow.explorer.compare.window import CompareWindow
+    from gradflow.explorer.window.widgets import label_document
     from PySide6.QtWidgets import QApplication
 
     app = QApplication([])
@@ -159,6 +164,19 @@ def _child() -> None:
             room = window.screen().geometry()
         return room.contains(frame) and not window.centralWidget().layout().geometry().isEmpty()
 
+    def message_view() -> list:
+        """[the view's height, the message's, where each of its lines ends in it] (px)."""
+        bar, label = window.message_bar, window.message_bar.label
+        doc = label_document(label.text(), label.contentsRect().width(), label.font())
+        doc.size()   # (lays it out)
+        top, bottoms, block = label.mapTo(bar, label.contentsRect().topLeft()).y(), [], doc.begin()
+        while block.isValid():
+            block_top = doc.documentLayout().blockBoundingRect(block).top()
+            bottoms += [top + math.ceil(block_top + block.layout().lineAt(i).rect().bottom())
+                        for i in range(block.layout().lineCount())]
+            block = block.next()
+        return [bar.parentWidget().height(), bar.height(), bottoms]   # (the parent: its scroll area's viewport)
+
     def report(step: str, wanted):
         until(lambda: wanted() and settled(), f"{step}: window state and fit")
         window.draw_frame()
@@ -184,7 +202,8 @@ def _child() -> None:
             "maximized": window.isMaximized(), "fullscreen": window.isFullScreen(), "folded": window.folded,
             "arrangement": window.arrangement, "spectra": spectra, "plots": plots,
             "message": [window.message_bar.isVisible(), window.message_bar.visibleRegion().boundingRect().height(),
-                        window.message_bar.label.fontMetrics().lineSpacing()]}), flush=True)
+                        window.message_bar.label.fontMetrics().lineSpacing()],
+            "message_view": message_view()}), flush=True)
 
     until(lambda: window.shown is not None, "the first step drawn")
     if tour:

@@ -193,6 +193,34 @@ def test_a_message_that_scrolls_shows_whole_lines(qtbot):
     assert bar.height() <= bar.reserve()
 
 
+def test_a_message_in_a_short_column_shows_whole_lines(qtbot):
+    """The comparison keeps its stop's message in its column (ScrolledWhenShort), which on a short screen gives it
+    less than its height: at 1280×720 in presentation the fourth line showed cut through its middle. At any height
+    between two lines, the view ends at the bottom of the last line it shows whole."""
+    from gradflow.explorer.window.widgets import MessageBar, ScrolledWhenShort, label_document
+    from PySide6.QtWidgets import QVBoxLayout, QWidget
+    window = QWidget()
+    bar = MessageBar()
+    scroll = ScrolledWhenShort(bar, bar.label, follow=True)
+    QVBoxLayout(window).addWidget(scroll)
+    window.resize(1280, 720)
+    qtbot.addWidget(window)
+    window.show()
+    bar.show_message("tour", "<b>Step 1</b> (stop 1 of 1)<br>" + LONG_CLAIM * 12, (("Next ▶", lambda: None),))
+    lines = bar.label.fontMetrics().lineSpacing()
+    for height in range(3 * lines + lines // 3, 5 * lines, lines // 2):
+        scroll.setFixedHeight(height)
+        qtbot.waitUntil(lambda height=height: scroll.height() == height and scroll.verticalScrollBar().maximum() > 0,
+                        timeout=WAIT_MS)
+        doc = label_document(bar.label.text(), bar.label.contentsRect().width(), bar.label.font())
+        doc.size()                                                   # (lays it out)
+        top = bar.label.mapTo(bar, bar.label.contentsRect().topLeft()).y()
+        layout = doc.begin().layout()                                # (one block: <br> breaks a line in it)
+        bottoms = [top + math.ceil(layout.lineAt(i).rect().bottom()) for i in range(layout.lineCount())]
+        shown = scroll.viewport().height()
+        assert shown in bottoms and height - shown < lines, (height, shown, bottoms)
+
+
 @pytest.mark.parametrize("width", [1280, 1920])
 def test_a_message_that_fits_its_room_inside_the_bars_borders_shows_no_scroll_bar(qtbot, width):
     """At 1920×1080 in presentation the step-40 stop's three lines showed a scroll bar beside them: the text was
