@@ -7,13 +7,12 @@ one file per run (the label added to the file name). The files' fields: docs/dat
 measures the Lyapunov spectrum on the last step (layer 1, sample 0) and writes its table as CSV.
 
 Exit status: 0 done (a divergence included: it is reported, not a crash),
-2 bad input (the message names the problem; a user's cell failing at a later step too: the files hold the
-steps done), 130 interrupted (Ctrl+C).
+2 bad input (the message names the problem, before any step where it can: a file that cannot be written
+included; a user's cell failing at a later step too: the files hold the steps done), 130 interrupted (Ctrl+C).
 """
 from __future__ import annotations
 
 import argparse
-import functools
 import re
 import sys
 import time
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from gradflow.core import cells
 from gradflow.core.compare import check_runs
 from gradflow.core.config import Config, ConfigError, parse_assignment
+from gradflow.core.files import write_problem
 from gradflow.core.measure import Measure
 from gradflow.core.presets import load_preset, preset_names
 from gradflow.core.trust import require_trust
@@ -111,6 +111,7 @@ def run(argv: list[str] | None = None) -> int:
                                 ("--lyapunov", args.lyapunov and cell.no_step_jacobian(config))):
                 if why:
                     raise ConfigError(f"{option}: {(label + ': ') if label else ''}{why}")
+        check_output_files(args, [label for label, _ in runs])
         from gradflow.core.compare import Comparison  # torch import after the cheap checks
         from gradflow.core.trainer import Trainer, steady_allocator
         steady_allocator()
@@ -148,14 +149,12 @@ def run(argv: list[str] | None = None) -> int:
     if failure:
         print(failure, file=sys.stderr)
     trainers = engine.trainers if isinstance(engine, Comparison) else [engine]
-    try:
-        write_run_files(args, [{"label": label, "config": config, "history": trainer.history, "last": record,
-                                "diverged": stop, "trainer": trainer} for (label, config), trainer, record, stop
-                               in zip(runs, trainers, records or [None] * len(runs), diverged)])  # type: ignore[list-item]
-    except OSError as e:
-        print(f"gradflow: cannot write {e.filename}: {e.strerror}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    return EXIT_BAD_INPUT if failure else EXIT_INTERRUPTED if interrupted else 0
+    unwritten = write_run_files(args, [{"label": label, "config": config, "history": trainer.history, "last": record,
+                                        "diverged": stop, "trainer": trainer} for (label, config), trainer, record, stop
+                                       in zip(runs, trainers, records or [None] * len(runs), diverged)])  # type: ignore[list-item]
+    for message in unwritten:
+        print(f"gradflow: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT if failure or unwritten else EXIT_INTERRUPTED if interrupted else 0
 
 
 def summary_line(config: Config, record, diverged, interrupted) -> str:
@@ -173,23 +172,50 @@ def summary_line(config: Config, record, diverged, interrupted) -> str:
     return " | ".join(parts)
 
 
-def write_run_files(args: argparse.Namespace, runs: list[dict[str, Any]]):
-    """--json (every run in one file), --csv, --npz, --lyapunov and --sensitivity (one file per run; a comparison's
-    get its labels). OSError naming the file asked for when one cannot be written."""
-    from gradflow.core.run_data import save_csv, save_json, save_lyapunov_csv, save_npz
-    writes = [(args.json, lambda path: save_json(path, runs, args.preset))] if args.json else []
-    for option, save in (("csv", lambda path, run: save_csv(path, run["history"])),
-                         ("npz", lambda path, run: save_npz(path, run["history"], run["config"], run["last"])),
-                         ("lyapunov", lambda path, run: save_lyapunov_csv(path, run["history"].records)),
-                         ("sensitivity", lambda path, run: save_sensitivity(path, run["trainer"]))):
+PER_RUN = ("csv", "npz", "lyapunov", "sensitivity")   # the options that write one file per run (--json: one for all)
+
+
+def output_files(args: argparse.Namespace, labels: list[str]) -> list[tuple[str, Path, int | None]]:
+    """(option, path, index of the run or None for every run) of each file asked for: --json one for every run,
+    the others one per run (a comparison's get its labels: member_path)."""
+    files: list[tuple[str, Path, int | None]] = [("json", Path(args.json), None)] if args.json else []
+    for option in PER_RUN:
         if getattr(args, option):
-            writes += [(member_path(getattr(args, option), run["label"]) if len(runs) > 1 else getattr(args, option),
-                        functools.partial(save, run=run)) for run in runs]
-    for path, write in writes:
+            files += [(option, member_path(getattr(args, option), label) if len(labels) > 1
+                       else Path(getattr(args, option)), k) for k, label in enumerate(labels)]
+    return files
+
+
+def check_output_files(args: argparse.Namespace, labels: list[str]):
+    """ConfigError naming the option and the file for each one that cannot be written: said before the run trains,
+    not after it (the steps would be lost)."""
+    problems: dict[tuple[str, str], Path] = {}   # (option, why) -> its first file (a comparison's share a folder)
+    for option, path, _ in output_files(args, labels):
+        if problem := write_problem(path):
+            problems.setdefault((option, problem), path)
+    if problems:
+        raise ConfigError("cannot write " + "; ".join(f"--{option} {path}: {problem}"
+                                                       for (option, problem), path in problems.items()))
+
+
+def write_run_files(args: argparse.Namespace, runs: list[dict[str, Any]]) -> list[str]:
+    """Each file of output_files; one that cannot be written does not keep the others from being written.
+    -> one message per file that could not be, naming it."""
+    from gradflow.core.run_data import save_csv, save_json, save_lyapunov_csv, save_npz
+    savers = {"csv": lambda path, run: save_csv(path, run["history"]),   # option -> save(path, run)
+              "npz": lambda path, run: save_npz(path, run["history"], run["config"], run["last"]),
+              "lyapunov": lambda path, run: save_lyapunov_csv(path, run["history"].records),
+              "sensitivity": lambda path, run: save_sensitivity(path, run["trainer"])}
+    failed = []
+    for option, path, k in output_files(args, [run["label"] for run in runs]):
         try:
-            write(path)
+            if k is None:
+                save_json(path, runs, args.preset)
+            else:
+                savers[option](path, runs[k])
         except OSError as e:
-            raise OSError(e.errno, e.strerror, str(path)) from None
+            failed.append(f"cannot write {path}: {e.strerror or e}")
+    return failed
 
 
 def save_sensitivity(path: str | Path, trainer) -> None:

@@ -1,4 +1,5 @@
-"""Writing files so that a reader never sees half of one; reading numpy archives without trusting them."""
+"""Writing files so that a reader never sees half of one (and saying first why one cannot be); reading numpy archives
+without trusting them."""
 from __future__ import annotations
 
 import io
@@ -26,6 +27,23 @@ def atomic_write(path: str | Path, data: bytes | str):
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_problem(path: str | Path) -> str:
+    """Why `path` cannot be written, found before any work that would then be lost ('' if it looks writable)."""
+    path = Path(path)
+    folder = path.parent
+    if path.is_dir():
+        return "it is a folder"
+    if not folder.exists():
+        return f"the folder {folder} does not exist"
+    if not folder.is_dir():
+        return f"{folder} is a file, not a folder"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"the folder {folder} is not writable"
+    if path.exists() and not os.access(path, os.W_OK):
+        return "the file is read-only"
+    return ""
 
 
 def _umask() -> int:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from gradflow.core.config import Config, ConfigError
+from gradflow.core.files import write_problem
 from gradflow.core.sweep_plan import MAX_KEYS, Axis, Plan, Point, csv_text, parse_axis, parse_fit, parse_grid
 from gradflow.core.sweep_point import METRICS, TEXT_METRICS, measure_point
 from gradflow.core.sweep_run import ClusterLost, Progress, duration, execute, local_pool, run_points
@@ -104,6 +105,21 @@ def build_parser() -> argparse.ArgumentParser:
 FIGURE_METRICS = tuple(m for m in METRICS if m not in TEXT_METRICS and m not in ("steps", "wall_s"))
 
 
+def check_outputs(out: Path, figure: Path | None):
+    """ConfigError naming the option and the file that cannot be written, before any point trains. --out's folder
+    is made if it is missing (as sweep() does), once nothing else is refused; --figure's must exist (or be --out's)."""
+    if figure is not None and figure.parent != out.parent and (problem := write_problem(figure)):
+        raise ConfigError(f"--figure {figure}: {problem}")
+    if not out.parent.exists():
+        try:
+            out.parent.mkdir(parents=True)
+        except OSError as e:
+            raise ConfigError(f"--out {out}: cannot make its folder {out.parent}: {e.strerror or e}") from None
+    for option, path in (("--out", out), ("--figure", figure)):
+        if path is not None and (problem := write_problem(path)):
+            raise ConfigError(f"{option} {path}: {problem}")
+
+
 def main(argv: list[str] | None = None, draw_figure: Callable[..., None] | None = None) -> int:
     """`gradflow sweep`. draw_figure(path, frame, plan, metric): the app's renderer, for --figure (core imports no
     Qt). Exit status: 0 done (points that failed included: their rows say why), 1 every point failed, 2 bad
@@ -122,6 +138,7 @@ def main(argv: list[str] | None = None, draw_figure: Callable[..., None] | None 
                     args.profiles)
         if args.figure and len(plan.axes) > 2:
             raise ConfigError(f"--figure draws 1 or 2 grid keys, got {len(plan.axes)}")
+        check_outputs(Path(args.out), Path(args.figure) if args.figure else None)
         with tls_config(args.tls_ca_file, args.tls_cert, args.tls_key):
             table = execute(plan, args.out, args.jobs, args.cluster, progress=True)
     except ConfigError as e:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from gradflow.core.files import atomic_write
+from gradflow.core.files import atomic_write, write_problem
 from gradflow.core.measure import Measure
 from gradflow.explorer.export.raster import render_image
 from gradflow.explorer.export.shapes import SHAPES, Shape, check_dpi, shaped_bytes
@@ -105,8 +105,8 @@ def encode(image: QImage, fmt: str) -> bytes:
 
 def write(path: str | Path, data: bytes):
     path = Path(path)
-    if not path.parent.is_dir():
-        raise ExportError(f"cannot write {path}: the folder {path.parent} does not exist")
+    if problem := write_problem(path):
+        raise ExportError(f"cannot write {path}: {problem}")
     try:
         atomic_write(path, data)
     except OSError as e:
@@ -198,8 +198,8 @@ def export_main(argv: list[str] | None = None) -> int:
     problems = []
     if suffix not in IMAGE_SUFFIXES + ANIMATION_SUFFIXES:
         problems.append(f"--out must end in .png, .svg, .pdf, .gif or .mp4, got {args.out!r}")
-    if not out.parent.is_dir():
-        problems.append(f"--out folder {out.parent} does not exist")
+    if suffix in IMAGE_SUFFIXES + ANIMATION_SUFFIXES and (problem := write_problem(out)):
+        problems.append(f"--out {out}: {problem}")
     if args.steps < 1:
         problems.append("--steps must be at least 1")
     try:

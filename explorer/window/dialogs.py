@@ -9,12 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gradflow.core.config import SPECS, Config, ConfigError
+from gradflow.core.files import write_problem
 from gradflow.explorer import errors
 from gradflow.explorer.export.figures import ANIMATION_FPS
 from gradflow.explorer.export.shapes import DPI_RANGE, SHAPES
 from gradflow.explorer.theme import THEMES
 from gradflow.explorer.window.fields import format_value
-from gradflow.explorer.window.file_dialogs import folder_problem, last_dir, remember_dir
+from gradflow.explorer.window.file_dialogs import last_dir, remember_dir
 from PySide6.QtCore import QObject, QSettings, Qt, Slot
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -179,7 +180,7 @@ class PanelExportDialog(QDialog):
         path = Path(self.path_edit.text()).expanduser()
         suffixes = [suffix for _, suffix in FIGURE_FORMATS]
         problem = (f"the file must end in {', '.join(suffixes)}" if path.suffix.lower() not in suffixes
-                   else folder_problem(path))
+                   else write_problem(path))
         if problem:
             self.error.setText(problem)
             self.error.show()

@@ -8,6 +8,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Protocol
 
+from gradflow.core.files import write_problem
 from gradflow.core.presets import Preset
 from gradflow.core.records import History, Record
 from gradflow.explorer import errors
@@ -16,7 +17,7 @@ from gradflow.explorer.export.vector import as_figure
 from gradflow.explorer.panels.visibility import on_screen
 from gradflow.explorer.theme import Theme, get_theme
 from gradflow.explorer.window.dialogs import AnimationDialog, FigureChoice, PanelExportDialog
-from gradflow.explorer.window.file_dialogs import ask_save_path, folder_problem
+from gradflow.explorer.window.file_dialogs import ask_save_path
 from PySide6.QtCore import QPoint, QRect, QSettings, QSize, Qt
 from PySide6.QtGui import QGuiApplication, QImage, QPainter, QRegion
 from PySide6.QtWidgets import QApplication, QDialog, QDockWidget, QMainWindow, QStatusBar, QWidget
@@ -63,7 +64,7 @@ class WindowExports:
     def write(self, what: str, path: Path, write: Callable[[], None]) -> bool:
         """Run `write`; a failure becomes a dialog naming the file and the reason. True if written."""
         from gradflow.explorer.export.figures import ExportError
-        problem = folder_problem(path)
+        problem = write_problem(path)
         try:
             if problem:
                 raise ExportError(f"cannot write {path}: {problem}")

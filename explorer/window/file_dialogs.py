@@ -33,10 +33,3 @@ def ask_save_path(parent: QWidget, store: QSettings, title: str, kinds: tuple[tu
     return path
 
 
-def folder_problem(path: Path) -> str:
-    """Why `path` cannot be written before trying ('' if it looks writable)."""
-    if path.is_dir():
-        return "it is a folder"
-    if not path.parent.is_dir():
-        return f"the folder {path.parent} does not exist"
-    return ""

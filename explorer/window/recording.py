@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+from gradflow.core.files import write_problem
 from gradflow.core.records import Record
 from gradflow.explorer.export.figures import ANIMATION_FPS
 from gradflow.explorer.window.exports import WindowExports
-from gradflow.explorer.window.file_dialogs import folder_problem
 from PySide6.QtCore import QObject, QSize, Qt, Slot
 from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication, QProgressDialog, QStatusBar, QWidget
@@ -63,7 +63,7 @@ class AnimationRecorder(QObject):
         from gradflow.explorer.export.figures import Animation
         window = self.window
         path = Path(path)
-        problem = ("use .gif or .mp4" if path.suffix.lower() not in (".gif", ".mp4") else folder_problem(path)
+        problem = ("use .gif or .mp4" if path.suffix.lower() not in (".gif", ".mp4") else write_problem(path)
                    or ("there is no run to record yet" if window.latest is None else "")
                    or ("another animation is being recorded" if self.current is not None else ""))
         if problem:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gradflow.core.config import ConfigError
+from gradflow.core.files import write_problem
 from gradflow.core.presets import Preset, load_preset, preset_names
 from gradflow.core.records import Record
 from gradflow.core.session import SUFFIX as SESSION_SUFFIX
@@ -23,7 +24,7 @@ from gradflow.explorer.engine.worker import EngineConnection, TrainingWorker
 from gradflow.explorer.theme import THEMES, Theme
 from gradflow.explorer.window.actions import SPEEDS
 from gradflow.explorer.window.exports import WindowExports
-from gradflow.explorer.window.file_dialogs import ask_save_path, folder_problem, last_dir, remember_dir
+from gradflow.explorer.window.file_dialogs import ask_save_path, last_dir, remember_dir
 from gradflow.explorer.window.presentation import LAYOUT_VERSION
 from gradflow.explorer.window.status import StatusReadout
 from gradflow.explorer.window.trust import ask_trust, trusted_digests
@@ -160,7 +161,7 @@ class SessionFiles(QObject):
         path = Path(path)
         if path.suffix.lower() != SESSION_SUFFIX:
             path = path.with_name(path.name + SESSION_SUFFIX)
-        problem = folder_problem(path)
+        problem = write_problem(path)
         if problem:
             host.show_problem("Session not saved", f"cannot save the session to {path}: {problem}")
             return

@@ -49,6 +49,34 @@ def test_bad_input_exits_2_naming_the_problem(args, named):
     assert named in result.stderr and "Traceback" not in result.stderr
 
 
+def test_files_that_cannot_be_written_are_refused_before_the_run_trains(tmp_path):
+    """`--csv missing/x.csv` trained the whole run, then failed to write it: the steps were lost. Each file that
+    cannot be written is named, with why, before the first step (a comparison's per-run files once per option)."""
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("")
+    result = gradflow("--preset", "compare_cells", "--set", "hidden_size=4", "--steps", "1",
+                      "--csv", str(tmp_path / "missing" / "run.csv"), "--npz", str(a_file / "run.npz"),
+                      "--json", str(tmp_path))
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stdout == ""                                                  # no step was trained
+    err = result.stderr
+    assert f"--csv {tmp_path / 'missing' / 'run_RNN.csv'}: the folder {tmp_path / 'missing'} does not exist" in err
+    assert err.count("--csv") == 1, err
+    assert f"{a_file} is a file, not a folder" in err and f"--json {tmp_path}: it is a folder" in err
+
+
+def test_a_file_that_cannot_be_written_after_the_run_keeps_the_others(tmp_path, monkeypatch, capsys):
+    """A file that becomes unwritable while the run trains (here: checked as fine) is named and exits 2; the
+    other files are still written."""
+    from gradflow.core import cli
+    monkeypatch.setattr(cli, "check_output_files", lambda args, labels: None)
+    missing, good = tmp_path / "missing" / "run.csv", tmp_path / "run.json"
+    assert cli.main(["--set", "hidden_size=4", "--set", "seq_len=5", "--steps", "2", "--quiet",
+                     "--csv", str(missing), "--json", str(good)]) == 2
+    assert f"cannot write {missing}: No such file or directory" in capsys.readouterr().err
+    assert [row["step"] for row in json.loads(good.read_text())["data"]] == [1, 2]
+
+
 def test_divergence_is_reported_and_exits_0(tmp_path):
     out = tmp_path / "d.json"
     result = gradflow("--preset", "exploding", "--set", "lr=10", "--set", "activation=identity",

@@ -179,6 +179,24 @@ def test_bad_grids_exit_2_naming_the_problem_before_anything_trains(tmp_path, ca
     assert not out.exists()
 
 
+def test_files_that_cannot_be_written_exit_2_naming_them_before_anything_trains(tmp_path, capsys):
+    """A figure asked for in a missing folder was found only after every point had trained (a traceback); an --out
+    under a file raised FileExistsError; --out naming a folder spoke of a sidecar. Each is refused first, naming
+    the option, and a folder --out would make is not made when something else is refused."""
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("")
+    later = tmp_path / "new" / "s.csv"
+    for args, named in ((["--out", str(later), "--figure", str(tmp_path / "missing" / "f.png")],
+                         f"--figure {tmp_path / 'missing' / 'f.png'}: the folder {tmp_path / 'missing'} does not exist"),
+                        (["--out", str(a_file / "s.csv")], f"--out {a_file / 's.csv'}: {a_file} is a file, not a folder"),
+                        (["--out", str(tmp_path)], f"--out {tmp_path}: it is a folder")):
+        assert main(["--grid", "seq_len=10", "--steps", "1", "--jobs", "1", *args],
+                    draw_figure=lambda *_: pytest.fail("drawn")) == 2, args
+        err = capsys.readouterr().err
+        assert named in err and "Traceback" not in err, err
+    assert not later.parent.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
 def _descendants(pid: int) -> set[int]:
     children: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
