@@ -261,7 +261,8 @@ def read_tables(path: str | Path) -> list[dict[str, Any]]:
     suffix = path.suffix.lower()
     readers = {".json": _read_json, ".csv": _read_csv, ".npz": _read_npz}
     if suffix not in readers:
-        raise RunFileError(f"{path.name}: gradflow reads .gfe sessions and .json, .csv, .npz run files, not {suffix!r}")
+        raise RunFileError(f"{path.name}: gradflow reads .gfe sessions and .json, .csv, .npz run files, not "
+                           f"{repr(suffix) if suffix else 'a file without a suffix'}")
     try:
         return readers[suffix](path)
     except RunFileError:

@@ -187,10 +187,15 @@ class Run:
 
     def save(self, path: str | os.PathLike) -> Path:
         """A .gfe session the app opens (File → Open Session): config, weights, optimizer state, history and the
-        newest record (what `last` and figure() show once reopened). Returns the path written."""
-        from gradflow.core.session import save_session
-        save_session(self.trainer, Path(path))
-        return Path(path)
+        newest record (what `last` and figure() show once reopened). Returns the path written. A name that does not
+        end in .gfe is refused (ValueError): a session saved as run.csv would not open, nor read as a table."""
+        from gradflow.core.session import SUFFIX, save_session
+        path = Path(path)
+        if path.suffix.lower() != SUFFIX:
+            raise ValueError(f"a session is saved as a {SUFFIX} file, got {path.name!r}; the tables are "
+                             f"run.history and run.profiles (pandas: .to_csv(...)), the arrays run.arrays()")
+        save_session(self.trainer, path)
+        return path
 
     # -- figures ------------------------------------------------------------------------------------------------
     def figure(self, panel: str = "gradient_time", theme: str = "light", scale: int = 2, caption: bool = False,

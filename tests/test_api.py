@@ -137,6 +137,9 @@ def test_a_saved_session_opens_as_a_run_that_trains_on(tmp_path):
     run = gradflow.Run("vanishing", **SMALL)
     run.train(4, progress=False)
     assert run.save(tmp_path / "run.gfe") == tmp_path / "run.gfe"
+    with pytest.raises(ValueError, match=r"saved as a \.gfe file, got 'run\.csv'.*run\.history"):
+        run.save(tmp_path / "run.csv")             # it wrote a session there, which opened as neither
+    assert not (tmp_path / "run.csv").exists()
     reopened = gradflow.open(tmp_path / "run.gfe")
     assert reopened.config == run.config and list(reopened.history["loss"]) == list(run.history["loss"])
     for saved, opened in zip(run.trainer.model.parameters(), reopened.trainer.model.parameters()):

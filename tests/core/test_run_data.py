@@ -95,3 +95,12 @@ def test_a_file_that_is_not_a_run_or_of_another_schema_is_refused_naming_it(tmp_
     with pytest.raises(ValueError, match=named) as error:
         read_tables(path)
     assert "other.csv" in str(error.value)
+
+
+@pytest.mark.parametrize("name,named", [("run.txt", "not '.txt'"), ("run", "not a file without a suffix")])
+def test_a_file_of_another_kind_is_refused_naming_what_is_read(tmp_path, name, named):
+    path = tmp_path / name
+    path.write_text("step\n1\n")
+    with pytest.raises(ValueError, match=f"{name}: gradflow reads .gfe sessions and .json, .csv, .npz run files, "
+                                         f"{named}"):
+        read_tables(path)
