@@ -29,14 +29,14 @@ from gradflow.core.files import write_problem
 from gradflow.core.sweep_plan import MAX_KEYS, Axis, Plan, Point, csv_text, parse_axis, parse_fit, parse_grid
 from gradflow.core.sweep_point import METRICS, TEXT_METRICS, measure_point
 from gradflow.core.sweep_run import ClusterLost, Progress, duration, execute, local_pool, run_points
-from gradflow.core.sweep_table import SIDECAR_FORMAT, THREAD_POLICY, Table, sidecar_path
+from gradflow.core.sweep_table import SIDECAR_FORMAT, THREAD_POLICY, Table, prepare_out, sidecar_path
 
 __all__ = ["MAX_KEYS", "METRICS", "TEXT_METRICS", "FIGURE_METRICS", "SIDECAR_FORMAT", "THREAD_POLICY", "Axis", "Plan",
            "Point", "Table", "ClusterLost", "Progress", "csv_text", "duration", "execute", "local_pool", "main",
            "measure_point", "parse_axis", "parse_fit", "parse_grid", "run_points", "sidecar_path", "sweep"]
 
 
-def sweep(grid: Iterable[str] | dict[str, Any], base: Config | str | None = None, seeds: int = 1, steps: int = 100,
+def sweep(grid: Iterable[str] | dict[str, Any], base: Config | str | dict[str, Any] | None = None, seeds: int = 1, steps: int = 100,
           out: str | Path | None = None, jobs: int | None = None, cluster: str | None = None,
           progress: bool = False, fit: str | tuple[int, int] | None = None, profiles: bool = False,
           trust_cell_code: bool = False):
@@ -45,7 +45,7 @@ def sweep(grid: Iterable[str] | dict[str, Any], base: Config | str | None = None
 
     grid: ["spectral_radius=0.5:1.6:12", "seq_len=25,50"] as on the command line, or a dict
         {"spectral_radius": [0.5, 1.0], "seq_len": "25:200:4"} (a list of values, or a string of them).
-    base: a Config, a preset name or path, or None for the defaults.
+    base: a Config, a preset name or path, a dict of config keys over the defaults, or None for the defaults.
     seeds: seeds 0..seeds-1 per grid point. steps: optimizer steps per point (0: at initialisation).
     out: the CSV (a JSON sidecar beside it); an existing file of the same sweep is resumed. None: a temporary file.
     jobs: local worker processes (default: every core). cluster: a Dask scheduler address instead (tls://: with
@@ -61,6 +61,8 @@ def sweep(grid: Iterable[str] | dict[str, Any], base: Config | str | None = None
     if isinstance(base, str):
         named_by, base = base, load_preset(base).config
         require_trust([base], named_by, trust_cell_code, "pass trust_cell_code=True")
+    if isinstance(base, dict):
+        base = Config().replace(**base)
     if isinstance(grid, dict):
         grid = [f"{k}={v if isinstance(v, str) else ','.join(map(csv_text, v))}" for k, v in grid.items()]
     plan = Plan(base or Config(), parse_grid(grid), seeds, steps, parse_fit(fit), profiles)
@@ -107,17 +109,13 @@ FIGURE_METRICS = tuple(m for m in METRICS if m not in TEXT_METRICS and m not in 
 
 def check_outputs(out: Path, figure: Path | None):
     """ConfigError naming the option and the file that cannot be written, before any point trains. --out's folder
-    is made if it is missing (as sweep() does), once nothing else is refused; --figure's must exist (or be --out's)."""
+    is made if it is missing (sweep_table.prepare_out), once nothing else is refused; --figure's must exist (or be
+    --out's)."""
     if figure is not None and figure.parent != out.parent and (problem := write_problem(figure)):
         raise ConfigError(f"--figure {figure}: {problem}")
-    if not out.parent.exists():
-        try:
-            out.parent.mkdir(parents=True)
-        except OSError as e:
-            raise ConfigError(f"--out {out}: cannot make its folder {out.parent}: {e.strerror or e}") from None
-    for option, path in (("--out", out), ("--figure", figure)):
-        if path is not None and (problem := write_problem(path)):
-            raise ConfigError(f"{option} {path}: {problem}")
+    prepare_out(out)
+    if figure is not None and (problem := write_problem(figure)):
+        raise ConfigError(f"--figure {figure}: {problem}")
 
 
 def main(argv: list[str] | None = None, draw_figure: Callable[..., None] | None = None) -> int:

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 from gradflow.core.config import ConfigError, parse_value
+from gradflow.core.files import write_problem
 from gradflow.core.sweep_plan import Plan, Point, csv_text
 from gradflow.core.sweep_point import TEXT_METRICS
 
@@ -23,6 +24,18 @@ def sidecar_path(out: Path) -> Path:
     return out.with_suffix(".json")
 
 
+def prepare_out(out: Path):
+    """Make the folder of a sweep's table if it is missing; ConfigError naming `out` where it cannot be written."""
+    if not out.parent.exists():
+        try:
+            out.parent.mkdir(parents=True)
+        except OSError as e:
+            raise ConfigError(f"cannot write the sweep table {out}: cannot make its folder {out.parent}: "
+                              f"{e.strerror or e}") from None
+    if problem := write_problem(out):
+        raise ConfigError(f"cannot write the sweep table {out}: {problem}")
+
+
 class Table:
     """The CSV, appended a row at a time (flushed), and its sidecar. Opening it on an existing sweep keeps the
     rows without an error (resume); a file of another sweep is refused."""
@@ -30,8 +43,8 @@ class Table:
     def __init__(self, out: str | Path, plan: Plan):
         self.out, self.plan = Path(out), plan
         self.done: set[tuple] = set()
+        prepare_out(self.out)
         kept = self._finished_rows() if self.out.exists() else []
-        self.out.parent.mkdir(parents=True, exist_ok=True)
         self._file = self.out.open("w", newline="", encoding="utf-8")
         self._writer = csv.writer(self._file)
         self._writer.writerow(plan.columns)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import math
 import os
 import signal
@@ -14,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gradflow.core.config import Config, ConfigError
-from gradflow.core.sweep import METRICS, Plan, execute, main, parse_axis, parse_grid, sweep
+from gradflow.core.sweep import METRICS, Plan, execute, main, parse_axis, parse_grid, sidecar_path, sweep
 
 SMALL = Config(hidden_size=16, seq_len=20, batch_size=4)
 DEADLINE_S = 120
@@ -179,6 +180,18 @@ def test_bad_grids_exit_2_naming_the_problem_before_anything_trains(tmp_path, ca
     assert not out.exists()
 
 
+def test_the_api_takes_a_dict_of_keys_as_its_base_and_makes_the_tables_folder(tmp_path):
+    """sweep(base={...}) raised AttributeError ('dict' object has no attribute 'replace'), though Run takes one."""
+    out = tmp_path / "new" / "s.csv"
+    frame = sweep({"seq_len": [12]}, base={"hidden_size": 4, "batch_size": 2}, steps=0, out=out, jobs=1)
+    assert len(frame) == 1 and out.exists()
+    assert json.loads(sidecar_path(out).read_text())["definition"]["base"]["hidden_size"] == 4
+    with pytest.raises(ConfigError, match=f"the sweep table {tmp_path}: it is a folder"):
+        sweep({"seq_len": [12]}, base={"hidden_size": 4}, steps=0, out=tmp_path, jobs=1)
+    with pytest.raises(ConfigError, match="hidden_sise"):
+        sweep({"seq_len": [12]}, base={"hidden_sise": 4}, steps=0, jobs=1)
+
+
 def test_files_that_cannot_be_written_exit_2_naming_them_before_anything_trains(tmp_path, capsys):
     """A figure asked for in a missing folder was found only after every point had trained (a traceback); an --out
     under a file raised FileExistsError; --out naming a folder spoke of a sidecar. Each is refused first, naming
@@ -188,8 +201,9 @@ def test_files_that_cannot_be_written_exit_2_naming_them_before_anything_trains(
     later = tmp_path / "new" / "s.csv"
     for args, named in ((["--out", str(later), "--figure", str(tmp_path / "missing" / "f.png")],
                          f"--figure {tmp_path / 'missing' / 'f.png'}: the folder {tmp_path / 'missing'} does not exist"),
-                        (["--out", str(a_file / "s.csv")], f"--out {a_file / 's.csv'}: {a_file} is a file, not a folder"),
-                        (["--out", str(tmp_path)], f"--out {tmp_path}: it is a folder")):
+                        (["--out", str(a_file / "s.csv")],
+                         f"the sweep table {a_file / 's.csv'}: {a_file} is a file, not a folder"),
+                        (["--out", str(tmp_path)], f"the sweep table {tmp_path}: it is a folder")):
         assert main(["--grid", "seq_len=10", "--steps", "1", "--jobs", "1", *args],
                     draw_figure=lambda *_: pytest.fail("drawn")) == 2, args
         err = capsys.readouterr().err
