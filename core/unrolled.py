@@ -84,6 +84,10 @@ class UnrolledNet(StackedRows, nn.Module):
     def check_row(self, row: int, inputs: torch.Tensor, entering: list, states: list, order) -> None:
         """After a row's forward: inputs (T, B, I), the state entering and leaving each step (sequence order)."""
 
+    def step_gates(self, cell: nn.Module, batch_size: int, t: int, row: int) -> dict[str, torch.Tensor]:
+        """The gates `cell` set in the step just taken (its `gates`: name -> (B, H)), read when the step is traced."""
+        return getattr(cell, "gates", None) or {}
+
     def guarded(self, what: str):
         """A context for running the rows' code outside the forward (`what` names it): nothing by default."""
         return contextlib.nullcontext()
@@ -134,7 +138,7 @@ class UnrolledNet(StackedRows, nn.Module):
                 for part in state[:2]:
                     if part.requires_grad:
                         part.retain_grad()
-                for name, value in (getattr(cell, "gates", None) or {}).items():
+                for name, value in self.step_gates(cell, inputs.shape[1], t, row).items():
                     gates.setdefault(name, [None] * T)[t] = value.detach()
         self.check_row(row, inputs, entering, states, order)
         hs = torch.stack([s[0] for s in states])                        # (T, B, H)

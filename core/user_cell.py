@@ -206,6 +206,7 @@ class UserCellNet(UnrolledNet):
         self.has_cell_state = len(state) > 1 and state[1].shape == state[0].shape   # recorded as c (dc_norms)
         x = like.new_zeros(2, input_size)
         new = self.step(cell, x, state, 0, 0)
+        self.step_gates(cell, 2, 0, 0)
         self.check_row(0, x[None], [state], [new], [0])
         if self.has_matrix:
             user: Any = cell   # the user's protocol: methods nn.Module does not declare
@@ -264,6 +265,18 @@ class UserCellNet(UnrolledNet):
             raise UserCellError(f"{_line(type(cell).forward)}: forward must return a state shaped as the one it "
                                 f"was given ({_describe(state)}), got {_describe(new)} at {when}")
         return parts
+
+    def step_gates(self, cell: nn.Module, batch_size: int, t: int, row: int) -> dict[str, torch.Tensor]:
+        """Its `gates`, UserCellError unless a dict of tensors (B, H): another shape was drawn as a gate it is not."""
+        gates = getattr(cell, "gates", None) or {}
+        expected = (batch_size, self.hidden_size)
+        wrong = [f"{name!r}: {_describe(value)}" for name, value in (gates.items() if isinstance(gates, dict) else ())
+                 if not isinstance(value, torch.Tensor) or tuple(value.shape) != expected]
+        if wrong or not isinstance(gates, dict):
+            raise UserCellError(f"{_line(type(cell).forward)}: {type(cell).__name__}.gates (time step {t + 1}, "
+                                f"{self.row_label(row)}) must be a dict of tensors (B, H) = {expected}, got "
+                                f"{', '.join(wrong) if wrong else _describe(gates)}")
+        return gates
 
     def check_row(self, row: int, inputs: torch.Tensor, entering: list, states: list, order):
         """UserCellError at the first step (in `order`) whose new state holds a NaN although the state and input

@@ -178,6 +178,11 @@ def test_config_refuses_a_missing_file_and_never_runs_the_file(tmp_path):
      r"mycell.py:8: forward \(time step 1, layer 1\) .* of torch.float32.*got a tensor \(2, 64\) of torch.float64"),
     (GOOD_INIT + "    def forward(self, x, h):\n        return undefined_name\n",
      r"mycell.py:9: Cell.forward \(time step 1, layer 1\) raised NameError"),
+    (GOOD_INIT + "    def forward(self, x, h):\n        self.gates = {'g': torch.zeros(3)}\n        return h\n",
+     r"mycell.py:8: Cell.gates \(time step 1, layer 1\) must be a dict of tensors \(B, H\) = \(2, 64\), got 'g': "
+     r"a tensor \(3,\)"),   # it was drawn: sample 0's first value at every step, as a (1, T) gate
+    (GOOD_INIT + "    def forward(self, x, h):\n        self.gates = [h]\n        return h\n",
+     r"mycell.py:8: Cell.gates .* must be a dict of tensors .*, got a list"),
 ])
 def test_building_a_cell_that_breaks_the_protocol_names_file_and_line(tmp_path, body, expected):
     config = Config(model=f"{cell_file(tmp_path, body)}:Cell")
