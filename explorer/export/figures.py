@@ -28,6 +28,7 @@ IMAGE_SUFFIXES = (".png", ".svg", ".pdf")
 ANIMATION_SUFFIXES = (".gif", ".mp4")
 SCALES = (1, 2, 4)
 ANIMATION_FPS = 10          # GIF/MP4 of training, in the app and headless
+DEFAULT_FRAMES = 40         # an animation's frames from `gradflow export` (--frames)
 
 
 class ExportError(RuntimeError):
@@ -184,7 +185,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--theme", default="light", choices=("light", "dark"))
     parser.add_argument("--presentation", action="store_true", help="large fonts and lines")
     parser.add_argument("--size", default="1600x1100", help="widget size in pixels, WxH (default 1600x1100)")
-    parser.add_argument("--frames", type=int, default=40, help="animation frames (gif/mp4)")
+    parser.add_argument("--frames", type=int, help=f"animation frames (gif/mp4; default {DEFAULT_FRAMES}, at most one "
+                                                   "per step)")
     return parser
 
 
@@ -210,6 +212,10 @@ def export_main(argv: list[str] | None = None) -> int:
         problems.append(f"--size must be WxH with each side 200..8000 pixels, got {args.size!r}")
     if args.shape and suffix in ANIMATION_SUFFIXES:
         problems.append("--shape shapes a figure (.png, .svg, .pdf), not an animation")
+    if args.frames is not None and suffix not in ANIMATION_SUFFIXES:
+        problems.append("--frames goes with an animation (.gif or .mp4)")
+    elif args.frames is not None and args.frames < 1:
+        problems.append(f"--frames must be at least 1, got {args.frames}")
     if args.dpi is not None and not args.shape:
         problems.append("--dpi goes with --shape (without it, --scale sets a PNG's resolution)")
     try:
@@ -248,7 +254,7 @@ def export_main(argv: list[str] | None = None) -> int:
     app.processEvents()
 
     animated = suffix in ANIMATION_SUFFIXES
-    frame_every = max(1, args.steps // max(1, args.frames)) if animated else args.steps
+    frame_every = max(1, args.steps // (args.frames or DEFAULT_FRAMES)) if animated else args.steps
     animation = Animation()
     progress = Progress(args.steps)
     finite = None   # the newest record whose update was applied: what a diverged run's figure shows

@@ -350,9 +350,11 @@ def test_gradflow_export_never_squashes_a_plot_below_its_minimum(tmp_path):
 def test_gradflow_export_refuses_bad_arguments_by_name(tmp_path):
     a_file = tmp_path / "notes.txt"
     a_file.write_text("")
-    for out, named in ((tmp_path / "x.jpg", "--out must end in"),
-                       (a_file / "x.png", f"--out {a_file / 'x.png'}: {a_file} is a file, not a folder")):
-        result = subprocess.run([sys.executable, "-m", "gradflow", "export", "--steps", "2", "--out", str(out)],
+    for out, more, named in ((tmp_path / "x.jpg", [], "--out must end in"),
+                             (a_file / "x.png", [], f"--out {a_file / 'x.png'}: {a_file} is a file, not a folder"),
+                             (tmp_path / "x.png", ["--frames", "3"], "--frames goes with an animation"),   # was ignored
+                             (tmp_path / "x.gif", ["--frames", "0"], "--frames must be at least 1")):     # was 1 frame
+        result = subprocess.run([sys.executable, "-m", "gradflow", "export", "--steps", "2", "--out", str(out), *more],
                                 cwd=ROOT, capture_output=True, text=True, timeout=120)
         assert result.returncode == 2 and named in result.stderr, result.stderr
 
