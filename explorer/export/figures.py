@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from gradflow.core.config import ConfigError
 from gradflow.core.files import atomic_write, write_problem
 from gradflow.core.measure import Measure
 from gradflow.explorer.export.raster import render_image
@@ -115,6 +116,23 @@ def write(path: str | Path, data: bytes):
 
 
 # -- the dashboard as one widget (headless export) ---------------------------------------------------
+def panel_measure(panel, trainer) -> str:
+    """The Measure field a drawn step of `panel` (a class of PANELS, or None: the dashboard) needs beyond the usual
+    ('' for none: the on-demand panels' `wanted`). ConfigError naming the panel when it does not apply to the run's
+    cell: the figure would hold the window's note instead of a plot."""
+    if panel is None:
+        return ""
+    name = panel_name(panel)
+    missing = trainer.cell.views_missing(trainer.config, trainer.model)
+    why = missing.get(panel.cell_view) if panel.cell_view else None
+    wanted = getattr(panel, "wanted", "")
+    if why is None and wanted == "jacobians":
+        why = trainer.cell.no_step_jacobian(trainer.config)
+    if why:
+        raise ConfigError(f"--panel {name} does not apply to this run: {why}")
+    return wanted
+
+
 def panel_name(cls) -> str:
     """gradient_time, gradient_history, hidden_state, spectrum, training, task_view."""
     return cls.__module__.rsplit(".", 1)[-1]
@@ -192,7 +210,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def export_main(argv: list[str] | None = None) -> int:
     from gradflow.core.cli import EXIT_BAD_INPUT, Progress, config_from_args
-    from gradflow.core.config import ConfigError
 
     args = build_parser().parse_args(argv)
     out = Path(args.out)
@@ -229,10 +246,12 @@ def export_main(argv: list[str] | None = None) -> int:
     if problems:
         print(f"gradflow export: {problems[0]}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    panel = next(cls for cls in PANELS if panel_name(cls) == args.panel) if args.panel else None
     try:
         config = config_from_args(args)
         from gradflow.core.trainer import Trainer
         trainer = Trainer(config)
+        wanted = panel_measure(panel, trainer)
     except ConfigError as e:
         print(f"gradflow export: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -263,7 +282,8 @@ def export_main(argv: list[str] | None = None) -> int:
         # every step keeps its hidden states: if the next one diverges, this is the step the figure shows
         try:
             record = trainer.step(Measure(preview=draw and (not animated or i == args.steps
-                                                            or i % (frame_every * 5) == 0)))
+                                                            or i % (frame_every * 5) == 0),
+                                          **({wanted: True} if wanted and draw else {})))
         except ConfigError as e:   # a user's cell failed mid-run (core.user_cell.UserCellError): one line, no figure
             progress.close()
             print(f"gradflow export: {e} (optimizer step {i}; nothing written)", file=sys.stderr)

@@ -334,6 +334,27 @@ def test_gradflow_export_runs_without_a_display(tmp_path):
 
 
 @pytest.mark.slow
+def test_gradflow_export_of_an_on_demand_panel_measures_it_and_refuses_a_panel_the_cell_lacks(tmp_path):
+    """`--panel jacobians` drew an empty panel with the window's note "Jacobians come about twice a second while
+    this panel is shown: press Play or Step" (no step measured them); `--panel lstm_highway` of an RNN drew the
+    window's "LSTM only — switch model to lstm" note. The drawn step measures what the panel shows, and a panel
+    that does not apply to the run's cell is refused before training, naming why."""
+    def export(*args):
+        return subprocess.run([sys.executable, "-m", "gradflow", "export", "--steps", "2", "--set", "hidden_size=8",
+                               "--set", "seq_len=10", *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+    out = tmp_path / "jacobians.svg"
+    result = export("--panel", "jacobians", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    svg = out.read_text()
+    assert "twice a second" not in svg and "Lyapunov exponent" in svg   # the panel's measured headline
+    for panel, named in (("lstm_highway", "no cell state"), ("sensitivity", "no diagonal recurrence")):
+        result = export("--panel", panel, "--out", str(tmp_path / f"{panel}.png"))
+        assert result.returncode == 2 and f"--panel {panel} does not apply to this run" in result.stderr, panel
+        assert named in result.stderr and "Traceback" not in result.stderr and "step 1" not in result.stderr
+
+
+@pytest.mark.slow
 def test_gradflow_export_never_squashes_a_plot_below_its_minimum(tmp_path):
     """Six panels cannot keep their plots readable in 800x500: the figure is rendered larger, and it says so."""
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
