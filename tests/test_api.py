@@ -120,6 +120,8 @@ def test_a_figure_is_the_apps_panel_as_png_svg_and_pdf(tmp_path):
     assert run.figure("task_view")._repr_png_().startswith(b"\x89PNG")   # a preview is drawn on demand
     with pytest.raises(ValueError, match="gradient_history"):
         run.figure("gradient_tim")
+    with pytest.raises(ValueError, match="the lstm_highway panel does not apply to this run: A vanilla RNN has no cell"):
+        run.figure("lstm_highway")._repr_png_()             # it drew the window's "LSTM only — switch model" note
     comparison = gradflow.Comparison("compare_rho", **SMALL)
     comparison.step()
     assert comparison.figure("training")._repr_png_().startswith(b"\x89PNG")

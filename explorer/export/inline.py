@@ -56,6 +56,7 @@ class Figure:
         names = [panel_name(p) for p in PANELS]
         if panel not in names:
             raise ValueError(f"panel must be one of {', '.join(names)}, got {panel!r}")
+        view_needed = next(cls for cls in PANELS if panel_name(cls) == panel).cell_view
         application()
         view = _view(Dashboard(run.title, [panel]), theme, presentation, caption)
 
@@ -67,8 +68,8 @@ class Figure:
                 raise ValueError("the jacobians panel needs a step that computed them: run.step(jacobians=True)")
             if panel == "lyapunov" and not any(map(has_spectrum, run.trainer.history.records)):
                 raise ValueError("the lyapunov panel needs a step that measured it: run.step(lyapunov=True)")
-            if panel == "sensitivity" and (why := record.views_missing.get("sensitivity")):
-                raise ValueError(why)
+            if view_needed and (why := record.views_missing.get(view_needed)):   # the window's note, not a figure
+                raise ValueError(f"the {panel} panel does not apply to this run: {why}")
             if panel == "sensitivity" and not any(map(has_profile, run.trainer.history.records)):
                 raise ValueError("the sensitivity panel needs a step that measured it: run.step(sensitivity=True)")
             view.show_record(record, run.trainer.history)
