@@ -216,6 +216,15 @@ def lru_run(qapp):
     return run
 
 
+@pytest.fixture(scope="module")
+def lstm_run(qapp):
+    """A small LSTM run: the LSTM highway's figure draws its cell path (any other cell is refused)."""
+    import gradflow
+    run = gradflow.Run("lstm_forget_bias_1", seq_len=12, hidden_size=8)
+    run.step()
+    return run
+
+
 def test_the_sensitivity_figure_needs_a_step_with_it_and_refuses_a_dense_cell(api_run):
     import gradflow
     with pytest.raises(ValueError, match="has no diagonal recurrence.*mingru"):
@@ -233,11 +242,11 @@ def _heatmap_shown(panel) -> bool:
 
 
 @pytest.mark.parametrize("name", [panel_name(cls) for cls in PANELS])
-def test_a_figures_svg_and_pdf_hold_no_image_but_its_heatmap(api_run, lru_run, name):
+def test_a_figures_svg_and_pdf_hold_no_image_but_its_heatmap(api_run, lru_run, lstm_run, name):
     """At its default size a figure shows its legend: every marker in it is a vector (pyqtgraph draws the sample
     of an item hidden while exporting as a pixmap of a crossed-out eye; the spectrum's markers were). The decay
-    sensitivity: of an LRU run."""
-    figure = (lru_run if name == "sensitivity" else api_run).figure(name)
+    sensitivity: of an LRU run; the LSTM highway: of an LSTM run."""
+    figure = {"sensitivity": lru_run, "lstm_highway": lstm_run}.get(name, api_run).figure(name)
     panel = figure.view.panels[0]
     heatmap = int(_heatmap_shown(panel))
     shown = [(item, item.isVisible(), item.opacity()) for view in panel.graphics_views() for item in view.scene().items()]
