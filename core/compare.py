@@ -18,6 +18,12 @@ def check_runs(runs: list[tuple[str, Config]]):
     labels = [label for label, _ in runs]
     if len(set(labels)) != len(labels):
         raise ConfigError(f"comparison run labels must differ, got {labels}")
+    for i, (label, config) in enumerate(runs):
+        twin = next((other for other, earlier in runs[:i] if earlier == config), None)
+        if twin is not None:   # e.g. `--set model=lstm` over compare_cells: "RNN" and "GRU" both trained an LSTM
+            raise ConfigError(f"runs {twin!r} and {label!r} have the same config, so they would give the same numbers "
+                              f"under labels that say otherwise; a comparison's runs differ in at least one key (an "
+                              f"override applied to every run may have set the key they differ in)")
     first = runs[0][1]
     for label, config in runs[1:]:
         for key in DATA_KEYS:

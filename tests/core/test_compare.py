@@ -25,6 +25,19 @@ def test_runs_with_different_data_are_refused_naming_the_key():
         Comparison([("a", Config())])
 
 
+def test_runs_an_override_made_the_same_are_refused_naming_them():
+    """`gradflow run --preset compare_cells --set model=lstm` trained "RNN" and "GRU" as the same LSTM, side by side
+    under their old labels, with the same numbers. Every entry point (CLI, API, window) goes through check_runs."""
+    import gradflow
+    with pytest.raises(ConfigError, match="runs 'RNN' and 'GRU' have the same config"):
+        gradflow.Comparison("compare_cells", model="lstm")
+    with pytest.raises(ConfigError, match="runs 'a' and 'c' have the same config"):
+        Comparison([("a", Config()), ("b", Config(model="gru")), ("c", Config())])
+    for name in preset_names():                           # no scenario compares a run with itself
+        if load_preset(name).runs:
+            gradflow.Comparison(name)
+
+
 def test_lstm_far_end_gradient_is_orders_of_magnitude_larger_than_rnn():
     comparison = Comparison([("RNN", Config(model="rnn", seq_len=100)),
                              ("LSTM", Config(model="lstm", seq_len=100, forget_bias=1.0))])
