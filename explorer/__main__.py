@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import sys
 
+COMMANDS = ("run", "sweep", "export", "doctor", "build-native")
+
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -31,8 +33,18 @@ def main(argv: list[str] | None = None) -> int:
     if command == "build-native":
         from gradflow.core.native import main as build_native
         return build_native(["build", *argv[1:]])
+    if command is not None and not command.startswith("-"):   # a typo opened the app, the word given to Qt
+        print(unknown_command(command), file=sys.stderr)
+        return 2
     from gradflow.explorer.app import main as open_app
     return open_app(argv)
+
+
+def unknown_command(word: str) -> str:
+    import difflib
+    close = difflib.get_close_matches(word, COMMANDS, n=1)
+    return (f"gradflow: unknown command {word!r}" + (f" (did you mean `gradflow {close[0]}`?)" if close else "")
+            + f"; the commands are {', '.join(COMMANDS)}, and without one the app opens (gradflow --help)")
 
 
 def _draw_sweep_figure(path: str, frame, plan, metric: str):

@@ -39,6 +39,16 @@ def test_doctor_refuses_arguments():
     assert main(["--verbose"]) == 2
 
 
+def test_a_mistyped_command_is_named_and_the_app_does_not_open(monkeypatch, capsys):
+    """`gradflow runn` opened the app on the default scenario: the word went to Qt, which ignored it."""
+    from gradflow.explorer import __main__ as entry
+    monkeypatch.setattr("gradflow.explorer.app.main", lambda argv: pytest.fail(f"the app opened for {argv}"))
+    assert entry.main(["runn", "--steps", "3"]) == 2
+    assert "unknown command 'runn' (did you mean `gradflow run`?)" in capsys.readouterr().err
+    assert entry.main(["session.gfe"]) == 2
+    assert "the commands are run, sweep, export, doctor, build-native" in capsys.readouterr().err
+
+
 def test_the_qt_platform_follows_the_environment(monkeypatch):
     monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
     assert system.qt_platform() == "offscreen"
