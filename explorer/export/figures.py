@@ -133,6 +133,15 @@ def panel_measure(panel, trainer) -> str:
     return wanted
 
 
+def panel_class(name: str) -> type:
+    """The panel of PANELS named `name` (panel_name); ValueError naming the panels otherwise."""
+    from gradflow.explorer.panels import PANELS
+    found = next((cls for cls in PANELS if panel_name(cls) == name), None)
+    if found is None:
+        raise ValueError(f"panel must be one of {', '.join(panel_name(cls) for cls in PANELS)}, got {name!r}")
+    return found
+
+
 def panel_name(cls) -> str:
     """gradient_time, gradient_history, hidden_state, spectrum, training, task_view."""
     return cls.__module__.rsplit(".", 1)[-1]
@@ -239,14 +248,13 @@ def export_main(argv: list[str] | None = None) -> int:
         check_dpi(args.dpi)
     except ValueError as e:
         problems.append(f"--{e}")
-    from gradflow.explorer.panels import PANELS
-    names = [panel_name(cls) for cls in PANELS]
-    if args.panel and args.panel not in names:
-        problems.append(f"--panel must be one of {', '.join(names)}, got {args.panel!r}")
+    try:
+        panel = panel_class(args.panel) if args.panel else None
+    except ValueError as e:
+        problems.append(f"--{e}")
     if problems:
         print(f"gradflow export: {problems[0]}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    panel = next(cls for cls in PANELS if panel_name(cls) == args.panel) if args.panel else None
     try:
         config = config_from_args(args)
         from gradflow.core.trainer import Trainer

@@ -49,14 +49,10 @@ class Figure:
     @classmethod
     def of_run(cls, run, panel: str, theme: str, scale: int, caption: bool, size: tuple[int, int],
                presentation: bool, shape: str | None = None, dpi: float | None = None) -> Figure:
-        from gradflow.explorer.export.figures import panel_name
-        from gradflow.explorer.panels import PANELS
+        from gradflow.explorer.export.figures import panel_class
         from gradflow.explorer.panels.lyapunov import has_spectrum
         from gradflow.explorer.panels.sensitivity import has_profile
-        names = [panel_name(p) for p in PANELS]
-        if panel not in names:
-            raise ValueError(f"panel must be one of {', '.join(names)}, got {panel!r}")
-        view_needed = next(cls for cls in PANELS if panel_name(cls) == panel).cell_view
+        view_needed = panel_class(panel).cell_view   # (ValueError naming the panels for another name)
         application()
         view = _view(Dashboard(run.title, [panel]), theme, presentation, caption)
 
