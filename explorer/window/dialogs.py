@@ -298,14 +298,28 @@ class Problems(QObject):
                 self.last = None
 
 
+def ask_discard(parent: QWidget | None, title: str, text: str, save: str, discard: str) -> str:
+    """A question before something the user made is discarded: `save` (e.g. "Save session first…"), `discard` or
+    Cancel (the default); returns "save", "discard" or "cancel"."""
+    box = QMessageBox(QMessageBox.Icon.Question, title, text, QMessageBox.StandardButton.Cancel, parent)
+    save_button = box.addButton(save, QMessageBox.ButtonRole.AcceptRole)
+    discard_button = box.addButton(discard, QMessageBox.ButtonRole.DestructiveRole)
+    box.setDefaultButton(QMessageBox.StandardButton.Cancel)
+    box.exec()
+    return {save_button: "save", discard_button: "discard"}.get(box.clickedButton(), "cancel")
+
+
 def ask_discard_run(parent: QWidget | None, steps: int, action: str = "Apply & rebuild") -> str:
     """`action` would discard a `steps`-step run (explorer.model.AppModel.may_discard): "save" (save it as a
     session first), "discard" or "cancel" (the default)."""
-    box = QMessageBox(QMessageBox.Icon.Question, "Discard the run?",
-                      f"{action} replaces the run: the {steps:,} steps trained so far are discarded.",
-                      QMessageBox.StandardButton.Cancel, parent)
-    save = box.addButton("Save session first…", QMessageBox.ButtonRole.AcceptRole)
-    discard = box.addButton("Discard the run", QMessageBox.ButtonRole.DestructiveRole)
-    box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-    box.exec()
-    return {save: "save", discard: "discard"}.get(box.clickedButton(), "cancel")
+    return ask_discard(parent, "Discard the run?",
+                       f"{action} replaces the run: the {steps:,} steps trained so far are discarded.",
+                       "Save session first…", "Discard the run")
+
+
+def ask_discard_sweep(parent: QWidget | None, points: int, action: str) -> str:
+    """`action` would discard a sweep's `points` finished points, not exported (SweepWindow.may_discard): "save"
+    (export its CSV first), "discard" or "cancel" (the default)."""
+    return ask_discard(parent, "Discard the sweep?",
+                       f"{action} discards the sweep's table: its {points:,} finished points have not been "
+                       "exported.", "Export CSV first…", "Discard the sweep")

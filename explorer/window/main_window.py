@@ -36,6 +36,7 @@ from gradflow.explorer.window.sessions import SessionFiles, apply_view
 from gradflow.explorer.window.settings import SettingsPanel
 from gradflow.explorer.window.status import StatusReadout, StepRate
 from gradflow.explorer.window.style import apply_to_app
+from gradflow.explorer.window.sweep_window import SweepWindow
 from gradflow.explorer.window.timeline import TimelineBar
 from gradflow.explorer.window.widgets import LoadingOverlay, MessageBar, ScenarioBanner
 from PySide6.QtCore import QSettings, Qt, Slot
@@ -480,6 +481,10 @@ class MainWindow(QMainWindow):
 
     # -- close -----------------------------------------------------------------------------------------------
     def closeEvent(self, event):
+        sweeps = [w for w in self.findChildren(SweepWindow) if w.isVisible()]
+        if not self._closing and not all(sweep.close() for sweep in sweeps):   # one kept its unexported points
+            event.ignore()
+            return
         if not self._closing:
             self._closing = True
             if self.recording is not None:

@@ -5,7 +5,8 @@ process pool in a thread, its phase diagram (explorer.export.sweep_figure) filli
 
 The grid is checked (core.sweep.parse_grid, Plan) before anything runs; a bad one is shown, not run. Rows cross
 to the GUI thread by a queued signal; the table is a temporary CSV (Export CSV copies it). Stop abandons the
-running points at once (core.sweep.execute's stop) and keeps every finished row.
+running points at once (core.sweep.execute's stop) and keeps every finished row. Closing the window, or starting
+another sweep, over finished points not yet exported as CSV asks first, offering to export them.
 
 The settings sit in a column on the left, the diagram takes the rest; both follow the main window's theme and
 presentation type (again when it changes them), and the window fits the screen it is on.
@@ -30,6 +31,7 @@ from gradflow.explorer.export.sweep_figure import SweepFigure, diagram_axes
 from gradflow.explorer.panels import plotting
 from gradflow.explorer.panels.base import themed_palette
 from gradflow.explorer.theme import DEFAULT_THEME, Theme
+from gradflow.explorer.window.dialogs import ask_discard_sweep
 from gradflow.explorer.window.file_dialogs import ask_save_path
 from gradflow.explorer.window.screen_fit import fit_to_screen
 from gradflow.explorer.window.style import stylesheet
@@ -91,6 +93,7 @@ class SweepWindow(QMainWindow):
         self.rows: list[dict[str, Any]] = []
         self.thread: SweepThread | None = None
         self.table: Table | None = None
+        self.exported = True   # every finished row is in a CSV the user exported (nothing to lose by closing)
         self._folder = tempfile.TemporaryDirectory(prefix="gradflow-sweep-")
         self._runs = 0
         self._started = 0.0
@@ -204,7 +207,7 @@ class SweepWindow(QMainWindow):
     @Slot()
     def start(self) -> bool:
         """Check the grid and start the sweep; a bad grid is shown and nothing runs. Returns whether it started."""
-        if self.is_running():
+        if self.is_running() or not self.may_discard("Starting another sweep"):
             return False
         try:
             if not self.grid_texts():
@@ -248,9 +251,21 @@ class SweepWindow(QMainWindow):
         for spin in (self.seeds_spin, self.steps_spin, self.jobs_spin):
             spin.setEnabled(not running)
 
+    ask_discard_sweep = staticmethod(ask_discard_sweep)   # (parent, points, action) -> "save" | "discard" | "cancel"
+
+    def may_discard(self, action: str) -> bool:
+        """May the finished rows go for `action`? Rows not exported as CSV are asked about, offering to export."""
+        if self.exported or not self.rows:
+            return True
+        choice = self.ask_discard_sweep(self, len(self.rows), action)
+        if choice == "save":
+            return self._ask_export("CSV table", ".csv")
+        return choice == "discard"
+
     @Slot(object)
     def _on_row(self, row: dict[str, Any]):
         self.rows.append(row)
+        self.exported = False
         done, total = len(self.rows), len(self.plan.points)
         self.progress.setValue(done)
         left = (time.monotonic() - self._started) / done * (total - done)
@@ -344,26 +359,34 @@ class SweepWindow(QMainWindow):
 
     # -- exports -------------------------------------------------------------------------------------------
     def export(self, path: str | Path):
-        """.png / .svg: the diagram (explorer.export.figures.save_figure); .csv: a copy of the sweep's table."""
+        """.png / .svg: the diagram (explorer.export.figures.save_figure); .csv: a copy of the sweep's table (its
+        finished rows so far)."""
         path = Path(path)
         if path.suffix.lower() == ".csv":
             if self.thread is None:
                 raise ConfigError("no sweep has run yet")
             shutil.copyfile(self.thread.out, path)
+            self.exported = True
         else:
             save_figure(self.figure, path, title=self.figure.title)
 
-    def _ask_export(self, label: str, suffix: str):
+    def _ask_export(self, label: str, suffix: str) -> bool:
+        """Export as `suffix`, to a file the user picks; returns whether it was saved."""
         path = ask_save_path(self, QSettings(), f"Export {label}", ((label, suffix),), f"sweep{suffix}")
         if path is None:
-            return
+            return False
         try:
             self.export(path)
-            self.status_label.setText(f"Saved {path}")
         except (OSError, ConfigError) as e:
             self.status_label.setText(f"Could not save {path}: {e}")
+            return False
+        self.status_label.setText(f"Saved {path}")
+        return True
 
     def closeEvent(self, event):
+        if not self.may_discard("Closing the window" + (" stops the sweep and" if self.is_running() else "")):
+            event.ignore()
+            return
         if self.is_running():
             self.thread.stopping.set()
             self.thread.wait()

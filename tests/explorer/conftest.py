@@ -4,8 +4,9 @@ import pytest
 from gradflow.explorer import errors
 from gradflow.explorer.engine.worker import ENGINE_ENV
 from gradflow.explorer.window.main_window import MainWindow
+from gradflow.explorer.window.sweep_window import SweepWindow
 from PySide6.QtCore import QSettings, QStandardPaths
-from window_helpers import SMALL, WAIT_MS, TrustAnswerer  # tests/explorer is on sys.path
+from window_helpers import SMALL, WAIT_MS, SweepQuestions, TrustAnswerer  # tests/explorer is on sys.path
 
 # Windows here run their engine in the worker's thread: a test can then reach into the trainer (and pass
 # it lambdas), and the suite does not start a process per window. The app's default, the engine in a
@@ -26,6 +27,15 @@ def private_settings(tmp_path):
     for fmt in (QSettings.Format.NativeFormat, QSettings.Format.IniFormat):
         QSettings.setPath(fmt, QSettings.Scope.UserScope, str(tmp_path / "user"))
         QSettings.setPath(fmt, QSettings.Scope.SystemScope, str(tmp_path / "system"))
+
+
+@pytest.fixture(autouse=True)
+def sweep_questions(monkeypatch) -> SweepQuestions:
+    """Every "Discard the sweep?" (SweepWindow.may_discard) answered "discard", or as the test sets `answer`: a
+    test's sweep windows then close at its end without a modal question."""
+    questions = SweepQuestions()
+    monkeypatch.setattr(SweepWindow, "ask_discard_sweep", staticmethod(questions))
+    return questions
 
 
 @pytest.fixture

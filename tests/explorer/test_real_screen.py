@@ -264,7 +264,8 @@ def test_a_small_sweep_runs_with_its_settings_and_diagram_on_the_screen(on_scree
     """Run → Sweep…, a 2 × 2 grid at initialisation started through the probe (the window's own fields and Start):
     before it starts, once it has finished (every point drawn), and in presentation mode (F5 on the main window;
     the sweep window follows its type), then a sweep over one key there, the sweep window, its settings and its
-    diagram stay on the screen and the plot keeps its data area."""
+    diagram stay on the screen and the plot keeps its data area. The second sweep, and closing the window by the
+    window manager, ask about the points not exported: Discard starts it, Cancel keeps the window."""
     screen, app = on_screen
     app.ask("trigger sweep_action")
     app.window("Sweep")
@@ -281,9 +282,18 @@ def test_a_small_sweep_runs_with_its_settings_and_diagram_on_the_screen(on_scree
     shown = _assert_sweep_on_screen(screen, app.settle(), "presentation")
     assert shown["plot"][0] >= SWEEP_AREA[0] and shown["plot"][1] >= SWEEP_AREA[1], f"sweep data area {shown['plot']}"
     assert app.ask(f"sweep {SWEEP_ONE_KEY}") == "ok"   # lines with the seeds' band, in presentation type
+    question = app.wait_for(lambda s: s["questions"])["questions"][0]
+    assert "its 4 finished points have not been exported" in question, question
+    app.ask("answer Discard the sweep")
     app.wait_for(lambda s: s["sweeps"][-1]["status"].startswith("Done: 6 points"), seconds=300)
     lines = _assert_sweep_on_screen(screen, app.settle(), "one key, presentation")
     assert lines["plot"][0] >= SWEEP_AREA[0] and lines["plot"][1] >= SWEEP_AREA[1], f"sweep data area {lines['plot']}"
+    screen.key(lines["x_id"], xscreen.CLOSE_KEY)   # closed by the window manager, as its close button does
+    question = app.wait_for(lambda s: s["questions"])["questions"][0]
+    assert "its 6 finished points have not been exported" in question, question
+    app.ask("answer Cancel")
+    kept = app.wait_for(lambda s: not s["questions"])
+    assert kept["sweeps"] and kept["sweeps"][-1]["rows"] == 6, kept["sweeps"]   # the window and its points kept
     screen.key(window, "F5")
     app.wait_for(lambda s: not s["main"]["presentation"])
 

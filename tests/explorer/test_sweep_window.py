@@ -3,6 +3,7 @@ ends it at once keeping the finished rows; a chosen point opens in the main wind
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -161,3 +162,50 @@ def test_run_sweep_opens_on_the_main_windows_config_and_a_point_opens_there(wind
     sweeps[0].open_point({"hidden_size": 7})
     qtbot.waitUntil(lambda: window.settings_panel.config.hidden_size == 7, timeout=60_000)
     sweeps[0].close()
+
+
+def test_points_not_exported_are_asked_about_before_closing_or_another_sweep(window, qtbot, tmp_path, monkeypatch,
+                                                                             sweep_questions):
+    """Closing the sweep window (or the main window, or Quit) threw its table away unasked, however long the sweep
+    ran. Finished points not exported as CSV are asked about first; Cancel keeps them, "Export CSV first…" exports
+    them (a cancelled file dialog keeps them too); once exported, nothing is asked."""
+    from gradflow.explorer.window import sweep_window
+    window.sweep_action.trigger()
+    (sweeping,) = [w for w in window.findChildren(SweepWindow) if w.isVisible()]
+
+    def run(sweeping: SweepWindow, grid: list[str]):
+        _set(sweeping, grid, 1, 0, 1)
+        assert sweeping.start()
+        qtbot.waitUntil(lambda: not sweeping.is_running() and sweeping.table is not None, timeout=SWEEP_MS)
+
+    run(sweeping, ["hidden_size=6,7"])
+    sweep_questions.answer = "cancel"
+    assert not window.close() and window.isVisible() and sweeping.isVisible()     # Quit: the sweep asked, kept
+    assert not sweeping.close() and sweeping.isVisible()
+    assert not sweeping.start() and len(sweeping.rows) == 2 and not sweeping.is_running()
+    assert sweep_questions.asked == [(2, "Closing the window"), (2, "Closing the window"),
+                                     (2, "Starting another sweep")]
+
+    sweep_questions.answer = "save"
+    monkeypatch.setattr(sweep_window, "ask_save_path", lambda *args: None)        # the file dialog cancelled
+    assert not sweeping.close() and sweeping.isVisible()
+
+    sweep_questions.answer = "discard"
+    run(sweeping, ["hidden_size=5,6,7"])                                                    # the 2 points discarded
+    assert len(sweeping.rows) == 3 and sweep_questions.asked[-1] == (2, "Starting another sweep")
+
+    csv = tmp_path / "kept.csv"
+    sweep_questions.answer = "save"
+    monkeypatch.setattr(sweep_window, "ask_save_path", lambda *args: csv)
+    table = sweeping.frame()
+    folder = Path(sweeping.thread.out).parent
+    assert sweeping.close() and not sweeping.isVisible() and sweep_questions.asked[-1] == (3, "Closing the window")
+    assert pd.read_csv(csv)["hidden_size"].tolist() == table["hidden_size"].tolist() == [5, 6, 7]
+    assert not folder.exists()                                                    # its temporary table, gone
+
+    asked = len(sweep_questions.asked)
+    window.sweep_action.trigger()
+    (again,) = [w for w in window.findChildren(SweepWindow) if w.isVisible()]
+    run(again, ["hidden_size=6"])
+    again.export(tmp_path / "exported.csv")
+    assert window.close() and not again.isVisible() and len(sweep_questions.asked) == asked   # exported: not asked

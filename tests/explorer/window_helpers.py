@@ -104,6 +104,18 @@ def fill_the_disk(monkeypatch):
     monkeypatch.setattr(os, "fsync", full_disk)
 
 
+class SweepQuestions:
+    """In place of SweepWindow.ask_discard_sweep: answers every "Discard the sweep?" with `answer` ("save",
+    "discard" or "cancel"); `asked`: the (points, action) of each question."""
+
+    def __init__(self, answer: str = "discard"):
+        self.answer, self.asked = answer, []
+
+    def __call__(self, parent, points: int, action: str) -> str:
+        self.asked.append((points, action))
+        return self.answer
+
+
 class TrustAnswerer(QObject):
     """An application event filter that answers every TrustPrompt (explorer.window.trust) as it shows, by its
     buttons: `run` clicks Run it (else Cancel), `remember` ticks the box first. `asked`: the prompts' texts."""

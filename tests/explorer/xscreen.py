@@ -41,10 +41,14 @@ SETTLED_FOR_S = 0.5  # the window and its layout unchanged this long, no relayou
 POLL_S = 0.2
 OPENBOX_RC = """<?xml version="1.0"?>
 <openbox_config xmlns="http://openbox.org/3.4/rc">
-  <keyboard><keybind key="W-Up"><action name="ToggleMaximize"/></keybind></keyboard>
+  <keyboard>
+    <keybind key="W-Up"><action name="ToggleMaximize"/></keybind>
+    <keybind key="A-F4"><action name="Close"/></keybind>
+  </keyboard>
 </openbox_config>
 """
 MAXIMIZE_KEY = "super+Up"   # openbox's ToggleMaximize, bound above
+CLOSE_KEY = "alt+F4"        # openbox's Close (the title bar's close button), bound above
 
 
 def missing() -> str | None:
@@ -388,7 +392,8 @@ def sweep_state(window) -> dict:
 
 
 def _start_sweep(window, spec: str) -> Any:
-    """`GRID[;GRID] SEEDS STEPS` filled in the newest sweep window and started (Start's own check of the grid)."""
+    """`GRID[;GRID] SEEDS STEPS` filled in the newest sweep window and Start pressed (after this answer: over
+    points not exported, it asks first)."""
     grids, seeds, steps = spec.rsplit(" ", 2)
     texts = grids.split(";")
     for edit, text in zip(window.grid_edits, texts + [""] * (len(window.grid_edits) - len(texts))):
@@ -396,7 +401,8 @@ def _start_sweep(window, spec: str) -> Any:
     window.seeds_spin.setValue(int(seeds))
     window.steps_spin.setValue(int(steps))
     window.jobs_spin.setValue(1)   # one worker process to start (the tests look at the window, not the speed)
-    return "ok" if window.start() else {"error": window.status_label.text()}
+    from PySide6.QtCore import QTimer
+    QTimer.singleShot(0, window.start_button.click)
 
 
 def _probe(args: list[str]) -> int:
@@ -420,6 +426,11 @@ def _probe(args: list[str]) -> int:
 
     paused_at: list[int] = []   # the steps the engine said it stopped at (worker.paused) since the last `pause`
     watched: list[object] = []  # the workers whose paused signal fills it
+
+    def quit_app():   # as the window's close does, the sweeps' points discarded unasked
+        SweepWindow.ask_discard_sweep = staticmethod(lambda parent, points, action: "discard")
+        QApplication.closeAllWindows()
+        qt.quit()
 
     def answer(command: str) -> Any:
         verb, _, name = command.partition(" ")
@@ -451,7 +462,7 @@ def _probe(args: list[str]) -> int:
         elif verb == "compare-call":   # on the newest comparison window
             getattr(compare_window.open_windows()[-1], name)()
         elif verb == "sweep":          # on the newest sweep window (Run → Sweep… opens one)
-            return _start_sweep(sweeps()[-1], name)
+            _start_sweep(sweeps()[-1], name)
         elif verb == "pause":          # Pause; `paused_at` in the state: the step the engine stopped at
             if window.worker not in watched:
                 watched.append(window.worker)
@@ -470,8 +481,7 @@ def _probe(args: list[str]) -> int:
             box = next(b for b in QApplication.topLevelWidgets() if isinstance(b, QMessageBox) and b.isVisible())
             next(b for b in box.buttons() if b.text() == name).click()
         elif verb == "quit":
-            QApplication.closeAllWindows()
-            qt.quit()
+            quit_app()
         else:
             raise ValueError("probe commands: state, trigger ACTION, call METHOD, whole, dismiss, compare PRESET, "
                              "compare-call METHOD, sweep GRID[;GRID] SEEDS STEPS, pause, settings, enter KEY TEXT, "
@@ -481,8 +491,7 @@ def _probe(args: list[str]) -> int:
     def on_stdin():
         line = sys.stdin.readline()
         if not line:   # the harness went away
-            QApplication.closeAllWindows()
-            qt.quit()
+            quit_app()
             return
         try:
             result = answer(line.strip())
