@@ -58,6 +58,7 @@ class AppModel:
         self.touring = False                    # the last Play was the tour's: its pace applies
         self._rate: float | None | bool = False  # the rate last sent (False: none yet)
         self.ask_discard = ask_discard
+        self.saved_step = 0                     # the step the run was last saved at or opened from (0: neither)
         self.tour = TourModel()
         self.scenario_changed: Event[Preset] = Event()
         self.config_changed: Event[Config] = Event()
@@ -115,11 +116,20 @@ class AppModel:
         self.speed = steps_per_second
         self._send_rate()
 
+    @property
+    def unsaved_steps(self) -> int:
+        """The steps trained since the run was last saved or opened (all of them when it was neither)."""
+        return self.steps - self.saved_step
+
     def may_discard(self, action: str) -> bool:
-        """May the run be replaced for `action`? A run over DISCARD_ASK_STEPS steps is asked about."""
-        if self.steps <= DISCARD_ASK_STEPS or self.ask_discard is None:
+        """May the run be discarded for `action`? Over DISCARD_ASK_STEPS steps not saved, the user is asked."""
+        if self.unsaved_steps <= DISCARD_ASK_STEPS or self.ask_discard is None:
             return True
-        return self.ask_discard(self.steps, action)
+        return self.ask_discard(self.unsaved_steps, action)
+
+    def run_saved(self, step: int):
+        """The run was saved as a session at `step`."""
+        self.saved_step = step
 
     def rebuild(self, config: Config, action: str = "Apply & rebuild") -> bool:
         """A new model on `config` (asked first over a long run). False when the user kept the run."""
@@ -184,6 +194,7 @@ class AppModel:
         config (an earlier build that ends first leaves the choice pending)."""
         for run in self.runs:
             run.reset(config.history_mb * 2**20, config.precision)
+        self.saved_step = 0
         self.settings.rebuilt(config)
         if self.candidate is not None and self.candidate.config == config:
             self.preset, self.candidate = self.candidate, None
@@ -203,6 +214,7 @@ class AppModel:
         """An opened session's run replaces this one: its history and the records its panels showed (RunState.adopt);
         `seed`: the step 1 of the model rebuilt for it (its cell's views where the session kept none)."""
         self.run.adopt(history, records)
+        self.saved_step = self.steps
         newest = records[-1] if records else seed
         if newest is not None:
             self._set_views(newest.views_missing)

@@ -138,9 +138,9 @@ def _file_menu(window: ActionsHost, file_menu):
     window.copy_action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
     window.addAction(window.copy_action)
     file_menu.addSeparator()
-    quit_action = file_menu.addAction("Quit")
-    quit_action.setShortcut(QKeySequence.StandardKey.Quit)
-    quit_action.triggered.connect(window.close)
+    window.quit_action = file_menu.addAction("Quit")   # (asks first over a long run: MainWindow.closeEvent)
+    window.quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+    window.quit_action.triggered.connect(window.close)
 
 
 def _view_menu(window: ActionsHost, view):

@@ -310,10 +310,10 @@ def ask_discard(parent: QWidget | None, title: str, text: str, save: str, discar
 
 
 def ask_discard_run(parent: QWidget | None, steps: int, action: str = "Apply & rebuild") -> str:
-    """`action` would discard a `steps`-step run (explorer.model.AppModel.may_discard): "save" (save it as a
-    session first), "discard" or "cancel" (the default)."""
+    """`action` would discard a run's `steps` steps not saved (explorer.model.AppModel.may_discard): "save" (save
+    it as a session first), "discard" or "cancel" (the default)."""
     return ask_discard(parent, "Discard the run?",
-                       f"{action} replaces the run: the {steps:,} steps trained so far are discarded.",
+                       f"{action} discards the run: {steps:,} steps trained and not saved in a session.",
                        "Save session first…", "Discard the run")
 
 

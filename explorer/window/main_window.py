@@ -67,6 +67,7 @@ class MainWindow(QMainWindow):
         self.model.speed = dict(actions.SPEEDS)[speed_name]
         self.run, self.scenarios = self.model.run, Scenarios(self, self)   # the run as the window knows it, the picker
         self._closing = False
+        self.asks_on_close = True   # False: close_discarding
         self.rate = StepRate()
         self.theme: Theme = DEFAULT_THEME
         self.errors = errors.ErrorReporter(self)             # unexpected exceptions: log + one dialog
@@ -99,6 +100,7 @@ class MainWindow(QMainWindow):
         self.recovery.reverted.connect(self._on_reverted)
         self.session_files.opened.connect(self._on_session_opened)
         self.session_files.path_changed.connect(self._update_title)
+        self.session_files.saved.connect(self.model.run_saved)
         self.session_files.done.connect(self._on_file_work_done)
         self._connect_worker()
         connect_panels(self.panels, self.worker)   # eigenvalue editing, Jacobians on demand
@@ -480,9 +482,21 @@ class MainWindow(QMainWindow):
         return next(p for p in self.panels if type(p).__name__ == name)
 
     # -- close -----------------------------------------------------------------------------------------------
+    def sweeps(self) -> list[SweepWindow]:
+        """The open sweep windows (Run → Sweep…), oldest first."""
+        return [w for w in self.findChildren(SweepWindow) if w.isVisible()]
+
+    def close_discarding(self):
+        """Close as Quit does, without asking about a long run or a sweep's points (Ctrl+C, SIGTERM)."""
+        self.asks_on_close = False
+        for sweep in self.sweeps():
+            sweep.close_discarding()
+        self.close()
+
     def closeEvent(self, event):
-        sweeps = [w for w in self.findChildren(SweepWindow) if w.isVisible()]
-        if not self._closing and not all(sweep.close() for sweep in sweeps):   # one kept its unexported points
+        # Quit asks about a long run not saved, then each sweep window closes (asking about points not exported)
+        if not self._closing and self.asks_on_close and not (
+                self.model.may_discard("Quitting") and all(sweep.close() for sweep in self.sweeps())):
             event.ignore()
             return
         if not self._closing:

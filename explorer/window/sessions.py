@@ -119,11 +119,12 @@ class SessionFiles(QObject):
     `restoring`: an Open Session in progress (its path, view and the rebuilt model's step 1), else None.
     Signals: `opened(view, history, seed, records)`: an opened session's run (its view, history and the records
     its panels showed, after the rebuilt model's step 1 `seed`) is ready to replace the window's;
-    `path_changed()`: saved to or opened from another file; `done()`: a save or open is over (the status
-    shows the run's state again)."""
+    `path_changed()`: saved to or opened from another file; `saved(step)`: the run was saved at that step;
+    `done()`: a save or open is over (the status shows the run's state again)."""
 
     opened = Signal(dict, object, object, list)
     path_changed = Signal()
+    saved = Signal(int)
     done = Signal()
 
     def __init__(self, host: SessionHost, parent: QWidget):
@@ -180,6 +181,7 @@ class SessionFiles(QObject):
             return
         self.path = path
         self.path_changed.emit()
+        self.saved.emit(step)
         errors.log.info("saved session %s at step %s", path, step)
         host.statusBar().showMessage(f"Saved {path.name} at step {step:,}.", 8000)
 

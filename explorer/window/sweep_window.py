@@ -94,6 +94,7 @@ class SweepWindow(QMainWindow):
         self.thread: SweepThread | None = None
         self.table: Table | None = None
         self.exported = True   # every finished row is in a CSV the user exported (nothing to lose by closing)
+        self.asks_on_close = True   # False: close_discarding
         self._folder = tempfile.TemporaryDirectory(prefix="gradflow-sweep-")
         self._runs = 0
         self._started = 0.0
@@ -383,8 +384,14 @@ class SweepWindow(QMainWindow):
         self.status_label.setText(f"Saved {path}")
         return True
 
+    def close_discarding(self):
+        """Close without asking about points not exported (Ctrl+C, SIGTERM: explorer.app)."""
+        self.asks_on_close = False
+        self.close()
+
     def closeEvent(self, event):
-        if not self.may_discard("Closing the window" + (" stops the sweep and" if self.is_running() else "")):
+        action = "Closing the window" + (" stops the sweep and" if self.is_running() else "")
+        if self.asks_on_close and not self.may_discard(action):
             event.ignore()
             return
         if self.is_running():

@@ -6,7 +6,7 @@ from gradflow.explorer.engine.worker import ENGINE_ENV
 from gradflow.explorer.window.main_window import MainWindow
 from gradflow.explorer.window.sweep_window import SweepWindow
 from PySide6.QtCore import QSettings, QStandardPaths
-from window_helpers import SMALL, WAIT_MS, SweepQuestions, TrustAnswerer  # tests/explorer is on sys.path
+from window_helpers import SMALL, WAIT_MS, DiscardAnswers, TrustAnswerer  # tests/explorer is on sys.path
 
 # Windows here run their engine in the worker's thread: a test can then reach into the trainer (and pass
 # it lambdas), and the suite does not start a process per window. The app's default, the engine in a
@@ -30,11 +30,21 @@ def private_settings(tmp_path):
 
 
 @pytest.fixture(autouse=True)
-def sweep_questions(monkeypatch) -> SweepQuestions:
+def sweep_questions(monkeypatch) -> DiscardAnswers:
     """Every "Discard the sweep?" (SweepWindow.may_discard) answered "discard", or as the test sets `answer`: a
     test's sweep windows then close at its end without a modal question."""
-    questions = SweepQuestions()
+    questions = DiscardAnswers()
     monkeypatch.setattr(SweepWindow, "ask_discard_sweep", staticmethod(questions))
+    return questions
+
+
+@pytest.fixture(autouse=True)
+def run_questions(monkeypatch) -> DiscardAnswers:
+    """Every "Discard the run?" (AppModel.may_discard: Quit, Apply, a scenario, Reset, Open) answered "discard", or
+    as the test sets `answer` (a test may also set its window's own ask_discard_run): a test's windows then close
+    at its end without a modal question, however long they ran."""
+    questions = DiscardAnswers()
+    monkeypatch.setattr(MainWindow, "ask_discard_run", staticmethod(questions))
     return questions
 
 

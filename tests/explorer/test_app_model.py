@@ -151,6 +151,20 @@ def test_a_short_run_is_replaced_without_asking_and_reset_asks_over_a_long_one()
     assert not model.reset() and asked[-1] == (DISCARD_ASK_STEPS + 5, "Reset")
 
 
+def test_only_steps_not_saved_in_a_session_are_asked_about():
+    """Quit (and every other replacement) asks about the steps trained since the run was last saved: a lecturer
+    who saved at step 5,000 is not asked again for the next 300."""
+    asked = []
+    model, engine = lecture(asked=asked)
+    engine.play_to(DISCARD_ASK_STEPS + 5)
+    model.run_saved(5)                                        # saved at step 5: 300 steps since, not asked
+    assert model.unsaved_steps == DISCARD_ASK_STEPS and model.may_discard("Quitting") and asked == []
+    model.run_saved(4)                                        # one more: asked, with the steps not saved
+    assert not model.may_discard("Quitting") and asked == [(DISCARD_ASK_STEPS + 1, "Quitting")]
+    model.on_rebuilt(model.applied)                           # a new run: nothing of it saved
+    assert model.saved_step == 0
+
+
 def test_a_comparison_is_requested_and_this_run_stays():
     model, engine = lecture()
     requested = []

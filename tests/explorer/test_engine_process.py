@@ -167,8 +167,11 @@ def test_a_signal_that_comes_before_the_event_loop_still_closes_the_app(signum):
         from gradflow.explorer.app import _close_on_signals
         from PySide6.QtCore import QTimer
         from PySide6.QtWidgets import QApplication, QWidget
+        class Window(QWidget):   # MainWindow's way out on a signal, without its questions
+            def close_discarding(self):
+                self.close()
         app = QApplication([])
-        window = QWidget()
+        window = Window()
         window.show()
         _close_on_signals(window)
         signal.raise_signal({int(signum)})         # Python runs the handler now: no loop is running yet

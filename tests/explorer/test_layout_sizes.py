@@ -453,9 +453,8 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
         window.close()
         return
     if mode == "sweep":
-        from gradflow.explorer.window.sweep_window import SweepWindow, open_sweep_window
+        from gradflow.explorer.window.sweep_window import open_sweep_window
 
-        SweepWindow.ask_discard_sweep = staticmethod(lambda parent, points, action: "discard")   # (closed below)
         for presentation in (False, True):
             window = open_window(tmp / f"sweep_{presentation}.ini", presentation)
             for grid, seeds in ((["spectral_radius=0.5,1,1.5", "seq_len=10,20"], 1), (["spectral_radius=0.5,1,1.5"], 2)):
@@ -484,7 +483,7 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
                     "diagram": [round(canvas.ci.size().width()), round(canvas.ci.size().height())],
                     "view": canvas.viewport().size().toTuple(),
                     "plot": [round(vb.width()), round(vb.height())]}), flush=True)
-                sweeping.close()
+                sweeping.close_discarding()
             window.close()
         return
     if mode == "tour":

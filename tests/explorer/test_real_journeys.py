@@ -56,7 +56,7 @@ def test_a_lecture_at_1280x720(tmp_path):
         app.wait_for(lambda s: s["paused_at"] is not None and s["main"]["step"] == s["paused_at"])
         app.ask("scenario exploding")
         question = app.wait_for(lambda s: s["questions"])["questions"][0]
-        asked = re.search(r"the ([\d,]+) steps trained so far are discarded", question)
+        asked = re.search(r"([\d,]+) steps trained and not saved in a session", question)
         assert asked and int(asked[1].replace(",", "")) > DISCARD_ASK_STEPS, question
         steps = int(asked[1].replace(",", ""))
         screen.screenshot(tmp_path / "4-asked.png")

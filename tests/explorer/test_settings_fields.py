@@ -436,3 +436,23 @@ def test_the_scenario_box_reset_and_open_session_ask_before_replacing_a_long_run
     assert combo.currentData() == scenario and window.preset.name == scenario   # the picker shows the kept run
     step_once(qtbot, window)
     assert window.latest.step == steps + 1                                      # the run goes on where it was
+
+
+def test_quit_asks_about_a_long_run_until_it_is_saved(qtbot, window, tmp_path, run_questions):
+    """Quit closed the window over any run, however long, without a word. Over a run of more than
+    DISCARD_ASK_STEPS steps not saved it asks (Cancel keeps the window and the run); once the run is saved as a
+    session, Quit closes at once."""
+    from gradflow.explorer.model import DISCARD_ASK_STEPS
+    run_questions.answer = "cancel"
+    window.play_action.trigger()
+    qtbot.waitUntil(lambda: window.latest.step > DISCARD_ASK_STEPS, timeout=10 * WAIT_MS)
+    with engine_pausing(qtbot, window):
+        window.play_action.trigger()
+    steps = window.latest.step
+    window.quit_action.trigger()
+    assert window.isVisible() and run_questions.asked == [(steps, "Quitting")]
+    step_once(qtbot, window)                                                    # the run goes on where it was
+    window.session_files.save(tmp_path / "lecture.gfe")
+    qtbot.waitUntil(lambda: window.model.saved_step == steps + 1, timeout=WAIT_MS)
+    window.quit_action.trigger()
+    assert not window.isVisible() and len(run_questions.asked) == 1 and (tmp_path / "lecture.gfe").exists()

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from gradflow.core.config import Config
 from gradflow.core.sweep import Plan, parse_grid, sweep
+from gradflow.explorer.model import DISCARD_ASK_STEPS
 from gradflow.explorer.window.sweep_window import SweepWindow
 from window_probes import WAIT_MS  # tests/explorer is on sys.path
 
@@ -205,7 +206,21 @@ def test_points_not_exported_are_asked_about_before_closing_or_another_sweep(win
 
     asked = len(sweep_questions.asked)
     window.sweep_action.trigger()
-    (again,) = [w for w in window.findChildren(SweepWindow) if w.isVisible()]
+    (again,) = window.sweeps()
     run(again, ["hidden_size=6"])
     again.export(tmp_path / "exported.csv")
     assert window.close() and not again.isVisible() and len(sweep_questions.asked) == asked   # exported: not asked
+
+
+def test_ctrl_c_closes_the_main_window_and_its_sweeps_without_asking(window, qtbot, sweep_questions, run_questions):
+    """Ctrl+C and SIGTERM (explorer.app) close the windows unasked: a question would keep the app from ending."""
+    window.sweep_action.trigger()
+    (sweeping,) = window.sweeps()
+    _set(sweeping, ["hidden_size=6,7"], 1, 0, 1)
+    assert sweeping.start()
+    qtbot.waitUntil(lambda: len(sweeping.rows) > 0, timeout=SWEEP_MS)
+    window.model.saved_step = -window.model.steps - DISCARD_ASK_STEPS   # as over a long run not saved
+    sweep_questions.answer = run_questions.answer = "cancel"
+    window.close_discarding()
+    assert not window.isVisible() and not sweeping.isVisible() and not sweeping.is_running()
+    assert sweep_questions.asked == run_questions.asked == []

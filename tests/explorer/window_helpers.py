@@ -104,15 +104,16 @@ def fill_the_disk(monkeypatch):
     monkeypatch.setattr(os, "fsync", full_disk)
 
 
-class SweepQuestions:
-    """In place of SweepWindow.ask_discard_sweep: answers every "Discard the sweep?" with `answer` ("save",
-    "discard" or "cancel"); `asked`: the (points, action) of each question."""
+class DiscardAnswers:
+    """In place of MainWindow.ask_discard_run or SweepWindow.ask_discard_sweep: answers every "Discard the run?"
+    or "Discard the sweep?" with `answer` ("save", "discard" or "cancel"); `asked`: the (steps or points, action)
+    of each question."""
 
     def __init__(self, answer: str = "discard"):
         self.answer, self.asked = answer, []
 
-    def __call__(self, parent, points: int, action: str) -> str:
-        self.asked.append((points, action))
+    def __call__(self, parent, count: int, action: str) -> str:
+        self.asked.append((count, action))
         return self.answer
 
 

@@ -411,7 +411,6 @@ def _probe(args: list[str]) -> int:
     from gradflow.explorer import app as gradflow_app
     from gradflow.explorer.compare import window as compare_window
     from gradflow.explorer.window.main_window import MainWindow
-    from gradflow.explorer.window.sweep_window import SweepWindow
     from PySide6.QtCore import QSocketNotifier, QTimer
     from PySide6.QtGui import QGuiApplication
     from PySide6.QtWidgets import QApplication, QMessageBox
@@ -421,14 +420,11 @@ def _probe(args: list[str]) -> int:
     def main_window() -> MainWindow:
         return next(w for w in QApplication.topLevelWidgets() if isinstance(w, MainWindow))
 
-    def sweeps() -> list[SweepWindow]:   # the open sweep windows, oldest first
-        return [w for w in main_window().findChildren(SweepWindow) if w.isVisible()]
-
     paused_at: list[int] = []   # the steps the engine said it stopped at (worker.paused) since the last `pause`
     watched: list[object] = []  # the workers whose paused signal fills it
 
-    def quit_app():   # as the window's close does, the sweeps' points discarded unasked
-        SweepWindow.ask_discard_sweep = staticmethod(lambda parent, points, action: "discard")
+    def quit_app():   # as the window's close does, a long run and the sweeps' points discarded unasked
+        main_window().close_discarding()
         QApplication.closeAllWindows()
         qt.quit()
 
@@ -446,7 +442,7 @@ def _probe(args: list[str]) -> int:
                     "paused_at": paused_at[-1] if paused_at else None,
                     "questions": [box.text() for box in QApplication.topLevelWidgets()
                                   if isinstance(box, QMessageBox) and box.isVisible()],
-                    "sweeps": [sweep_state(w) for w in sweeps()],
+                    "sweeps": [sweep_state(w) for w in window.sweeps()],
                     "waiting": settling.waiting()}   # a relayout or a refit still to come
         if verb == "trigger":
             getattr(window, name).trigger()
@@ -462,7 +458,7 @@ def _probe(args: list[str]) -> int:
         elif verb == "compare-call":   # on the newest comparison window
             getattr(compare_window.open_windows()[-1], name)()
         elif verb == "sweep":          # on the newest sweep window (Run → Sweep… opens one)
-            _start_sweep(sweeps()[-1], name)
+            _start_sweep(window.sweeps()[-1], name)
         elif verb == "pause":          # Pause; `paused_at` in the state: the step the engine stopped at
             if window.worker not in watched:
                 watched.append(window.worker)
