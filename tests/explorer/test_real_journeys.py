@@ -4,7 +4,8 @@ and a screenshot of each stop is left in the test's folder for a person to look 
 
 - A lecture: launch (vanishing) → the stop at step 1 with its claims → N → the stop at step 40 → the settings opened
   while paused, beside the message and not under it → ρ = 1.1 typed in → the stop says what Next does now → N → the
-  stop at step 200 → played past DISCARD_ASK_STEPS → another scenario picked → asked, Cancel keeps the run.
+  stop at step 200 → played past DISCARD_ASK_STEPS → another scenario picked → asked, Cancel keeps the run →
+  Ctrl+Q → asked, Discard ends the app.
 - A comparison (ρ 0.9 vs 1.0 vs 1.1): its stop at step 1 names each run's claim, N plays to the stop at step 200.
 
 Skipped where Xvfb, openbox, xdotool, x11-utils, ImageMagick or Qt's xcb libraries are missing.
@@ -63,6 +64,12 @@ def test_a_lecture_at_1280x720(tmp_path):
         app.ask("answer Cancel")
         state = app.wait_for(lambda s: not s["questions"])
         assert state["main"]["scenario"] == "vanishing" and state["main"]["step"] == steps
+
+        screen.key(window, "ctrl+q")   # the lecture is over: Quit asks about the run too
+        question = app.wait_for(lambda s: s["questions"])["questions"][0]
+        assert question.startswith(f"Quitting discards the run: {steps:,} steps trained"), question
+        app.ask("answer Discard the run")
+        assert app.process.wait(xscreen.ANSWER_S) == 0, app.log()
 
 
 def test_a_comparison_at_1280x720(tmp_path):
