@@ -34,6 +34,7 @@ def test_a_saved_session_reopens_in_a_new_window_at_the_same_step_history_and_we
     step_to(qtbot, first, 5)
     path = saved_session(qtbot, first, tmp_path / "demo.gfe")
     assert path.is_file() and "demo.gfe" in first.windowTitle()
+    assert first.model.saved_step == 5 and first.model.unsaved_steps == 0   # Quit's question counts from here
     saved_weights = weights(qtbot, first)
     saved_scalars = first.history.scalars()
     saved_curve = curve_y(first)
@@ -44,6 +45,7 @@ def test_a_saved_session_reopens_in_a_new_window_at_the_same_step_history_and_we
     qtbot.waitUntil(lambda: second.session_path == path, timeout=WAIT_MS)
 
     assert second.latest.step == 5 and second.shown_record.step == 5
+    assert second.model.saved_step == 5                            # opened: nothing of it unsaved yet
     assert "step 5" in second.readout.step.text()
     assert len(second.history) == len(first.history) == 5
     for name in ("step", "loss", "grad_norm"):
