@@ -211,7 +211,7 @@ def main() -> int:
               f"{fps[-1]:.1f} frames/s, median frame interval {statistics.median(run['intervals']):.1f} ms, "
               f"window main thread {100 * cpu[-1]:.0f}% of a core (all its threads {100 * process_cpu[-1]:.0f}%)",
               flush=True)
-    window.close()
+    window.close_discarding()
     engine.shutdown()
     app.processEvents()
     starts = startup_times(args.startups)

@@ -82,6 +82,7 @@ def soak_window(config: Config, steps: int, checkpoints: int):
                           done / (now - start)))
             state["next_mark"] += every
         if done >= steps:
+            window.close_discarding()   # (quit() would close it asking about the run)
             app.quit()
 
     probe = QTimer()
@@ -91,7 +92,6 @@ def soak_window(config: Config, steps: int, checkpoints: int):
     window.play()
     app.exec()
     probe.stop()
-    window.close()
     return rows, lateness
 
 

@@ -98,8 +98,8 @@ def child(out: Path, steps: int, preset: str | None, tmp: Path, windows: list[st
                 path = out / f"{name}-sweep-{shot}.png"
                 sweeping.grab().save(str(path))
                 print(f"{path}: {sweeping.status_label.text()}", flush=True)
-                sweeping.close()
-        window.close()
+                sweeping.close_discarding()   # (its table: the PNG is what is kept)
+        window.close_discarding()
 
 
 def screen_harness():
