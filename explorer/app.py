@@ -95,9 +95,10 @@ def open_windows(preset: str | None):
 
 def _close_on_signals(window):
     """Ctrl+C (SIGINT) or SIGTERM closes the window as its close button does, without its questions (a long run
-    or a sweep's points, discarded): the engine process stops, the settings are saved. Qt's event loop runs in C++, so a timer lets Python look at signals 5 times a second.
-    The close is posted to the event loop: a signal that comes before `app.exec()` starts would otherwise quit a
-    loop not yet running (a no-op), and the loop would then run on with no window."""
+    or a sweep's points, discarded): the engine process stops, the settings are saved. Qt's event loop runs in
+    C++, so a timer lets Python look at signals 5 times a second. The close is posted to the event loop: a signal
+    that comes before `app.exec()` starts would otherwise quit a loop not yet running (a no-op), and the loop
+    would then run on with no window."""
     import signal
 
     from PySide6.QtCore import QCoreApplication, QTimer

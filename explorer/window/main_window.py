@@ -62,8 +62,9 @@ class MainWindow(QMainWindow):
         speed_name = speed_name if speed_name in dict(actions.SPEEDS) else actions.DEFAULT_SPEED
         self.connection = EngineConnection(config, dict(actions.SPEEDS)[speed_name])
         self.worker = self.connection.worker
-        # the scenario, applied config, run and tour: this window observes it and sends it intents
-        self.model = AppModel(scenario, self.worker, config, ask_discard=self._ask_discard)
+        # the scenario, applied config, run and tour: this window observes it and sends it intents (asks it things)
+        self.model = AppModel(scenario, self.worker, config, ask_discard=lambda steps, action:
+                              self.session_files.discard_answer(self.ask_discard_run(self, steps, action)))
         self.model.speed = dict(actions.SPEEDS)[speed_name]
         self.run, self.scenarios = self.model.run, Scenarios(self, self)   # the run as the window knows it, the picker
         self._closing = False
@@ -235,14 +236,6 @@ class MainWindow(QMainWindow):
 
     ask_discard_run = staticmethod(ask_discard_run)   # (parent, steps, action) -> "save" | "discard" | "cancel"
 
-    def _ask_discard(self, steps: int, action: str) -> bool:
-        """AppModel.ask_discard: may the `steps`-step run go for `action`? Asks, offering to save it first."""
-        choice = self.ask_discard_run(self, steps, action)
-        if choice == "save":
-            self.session_files.save_or_ask()
-            choice = "discard" if self.session_files.saves_pending else "cancel"   # the file dialog cancelled
-        return choice == "discard"
-
     @Slot(object)
     def _on_rebuild_requested(self, config: Config):
         """Apply & rebuild (asked first over a long run, AppModel.rebuild)."""
@@ -408,12 +401,11 @@ class MainWindow(QMainWindow):
         """The problem showing now (None when closed)."""
         return self.problems.last
 
-    def _update_title(self, modified: bool = False):
-        """'Gradient Flow Explorer — demo.gfe', with '*' once the run has moved on since it was saved/opened."""
+    def _update_title(self):
+        """'Gradient Flow Explorer — demo.gfe' (saved to or opened from), '*' once the run moves on (_on_record)."""
         path = self.session_files.path
-        name = f" — {path.name}[*]" if path is not None else ""
-        self.setWindowTitle(f"Gradient Flow Explorer{name}")
-        self.setWindowModified(modified)
+        self.setWindowTitle("Gradient Flow Explorer" + (f" — {path.name}[*]" if path is not None else ""))
+        self.setWindowModified(False)
 
     # -- sessions (explorer.window.sessions) -------------------------------------------------------------------
     @Slot(dict, object, object, list)
@@ -482,21 +474,19 @@ class MainWindow(QMainWindow):
         return next(p for p in self.panels if type(p).__name__ == name)
 
     # -- close -----------------------------------------------------------------------------------------------
-    def sweeps(self) -> list[SweepWindow]:
-        """The open sweep windows (Run → Sweep…), oldest first."""
-        return [w for w in self.findChildren(SweepWindow) if w.isVisible()]
+    sweeps = property(lambda self: [w for w in self.findChildren(SweepWindow) if w.isVisible()],
+                      doc="The open sweep windows (Run → Sweep…), oldest first.")
 
     def close_discarding(self):
         """Close as Quit does, without asking about a long run or a sweep's points (Ctrl+C, SIGTERM)."""
         self.asks_on_close = False
-        for sweep in self.sweeps():
+        for sweep in self.sweeps:
             sweep.close_discarding()
         self.close()
 
-    def closeEvent(self, event):
-        # Quit asks about a long run not saved, then each sweep window closes (asking about points not exported)
+    def closeEvent(self, event):   # Quit: asked about a long run not saved, then each sweep window closes (asking)
         if not self._closing and self.asks_on_close and not (
-                self.model.may_discard("Quitting") and all(sweep.close() for sweep in self.sweeps())):
+                self.model.may_discard("Quitting") and all(sweep.close() for sweep in self.sweeps)):
             event.ignore()
             return
         if not self._closing:

@@ -147,6 +147,14 @@ class SessionFiles(QObject):
         else:
             self.save(self.path)
 
+    def discard_answer(self, choice: str) -> bool:
+        """A "Discard the run?" answer (dialogs.ask_discard_run) carried out: may the run go? "save" saves it first
+        (through the file dialog the first time: kept when that is cancelled), "discard" lets it go."""
+        if choice == "save":
+            self.save_or_ask()
+            return self.saves_pending > 0
+        return choice == "discard"
+
     def ask_save_as(self):
         path = ask_save_path(self.dialog_parent, self.host.store, "Save session",
                              (("Gradient Flow Explorer session", SESSION_SUFFIX),),
