@@ -72,8 +72,8 @@ def open_window(qtbot, tmp_path, settings):
         return window
 
     yield open_
-    for window in opened:
-        window.close()
+    for window in opened:   # unasked, whatever the test answers its questions with (a Cancel would keep it open)
+        window.close_discarding()
 
 
 @pytest.fixture
