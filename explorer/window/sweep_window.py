@@ -207,8 +207,9 @@ class SweepWindow(QMainWindow):
 
     @Slot()
     def start(self) -> bool:
-        """Check the grid and start the sweep; a bad grid is shown and nothing runs. Returns whether it started."""
-        if self.is_running() or not self.may_discard("Starting another sweep"):
+        """Check the grid and start the sweep; a bad grid is shown and nothing runs, then points not exported are
+        asked about. Returns whether it started."""
+        if self.is_running():
             return False
         try:
             if not self.grid_texts():
@@ -216,6 +217,8 @@ class SweepWindow(QMainWindow):
             plan = Plan(self.base, parse_grid(self.grid_texts()), self.seeds_spin.value(), self.steps_spin.value())
         except ConfigError as e:
             self.status_label.setText(f"Not started: {e}")
+            return False
+        if not self.may_discard("Starting another sweep"):
             return False
         self.plan, self.rows, self.table = plan, [], None
         self._runs += 1

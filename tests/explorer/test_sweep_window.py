@@ -184,6 +184,8 @@ def test_points_not_exported_are_asked_about_before_closing_or_another_sweep(win
     assert not window.close() and window.isVisible() and sweeping.isVisible()     # Quit: the sweep asked, kept
     assert not sweeping.close() and sweeping.isVisible()
     assert not sweeping.start() and len(sweeping.rows) == 2 and not sweeping.is_running()
+    sweeping.grid_edits[0].setText("hidden_size=")                                 # a bad grid: refused unasked
+    assert not sweeping.start() and sweeping.status_label.text().startswith("Not started")
     assert sweep_questions.asked == [(2, "Closing the window"), (2, "Closing the window"),
                                      (2, "Starting another sweep")]
 
