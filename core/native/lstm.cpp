@@ -16,8 +16,12 @@ namespace {
 // a (1 - w), as torch.lerp(a, 0, w) computes it in the Python loops (ATen's vectorised lerp, one rounding):
 // for a saturated gate w near 1, a - w a would cancel (and lose the digits the gradient has left);
 // 1 - w is exact for w >= 1/2.
+// Both forms are computed and one is picked (a select, not a branch: the loops over H vectorise).
 template <typename T>
-inline T times_one_minus(T a, T w) { return w < T(0.5) ? std::fma(w, -a, a) : (w - T(1)) * -a; }
+inline T times_one_minus(T a, T w) {
+  const T below_half = std::fma(w, -a, a), from_half = (w - T(1)) * -a;
+  return w < T(0.5) ? below_half : from_half;
+}
 
 // The cell update of one batch row, H units, between the gates and tanh c_t; each array is a separate
 // restrict argument, which lets GCC vectorise the loop. i, f, g: the gates; cp = c_{t-1}; -> ig = i ⊙ g, c = c_t.
@@ -40,17 +44,23 @@ void output_row(const T* __restrict__ o, const T* __restrict__ tc, T* __restrict
 // o, i, f, g, h, cp = c_{t-1}, ig, tc: what the forward stored.
 // -> dc = ∂L/∂c_t; d_o, d_i, d_f, d_g = ∂L/∂(pre-activations); fdc = f ⊙ ∂L/∂c_t (the next step's carry).
 // Rounding as in the Python loops' torch ops: addcmul, add(alpha=) and lerp round once (an FMA), mul once.
-// fused: dc = dh kc + carry in one rounding (addcmul, an unscaled carry from step t+1); else dh kc is rounded
-// first and s carry added in one more (add with alpha; s = 1 for the gradient into the final c).
-template <typename T>
-void backward_row(const T* __restrict__ dh, const T* __restrict__ carry, T s, bool fused, const T* __restrict__ o,
+// Carry::none: dc = dh kc; fused: dc = dh kc + carry in one rounding (addcmul, an unscaled carry from step t+1);
+// scaled: dh kc is rounded first and s carry added in one more (add with alpha; s = 1 for the gradient into the
+// final c). A template argument, not a test in the loop: the loop stays branch-free and vectorises.
+enum class Carry { none, fused, scaled };
+
+template <typename T, Carry kind>
+void backward_row(const T* __restrict__ dh, const T* __restrict__ carry, T s, const T* __restrict__ o,
                   const T* __restrict__ i, const T* __restrict__ f, const T* __restrict__ g,
                   const T* __restrict__ h, const T* __restrict__ cp, const T* __restrict__ ig,
                   const T* __restrict__ tc, T* __restrict__ dc, T* __restrict__ d_o, T* __restrict__ d_i,
                   T* __restrict__ d_f, T* __restrict__ d_g, T* __restrict__ fdc, int64_t H) {
   for (int64_t j = 0; j < H; ++j) {
     const T kc = std::fma(-h[j], tc[j], o[j]);                   // ∂h/∂c = o (1 - tanh² c)
-    const T dcj = !carry ? dh[j] * kc : fused ? std::fma(dh[j], kc, carry[j]) : std::fma(s, carry[j], dh[j] * kc);
+    T dcj;
+    if constexpr (kind == Carry::none) dcj = dh[j] * kc;
+    else if constexpr (kind == Carry::fused) dcj = std::fma(dh[j], kc, carry[j]);
+    else dcj = std::fma(s, carry[j], dh[j] * kc);
     dc[j] = dcj;
     d_o[j] = dh[j] * times_one_minus(h[j], o[j]);                // tanh(c) o (1 - o) = h (1 - o)
     d_i[j] = dcj * times_one_minus(ig[j], i[j]);                 // g i (1 - i)
@@ -149,10 +159,15 @@ void lstm_backward(at::Tensor dh, at::Tensor dc, at::Tensor d_g, at::Tensor gate
       const scalar_t *o = pg + t * B * 4 * H, *h = pxh + cur * B * K + (K - H), *cp = pc + prv * B * H;
       const scalar_t *dh_t = pdh + t * B * H, *ig_t = pig + t * B * H, *tc_t = ptc + t * B * H;
       scalar_t *dc_t = pdc + t * B * H, *d = pd + t * B * 5 * H;
-      for (int64_t b = 0; b < B; ++b, o += 4 * H, h += K, cp += H, dh_t += H, ig_t += H, tc_t += H,
-                                      dc_t += H, d += 5 * H, carry = carry ? carry + ldc : nullptr)
-        backward_row(dh_t, carry, s_t, s == 1.0, o, o + H, o + 2 * H, o + 3 * H, h, cp, ig_t, tc_t, dc_t, d, d + H,
-                     d + 2 * H, d + 3 * H, d + 4 * H, H);
+      auto rows = [&](auto row) {
+        for (int64_t b = 0; b < B; ++b, o += 4 * H, h += K, cp += H, dh_t += H, ig_t += H, tc_t += H,
+                                        dc_t += H, d += 5 * H, carry = carry ? carry + ldc : nullptr)
+          row(dh_t, carry, s_t, o, o + H, o + 2 * H, o + 3 * H, h, cp, ig_t, tc_t, dc_t, d, d + H, d + 2 * H,
+              d + 3 * H, d + 4 * H, H);
+      };
+      if (!carry) rows(backward_row<scalar_t, Carry::none>);
+      else if (s == 1.0) rows(backward_row<scalar_t, Carry::fused>);
+      else rows(backward_row<scalar_t, Carry::scaled>);
       next = t;
     }
   });
