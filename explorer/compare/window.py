@@ -32,6 +32,7 @@ from gradflow.explorer.panels.base import Panel, themed_palette
 from gradflow.explorer.panels.gradient_time import GradientTimePanel
 from gradflow.explorer.panels.training import TrainingPanel
 from gradflow.explorer.theme import DEFAULT_THEME, THEMES, Theme, presentation
+from gradflow.explorer.window.dialogs import ask_discard_comparison
 from gradflow.explorer.window.drawing import StepDrawer
 from gradflow.explorer.window.run_controls import RunControls, run_action, run_toolbar
 from gradflow.explorer.window.screen_fit import first_launch, fit_to_screen, set_full_screen
@@ -84,7 +85,10 @@ class CompareWindow(Arranged, QMainWindow):
         self.worker = self.connection.worker
         scenario = preset or Preset("comparison", title, explanation, self.configs[0], tuple(runs))
         self.model = AppModel(scenario, self.worker, self.configs[0], labels=self.labels,
-                              history_bytes=min(min(c.history_mb for c in self.configs), HISTORY_MB_PER_RUN) * 2**20)
+                              history_bytes=min(min(c.history_mb for c in self.configs), HISTORY_MB_PER_RUN) * 2**20,
+                              ask_discard=lambda steps, action:
+                              self.ask_discard_comparison(self, steps, action) == "discard")
+        self.asks_on_close = True   # over a long comparison (AppModel.may_discard); not at Ctrl+C, SIGTERM
         self.model.speed = max_rate
         self.runs = self.model.runs      # each run's records, in lockstep
         self._build(title, explanation)
@@ -372,7 +376,17 @@ class CompareWindow(Arranged, QMainWindow):
         if parent is None or not parent.isVisible():
             self.close()
 
+    ask_discard_comparison = staticmethod(ask_discard_comparison)   # (parent, steps, action) -> "discard" | "cancel"
+
+    def close_discarding(self):
+        """Close without asking about a long comparison (the main window's close_discarding)."""
+        self.asks_on_close = False
+        self.close()
+
     def closeEvent(self, event):
+        if not self._closing and self.asks_on_close and not self.model.may_discard("Closing the window"):
+            event.ignore()
+            return
         if not self._closing:
             self._closing = True
             self.drawer.frame_timer.stop()

@@ -298,15 +298,15 @@ class Problems(QObject):
                 self.last = None
 
 
-def ask_discard(parent: QWidget | None, title: str, text: str, save: str, discard: str) -> str:
-    """A question before something the user made is discarded: `save` (e.g. "Save session first…"), `discard` or
-    Cancel (the default); returns "save", "discard" or "cancel"."""
+def ask_discard(parent: QWidget | None, title: str, text: str, save: str | None, discard: str) -> str:
+    """A question before something the user made is discarded: `save` (e.g. "Save session first…"; None: nothing
+    to save it as), `discard` or Cancel (the default); returns "save", "discard" or "cancel"."""
     box = QMessageBox(QMessageBox.Icon.Question, title, text, QMessageBox.StandardButton.Cancel, parent)
-    save_button = box.addButton(save, QMessageBox.ButtonRole.AcceptRole)
-    discard_button = box.addButton(discard, QMessageBox.ButtonRole.DestructiveRole)
+    answers = {box.addButton(save, QMessageBox.ButtonRole.AcceptRole): "save"} if save else {}
+    answers[box.addButton(discard, QMessageBox.ButtonRole.DestructiveRole)] = "discard"
     box.setDefaultButton(QMessageBox.StandardButton.Cancel)
     box.exec()
-    return {save_button: "save", discard_button: "discard"}.get(box.clickedButton(), "cancel")
+    return answers.get(box.clickedButton(), "cancel")
 
 
 def ask_discard_run(parent: QWidget | None, steps: int, action: str = "Apply & rebuild") -> str:
@@ -323,3 +323,12 @@ def ask_discard_sweep(parent: QWidget | None, points: int, action: str) -> str:
     return ask_discard(parent, "Discard the sweep?",
                        f"{action} discards the sweep's table: its {points:,} finished points have not been "
                        "exported.", "Export CSV first…", "Discard the sweep")
+
+
+def ask_discard_comparison(parent: QWidget | None, steps: int, action: str) -> str:
+    """`action` would discard a comparison's `steps` steps (CompareWindow: its AppModel.may_discard): "discard" or
+    "cancel" (the default). A comparison has no session to be saved in."""
+    return ask_discard(parent, "Discard the comparison?",
+                       f"{action} discards the comparison: {steps:,} steps of each of its runs. A comparison is "
+                       "not saved in a session; playing its scenario again trains the same runs.",
+                       None, "Discard the comparison")

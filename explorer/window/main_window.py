@@ -36,7 +36,6 @@ from gradflow.explorer.window.sessions import SessionFiles, apply_view
 from gradflow.explorer.window.settings import SettingsPanel
 from gradflow.explorer.window.status import StatusReadout, StepRate
 from gradflow.explorer.window.style import apply_to_app
-from gradflow.explorer.window.sweep_window import SweepWindow
 from gradflow.explorer.window.timeline import TimelineBar
 from gradflow.explorer.window.widgets import LoadingOverlay, MessageBar, ScenarioBanner
 from PySide6.QtCore import QSettings, Qt, Slot
@@ -474,19 +473,19 @@ class MainWindow(QMainWindow):
         return next(p for p in self.panels if type(p).__name__ == name)
 
     # -- close -----------------------------------------------------------------------------------------------
-    sweeps = property(lambda self: [w for w in self.findChildren(SweepWindow) if w.isVisible()],
-                      doc="The open sweep windows (Run → Sweep…), oldest first.")
+    windows = property(lambda self: [w for w in self.findChildren(QMainWindow) if w.isWindow() and w.isVisible()],
+                       doc="Its open sweep and comparison windows: they close with it, each asking what it would lose.")
 
     def close_discarding(self):
-        """Close as Quit does, without asking about a long run or a sweep's points (Ctrl+C, SIGTERM)."""
+        """Close as Quit does, without asking about a long run, a comparison or a sweep's points (Ctrl+C, SIGTERM)."""
         self.asks_on_close = False
-        for sweep in self.sweeps:
-            sweep.close_discarding()
+        for window in self.windows:
+            window.close_discarding()
         self.close()
 
-    def closeEvent(self, event):   # Quit: asked about a long run not saved, then each sweep window closes (asking)
+    def closeEvent(self, event):   # Quit: asked about a long run not saved, then its other windows close (asking)
         if not self._closing and self.asks_on_close and not (
-                self.model.may_discard("Quitting") and all(sweep.close() for sweep in self.sweeps)):
+                self.model.may_discard("Quitting") and all(window.close() for window in self.windows)):
             event.ignore()
             return
         if not self._closing:

@@ -2,6 +2,7 @@ import os
 
 import pytest
 from gradflow.explorer import errors
+from gradflow.explorer.compare.window import CompareWindow
 from gradflow.explorer.engine.worker import ENGINE_ENV
 from gradflow.explorer.window.main_window import MainWindow
 from gradflow.explorer.window.sweep_window import SweepWindow
@@ -29,23 +30,31 @@ def private_settings(tmp_path):
         QSettings.setPath(fmt, QSettings.Scope.SystemScope, str(tmp_path / "system"))
 
 
+def _answered(monkeypatch, window_class, hook: str) -> DiscardAnswers:
+    """window_class.hook (a "Discard …?" question) answered by a DiscardAnswers, "discard" unless a test sets
+    `answer`: the test's windows then close at its end without a modal question, however long they ran."""
+    questions = DiscardAnswers()
+    monkeypatch.setattr(window_class, hook, staticmethod(questions))
+    return questions
+
+
 @pytest.fixture(autouse=True)
 def sweep_questions(monkeypatch) -> DiscardAnswers:
-    """Every "Discard the sweep?" (SweepWindow.may_discard) answered "discard", or as the test sets `answer`: a
-    test's sweep windows then close at its end without a modal question."""
-    questions = DiscardAnswers()
-    monkeypatch.setattr(SweepWindow, "ask_discard_sweep", staticmethod(questions))
-    return questions
+    """Every "Discard the sweep?" (SweepWindow.may_discard: finished points not exported)."""
+    return _answered(monkeypatch, SweepWindow, "ask_discard_sweep")
 
 
 @pytest.fixture(autouse=True)
 def run_questions(monkeypatch) -> DiscardAnswers:
-    """Every "Discard the run?" (AppModel.may_discard: Quit, Apply, a scenario, Reset, Open) answered "discard", or
-    as the test sets `answer` (a test may also set its window's own ask_discard_run): a test's windows then close
-    at its end without a modal question, however long they ran."""
-    questions = DiscardAnswers()
-    monkeypatch.setattr(MainWindow, "ask_discard_run", staticmethod(questions))
-    return questions
+    """Every "Discard the run?" (AppModel.may_discard: Quit, Apply, a scenario, Reset, Open; a test may also set
+    its window's own ask_discard_run)."""
+    return _answered(monkeypatch, MainWindow, "ask_discard_run")
+
+
+@pytest.fixture(autouse=True)
+def comparison_questions(monkeypatch) -> DiscardAnswers:
+    """Every "Discard the comparison?" (CompareWindow: closed over a long comparison, by itself or by Quit)."""
+    return _answered(monkeypatch, CompareWindow, "ask_discard_comparison")
 
 
 @pytest.fixture

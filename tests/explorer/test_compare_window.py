@@ -19,6 +19,7 @@ from gradflow.explorer.compare.window import (
     open_comparison_dialog,
     vary_runs,
 )
+from gradflow.explorer.model import DISCARD_ASK_STEPS
 from gradflow.explorer.panels import runs as runs_module
 from gradflow.explorer.panels.gradient_time import GradientTimePanel
 from gradflow.explorer.panels.runs import RunCurves
@@ -28,7 +29,7 @@ from gradflow.explorer.window.main_window import MainWindow
 from panel_helpers import gaps, shown_plot  # tests/explorer is on sys.path
 from PySide6.QtCore import QPointF
 from PySide6.QtWidgets import QApplication
-from window_helpers import LECTURE_SIZE, SMALL, WAIT_MS
+from window_helpers import LECTURE_SIZE, SMALL, WAIT_MS, engine_pausing
 
 
 def small_runs(n: int = 2):
@@ -323,6 +324,37 @@ def _choose(window: MainWindow, name: str):
 
 
 @pytest.mark.window_size(*LECTURE_SIZE)
+def test_a_long_comparison_is_not_closed_unasked_by_itself_or_by_quit(qtbot, window, comparison_questions):
+    """Over DISCARD_ASK_STEPS steps a comparison asks before it closes, by itself or when Quit closes its main window
+    (no session keeps a comparison: Discard or Cancel); Cancel keeps both windows and the runs going; Ctrl+C and
+    SIGTERM (close_discarding) close both unasked."""
+    comparison = open_comparison(small_runs(2), parent=window)
+    qtbot.waitUntil(lambda: comparison.latest is not None, timeout=WAIT_MS)
+    comparison.play()
+    qtbot.waitUntil(lambda: comparison.model.steps > DISCARD_ASK_STEPS, timeout=30 * WAIT_MS)
+    with engine_pausing(qtbot, comparison):
+        comparison.pause()
+    steps = comparison.model.steps
+    comparison_questions.answer = "cancel"
+    assert not comparison.close() and comparison.isVisible()
+    assert comparison_questions.asked == [(steps, "Closing the window")]
+    assert not window.close() and window.isVisible() and comparison.isVisible()   # Quit: the comparison kept it open
+    assert comparison_questions.asked[-1] == (steps, "Closing the window") and len(comparison_questions.asked) == 2
+    comparison.step()
+    qtbot.waitUntil(lambda: comparison.model.steps == steps + 1, timeout=WAIT_MS)   # its runs still train
+    window.close_discarding()
+    assert not window.isVisible() and comparison not in compare.open_windows() and len(comparison_questions.asked) == 2
+
+
+def test_quit_over_a_long_comparison_closes_both_windows_on_discard(qtbot, window, comparison_questions):
+    comparison = open_comparison(small_runs(2), parent=window)
+    qtbot.waitUntil(lambda: comparison.latest is not None, timeout=WAIT_MS)
+    comparison.model.saved_step = -DISCARD_ASK_STEPS   # as after 300 more steps than it has
+    steps = comparison.model.steps
+    assert window.close() and comparison not in compare.open_windows()
+    assert comparison_questions.asked == [(steps + DISCARD_ASK_STEPS, "Closing the window")]
+
+
 def test_comparison_scenarios_are_listed_and_open_the_comparison_view(qtbot, window, monkeypatch):
     names = [n for n in preset_names() if n.startswith("compare_") and load_preset(n).runs]
     assert names

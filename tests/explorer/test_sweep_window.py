@@ -208,7 +208,7 @@ def test_points_not_exported_are_asked_about_before_closing_or_another_sweep(win
 
     asked = len(sweep_questions.asked)
     window.sweep_action.trigger()
-    (again,) = window.sweeps
+    (again,) = window.windows
     run(again, ["hidden_size=6"])
     again.export(tmp_path / "exported.csv")
     assert window.close() and not again.isVisible() and len(sweep_questions.asked) == asked   # exported: not asked
@@ -217,7 +217,7 @@ def test_points_not_exported_are_asked_about_before_closing_or_another_sweep(win
 def test_ctrl_c_closes_the_main_window_and_its_sweeps_without_asking(window, qtbot, sweep_questions, run_questions):
     """Ctrl+C and SIGTERM (explorer.app) close the windows unasked: a question would keep the app from ending."""
     window.sweep_action.trigger()
-    (sweeping,) = window.sweeps
+    (sweeping,) = window.windows
     _set(sweeping, ["hidden_size=6,7"], 1, 0, 1)
     assert sweeping.start()
     qtbot.waitUntil(lambda: len(sweeping.rows) > 0, timeout=SWEEP_MS)

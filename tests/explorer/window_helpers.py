@@ -53,8 +53,9 @@ class _EnginePauses(QObject):
 
 
 @contextmanager
-def engine_pausing(qtbot, window: MainWindow):
-    """Around a Pause press: return once the engine has paused and the window shows its last step. The window says
+def engine_pausing(qtbot, window):
+    """Around a Pause press: return once the engine has paused and the window (a MainWindow, or a CompareWindow: its
+    model) has its last step. The window says
     "paused" at the press, while the engine may still finish the step under way and then one in full; only its
     `paused` signal says no record is still to come (a Step's target read before then could be passed over). The
     engine must have stepped since Play: a Pause before its first step says nothing."""
@@ -64,7 +65,10 @@ def engine_pausing(qtbot, window: MainWindow):
         qtbot.waitUntil(lambda: pauses.heard, timeout=WAIT_MS)
     finally:
         window.worker.paused.disconnect(pauses.on_paused)
-    wait_paused(qtbot, window)
+    if isinstance(window, MainWindow):
+        wait_paused(qtbot, window)
+    else:
+        qtbot.waitUntil(lambda: window.model.steps == window.worker.last_step, timeout=WAIT_MS)
 
 
 def curve_y(window: MainWindow) -> np.ndarray:
@@ -105,9 +109,9 @@ def fill_the_disk(monkeypatch):
 
 
 class DiscardAnswers:
-    """In place of MainWindow.ask_discard_run or SweepWindow.ask_discard_sweep: answers every "Discard the run?"
-    or "Discard the sweep?" with `answer` ("save", "discard" or "cancel"); `asked`: the (steps or points, action)
-    of each question."""
+    """In place of MainWindow.ask_discard_run, SweepWindow.ask_discard_sweep or CompareWindow.ask_discard_comparison:
+    answers every "Discard the run / sweep / comparison?" with `answer` ("save", "discard" or "cancel"); `asked`:
+    the (steps or points, action) of each question."""
 
     def __init__(self, answer: str = "discard"):
         self.answer, self.asked = answer, []

@@ -411,6 +411,7 @@ def _probe(args: list[str]) -> int:
     from gradflow.explorer import app as gradflow_app
     from gradflow.explorer.compare import window as compare_window
     from gradflow.explorer.window.main_window import MainWindow
+    from gradflow.explorer.window.sweep_window import SweepWindow
     from PySide6.QtCore import QSocketNotifier, QTimer
     from PySide6.QtGui import QGuiApplication
     from PySide6.QtWidgets import QApplication, QMessageBox
@@ -442,7 +443,7 @@ def _probe(args: list[str]) -> int:
                     "paused_at": paused_at[-1] if paused_at else None,
                     "questions": [box.text() for box in QApplication.topLevelWidgets()
                                   if isinstance(box, QMessageBox) and box.isVisible()],
-                    "sweeps": [sweep_state(w) for w in window.sweeps],
+                    "sweeps": [sweep_state(w) for w in window.windows if isinstance(w, SweepWindow)],
                     "waiting": settling.waiting()}   # a relayout or a refit still to come
         if verb == "trigger":
             getattr(window, name).trigger()
@@ -458,7 +459,7 @@ def _probe(args: list[str]) -> int:
         elif verb == "compare-call":   # on the newest comparison window
             getattr(compare_window.open_windows()[-1], name)()
         elif verb == "sweep":          # on the newest sweep window (Run → Sweep… opens one)
-            _start_sweep(window.sweeps[-1], name)
+            _start_sweep([w for w in window.windows if isinstance(w, SweepWindow)][-1], name)
         elif verb == "pause":          # Pause; `paused_at` in the state: the step the engine stopped at
             if window.worker not in watched:
                 watched.append(window.worker)
