@@ -92,7 +92,7 @@ def child(out: Path, seconds: float, names: list[str], tmp: Path) -> None:
         summary.append(entry)
         print(f"{name}: step {entry['steps']} after {entry['seconds']} s -> {path}", flush=True)
         if preset.runs:
-            target.close()
+            target.close_discarding()   # (however long it ran: nothing to keep)
             wait(15, lambda target=target: target not in compare_window.open_windows())
     (out / "summary.json").write_text(json.dumps(summary, indent=1, ensure_ascii=False), encoding="utf-8")
     window.close_discarding()   # (however long the scenarios ran: nothing to keep)
