@@ -59,6 +59,7 @@ class AppModel:
         self._rate: float | None | bool = False  # the rate last sent (False: none yet)
         self.ask_discard = ask_discard
         self.saved_step = 0                     # the step the run was last saved at or opened from (0: neither)
+        self.hold_released = False              # a drag turned hold ρ off (undoing every edit turns it on again)
         self.tour = TourModel()
         self.scenario_changed: Event[Preset] = Event()
         self.config_changed: Event[Config] = Event()
@@ -163,6 +164,8 @@ class AppModel:
 
     def _on_live_sent(self, changes: dict[str, Any]):
         """At a tour stop the tour says what Next does now."""
+        if "hold_spectral_radius" in changes:
+            self.hold_released = False   # the user's own choice (a drag sets it again after sending its own)
         self.engine.update(**changes)
         self.tour.settings_changed(", ".join(f"{key} = {value}" for key, value in changes.items()))
 
@@ -171,9 +174,20 @@ class AppModel:
         goes off (and the user is told)."""
         if self.applied.hold_spectral_radius and self.settings.running.hold_spectral_radius:
             self.edit_live({"hold_spectral_radius": False})
+            self.hold_released = True
             self.notice.emit("<b>Hold ρ is now off</b>, so the dragged eigenvalue stays where you put it "
                              "(with it on, the next step would rescale the whole spectrum back to "
-                             f"ρ = {self.applied.spectral_radius:g}). Turn it on again in the settings.")
+                             f"ρ = {self.applied.spectral_radius:g}). Undo edit turns it on again, as does the "
+                             "setting.")
+
+    def eigenvalue_edits_undone(self):
+        """Undo edit put W_hh back as it was before every edit: hold ρ, if a drag turned it off, is on again (and
+        the user is told)."""
+        if self.hold_released and not self.settings.running.hold_spectral_radius:
+            self.edit_live({"hold_spectral_radius": True})
+            self.notice.emit("<b>Hold ρ is on again</b>: Undo edit put W_hh back as it was before the drag that "
+                             f"turned it off, so each step keeps ρ at {self.applied.spectral_radius:g} again.")
+        self.hold_released = False
 
     def set_scenario(self, preset: Preset):
         """The run is `preset`'s (an opened session's scenario): its tour from the first stop not yet passed."""
@@ -195,6 +209,7 @@ class AppModel:
         for run in self.runs:
             run.reset(config.history_mb * 2**20, config.precision)
         self.saved_step = 0
+        self.hold_released = False
         self.settings.rebuilt(config)
         if self.candidate is not None and self.candidate.config == config:
             self.preset, self.candidate = self.candidate, None

@@ -12,7 +12,8 @@ Hands-on: once editable (`connect_to_worker(worker)`, or `set_editable(True)` to
 an eigenvalue of row 0; a complex-conjugate pair moves together. On release the panel emits `eigenvalue_edited(row,
 index, value)` (index into `record.eigenvalues[row]`, value a Python complex); its Undo button emits
 `undo_requested()`. `connect_to_worker` sends both to the worker as `worker.call(...)` (run between two steps) and
-shows the engine's answer (e.g. a ValueError for a defective matrix) under the plot.
+shows the engine's answer (e.g. a ValueError for a defective matrix) under the plot; `edits_undone()` follows the
+answer to the Undo of the last edit left.
 """
 from __future__ import annotations
 
@@ -87,6 +88,7 @@ class EigenvalueScatter(pg.ScatterPlotItem):
 class SpectrumPanel(Panel):
     eigenvalue_edited = Signal(int, int, object)   # row, index into record.eigenvalues[row], new value (complex)
     undo_requested = Signal()
+    edits_undone = Signal()   # an Undo answered: W_hh is back as before the first edit (none left to undo)
 
     title = "Spectrum of W_hh"
     caption = ("Eigenvalues λ of the recurrent matrix. Backpropagation multiplies by it once per time step: "
@@ -234,30 +236,20 @@ class SpectrumPanel(Panel):
 
     @Slot(str, object, str)
     def _on_call_done(self, tag: str, result, error: str):
-        if tag == EDIT_TAG:
-            if error:
-                self._undoable = max(0, self._undoable - 1)
-                self.pending = None
-                self._draw_edit(None)
-                self.edit_error = f"Could not edit the spectrum: {error}"
-                self.edit_label.setText(self._edit_hint())
-            else:
-                self.edit_error = ""
-        elif tag == UNDO_TAG:
-            if error:
-                self.edit_error = f"Could not undo: {error}"
-            elif result is False:
-                self._undoable = 0
-                self.edit_error = ""
-                self.edit_label.setText("Nothing to undo: W_hh has no edits left.")
-            else:
-                self._undoable = max(0, self._undoable - 1)
-                self.pending = None
-                self._draw_edit(None)
-                self.edit_error = ""
-                self.edit_label.setText("Undone: W_hh is back as before the last edit (applies at the next step).")
-        else:
+        if tag not in (EDIT_TAG, UNDO_TAG):
             return
+        self.edit_error = f"Could not {'edit the spectrum' if tag == EDIT_TAG else 'undo'}: {error}" if error else ""
+        if tag == UNDO_TAG and result is False:
+            self._undoable = 0
+            self.edit_label.setText("Nothing to undo: W_hh has no edits left.")
+        elif (tag == EDIT_TAG and error) or (tag == UNDO_TAG and not error):   # refused or undone: an edit fewer
+            self._undoable = max(0, self._undoable - 1)
+            self.pending = None
+            self._draw_edit(None)
+            self.edit_label.setText(self._edit_hint() if error else
+                                    "Undone: W_hh is back as before the last edit (applies at the next step).")
+            if not error and self._undoable == 0:
+                self.edits_undone.emit()
         self.undo_button.setEnabled(self._undoable > 0)
         self._update_alert()
 

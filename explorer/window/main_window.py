@@ -104,9 +104,10 @@ class MainWindow(QMainWindow):
         self.session_files.done.connect(self._on_file_work_done)
         self._connect_worker()
         connect_panels(self.panels, self.worker)   # eigenvalue editing, Jacobians on demand
-        for panel in self.panels:                  # a drag with hold ρ on turns it off (the model says so)
+        for panel in self.panels:   # a drag with hold ρ on turns it off, undoing every edit on again (the model says)
             if hasattr(panel, "eigenvalue_edited"):
                 panel.eigenvalue_edited.connect(self._on_eigenvalue_edited)
+                panel.edits_undone.connect(self.model.eigenvalue_edits_undone)
         self._observe_model()
         self.settings_panel.rebuild_requested.connect(self._on_rebuild_requested)
         self.settings_panel.check_requested.connect(self._on_check_requested)

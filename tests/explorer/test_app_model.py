@@ -141,6 +141,23 @@ def test_an_eigenvalue_drag_with_hold_on_turns_hold_off_and_says_so():
     assert not model.applied.hold_spectral_radius and "Hold ρ is now off" in said[0]
     model.eigenvalue_dragged()                                # hold is off: nothing more to say
     assert len(said) == 1
+    model.eigenvalue_edits_undone()                           # Undo edit put W_hh back: hold on again, said
+    assert engine.calls[-1] == ("update", {"hold_spectral_radius": True})
+    assert model.settings.running.hold_spectral_radius and "Hold ρ is on again" in said[1]
+
+
+def test_undoing_every_edit_leaves_hold_off_where_the_user_turned_it_off_or_it_was_off():
+    model, engine = lecture()
+    model.eigenvalue_dragged()
+    model.edit_live({"hold_spectral_radius": True})          # the user turned it on again, then off: their choice
+    model.edit_live({"hold_spectral_radius": False})
+    calls = len(engine.calls)
+    model.eigenvalue_edits_undone()
+    assert not model.settings.running.hold_spectral_radius and len(engine.calls) == calls
+    model.edit_live({"hold_spectral_radius": False})
+    model.eigenvalue_dragged()                                # hold was off: the drag changed nothing
+    model.eigenvalue_edits_undone()
+    assert not model.settings.running.hold_spectral_radius and not model.hold_released
 
 
 def test_a_short_run_is_replaced_without_asking_and_reset_asks_over_a_long_one():

@@ -249,3 +249,12 @@ def test_a_drag_with_hold_rho_on_turns_hold_off_and_says_so_instead_of_being_und
     step_once(qtbot, window)
     step_once(qtbot, window)                               # two updates later the drag still stands
     assert window.latest.spectral_radius > 2.2
+    # Undo edit puts W_hh back as before the drag: hold ρ, which the drag turned off, is on again, and said so
+    panel.undo_requested.emit()                            # (what Undo edit sends; the drag above was emitted too)
+    qtbot.waitUntil(lambda: window.model.settings.running.hold_spectral_radius, timeout=WAIT_MS)
+    assert "Hold ρ is on again" in window.message_bar.text()
+    assert window.settings_panel.field("hold_spectral_radius").text().lower() in ("true", "on", "✓", "1")
+    step_once(qtbot, window)
+    assert window.latest.spectral_radius == pytest.approx(0.9, abs=1e-3)   # W_hh as before the drag: ρ 0.9
+    step_once(qtbot, window)
+    assert window.latest.spectral_radius == pytest.approx(0.9, rel=1e-5)   # held there again
