@@ -194,8 +194,10 @@ def arrange(host: QMainWindow, arrangement: Arrangement, settings_dock: QDockWid
     """Lay the docks out in `host` as `arrangement` for a dock area of size `room`, each group of tabs as wide
     as its titles (`tab_widths`) where there is room; sized to fill `spare` px more than its height (the part of
     the room kept for a message that none takes now), so Qt never shares out a surplus as the layout before had it.
-    Docks it does not name are closed (View menu brings them back); panels it does not know join its last group."""
-    for dock in (settings_dock, *docks.values()):
+    Docks it does not name are closed (View menu brings them back); panels it does not know join its last group.
+    The settings floating open over the panels (presentation's F2 overlay) stay so where it has no room for them."""
+    overlay = settings_dock.isFloating() and settings_dock.isVisible() and not arrangement.settings
+    for dock in docks.values() if overlay else (settings_dock, *docks.values()):
         host.removeDockWidget(dock)
     named = dict(docks)
     rows = _groups(arrangement, named)
@@ -215,7 +217,7 @@ def arrange(host: QMainWindow, arrangement: Arrangement, settings_dock: QDockWid
         settings_dock.setFloating(False)
         host.addDockWidget(left, settings_dock)
         settings_dock.show()
-    else:
+    elif not overlay:
         host.addDockWidget(left, settings_dock)
         settings_dock.hide()
     if not rows:

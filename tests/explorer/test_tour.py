@@ -9,7 +9,8 @@ from gradflow.core.presets import load_preset
 from gradflow.core.records import History
 from gradflow.explorer.model import MIN_LEG_SECONDS
 from PySide6.QtCore import QPoint, QRect
-from window_helpers import WAIT_MS, engine_pausing, wait_paused  # tests/explorer is on sys.path
+from settling import settle  # tests/explorer is on sys.path
+from window_helpers import WAIT_MS, engine_pausing, wait_paused
 
 
 def test_a_scenarios_stops_are_the_steps_its_claims_check_at():
@@ -237,3 +238,25 @@ def test_a_message_that_fits_its_room_inside_the_bars_borders_shows_no_scroll_ba
     assert bar.height() <= bar.reserve()
     assert scroll.verticalScrollBar().maximum() == 0, (scroll.viewport().height(), bar.label.height())
     assert bar.label.heightForWidth(scroll.viewport().width()) <= scroll.viewport().height()
+
+
+def test_the_settings_overlay_stays_open_while_a_setting_changes_at_a_stop_in_presentation(qtbot, open_window):
+    """At 1280×720 in presentation, F2 opens the settings over the panels at the step-1 stop; typing ρ = 1.1 makes
+    the stop's message say what Next does now, and the overlay stays open for the next edit through the relayout
+    that follows (on a real screen the message's new lines resized the dock area: the relayout closed the overlay)."""
+    window = open_window(config=load_preset("vanishing").config, size=(1280, 720))
+    window.presentation_action.trigger()
+    qtbot.waitUntil(lambda: "Step 1</b>" in window.message_bar.label.text() and window.layouts.current is not None,
+                    timeout=WAIT_MS)
+    settle()
+    window.layouts.settings_action.trigger()                       # F2
+    dock = window.settings_dock
+    assert dock.isVisible() and dock.isFloating()
+    window.settings_panel.enter("spectral_radius", "1.1")
+    qtbot.waitUntil(lambda: "applies at the next step" in window.message_bar.text(), timeout=WAIT_MS)
+    window.resize(1280, 690)                                       # the dock area's room changes: laid out again
+    settle()
+    assert dock.isVisible() and dock.isFloating(), "the settings overlay closed at the relayout"
+    assert window.settings_panel.field("spectral_radius").text() == "1.1"
+    window.layouts.settings_action.trigger()                       # F2 again: closed
+    assert not dock.isVisible()
