@@ -2,6 +2,8 @@
 footers)."""
 from __future__ import annotations
 
+import re
+
 from PySide6 import QtGui
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QTextDocument
@@ -58,11 +60,7 @@ class YieldingLabel(QLabel):
             QLabel.setText(self, full)
             self.setToolTip("")
         else:
-            plain = full
-            if self._rich(full):
-                doc = QTextDocument()
-                doc.setHtml(full)
-                plain = doc.toPlainText()
+            plain = plain_text(full) if self._rich(full) else full
             self.setWordWrap(False)
             QLabel.setText(self, self.fontMetrics().elidedText(" ".join(plain.split()),
                                                                Qt.TextElideMode.ElideRight, width))
@@ -83,3 +81,18 @@ class YieldingLabel(QLabel):
             doc.setPlainText(text)
         doc.setTextWidth(width)
         return int(doc.size().height()) + 2
+
+
+def _script(mark: str):
+    """A regex replacement: <sub>/<sup>'s text after `mark` (_ or ^), in parentheses unless one word (h_t, ρ^(T−t))."""
+    return lambda m: mark + (m[1] if re.fullmatch(r"\w+", m[1]) else f"({m[1]})")
+
+
+def plain_text(html: str) -> str:
+    """Rich text as plain text that keeps its sub- and superscripts readable: ‖∂L/∂h<sub>t</sub>‖ -> ‖∂L/∂h_t‖,
+    ρ<sup>T−t</sup> -> ρ^(T−t) (dropping the tags would read ∂ht and ρT−t)."""
+    html = re.sub(r"<sub>(.*?)</sub>", _script("_"), html, flags=re.S)
+    html = re.sub(r"<sup>(.*?)</sup>", _script("^"), html, flags=re.S)
+    doc = QTextDocument()
+    doc.setHtml(html)
+    return doc.toPlainText()

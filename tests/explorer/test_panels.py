@@ -50,7 +50,7 @@ from panel_helpers import (  # tests/explorer is on sys.path
     shown_plot,
 )
 from PySide6.QtGui import QColor, QImage
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QLabel
 from window_helpers import WAIT_MS
 
 SMALL = dict(hidden_size=16, batch_size=8)
@@ -82,6 +82,22 @@ def task_view(qtbot, name: str) -> tuple[TaskViewPanel, dict]:
 
 
 # -- the list the main window docks --------------------------------------------------------------
+def test_a_caption_elided_to_one_line_keeps_its_sub_and_superscripts_readable(qtbot):
+    """Too long for its height, a rich caption is one elided line with the whole as its tooltip, both plain text:
+    the tags' sub- and superscripts stay as _ and ^ (they read ∂ht and ρT−t: the comparison window in presentation
+    at 1280×720)."""
+    from gradflow.explorer.panels.gradient_time import RUNS_RHO_CAPTION
+    panel = GradientTimePanel(runs=["a", "b"])
+    qtbot.addWidget(panel)
+    label = panel.caption_label
+    label.resize(2000, 40)
+    label.fit(label.fontMetrics().lineSpacing() + 2)          # room for one line: elided
+    assert not label.wordWrap() and "∂h_t" in label.toolTip() and "ρ^(T−t)" in label.toolTip(), label.toolTip()
+    assert RUNS_RHO_CAPTION in label.text()                   # its text stays the rich caption
+    shown = QLabel.text(label)
+    assert "∂h_t" in shown and "∂ht" not in shown, shown
+
+
 def test_panels_are_the_six_dashboard_panels_then_the_deeper_views_all_with_title_and_caption(qtbot):
     assert [cls.__name__ for cls in PANELS] == ["GradientTimePanel", "GradientHistoryPanel", "HiddenStatePanel",
                                                 "SpectrumPanel", "TrainingPanel", "TaskViewPanel",
