@@ -181,12 +181,12 @@ class AppModel:
                              "setting.")
 
     def eigenvalue_edits_undone(self):
-        """Undo edit put W_hh back as it was before every edit: hold ρ, if a drag turned it off, is on again (and
-        the user is told)."""
+        """No eigenvalue edit stands (each was undone, or the engine refused it): W_hh is as it was before the
+        first, so hold ρ, if a drag turned it off, is on again (and the user is told)."""
         if self.hold_released and not self.settings.running.hold_spectral_radius:
             self.edit_live({"hold_spectral_radius": True})
-            self.notice.emit("<b>Hold ρ is on again</b>: Undo edit put W_hh back as it was before the drag that "
-                             f"turned it off, so each step keeps ρ at {self.applied.spectral_radius:g} again.")
+            self.notice.emit("<b>Hold ρ is on again</b>: W_hh is back as it was before the drag that turned it "
+                             f"off, so each step keeps ρ at {self.applied.spectral_radius:g} again.")
         self.hold_released = False
 
     def set_scenario(self, preset: Preset):

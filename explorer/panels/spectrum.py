@@ -13,7 +13,7 @@ an eigenvalue of row 0; a complex-conjugate pair moves together. On release the 
 index, value)` (index into `record.eigenvalues[row]`, value a Python complex); its Undo button emits
 `undo_requested()`. `connect_to_worker` sends both to the worker as `worker.call(...)` (run between two steps) and
 shows the engine's answer (e.g. a ValueError for a defective matrix) under the plot; `edits_undone()` follows the
-answer to the Undo of the last edit left.
+answer that leaves no edit standing (the last one undone or refused).
 """
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ class EigenvalueScatter(pg.ScatterPlotItem):
 class SpectrumPanel(Panel):
     eigenvalue_edited = Signal(int, int, object)   # row, index into record.eigenvalues[row], new value (complex)
     undo_requested = Signal()
-    edits_undone = Signal()   # an Undo answered: W_hh is back as before the first edit (none left to undo)
+    edits_undone = Signal()   # W_hh is back as before the first edit: the last one left was undone or refused
 
     title = "Spectrum of W_hh"
     caption = ("Eigenvalues λ of the recurrent matrix. Backpropagation multiplies by it once per time step: "
@@ -248,7 +248,7 @@ class SpectrumPanel(Panel):
             self._draw_edit(None)
             self.edit_label.setText(self._edit_hint() if error else
                                     "Undone: W_hh is back as before the last edit (applies at the next step).")
-            if not error and self._undoable == 0:
+            if self._undoable == 0:
                 self.edits_undone.emit()
         self.undo_button.setEnabled(self._undoable > 0)
         self._update_alert()

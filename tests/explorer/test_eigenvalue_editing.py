@@ -12,6 +12,7 @@ from gradflow.core.config import Config
 from gradflow.core.records import History
 from gradflow.explorer.engine.worker import EngineConnection
 from gradflow.explorer.panels import SpectrumPanel
+from gradflow.explorer.panels.spectrum import EDIT_TAG, UNDO_TAG
 from panel_helpers import LARGE, Run, feed, jacobian_run, make  # tests/explorer is on sys.path
 from PySide6.QtCore import QEvent, QObject, QPointF, Qt, Slot
 from PySide6.QtGui import QMouseEvent
@@ -113,6 +114,27 @@ def test_a_real_eigenvalue_stays_on_the_real_axis_and_a_drag_off_the_markers_edi
     assert len(panel.edit_markers.getData()[0]) == 1
     drag(panel, complex(0.05, 0.05), complex(0.3, 0.3))      # empty plane near the origin: a pan
     assert len(sink.edits) == 1
+
+
+def test_no_edit_left_standing_is_told_when_the_last_one_is_undone_or_refused(qtbot):
+    """edits_undone (the main window turns hold ρ back on where a drag turned it off) follows the engine's answer
+    that leaves no edit standing: the last edit refused, or undone; not an edit still standing."""
+    r = jacobian_run("rnn")
+    panel = spectrum_panel(qtbot, r)
+    told = []
+    panel.edits_undone.connect(lambda: told.append(True))
+    eig = r.records[-1].eigenvalues[0]
+    index = int(np.argmax(eig.imag))
+    drag(panel, eig[index], complex(0.2, 0.97))
+    drag(panel, eig[index], complex(0.3, 0.9))                 # two edits standing
+    panel._on_call_done(EDIT_TAG, None, "")                    # the engine's answers (worker.call_done)
+    panel._on_call_done(EDIT_TAG, None, "ValueError: the matrix is defective")
+    assert told == [] and panel.undo_button.isEnabled()        # one edit still stands
+    panel._on_call_done(UNDO_TAG, True, "")
+    assert told == [True] and not panel.undo_button.isEnabled()
+    drag(panel, eig[index], complex(0.2, 0.97))
+    panel._on_call_done(EDIT_TAG, None, "ValueError: the matrix is defective")
+    assert told == [True, True] and "Could not edit the spectrum" in panel.alert_text
 
 
 def test_dragging_is_off_until_the_panel_is_editable(qtbot):
