@@ -14,7 +14,6 @@ from __future__ import annotations
 from functools import partial
 
 from gradflow.explorer.window import layout
-from gradflow.explorer.window.layout import Arrangement
 from gradflow.explorer.window.screen_fit import (
     RELAYOUT_DELAY_MS,
     first_launch,
@@ -22,6 +21,7 @@ from gradflow.explorer.window.screen_fit import (
     on_larger_screen,
     screen_room,
 )
+from gradflow.explorer.window.widgets import ElidedComboBox
 from PySide6.QtCore import QByteArray, QEvent, QMargins, QObject, QRect, QSettings, QSize, Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QComboBox, QDockWidget, QLabel, QMainWindow, QMenu, QTabBar, QWidget
@@ -42,10 +42,10 @@ class WindowLayout(QObject):
         super().__init__(window)
         self.window = window
         self.host: QMainWindow = window.dock_host
-        self.current: Arrangement | None = None   # the default arrangement on screen (None: a restored one)
+        self.current: layout.Arrangement | None = None   # the default arrangement on screen (None: a restored one)
         self._room = (QSize(), 0)                  # the dock area it was sized for, and the message's room then
         self._arranged: tuple = ()                 # the docks' placement right after it was laid out (_placement)
-        self._chosen: dict[tuple, Arrangement] = {}   # _window_key() -> the arrangement chosen for it (_choice)
+        self._chosen: dict[tuple, layout.Arrangement] = {}   # _window_key() -> the arrangement chosen for it (_choice)
         self._saved: dict[bool, QByteArray | None] = {False: None, True: None}   # mode -> a layout the user made
         self.chosen = layout.DEFAULT_COMPANION     # the companion picked (shown where it applies: companion)
         self.captions = True
@@ -98,7 +98,7 @@ class WindowLayout(QObject):
         for action in (self.settings_action, self.captions_action, *self.companion_actions.values()):
             w.addAction(action)
         self.companion_label = QLabel(" Beside it ")
-        self.companion_combo = QComboBox()
+        self.companion_combo = ElidedComboBox()
         self.companion_combo.setObjectName("companionCombo")
         self.companion_combo.setToolTip("The panel shown beside Gradient through time in presentation mode, and "
                                         "where a small screen shows the two alone (number keys 1-9, 0)")
@@ -319,7 +319,7 @@ class WindowLayout(QObject):
         """The docks' minimum size as laid out now (without the room a message takes: see room)."""
         return self.host.minimumSizeHint().shrunkBy(self.host.contentsMargins())
 
-    def candidates(self) -> tuple[Arrangement, ...]:
+    def candidates(self) -> tuple[layout.Arrangement, ...]:
         return (layout.presentation_arrangements if self.presentation else layout.normal_arrangements)(self.companion)
 
     def _tab_bar(self) -> int:
@@ -331,7 +331,7 @@ class WindowLayout(QObject):
         w = self.window
         return self.presentation, self.companion, w.size().toTuple(), w.isFullScreen()
 
-    def _choice(self, room: QSize) -> Arrangement:
+    def _choice(self, room: QSize) -> layout.Arrangement:
         """The arrangement of the current mode for a dock area of size `room`: the one chosen before for the same
         window (_window_key), so the same window gets the same layout whatever happened in between (F5 and back,
         maximise and restore: the room is measured while the type and the banner still change); else the first
@@ -347,7 +347,7 @@ class WindowLayout(QObject):
     def _forget_choice(self) -> None:
         self._chosen.pop(self._window_key(), None)
 
-    def arrange_default(self) -> Arrangement:
+    def arrange_default(self) -> layout.Arrangement:
         """The arrangement of the current mode with the most panels that fits (explorer.window.layout)."""
         w = self.window
         room = self.room()

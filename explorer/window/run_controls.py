@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from gradflow.core.config import ConfigError
 from gradflow.core.presets import Preset, load_preset, preset_groups
+from gradflow.explorer.window.widgets import ElidedComboBox
 from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QComboBox, QMainWindow, QStyle, QToolBar
@@ -110,7 +111,7 @@ def scenario_picker(current: Preset) -> QComboBox:
     """The scenario combo box: the presets in teaching order (core.presets.TEACHING_ORDER) under a bold header
     per group, which cannot be chosen; a comparison reads "Compare: …" (it opens the comparison window).
     Items carry the preset name as data. `current` is selected (added at the end if it is no shipped preset)."""
-    combo = QComboBox()
+    combo = ElidedComboBox()
     combo.setObjectName("scenarioCombo")
     combo.setToolTip("Built-in scenarios: choosing one rebuilds the model with its settings")
     combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)

@@ -1,5 +1,5 @@
 """The small widgets the main window is built from: the scenario banner, a dock's title bar, the loading
-overlay, the message bar (and its scrolled holder, for a window with no height to spare)."""
+overlay, the message bar (and its scrolled holder, for a window with no height to spare), a combo box that elides."""
 from __future__ import annotations
 
 import html
@@ -11,6 +11,7 @@ from gradflow.explorer.panels.base import MIN_TEXT_SCALE
 from PySide6.QtCore import QEvent, QSize, Qt, Signal, Slot
 from PySide6.QtGui import QFont, QFontMetrics, QTextDocument
 from PySide6.QtWidgets import (
+    QComboBox,
     QDockWidget,
     QFrame,
     QHBoxLayout,
@@ -19,6 +20,8 @@ from PySide6.QtWidgets import (
     QScrollArea,
     QSizePolicy,
     QStyle,
+    QStyleOptionComboBox,
+    QStylePainter,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -405,3 +408,24 @@ class ScrolledWhenShort(QScrollArea):
         if event.size().width() != event.oldSize().width():
             self.updateGeometry()
         self._end_at_a_whole_line()
+
+
+class ElidedComboBox(QComboBox):
+    """A combo box whose current text ends in "…" where its field is too narrow for it (a toolbar's scenario or
+    companion picker in presentation type); Qt's own clips it mid-letter."""
+
+    def shown_text(self) -> str:
+        """The current text as drawn: elided to the field's width."""
+        option = QStyleOptionComboBox()
+        self.initStyleOption(option)
+        field = self.style().subControlRect(QStyle.ComplexControl.CC_ComboBox, option,
+                                            QStyle.SubControl.SC_ComboBoxEditField, self)
+        return self.fontMetrics().elidedText(option.currentText, Qt.TextElideMode.ElideRight, field.width())
+
+    def paintEvent(self, event):
+        painter = QStylePainter(self)
+        option = QStyleOptionComboBox()
+        self.initStyleOption(option)
+        option.currentText = self.shown_text()
+        painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, option)
+        painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, option)

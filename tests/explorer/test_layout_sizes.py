@@ -20,6 +20,7 @@ import pytest
 from gradflow.explorer.offscreen import offscreen_platform
 from gradflow.explorer.window.layout import COMPANIONS
 from processes import run_child  # tests/explorer is on sys.path
+from settling import settle
 from xscreen import missing as real_screen_missing  # tests/explorer is on sys.path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -297,6 +298,24 @@ def test_a_resized_window_is_laid_out_again(tmp_path):
     assert r["settings_after"] < 0.3 * r["width_after"], r
     for name, w, h in r["plots"]:
         assert w >= MIN_PLOT[0] and h >= MIN_PLOT[1], f"{name} {w}×{h}"
+
+
+def test_the_toolbars_pickers_elide_a_title_too_long_for_them_instead_of_clipping_it(open_window):
+    """The scenario and companion pickers, narrower than their titles (presentation type at 1280×720 on a real
+    screen: "Vanishing gradien", "8 Jacobians through tim"), draw the title ending in "…" within the field, where
+    Qt's own combo box clipped it mid-letter; a field wide enough shows the title whole."""
+    window = open_window(size=(1280, 720))
+    window.presentation_action.trigger()
+    window.layouts.companion_actions["JacobiansPanel"].trigger()   # key 8
+    settle()
+    for combo in (window.scenario_combo, window.layouts.companion_combo):
+        full = combo.currentText()
+        combo.setFixedWidth(combo.fontMetrics().horizontalAdvance(full) // 2)
+        shown = combo.shown_text()
+        assert shown.endswith("…") and full.startswith(shown[:-1]) and len(shown) > 3, (full, shown)
+        assert combo.fontMetrics().horizontalAdvance(shown) < combo.width()
+        combo.setFixedWidth(combo.fontMetrics().horizontalAdvance(full) + 100)
+        assert combo.shown_text() == full
 
 
 def test_presentation_companion_settings_overlay_captions_and_banner(open_window, qtbot):
