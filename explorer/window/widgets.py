@@ -416,16 +416,19 @@ class ElidedComboBox(QComboBox):
 
     def shown_text(self) -> str:
         """The current text as drawn: elided to the field's width."""
+        return self._elided_option().currentText
+
+    def _elided_option(self) -> QStyleOptionComboBox:
         option = QStyleOptionComboBox()
         self.initStyleOption(option)
         field = self.style().subControlRect(QStyle.ComplexControl.CC_ComboBox, option,
                                             QStyle.SubControl.SC_ComboBoxEditField, self)
-        return self.fontMetrics().elidedText(option.currentText, Qt.TextElideMode.ElideRight, field.width())
+        option.currentText = self.fontMetrics().elidedText(option.currentText, Qt.TextElideMode.ElideRight,
+                                                           field.width())
+        return option
 
     def paintEvent(self, event):
         painter = QStylePainter(self)
-        option = QStyleOptionComboBox()
-        self.initStyleOption(option)
-        option.currentText = self.shown_text()
+        option = self._elided_option()
         painter.drawComplexControl(QStyle.ComplexControl.CC_ComboBox, option)
         painter.drawControl(QStyle.ControlElement.CE_ComboBoxLabel, option)
