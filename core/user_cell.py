@@ -26,6 +26,7 @@ import hashlib
 import sys
 import traceback
 import types
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,6 +179,7 @@ class UserCellNet(UnrolledNet):
         self.num_layers = config.num_layers
         self.num_directions = D = 2 if config.bidirectional else 1
         self.state_type: type | None = None   # what initial_state returns: None (a tensor), tuple, list, a namedtuple
+        self._made: list[tuple] = []   # (t, row, h, the node that made h) of each step of the forward, in made order
         with self.user_code(f"building {cls.__name__}(input_size, hidden_size)"):
             self.rows = nn.ModuleList(cls(input_size if layer == 0 else H * D, H)
                                       for layer in range(self.num_layers) for _ in range(D))
@@ -189,13 +191,15 @@ class UserCellNet(UnrolledNet):
         self._check_protocol(input_size)
 
     @contextlib.contextmanager
-    def user_code(self, what: str):
-        """Whatever the user's code raises inside: a UserCellError naming the file, the line and `what` ran."""
+    def user_code(self, what: str | Callable[[], str]):
+        """Whatever the user's code raises inside: a UserCellError naming the file, the line and `what` ran (a
+        callable: asked once it has raised)."""
         try:
             yield
         except UserCellError:
             raise
         except Exception as e:  # noqa: BLE001 - the user's code may raise anything: the message names it
+            what = what if isinstance(what, str) else what()
             raise UserCellError(f"{_where(e, self.path)}: {what} raised {_error(e)}") from e
 
     @torch.no_grad()
@@ -216,6 +220,31 @@ class UserCellNet(UnrolledNet):
                 raise UserCellError(f"{_line(type(user).recurrent_matrix)}: recurrent_matrix() must return an "
                                     f"(H, H) = ({self.hidden_size}, {self.hidden_size}) tensor, got "
                                     f"{_describe(matrix)}")
+
+    def forward(self, *args, **kwargs):
+        self._made = []
+        return super().forward(*args, **kwargs)
+
+    def backward(self, loss: torch.Tensor) -> None:
+        """loss.backward(): what the user's code raises in it (its own autograd Function's backward, a tensor it
+        changed in place) names the file, its line where the traceback holds one, and the time step and layer
+        the pass had come back to (autograd's error names neither)."""
+        name = type(self.rows[0]).__name__
+        try:
+            with self.user_code(lambda: f"the backward pass through {name}{self._backward_where()}"):
+                loss.backward()
+        finally:
+            self._made = []   # (the steps' h and their gradients: not kept past the step)
+
+    def _backward_where(self) -> str:
+        """' (back to time step t, layer l)': the step made first whose h had its gradient ∂L/∂h_t. Autograd runs
+        the nodes made last first, so a pass that raised stopped after that step's h and before the h of the step
+        made just before it. An h the cell changed in place later (its gradient then comes by the change's node)
+        does not count; '' where no h had its gradient (the loss or the head)."""
+        for t, row, h, node in self._made:
+            if h.grad is not None and h.grad_fn is node:
+                return f" (back to time step {t + 1}, {self.row_label(row)})"
+        return ""
 
     def initial_state(self, cell: nn.Module, batch_size: int, like: torch.Tensor) -> tuple[torch.Tensor, ...]:
         """The state a row starts from, as a tuple of its elements; its structure is kept in state_type."""
@@ -252,7 +281,14 @@ class UserCellNet(UnrolledNet):
         return parts
 
     def step(self, cell: nn.Module, x: torch.Tensor, state: tuple[torch.Tensor, ...], t: int, row: int):
-        """One step of one row: x (B, I), state (tuple) -> the new state (tuple, h first)."""
+        """One step of one row: x (B, I), state (tuple) -> the new state (tuple, h first), kept in made order for
+        backward's message."""
+        parts = self._checked_step(cell, x, state, t, row)
+        if parts[0].grad_fn is not None:
+            self._made.append((t, row, parts[0], parts[0].grad_fn))   # the forward retains its gradient
+        return parts
+
+    def _checked_step(self, cell: nn.Module, x: torch.Tensor, state: tuple[torch.Tensor, ...], t: int, row: int):
         when = f"time step {t + 1}, {self.row_label(row)}"
         with self.user_code(f"{type(cell).__name__}.forward ({when})"):
             new = cell(x, self.as_given(state))

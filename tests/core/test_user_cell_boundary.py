@@ -26,10 +26,10 @@ FAILURES = {   # kind: (the statement that fails, what the message says)
 }
 
 
-def failing_cell(tmp_path, kind: str, fail_at: int, input_size: str = "x.shape[1]") -> str:
-    """A tanh RNN cell whose `fail_at`-th forward call (the protocol check's is the first) fails as `kind` does,
-    in the instances whose input size is `input_size` (default: every one)."""
-    statement = FAILURES[kind][0]
+def failing_cell(tmp_path, kind: str, fail_at: int, input_size: str = "x.shape[1]", statement: str = "") -> str:
+    """A tanh RNN cell whose `fail_at`-th forward call (the protocol check's is the first) fails as `kind` does
+    (or runs `statement`), in the instances whose input size is `input_size` (default: every one)."""
+    statement = statement or FAILURES[kind][0]
     path = tmp_path / "mycell.py"
     path.write_text(
         "import torch\nfrom torch import nn\n\n\n"
@@ -79,6 +79,19 @@ def test_the_failing_layer_is_named(tmp_path):
         Trainer(config).step()
 
 
+def test_a_state_changed_in_place_names_the_step_and_layer_the_backward_pass_came_back_to(tmp_path):
+    """Autograd's error for a tensor changed after it was saved for backward names no step or layer. Layer 2's cell
+    halves the state it is given at time step 30, h_29, which tanh saved at time step 29: the pass (layer 2 from
+    T down first) had ∂L/∂h_30 and raised on its way to ∂L/∂h_29, and the message says it was back to time step 30
+    of layer 2. (h_29's own gradient, come early by the halving's node, does not count.)"""
+    path = failing_cell(tmp_path, "", fail_at=30, input_size="8", statement="h.mul_(0.5)")
+    config = Config(model=f"{path}:Cell", hidden_size=8, seq_len=T, num_layers=2)
+    with pytest.raises(UserCellError, match=r"mycell.py: the backward pass through Cell \(back to time step 30, "
+                                            r"layer 2\) raised RuntimeError: one of the variables needed for "
+                                            r"gradient computation has been modified by an inplace operation"):
+        Trainer(config).step()
+
+
 def test_the_api_raises_user_cell_error(tmp_path):
     run = gradflow.Run(model=f"{failing_cell(tmp_path, 'raise', fail_at=1 + 45)}:Cell", hidden_size=8, seq_len=T)
     with pytest.raises(gradflow.UserCellError, match=expected("raise", 45, 1)):
@@ -100,8 +113,9 @@ def test_gradflow_run_says_it_in_one_line_exits_2_and_writes_the_steps_done(tmp_
 
 
 def test_an_error_in_the_cells_own_backward_is_named_and_keeps_the_steps_done(tmp_path, capsys):
-    """The cell's own autograd Function raising in backward (step 2): one line naming the file and line, exit 2,
-    step 1 kept; the API raises the same UserCellError."""
+    """The cell's own autograd Function raising in backward (step 2): one line naming the file, the line and the
+    time step and layer the backward pass had come back to, exit 2, step 1 kept; the API raises the same
+    UserCellError."""
     path = tmp_path / "backcell.py"
     path.write_text("import torch\nfrom torch import nn\n\n\n"
                     "class Clamp(torch.autograd.Function):\n"
@@ -126,7 +140,10 @@ def test_an_error_in_the_cells_own_backward_is_named_and_keeps_the_steps_done(tm
     assert gradflow_run(args) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    assert re.search(r"backcell.py:16: the backward pass through Cell raised ValueError: gradient clamp broke "
+    # step 1 called Clamp.backward 10 times: 6 in its backward pass, 4 in the step Jacobian (the spectrum: no
+    # recurrent_matrix, H = 4); step 2's third call is back at time step 4
+    assert re.search(r"backcell.py:16: the backward pass through Cell \(back to time step 4, layer 1\) raised "
+                     r"ValueError: gradient clamp broke "
                      r"\(optimizer step 2; the run stopped after 1 steps?\)", err), err
     assert pd.read_csv(tmp_path / "run.csv")["step"].tolist() == [1]
 
