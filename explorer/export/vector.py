@@ -182,11 +182,11 @@ def as_figure(widget: QWidget):
     on the live screen. Everything keeps its place in the layout: only made transparent."""
     hidden: list[QWidget] = []
     stand_ins: list[QLabel] = []
-    legends = ExitStack()   # a panel's legends name only what its plots draw now (Panel.figure_legends)
+    legends = ExitStack()   # its legends name only what its plots draw, its texts whole (Panel.figure_texts)
     retexted: list[tuple[QLabel, str]] = []   # labels showing their figure text, their screen text
     try:
         for panel in widget.findChildren(Panel) + ([widget] if isinstance(widget, Panel) else []):
-            legends.enter_context(panel.figure_legends())
+            legends.enter_context(panel.figure_texts())
         for child in widget.findChildren(QWidget):
             if not child.isVisibleTo(widget) or child.graphicsEffect() is not None:
                 continue

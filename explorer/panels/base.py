@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-import time
 import weakref
 from contextlib import contextmanager
 
@@ -11,7 +10,7 @@ from gradflow.core.records import History, Record
 from gradflow.explorer.panels import legends, plotting
 from gradflow.explorer.panels.yielding import YieldingLabel
 from gradflow.explorer.theme import DEFAULT_THEME, Theme
-from PySide6.QtCore import QSize, Qt, QTimer
+from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QBoxLayout, QLabel, QVBoxLayout, QWidget
 
@@ -92,9 +91,6 @@ class Panel(QWidget):
         self._last_seen_step: int | None = None
         self._last_history: weakref.ref[History] | None = None   # the history of the run drawn last
         self._last_record: Record | None = None
-        self._defer_timer: QTimer | None = None
-        self._deferred: tuple[Record, History] | None = None
-        self._drawing_deferred = False
         self._planned_width: int | None = None   # the width the window's layout gives it (plan_size)
         self._planned_height: int | None = None  # the height, where its arrangement asks it to fit that (plan_size)
         self._fold = 0                            # how many of FOLDS it has given up to fit its planned height
@@ -129,38 +125,6 @@ class Panel(QWidget):
 
     def _on_new_run(self) -> None:
         """Another run began (see `_first_sight`): drop what was kept from the old one (subclasses)."""
-
-    def _too_soon(self, record: Record, history: History, last_draw: float, interval_s: float) -> bool:
-        """Throttle for expensive redraws of long histories: True if the last draw was less than
-        `interval_s` ago — then this record is drawn by a timer once the interval is over, so the
-        newest state always reaches the screen even if no further record arrives (a paused run)."""
-        if self._drawing_deferred:
-            return False
-        wait = interval_s - (time.monotonic() - last_draw)
-        if wait <= 0:
-            if self._defer_timer is not None:
-                self._defer_timer.stop()
-            self._deferred = None
-            return False
-        self._deferred = (record, history)
-        if self._defer_timer is None:
-            self._defer_timer = QTimer(self)
-            self._defer_timer.setSingleShot(True)
-            self._defer_timer.timeout.connect(self._on_defer_timeout)
-        if not self._defer_timer.isActive():
-            self._defer_timer.start(max(1, int(wait * 1000) + 1))
-        return True
-
-    def _on_defer_timeout(self):
-        if self._deferred is None:
-            return
-        record, history = self._deferred
-        self._deferred = None
-        self._drawing_deferred = True
-        try:
-            self.show_record(record, history)
-        finally:
-            self._drawing_deferred = False
 
     # -- footer lines ------------------------------------------------------------------------------
     def set_key(self, html: str, screen: str = "") -> None:
@@ -428,17 +392,23 @@ class Panel(QWidget):
 
     def _write_key(self) -> None:
         """legend_key: the entries of the legends folded now (legends.key_html) in one line, shown while any is."""
-        entries = [entry for legend in legends.shown_in(self, self._legends)
-                   if getattr(legend, "_beside", None) == "folded" for entry in legend.items]
-        if entries and self.legend_key.parent() is None:
+        if self._folded_entries() and self.legend_key.parent() is None:
             self.body.insertWidget(max(self.body.indexOf(view) for view in self._graphics) + 1, self.legend_key)
             self.yielding_labels.append(self.legend_key)
         margins = self.body.contentsMargins()
-        text = legends.key_html(entries, self.theme, self._width() - margins.left() - margins.right(),
-                                self.legend_key.fontMetrics()) if entries else ""
+        text = self._key_text(None if self.legend_key.whole else self._width() - margins.left() - margins.right())
         if text != self.legend_key.text() or self.legend_key.isHidden() == bool(text):
             self.legend_key.setText(text)
             self.legend_key.setVisible(bool(text))
+
+    def _folded_entries(self) -> list:
+        return [entry for legend in legends.shown_in(self, self._legends)
+                if getattr(legend, "_beside", None) == "folded" for entry in legend.items]
+
+    def _key_text(self, width: float | None) -> str:
+        """The folded legends' key at most `width` px wide (None: every entry, a figure's)."""
+        entries = self._folded_entries()
+        return legends.key_html(entries, self.theme, width, self.legend_key.fontMetrics()) if entries else ""
 
     def _fit_texts(self) -> None:
         """Captions and footer lines wrap while each takes at most CAPTION_SHARE of the panel's height
@@ -465,25 +435,39 @@ class Panel(QWidget):
         self.fit_minimums()
 
     @contextmanager
-    def figure_legends(self):
+    def figure_texts(self):
         """While the panel is drawn as a figure (explorer.export.vector.as_figure): its legends name only what its
-        plots draw now (legends.leave_out_undrawn); as they were afterwards."""
+        plots draw now (legends.leave_out_undrawn), and no text is cut, as no tooltip finishes it there: a folded
+        legend's key names every entry and footers wrap in full; a caption cut to one line is not drawn (its line
+        kept, as UI_ONLY widgets are). Laid out again only where that changes something; as they were afterwards."""
         left_out = [(legend, entries) for legend in self._legends
                     if (entries := legends.leave_out_undrawn(legend)) is not None]
-        if left_out:
-            self._refit_legends()
+        footers = [label for label in self.yielding_labels if label is not self.caption_label]
+        rewrap = any(label.cut and not label.isHidden() for label in footers) or \
+            self._key_text(None) != self.legend_key.text()
+        if self.caption_label.cut and not self.caption_label.isHidden():
+            self.caption_label.setProperty(UI_ONLY, True)
+        for label in footers:
+            label.set_whole(True)
+        if left_out or rewrap:
+            self._refit_texts(rewrap)
         try:
             yield
         finally:
             for legend, entries in left_out:
                 legends.keep_entries(legend, entries)
-            if left_out:
-                self._refit_legends()
+            for label in footers:
+                label.set_whole(False)
+            self.caption_label.setProperty(UI_ONLY, None)
+            if left_out or rewrap:
+                self._refit_texts(rewrap)
 
-    def _refit_legends(self):
+    def _refit_texts(self, rewrapped: bool):
         """fit_legends, and the plots laid out around the legends now (not at the next event: a figure is drawn
-        before it)."""
+        before it); `rewrapped`: the panel too, around a footer or key wrapped anew."""
         self.fit_legends()
+        if rewrapped:
+            self.body.activate()
         for view in self._graphics:
             if hasattr(view, "ci"):
                 view.ci.layout.activate()

@@ -9,6 +9,7 @@ import pyqtgraph as pg
 from gradflow.core.records import ZERO_CAUSES, History, Record
 from gradflow.explorer.panels import plotting, ranges
 from gradflow.explorer.panels.base import Panel
+from gradflow.explorer.panels.throttle import Throttle
 from gradflow.explorer.theme import GREEN, PURPLE, SKY_BLUE, Theme
 from PySide6.QtCore import QRectF
 
@@ -36,6 +37,7 @@ class GradientHistoryPanel(Panel):
 
     def __init__(self, parent=None):
         super().__init__(parent)
+        self._throttle = Throttle(self, self.show_record)   # a long history: drawn every SLOW_EVERY_S at most
         self.view = self.add_graphics()
         self.plot = self.add_plot(plotting.new_plot(self.view.ci, 0, 0, "training step", "time step t",
                                                     int_x=True, int_y=True),
@@ -68,7 +70,7 @@ class GradientHistoryPanel(Panel):
         if count == self._last_count and record.step == self._last_step:
             return
         if count > SLOW_ABOVE and self._shape is not None and \
-                self._too_soon(record, history, self._last_draw, SLOW_EVERY_S):
+                self._throttle.too_soon(record, history, self._last_draw, SLOW_EVERY_S):
             return
         now = time.monotonic()
         steps, profiles, causes = _profiles(history)                 # (N,), (N, R, T), (N, R, T) codes

@@ -174,7 +174,7 @@ class GradientTimePanel(Panel):
     def _mark(self, zero_t, inf_t) -> tuple[bool, bool]:
         """Whether the legend names the exact-zero and the ∞ markers: once this run has drawn them (a run deep in
         underflow has zeros at some steps, not others: a legend whose entries came and went would jump); till the
-        next run (Panel._is_new_run). A figure names only the markers it draws (Panel.figure_legends)."""
+        next run (Panel._is_new_run). A figure names only the markers it draws (Panel.figure_texts)."""
         self._marked = (self._marked[0] or len(zero_t) > 0, self._marked[1] or len(inf_t) > 0)
         return self._marked
 

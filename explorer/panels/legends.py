@@ -39,17 +39,18 @@ def show_entry(legend: pg.LegendItem, item, name: str, shown: bool, theme: Theme
     return True
 
 
-def key_html(entries: list, theme: Theme, width: float, metrics: QFontMetrics) -> str:
+def key_html(entries: list, theme: Theme, width: float | None, metrics: QFontMetrics) -> str:
     """Legend entries ((sample, label) pairs) as one line of rich text at most `width` px wide in `metrics`' font (a
     folded legend: Panel.legend_key): each entry's text after a sample in its item's colour, ━━ for a solid line,
-    ╍╍ for a dashed one, ● for markers alone, ■ for bars; whole entries only, then "+N more" for those left out."""
+    ╍╍ for a dashed one, ● for markers alone, ■ for bars; whole entries only, then "+N more" for those left out.
+    width None: every entry (a figure's key, wrapped)."""
     parts, used = [], 0.0
     for index, (sample, label) in enumerate(entries):
         glyph, doc = _glyph(sample.item), QTextDocument()
         doc.setHtml(label.text)
         advance = metrics.horizontalAdvance(f"{glyph} {doc.toPlainText()} · ")
         more = metrics.horizontalAdvance(f"+{len(entries) - index} more") if index < len(entries) - 1 else 0
-        if parts and used + advance + more > width:
+        if parts and width is not None and used + advance + more > width:
             parts.append(f"<span style='color: {theme.muted}'>+{len(entries) - index} more</span>")
             break
         parts.append(f"<span style='color: {_ink(sample.item, theme)}'>{glyph}</span> {label.text}")

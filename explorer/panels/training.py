@@ -12,6 +12,7 @@ from gradflow.core.records import History, Record
 from gradflow.explorer.panels import legends, plotting, ranges
 from gradflow.explorer.panels.base import Panel
 from gradflow.explorer.panels.runs import RunCurves
+from gradflow.explorer.panels.throttle import Throttle
 from gradflow.explorer.theme import Theme
 
 MAX_MARKERS = 2000        # clipped-step markers drawn at most (evenly thinned beyond)
@@ -27,6 +28,7 @@ class TrainingPanel(Panel):
     def __init__(self, parent=None, runs: Sequence[str] = ()):
         """`runs`: the labels of 2–4 runs to overlay (show_runs); none: one run (show_record)."""
         super().__init__(parent)
+        self._throttle = Throttle(self, self.show_record)   # a long history: drawn every SLOW_EVERY_S at most
         self.view = self.add_graphics()
         layout = self.view.ci
         self.loss_plot = self.add_plot(plotting.new_plot(layout, 0, 0, "", "loss", log_y=True, int_x=True))
@@ -107,7 +109,7 @@ class TrainingPanel(Panel):
         count = len(history)
         if self._last == (record.step, count):
             return
-        if count > SLOW_ABOVE and self._too_soon(record, history, self._last_draw, SLOW_EVERY_S):
+        if count > SLOW_ABOVE and self._throttle.too_soon(record, history, self._last_draw, SLOW_EVERY_S):
             return
         self._last, self._last_draw = (record.step, count), time.monotonic()
         s = history.scalars()

@@ -12,13 +12,16 @@ from PySide6.QtWidgets import QLabel, QSizePolicy, QWidget
 
 class YieldingLabel(QLabel):
     """A line of text that yields to the plots: wrapped in full while that fits in the height it is allowed
-    (`fit(max_height)`), else one elided line with the full text as its tooltip. It never widens its panel.
-    `text()` is the full text (plain or rich)."""
+    (`fit(max_height)`), else one elided line with the full text as its tooltip (`cut`). It never widens its panel.
+    `text()` is the full text (plain or rich); `set_whole(True)`: wrapped in full whatever its room (in a figure,
+    where no tooltip finishes a cut line)."""
 
     def __init__(self, text: str = "", parent: QWidget | None = None):
         super().__init__(parent)
         self._full = ""
         self._max_height = 10 ** 6
+        self._whole = False
+        self.cut = False   # shown as one elided line: less than its text
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.setText(text)
 
@@ -33,6 +36,15 @@ class YieldingLabel(QLabel):
         """Wrap while the wrapped text is at most `max_height` px tall, else elide to one line."""
         if max_height != self._max_height:
             self._max_height = max_height
+            self._fit()
+
+    @property
+    def whole(self) -> bool:
+        return self._whole
+
+    def set_whole(self, whole: bool) -> None:
+        if whole != self._whole:
+            self._whole = whole
             self._fit()
 
     def minimumSizeHint(self) -> QSize:
@@ -54,17 +66,19 @@ class YieldingLabel(QLabel):
     def _fit(self):
         width = max(self.width(), 40)
         full = self._full
-        wrapped = bool(full) and self.heightForWidthOf(full, width) <= self._max_height
+        wrapped = bool(full) and (self._whole or self.heightForWidthOf(full, width) <= self._max_height)
         if wrapped:
             self.setWordWrap(True)
             QLabel.setText(self, full)
             self.setToolTip("")
+            self.cut = False
         else:
-            plain = plain_text(full) if self._rich(full) else full
+            plain = " ".join((plain_text(full) if self._rich(full) else full).split())
             self.setWordWrap(False)
-            QLabel.setText(self, self.fontMetrics().elidedText(" ".join(plain.split()),
-                                                               Qt.TextElideMode.ElideRight, width))
+            line = self.fontMetrics().elidedText(plain, Qt.TextElideMode.ElideRight, width)
+            QLabel.setText(self, line)
             self.setToolTip(plain if full else "")
+            self.cut = line != plain
 
     def _rich(self, text: str) -> bool:
         kind = self.textFormat()

@@ -14,12 +14,13 @@ import numpy as np
 import pytest
 from PIL import Image
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QPushButton
+from PySide6.QtGui import QGuiApplication, QTextDocument
+from PySide6.QtWidgets import QLabel, QPushButton
 from window_helpers import LECTURE_SIZE, WAIT_MS, fill_the_disk, step_to, wait_problem
 from window_probes import caught_up  # tests/explorer is on sys.path
 
 pytestmark = pytest.mark.window_size(*LECTURE_SIZE)
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 def test_dashboard_png_at_2x_is_twice_the_size_of_1x(qtbot, window, tmp_path):
@@ -155,3 +156,22 @@ def test_the_dashboard_png_carries_no_control_nor_note_on_the_live_screen(qtbot,
     assert window.export_dashboard_png(tmp_path / "d.png", 1)
     assert seen == [("the key", 0.0)]
     assert panel.key_text == "the key · note on the live screen" and button.graphicsEffect() is None
+
+
+def test_a_panel_figure_names_every_legend_entry_and_cuts_no_text(qtbot, open_window, tmp_path):
+    """At 1280×720 the gradient panel folds its legend into one key line ("+N more") and cuts its caption to one
+    elided line, the screen finishing each with a tooltip. A figure has no tooltip: its key names every entry, the
+    last one folded away on screen included, and the cut caption is left out. On screen both are back as they were,
+    and the plots where they were."""
+    window = open_window(size=(1280, 720))
+    panel = window.panel("GradientTimePanel")
+    key, caption, plots = panel.legend_key.text(), panel.caption_label, [v.geometry() for v in panel.graphics_views()]
+    assert "more" in key and caption.cut and caption.isVisible(), (key, QLabel.text(caption))   # the screen at 720p
+    last = QTextDocument()
+    last.setHtml(panel._legends[0].items[-1][1].text)
+    assert window.export_panel("GradientTimePanel", tmp_path / "g.svg")
+    texts = " ".join("".join(t.itertext()) for t in ET.parse(tmp_path / "g.svg").getroot().iter(SVG + "text"))
+    assert last.toPlainText().split()[0] in texts and "more" not in texts and "…" not in texts, texts
+    assert caption.text().split()[0] not in texts, texts
+    assert panel.legend_key.text() == key and caption.cut and caption.isVisible()
+    assert [v.geometry() for v in panel.graphics_views()] == plots
