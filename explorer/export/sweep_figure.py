@@ -53,7 +53,8 @@ def theory_lines(base, x_key: str, y_key: str | None, x_values, y_values=()) -> 
         lines.append(Line("ρ = 1", np.array([1.0])))
         if base.activation != "identity":   # ‖∂L/∂h_{t−1}‖ ≤ ‖W_hh‖·max φ′·‖∂L/∂h_t‖: ρ = 1 is exact for φ = identity
             notes.append(f"ρ = 1 is the boundary of a linear recurrence (activation = identity); {base.activation}′ ≤ 1 "
-                         f"damps every step further where the states saturate, so the colour boundary can lie at ρ > 1")
+                         f"damps every step further where the states saturate, so the boundary the sweep measures can lie "
+                         f"at ρ > 1")
     elif x_key == "sigma_w" and base.init == "gaussian":
         lines.append(Line("σ_w = 1 (ρ ≈ σ_w)", np.array([1.0])))
     else:

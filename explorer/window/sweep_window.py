@@ -165,8 +165,8 @@ class SweepWindow(QMainWindow):
         self.figure = SweepFigure(self.theme)
         self.figure.canvas.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.figure.canvas.scene().sigMouseClicked.connect(self._on_mouse_clicked)
-        self.cell_label = QLabel("Hover a cell for its numbers over seeds; double-click it to open that point in "
-                                 "the main window.")
+        self.cell_label = QLabel("Hover a grid point (a cell, or a point on a line) for its numbers over seeds; "
+                                 "double-click it to open that point in the main window.")
         self.cell_label.setWordWrap(True)
         diagram = QVBoxLayout()
         diagram.addWidget(self.figure, 1)
