@@ -13,6 +13,7 @@ plain methods (`Engine`), so a test drives it with a fake engine.
 """
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -25,6 +26,7 @@ from gradflow.explorer.model.tour import TourModel
 from gradflow.explorer.window.run_state import RunState, scrub_step
 
 DISCARD_ASK_STEPS = 300   # replacing a run longer than this asks first (and offers to save it)
+TOUR_OFF_KEYS = 4         # the settings a "tour is off" notice names (then "…")
 
 
 class Engine(Protocol):
@@ -250,9 +252,18 @@ class AppModel:
 
     # -- helpers -----------------------------------------------------------------------------------------
     def _start_tour(self):
-        """The tour is on while the run is its scenario's own config (the claims are about that config)."""
+        """The tour is on while the run is its scenario's own config (the claims are about that config); a tour
+        that a rebuild on other settings ended says so, and how to take it again."""
         self.touring = False
-        self.tour.start(self.preset if self.applied == self.preset.config or len(self.runs) > 1 else None)
+        was_on, own = self.tour.active, self.applied == self.preset.config or len(self.runs) > 1
+        self.tour.start(self.preset if own else None)
+        if was_on and not own:
+            scenario, applied = self.preset.config.to_dict(), self.applied.to_dict()
+            changed = [f"{key} = {value}" for key, value in applied.items() if scenario[key] != value]
+            shown = ", ".join(changed[:TOUR_OFF_KEYS]) + (", …" if len(changed) > TOUR_OFF_KEYS else "")
+            self.notice.emit(f"<b>The tour is off</b>: its claims are about “{html.escape(self.preset.title)}” "
+                             f"as the scenario sets it, and this run has {html.escape(shown)}. Pick the scenario "
+                             "again in the scenario box to take the tour from step 1.")
 
     def _run_of(self, label: str | None) -> RunState:
         return self.runs[self.labels.index(label)] if label in self.labels else self.run

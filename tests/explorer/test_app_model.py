@@ -217,3 +217,21 @@ def test_the_views_of_the_runs_cell_follow_the_scenario():
     assert "cell_state" not in model.views_missing and seen == [model.views_missing]
     model.reset()                                                        # the same cell: nothing changed
     assert len(seen) == 1
+
+
+def test_a_rebuild_on_other_settings_ends_the_tour_and_says_how_to_take_it_again():
+    """At the step-1 stop the lecturer applies hidden_size = 32: the claims are about the scenario's settings, so the
+    tour ends, and the window says so (it went silently: the stop's message just vanished), naming what differs
+    and how to take the tour again. A rebuild with no tour to end says nothing; the scenario again tours unsaid."""
+    model, _ = lecture()
+    said = []
+    model.notice.connect(said.append)
+    assert model.tour.shown is not None and model.tour.shown.stop.step == 1
+    model.rebuild(model.applied.replace(hidden_size=32))
+    assert not model.tour.active and model.tour.shown is None
+    assert len(said) == 1 and "The tour is off" in said[0] and "hidden_size = 32" in said[0], said
+    assert "Vanishing gradients" in said[0] and "scenario box" in said[0], said
+    model.rebuild(model.applied.replace(hidden_size=16))
+    assert len(said) == 1
+    model.choose_scenario(load_preset("vanishing"))
+    assert model.tour.active and model.tour.shown is not None and model.tour.shown.stop.step == 1 and len(said) == 1
