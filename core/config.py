@@ -7,6 +7,7 @@ allowed. Presets are TOML files listing only what differs from the defaults.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import reprlib
 import tomllib
@@ -307,7 +308,14 @@ def _literal(value: Any) -> str:
 def _reject_unknown(values: dict[str, Any]):
     unknown = sorted(set(values) - set(SPECS))
     if unknown:
-        raise ConfigError(f"unknown config key {short_repr(unknown[0])}; known keys: {', '.join(SPECS)}")
+        raise ConfigError(unknown_key(unknown[0]))
+
+
+def unknown_key(key: Any) -> str:
+    """The message for a key that is not a config key: the closest one where a typo is likely, then every one."""
+    close = difflib.get_close_matches(key, SPECS, n=1) if isinstance(key, str) else []
+    guess = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown config key {short_repr(key)}{guess}; known keys: {', '.join(SPECS)}"
 
 
 def parse_value(key: str, text: str) -> Any:

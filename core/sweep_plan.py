@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from gradflow.core.config import SPECS, Config, ConfigError, parse_value
+from gradflow.core.config import SPECS, Config, ConfigError, parse_value, unknown_key
 from gradflow.core.sweep_point import METRICS
 
 MAX_KEYS = 3
@@ -41,7 +41,7 @@ def parse_axis(text: str) -> Axis:
     if not sep or not key or not spec:
         raise ConfigError(f"a grid is KEY=VALUES (a,b,c | start:stop:count | start:stop:countlog), got {text!r}")
     if key not in SPECS:
-        raise ConfigError(f"grid {text!r}: unknown config key {key!r}; known keys: {', '.join(SPECS)}")
+        raise ConfigError(f"grid {text!r}: {unknown_key(key)}")
     if key == "seed":
         raise ConfigError(f"grid {text!r}: seeds are the sweep's own axis (--seeds N), not a grid key")
     values = _range(key, spec, text) if ":" in spec else tuple(parse_value(key, part) for part in spec.split(","))

@@ -56,9 +56,11 @@ def test_bad_value_is_refused_with_key_in_message(key, value):
         Config(**{key: value})
 
 
-def test_unknown_key_is_refused_and_named():
-    with pytest.raises(ConfigError, match="hiden_size"):
+def test_unknown_key_is_refused_and_named_with_the_key_it_is_likely_a_typo_of():
+    with pytest.raises(ConfigError, match=r"'hiden_size' \(did you mean 'hidden_size'\?\)"):
         Config().replace(hiden_size=3)
+    with pytest.raises(ConfigError, match=r"unknown config key 'zzz'; known keys: model,"):   # no guess for nothing close
+        Config().replace(zzz=3)
 
 
 def test_combinations_that_make_no_sense_are_refused():
