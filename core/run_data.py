@@ -305,6 +305,9 @@ def _read_csv(path: Path) -> list[dict[str, Any]]:
     if "schema_version" in table:
         _check_version(path, int(table["schema_version"].iloc[0]) if len(table) else SCHEMA_VERSION)
     missing = [name for name in HISTORY_COLUMNS if name not in table]
+    if missing and {"seed", "wall_s", "error"} <= set(table):   # a sweep's own columns (core.sweep_point.METRICS)
+        raise RunFileError(f"{path.name} is a sweep's table (gradflow sweep), not a run file: a row per grid point "
+                           "and seed; read it with pandas.read_csv (its columns: docs/data.md, 'Sweep table')")
     if missing:
         raise RunFileError(f"{path.name} is not a gradflow run file: no column {missing[0]!r}")
     history = table[list(HISTORY_COLUMNS)]

@@ -188,6 +188,14 @@ def test_run_files_open_as_run_data(tmp_path):
         gradflow.open(tmp_path / "run.txt")
 
 
+def test_a_sweeps_table_opened_as_a_run_says_what_it_is_and_how_to_read_it(tmp_path):
+    out = tmp_path / "sweep.csv"
+    gradflow.sweep(["seq_len=8"], base={"hidden_size": 4}, steps=0, out=out, jobs=1)
+    with pytest.raises(ValueError, match=r"sweep.csv is a sweep's table \(gradflow sweep\), not a run file: .*"
+                                         r"pandas.read_csv"):
+        gradflow.open(out)
+
+
 def test_presets_lists_every_scenario_with_its_title():
     table = gradflow.presets()
     assert table["name"].iloc[0] == "vanishing" and table["title"].str.len().min() > 0
