@@ -38,6 +38,8 @@ def test_rho_1_says_why_the_boundary_of_a_saturating_rnn_departs_from_it():
     assert any("tanh′ ≤ 1" in note and "ρ > 1" in note for note in notes)
     _, notes = theory_lines(Config(activation="identity"), "spectral_radius", "seq_len", [0.5, 2.0], [10, 100])
     assert not any(note.startswith("ρ = 1 is") for note in notes)
+    _, notes = theory_lines(Config(), "spectral_radius", None, [0.5, 2.0])   # one key: a line, no colours
+    assert any("tanh′ ≤ 1" in note for note in notes) and not any("colour" in note for note in notes), notes
 
 
 @pytest.fixture(scope="module")
