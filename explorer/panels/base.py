@@ -392,22 +392,19 @@ class Panel(QWidget):
 
     def _write_key(self) -> None:
         """legend_key: the entries of the legends folded now (legends.key_html) in one line, shown while any is."""
-        if self._folded_entries() and self.legend_key.parent() is None:
-            self.body.insertWidget(max(self.body.indexOf(view) for view in self._graphics) + 1, self.legend_key)
-            self.yielding_labels.append(self.legend_key)
         margins = self.body.contentsMargins()
         text = self._key_text(None if self.legend_key.whole else self._width() - margins.left() - margins.right())
+        if text and self.legend_key.parent() is None:
+            self.body.insertWidget(max(self.body.indexOf(view) for view in self._graphics) + 1, self.legend_key)
+            self.yielding_labels.append(self.legend_key)
         if text != self.legend_key.text() or self.legend_key.isHidden() == bool(text):
             self.legend_key.setText(text)
             self.legend_key.setVisible(bool(text))
 
-    def _folded_entries(self) -> list:
-        return [entry for legend in legends.shown_in(self, self._legends)
-                if getattr(legend, "_beside", None) == "folded" for entry in legend.items]
-
     def _key_text(self, width: float | None) -> str:
         """The folded legends' key at most `width` px wide (None: every entry, a figure's)."""
-        entries = self._folded_entries()
+        entries = [entry for legend in legends.shown_in(self, self._legends)
+                   if getattr(legend, "_beside", None) == "folded" for entry in legend.items]
         return legends.key_html(entries, self.theme, width, self.legend_key.fontMetrics()) if entries else ""
 
     def _fit_texts(self) -> None:
