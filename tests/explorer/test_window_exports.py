@@ -16,6 +16,7 @@ from PIL import Image
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QTextDocument
 from PySide6.QtWidgets import QLabel, QPushButton
+from settling import settle_drawn
 from window_helpers import LECTURE_SIZE, WAIT_MS, fill_the_disk, step_to, wait_problem
 from window_probes import caught_up  # tests/explorer is on sys.path
 
@@ -164,6 +165,7 @@ def test_a_panel_figure_names_every_legend_entry_and_cuts_no_text(qtbot, open_wi
     last one folded away on screen included, and the cut caption is left out. On screen both are back as they were,
     and the plots where they were."""
     window = open_window(size=(1280, 720))
+    settle_drawn(window)   # the relayout after the resize done: the plots where they stay
     panel = window.panel("GradientTimePanel")
     key, caption, plots = panel.legend_key.text(), panel.caption_label, [v.geometry() for v in panel.graphics_views()]
     assert "more" in key and caption.cut and caption.isVisible(), (key, QLabel.text(caption))   # the screen at 720p
@@ -174,4 +176,5 @@ def test_a_panel_figure_names_every_legend_entry_and_cuts_no_text(qtbot, open_wi
     assert last.toPlainText().split()[0] in texts and "more" not in texts and "…" not in texts, texts
     assert caption.text().split()[0] not in texts, texts
     assert panel.legend_key.text() == key and caption.cut and caption.isVisible()
+    settle_drawn(window)   # and once what the export posted is done
     assert [v.geometry() for v in panel.graphics_views()] == plots
