@@ -2,6 +2,7 @@
 checkable claims that back the explanation (core.claims)."""
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -79,7 +80,10 @@ def load_preset(name_or_path: str) -> Preset:
     if path.suffix != ".toml":
         path = preset_dir() / f"{name_or_path}.toml"
         if not path.is_file():
-            raise ConfigError(f"unknown preset {name_or_path!r}; available: {', '.join(preset_names())}")
+            names = preset_names()
+            close = difflib.get_close_matches(name_or_path, names, n=1)
+            guess = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"unknown preset {name_or_path!r}{guess}; available: {', '.join(names)}")
     values = read_toml(path)
     title, explanation = values.get("title", path.stem), values.get("explanation", "")
     if not isinstance(title, str) or not isinstance(explanation, str):

@@ -56,16 +56,23 @@ def sweep(grid: Iterable[str] | dict[str, Any], base: Config | str | dict[str, A
     Raises ConfigError naming the problem before anything trains."""
     import tempfile
 
-    from gradflow.core.presets import load_preset
+    from gradflow.core.presets import load_preset, preset_names
     from gradflow.core.trust import require_trust
+    if isinstance(grid, str):   # one axis, as --grid takes it
+        if "=" not in grid:
+            raise ConfigError(f"grid must be KEY=VALUES, a list of them or a dict {{key: values}}, got {grid!r}"
+                              + (f"; a scenario is the base: sweep(grid, base={grid!r})"
+                                 if grid in preset_names() or grid.endswith(".toml") else ""))
+        grid = [grid]
+    if isinstance(grid, dict):
+        grid = [f"{k}={v if isinstance(v, str) else ','.join(map(csv_text, v))}" for k, v in grid.items()]
+    axes = parse_grid(grid)   # before the base: a grid given where the base goes is named as the grid
     if isinstance(base, str):
         named_by, base = base, load_preset(base).config
         require_trust([base], named_by, trust_cell_code, "pass trust_cell_code=True")
     if isinstance(base, dict):
         base = Config().replace(**base)
-    if isinstance(grid, dict):
-        grid = [f"{k}={v if isinstance(v, str) else ','.join(map(csv_text, v))}" for k, v in grid.items()]
-    plan = Plan(base or Config(), parse_grid(grid), seeds, steps, parse_fit(fit), profiles)
+    plan = Plan(base or Config(), axes, seeds, steps, parse_fit(fit), profiles)
     if out is None:
         with tempfile.TemporaryDirectory() as folder:
             return execute(plan, Path(folder) / "sweep.csv", jobs, cluster, progress).frame()

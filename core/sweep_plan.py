@@ -38,6 +38,8 @@ def parse_axis(text: str) -> Axis:
     """'KEY=VALUES': a list (a,b,c), a linear range (start:stop:count) or a log range (start:stop:countlog)."""
     key, sep, spec = text.partition("=")
     key, spec = key.strip(), spec.strip()
+    if sep and key and not spec:
+        raise ConfigError(f"grid {text!r}: {key} has no values; give a list (a,b,c) or a range (start:stop:count)")
     if not sep or not key or not spec:
         raise ConfigError(f"a grid is KEY=VALUES (a,b,c | start:stop:count | start:stop:countlog), got {text!r}")
     if key not in SPECS:

@@ -134,3 +134,11 @@ def test_core_imports_no_qt():
             "print(bad); sys.exit(1 if bad else 0)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_an_unknown_scenario_is_named_with_the_one_it_is_likely_a_typo_of():
+    from gradflow.core.presets import load_preset
+    with pytest.raises(ConfigError, match=r"unknown preset 'explodng' \(did you mean 'exploding'\?\); available: "):
+        load_preset("explodng")
+    with pytest.raises(ConfigError, match=r"unknown preset 'zzz'; available: vanishing,"):
+        load_preset("zzz")

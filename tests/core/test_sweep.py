@@ -43,10 +43,26 @@ def test_grid_forms_list_linear_and_log():
     (["seed=1,2"], "--seeds"),
     (["lr=1e-3", "lr=1e-2"], "given twice"),
     (["lr=-1:1:3log"], "log range"),
+    (["spectral_radius="], "spectral_radius has no values"),
 ])
 def test_a_bad_grid_is_refused_naming_the_problem(grid, named):
     with pytest.raises(ConfigError, match=re.escape(named)):
         Plan(Config(), parse_grid(grid), seeds=1, steps=1)
+
+
+@pytest.mark.parametrize("grid,base,named", [
+    ("vanishing", {"spectral_radius": [0.5, 1.5]}, "got 'vanishing'; a scenario is the base: sweep(grid, base="),
+    ("spectral_radius", None, "grid must be KEY=VALUES, a list of them or a dict {key: values}, got 'spectral_radius'"),
+    ({"spectral_radius": []}, "vanishing", "spectral_radius has no values"),
+])
+def test_the_api_names_a_grid_given_where_it_does_not_belong(grid, base, named):
+    with pytest.raises(ConfigError, match=re.escape(named)):
+        sweep(grid, base, steps=1)
+
+
+def test_the_api_takes_one_grid_string_as_one_axis(tmp_path):
+    frame = sweep("spectral_radius=0.5,1.5", SMALL, steps=0, out=tmp_path / "s.csv", jobs=1)
+    assert frame["spectral_radius"].tolist() == [0.5, 1.5]
 
 
 def test_points_are_the_grid_times_the_seeds():
