@@ -190,9 +190,12 @@ def check_output_files(args: argparse.Namespace, labels: list[str]):
     """ConfigError naming the option and the file for each one that cannot be written: said before the run trains,
     not after it (the steps would be lost)."""
     problems: dict[tuple[str, str], Path] = {}   # (option, why) -> its first file (a comparison's share a folder)
+    written_by: dict[Path, str] = {}   # resolved path -> the option that writes it first
     for option, path, _ in output_files(args, labels):
         if problem := write_problem(path):
             problems.setdefault((option, problem), path)
+        elif (first := written_by.setdefault(path.resolve(), option)) != option:
+            problems.setdefault((option, f"--{first} writes that file too; give each its own"), path)
     if problems:
         raise ConfigError("cannot write " + "; ".join(f"--{option} {path}: {problem}"
                                                        for (option, problem), path in problems.items()))

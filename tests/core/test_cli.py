@@ -65,6 +65,15 @@ def test_files_that_cannot_be_written_are_refused_before_the_run_trains(tmp_path
     assert f"{a_file} is a file, not a folder" in err and f"--json {tmp_path}: it is a folder" in err
 
 
+def test_two_options_naming_one_file_are_refused_before_the_run_trains(tmp_path, capsys):
+    """`--json r.json --csv r.json` wrote the JSON, then the CSV over it: the JSON was lost without a word."""
+    from gradflow.core import cli
+    path = tmp_path / "r.json"
+    assert cli.main(["--set", "hidden_size=4", "--set", "seq_len=5", "--steps", "1", "--quiet",
+                     "--json", str(path), "--csv", str(tmp_path / "." / "r.json")]) == 2
+    assert "--json writes that file too; give each its own" in capsys.readouterr().err and not path.exists()
+
+
 def test_a_file_that_cannot_be_written_after_the_run_keeps_the_others(tmp_path, monkeypatch, capsys):
     """A file that becomes unwritable while the run trains (here: checked as fine) is named and exits 2; the
     other files are still written."""
