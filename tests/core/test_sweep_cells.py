@@ -102,6 +102,14 @@ def test_no_workers_for_a_while_is_said_once_and_their_return_too():
 
 
 # -- a real `dask scheduler` and `dask worker`, started in another folder ------------------------------------
+def _written_address(scheduler_file) -> str | None:
+    """The scheduler's address once its file is written whole, else None."""
+    try:
+        return json.loads(scheduler_file.read_text())["address"]
+    except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        return None
+
+
 @pytest.fixture
 def cluster(tmp_path):
     """(address, scheduler process): a scheduler and one worker (one thread), both in their own folder."""
@@ -120,10 +128,9 @@ def cluster(tmp_path):
     scheduler_file = elsewhere / "scheduler.json"
     scheduler = start("scheduler", "--scheduler-file", str(scheduler_file), "--port", "0", "--dashboard-address", ":0")
     deadline = time.monotonic() + DEADLINE_S
-    while not scheduler_file.exists():
+    while not (address := _written_address(scheduler_file)):   # (the file exists before its text is written)
         assert time.monotonic() < deadline and scheduler.poll() is None, "the scheduler did not start"
         time.sleep(0.1)
-    address = json.loads(scheduler_file.read_text())["address"]
     start("worker", address, "--nworkers", "1", "--nthreads", "1", "--no-nanny")
     with Client(address, timeout=DEADLINE_S) as client:
         client.wait_for_workers(1, timeout=DEADLINE_S)
