@@ -43,7 +43,7 @@ def sweep(grid: Iterable[str] | dict[str, Any], base: Config | str | dict[str, A
     """Run a sweep and return its table as a pandas DataFrame (one row per grid point and seed; columns:
     the grid keys, seed, and the metrics of docs/data.md, "Sweep table").
 
-    grid: ["spectral_radius=0.5:1.6:12", "seq_len=25,50"] as on the command line, or a dict
+    grid: "spectral_radius=0.5:1.6:12", or a list of such as on the command line (["seq_len=25,50", ...]), or a dict
         {"spectral_radius": [0.5, 1.0], "seq_len": "25:200:4"} (a list of values, or a string of them).
     base: a Config, a preset name or path, a dict of config keys over the defaults, or None for the defaults.
     seeds: seeds 0..seeds-1 per grid point. steps: optimizer steps per point (0: at initialisation).
