@@ -66,7 +66,7 @@ def test_a_preset_file_naming_a_cell_runs_it_only_when_trusted_and_a_model_given
     with pytest.raises(UntrustedCellError, match="trust_cell_code=True"):
         gradflow.Run(preset)
     with pytest.raises(UntrustedCellError):
-        gradflow.sweep(["seed=0,1"], base=str(preset), steps=0, jobs=1)
+        gradflow.sweep(["lr=0.01,0.02"], base=str(preset), steps=0, jobs=1)
     assert not marker.exists()
     assert gradflow.Run(preset, model="rnn").config.model == "rnn"     # the file's model replaced: nothing runs
     assert not marker.exists()
