@@ -92,6 +92,13 @@ class ScenarioBanner(QFrame):
         self.text.setText(text if modified else STEP_REFERENCE.sub(_step_link, text))
         self.title.setToolTip(title)
 
+    def changeEvent(self, event):
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange and self.text.text():   # a theme switched
+            text = self.text.text()   # links keep the colour they were laid out in: laid out again
+            self.text.clear()
+            self.text.setText(text)
+
     @Slot(str)
     def _on_link(self, link: str):
         if link.startswith("step:"):

@@ -25,6 +25,25 @@ def test_themes_are_frozen_with_a_larger_presentation_variant():
         get_theme("sepia")
 
 
+def _pixels_of(widget, colour: str) -> int:
+    image = widget.grab().toImage()
+    return sum(image.pixelColor(x, y).name() == colour for y in range(image.height()) for x in range(image.width()))
+
+
+@pytest.mark.parametrize("first,then", [("dark", "light"), ("light", "dark")])
+def test_the_banners_step_links_take_the_new_themes_ink(open_window, first, then):
+    """Its links kept the colour they were laid out in: after dark → light, the dark theme's pale blue on the
+    light banner, barely visible from the back row."""
+    window = open_window(config=None)   # the scenario's own config: its explanation links its steps
+    text = window.banner.text
+    assert "<a href='step:" in text.text()
+    window.set_theme(first, False)
+    ink = {name: THEMES[name].chrome.banner_title for name in (first, then)}
+    assert _pixels_of(text, ink[first]) > 50 and _pixels_of(text, ink[then]) == 0
+    window.set_theme(then, False)
+    assert _pixels_of(text, ink[then]) > 50 and _pixels_of(text, ink[first]) == 0
+
+
 def test_theme_switch_restyles_every_panel_and_persists_with_the_layout(open_window, settings):
     window = open_window()
     window.theme_actions["light"].trigger()
