@@ -87,7 +87,7 @@ class MainWindow(QMainWindow):
         self.layouts = WindowLayout(self)                    # dock layout, presentation mode, screen fitting
         actions.build_menus(self)
         self.readout = StatusReadout()
-        self.statusBar().addWidget(self.readout, 1)
+        self.readout.place_in(self.statusBar())
         self._update_banner()
         self.readout.set_state("building …")
         self.overlay = LoadingOverlay(self.dock_host)   # until step 1 is drawn: no empty panels on show

@@ -8,7 +8,7 @@ from collections import deque
 
 from gradflow.core.records import Record
 from PySide6.QtCore import Slot
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSizePolicy, QStatusBar, QWidget
 
 RATE_WINDOW_S = 2.0
 NATIVE_LABELS = {   # core.native.state() -> the status bar's words
@@ -85,6 +85,12 @@ class StatusReadout(QWidget):
         # most needed first: the last ones give up their room first
         self._priority = (self.state, self.step, self.grad, self.loss, self.rate, self.rho, self.sigma, self.native)
         self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+
+    def place_in(self, bar: QStatusBar):
+        """Into `bar`, hidden while the bar shows a message (File ▸ Export's "Exported … to …"), explicitly: Qt's
+        own hiding is undone where the bar is laid out anew (F5), and the two texts were drawn over each other."""
+        bar.addWidget(self, 1)
+        bar.messageChanged.connect(lambda message: self.setVisible(not message))
 
     def resizeEvent(self, event):
         super().resizeEvent(event)

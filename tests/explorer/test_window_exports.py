@@ -178,3 +178,19 @@ def test_a_panel_figure_names_every_legend_entry_and_cuts_no_text(qtbot, open_wi
     assert panel.legend_key.text() == key and caption.cut and caption.isVisible()
     settle_drawn(window)   # and once what the export posted is done
     assert [v.geometry() for v in panel.graphics_views()] == plots
+
+
+def test_an_export_message_is_not_drawn_over_the_readout_after_f5(qtbot, window, tmp_path):
+    """"Exported … to …" takes the status bar for a while; F5 lays the bar out anew, which showed the readout
+    again under the message (seen at 1280×720: both texts drawn over each other). It comes back once the
+    message is gone."""
+    bar = window.statusBar()
+    assert window.export_panel("GradientTimePanel", tmp_path / "g.png")
+    assert bar.currentMessage().startswith("Exported") and not window.readout.isVisible()
+    bar.showMessage(bar.currentMessage())   # kept until cleared, however slow the machine (it shows for 8 s)
+    window.presentation_action.trigger()
+    qtbot.waitUntil(lambda: window.theme.presentation, timeout=WAIT_MS)
+    settle_drawn(window)
+    assert bar.currentMessage().startswith("Exported") and not window.readout.isVisible()
+    bar.clearMessage()
+    assert window.readout.isVisible()
