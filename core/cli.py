@@ -172,6 +172,7 @@ def summary_line(config: Config, record, diverged, interrupted) -> str:
     return " | ".join(parts)
 
 
+READ_BACK = ("json", "csv", "npz")   # the options whose files gradflow.open reads (core.run_data), by suffix
 PER_RUN = ("csv", "npz", "lyapunov", "sensitivity")   # the options that write one file per run (--json: one for all)
 
 
@@ -194,6 +195,9 @@ def check_output_files(args: argparse.Namespace, labels: list[str]):
     for option, path, _ in output_files(args, labels):
         if problem := write_problem(path):
             problems.setdefault((option, problem), path)
+        elif option in READ_BACK and path.suffix.lower() != f".{option}":
+            problems.setdefault((option, f"a run's {option.upper()} file ends in .{option} (gradflow.open reads run "
+                                         "files by their suffix)"), path)
         elif (first := written_by.setdefault(path.resolve(), option)) != option:
             problems.setdefault((option, f"--{first} writes that file too; give each its own"), path)
     if problems:

@@ -65,13 +65,19 @@ def test_files_that_cannot_be_written_are_refused_before_the_run_trains(tmp_path
     assert f"{a_file} is a file, not a folder" in err and f"--json {tmp_path}: it is a folder" in err
 
 
-def test_two_options_naming_one_file_are_refused_before_the_run_trains(tmp_path, capsys):
-    """`--json r.json --csv r.json` wrote the JSON, then the CSV over it: the JSON was lost without a word."""
+def test_two_options_naming_one_file_or_a_suffix_open_cannot_read_are_refused_before_the_run_trains(tmp_path,
+                                                                                                   capsys):
+    """`--csv r.csv --lyapunov r.csv` wrote the history, then the Lyapunov table over it, without a word; `--npz
+    r.txt` wrote a file that gradflow.open refuses by its suffix."""
     from gradflow.core import cli
-    path = tmp_path / "r.json"
+    path = tmp_path / "r.csv"
     assert cli.main(["--set", "hidden_size=4", "--set", "seq_len=5", "--steps", "1", "--quiet",
-                     "--json", str(path), "--csv", str(tmp_path / "." / "r.json")]) == 2
-    assert "--json writes that file too; give each its own" in capsys.readouterr().err and not path.exists()
+                     "--csv", str(path), "--lyapunov", str(tmp_path / "." / "r.csv"), "--npz", str(tmp_path / "r.txt"),
+                     "--json", str(tmp_path / "r.JSON")]) == 2
+    err = capsys.readouterr().err
+    assert "--lyapunov" in err and "--csv writes that file too; give each its own" in err, err
+    assert "--npz" in err and "a run's NPZ file ends in .npz" in err and "--json" not in err, err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_file_that_cannot_be_written_after_the_run_keeps_the_others(tmp_path, monkeypatch, capsys):
