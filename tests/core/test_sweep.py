@@ -65,6 +65,14 @@ def test_the_api_takes_one_grid_string_as_one_axis(tmp_path):
     assert frame["spectral_radius"].tolist() == [0.5, 1.5]
 
 
+@pytest.mark.parametrize("name", ["s.json", "s.txt", "s"])
+def test_a_table_not_named_csv_is_refused_before_anything_trains(tmp_path, name):
+    """--out s.json was the table and its sidecar at once: the run wrote one over the other and crashed."""
+    with pytest.raises(ConfigError, match=re.escape(f"the sweep table {tmp_path / name} is a CSV file: name it")):
+        sweep("spectral_radius=0.5,1.5", SMALL, steps=0, out=tmp_path / name, jobs=1)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_points_are_the_grid_times_the_seeds():
     plan = Plan(SMALL, parse_grid(["spectral_radius=0.5,1.5", "seq_len=10,20,30"]), seeds=3, steps=1)
     assert len(plan.points) == 2 * 3 * 3
