@@ -27,7 +27,7 @@ def sidecar_path(out: Path) -> Path:
 def prepare_out(out: Path):
     """Make the folder of a sweep's table if it is missing; ConfigError naming `out` where it cannot be written or
     is not a .csv file (its sidecar, the same name in .json, would be the table itself)."""
-    if out.suffix.lower() != ".csv":
+    if out.suffix.lower() != ".csv" and not out.is_dir():   # (a folder: write_problem says so)
         raise ConfigError(f"the sweep table {out} is a CSV file: name it NAME.csv (its sidecar NAME.json goes "
                           "beside it)")
     if not out.parent.exists():
