@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from gradflow.core.config import Config, ConfigError
-from gradflow.core.sweep import FIGURE_METRICS, Plan, Table, duration, execute, parse_grid
+from gradflow.core.sweep import FIGURE_METRICS, Plan, Table, duration, execute, parse_grid, sidecar_path
 from gradflow.explorer.export.figures import save_figure
 from gradflow.explorer.export.sweep_figure import SweepFigure, diagram_axes
 from gradflow.explorer.panels import plotting
@@ -364,12 +364,18 @@ class SweepWindow(QMainWindow):
     # -- exports -------------------------------------------------------------------------------------------
     def export(self, path: str | Path):
         """.png / .svg: the diagram (explorer.export.figures.save_figure); .csv: a copy of the sweep's table (its
-        finished rows so far)."""
+        finished rows so far) and of its sidecar beside it (NAME.json: the base config, the grid, a cell file's
+        sha256), as `gradflow sweep --out` leaves them; another file of that name is not written over."""
         path = Path(path)
         if path.suffix.lower() == ".csv":
             if self.thread is None:
                 raise ConfigError("no sweep has run yet")
+            sidecar, definition = sidecar_path(path), sidecar_path(self.thread.out)
+            if sidecar.exists() and sidecar.read_bytes() != definition.read_bytes():
+                raise ConfigError(f"{sidecar.name}, where the sweep's definition goes, is another file; "
+                                  "choose another name")
             shutil.copyfile(self.thread.out, path)
+            shutil.copyfile(definition, sidecar)
             self.exported = True
         else:
             save_figure(self.figure, path, title=self.figure.title)
@@ -384,7 +390,8 @@ class SweepWindow(QMainWindow):
         except (OSError, ConfigError) as e:
             self.status_label.setText(f"Could not save {path}: {e}")
             return False
-        self.status_label.setText(f"Saved {path}")
+        beside = f" and its definition {sidecar_path(path).name}" if path.suffix.lower() == ".csv" else ""
+        self.status_label.setText(f"Saved {path}{beside}")
         return True
 
     def close_discarding(self):

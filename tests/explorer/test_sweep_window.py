@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from gradflow.core.config import Config
+from gradflow.core.config import Config, ConfigError
 from gradflow.core.sweep import Plan, parse_grid, sweep
 from gradflow.explorer.model import DISCARD_ASK_STEPS
 from gradflow.explorer.window.sweep_window import SweepWindow
@@ -65,6 +65,12 @@ def test_a_two_key_sweep_from_the_window_equals_sweep(qtbot, tmp_path):
         window.export(tmp_path / name)
         assert (tmp_path / name).stat().st_size > 0
     assert (tmp_path / "table.csv").read_text() == window.thread.out.read_text()
+    definition = window.thread.out.with_suffix(".json").read_text()     # the base, the grid: as --out leaves it
+    assert (tmp_path / "table.json").read_text() == definition and '"definition"' in definition
+    (tmp_path / "notes.json").write_text("mine")
+    with pytest.raises(ConfigError, match="notes.json, where the sweep's definition goes, is another file"):
+        window.export(tmp_path / "notes.csv")
+    assert (tmp_path / "notes.json").read_text() == "mine" and not (tmp_path / "notes.csv").exists()
 
 
 @pytest.mark.parametrize("grid,named", [
