@@ -22,7 +22,7 @@ import numpy as np
 
 from gradflow.core import presets as _presets
 from gradflow.core import run_data
-from gradflow.core.config import Config, ConfigError
+from gradflow.core.config import SPECS, Config, ConfigError
 from gradflow.core.measure import Measure
 from gradflow.core.records import Record
 from gradflow.core.trust import require_trust
@@ -101,7 +101,23 @@ class Run:
         return run
 
     def _adopt(self, trainer, title: str):
-        self.trainer, self.config, self.title, self.label = trainer, trainer.config, title, ""
+        self.trainer, self.title, self.label = trainer, title, ""
+
+    @property
+    def config(self) -> Config:
+        """The Config the next step trains with (update() changes its live keys)."""
+        return self.trainer.config
+
+    def update(self, **changes: Any) -> Config:
+        """Change live settings (core.config.LIVE_KEYS: lr, clip, truncation, spectral_radius, ...) from the next
+        step on, as the app's settings marked live do; the new Config. Any other key needs a new Run (ConfigError)."""
+        return self.trainer.update(**changes)
+
+    def __setattr__(self, name: str, value: Any):
+        if name == "config" or name in SPECS:   # would change nothing the run trains with, without a word
+            raise AttributeError(f"run.{name} cannot be set: run.update({'lr=0.01' if name == 'config' else f'{name}=…'})"
+                                 " changes a live setting from the next step; other keys need a new gradflow.Run")
+        super().__setattr__(name, value)
 
     # -- training -------------------------------------------------------------------------------------------
     def step(self, jacobians: bool = False, lyapunov: bool = False, sensitivity: bool = False) -> Record:

@@ -38,6 +38,23 @@ def test_two_runs_stepped_interleaved_give_the_numbers_of_each_alone():
     assert alone_a[0] == interleaved[0][0]
 
 
+def test_update_changes_a_live_setting_from_the_next_step_as_the_engines_update_does():
+    """`run.lr = 0.5` (or `run.config = ...`) set an attribute nothing read: the run trained on with the old
+    rate, and run.config then disagreed with the steps. It is refused, naming run.update."""
+    run, engine = gradflow.Run("exploding", **SMALL), Trainer(gradflow.Run("exploding", **SMALL).config)
+    run.step(), engine.step()
+    assert run.update(lr=0.05, clip=0.5) == run.config and run.config.lr == 0.05
+    engine.update(lr=0.05, clip=0.5)
+    record, expected = run.step(), engine.step()
+    assert (record.lr, record.clip, record.loss, record.grad_norm) == (0.05, 0.5, expected.loss, expected.grad_norm)
+    for name in ("lr", "config"):
+        with pytest.raises(AttributeError, match=r"run\.update\("):
+            setattr(run, name, 0.1)
+    with pytest.raises(gradflow.ConfigError, match="hidden_size cannot change during a run"):
+        run.update(hidden_size=8)
+    assert run.config.lr == 0.05 and run.steps_done == 2
+
+
 def test_a_run_has_the_numbers_of_the_engine_and_of_gradflow_run(tmp_path):
     run = gradflow.Run("lstm_forget_bias_1", **SMALL)
     run.train(3, progress=False)
