@@ -22,7 +22,7 @@ import numpy as np
 
 from gradflow.core import presets as _presets
 from gradflow.core import run_data
-from gradflow.core.config import SPECS, Config, ConfigError
+from gradflow.core.config import LIVE_KEYS, SPECS, Config, ConfigError
 from gradflow.core.measure import Measure
 from gradflow.core.records import Record
 from gradflow.core.trust import require_trust
@@ -114,9 +114,14 @@ class Run:
         return self.trainer.update(**changes)
 
     def __setattr__(self, name: str, value: Any):
-        if name == "config" or name in SPECS:   # would change nothing the run trains with, without a word
-            raise AttributeError(f"run.{name} cannot be set: run.update({'lr=0.01' if name == 'config' else f'{name}=…'})"
-                                 " changes a live setting from the next step; other keys need a new gradflow.Run")
+        # run.config or run.lr = … would change nothing the run trains with, without a word
+        if name == "config":
+            raise AttributeError("run.config cannot be set: run.update(lr=…, clip=…) changes its live keys from the "
+                                 "next step")
+        if name in LIVE_KEYS:
+            raise AttributeError(f"run.{name} cannot be set: run.update({name}=…) changes it from the next step")
+        if name in SPECS:
+            raise AttributeError(f"run.{name} cannot be set: {name} needs a new model: gradflow.Run(..., {name}=…)")
         super().__setattr__(name, value)
 
     # -- training -------------------------------------------------------------------------------------------

@@ -50,6 +50,8 @@ def test_update_changes_a_live_setting_from_the_next_step_as_the_engines_update_
     for name in ("lr", "config"):
         with pytest.raises(AttributeError, match=r"run\.update\("):
             setattr(run, name, 0.1)
+    with pytest.raises(AttributeError, match=r"hidden_size needs a new model: gradflow\.Run\(\.\.\., hidden_size=…\)"):
+        run.hidden_size = 8
     with pytest.raises(gradflow.ConfigError, match="hidden_size cannot change during a run"):
         run.update(hidden_size=8)
     assert run.config.lr == 0.05 and run.steps_done == 2
