@@ -7,7 +7,6 @@ allowed. Presets are TOML files listing only what differs from the defaults.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import reprlib
 import tomllib
@@ -17,7 +16,7 @@ from typing import Any
 
 from gradflow.core import cells
 from gradflow.core.cells import CELL_KEYS, USER_CELL
-from gradflow.core.errors import ConfigError  # the name every caller imports from here
+from gradflow.core.errors import ConfigError, did_you_mean  # ConfigError: the name every caller imports from here
 
 # Keys that take effect at the next step without rebuilding the model.
 LIVE_KEYS = frozenset({"lr", "clip", "truncation", "truncation_mode", "truncation_prob", "spectral_radius",
@@ -313,9 +312,7 @@ def _reject_unknown(values: dict[str, Any]):
 
 def unknown_key(key: Any) -> str:
     """The message for a key that is not a config key: the closest one where a typo is likely, then every one."""
-    close = difflib.get_close_matches(key, SPECS, n=1) if isinstance(key, str) else []
-    guess = f" (did you mean {close[0]!r}?)" if close else ""
-    return f"unknown config key {short_repr(key)}{guess}; known keys: {', '.join(SPECS)}"
+    return f"unknown config key {short_repr(key)}{did_you_mean(key, SPECS)}; known keys: {', '.join(SPECS)}"
 
 
 def parse_value(key: str, text: str) -> Any:

@@ -2,6 +2,15 @@
 own rules, a user's cell file), so it lives beneath them all."""
 from __future__ import annotations
 
+import difflib
+from collections.abc import Callable, Iterable
+
 
 class ConfigError(ValueError):
     """A configuration key or value that is not allowed; the message names it."""
+
+
+def did_you_mean(word: object, choices: Iterable[str], shown: Callable[[str], str] = repr) -> str:
+    """" (did you mean X?)" for the one of `choices` that `word` is likely a typo of, else "" (a message's hint)."""
+    close = difflib.get_close_matches(word, list(choices), n=1) if isinstance(word, str) else []
+    return f" (did you mean {shown(close[0])}?)" if close else ""

@@ -2,7 +2,6 @@
 checkable claims that back the explanation (core.claims)."""
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 from gradflow.core.claims import Claim, parse_claim
 from gradflow.core.compare import check_runs
 from gradflow.core.config import Config, ConfigError, read_toml
+from gradflow.core.errors import did_you_mean
 
 DEFAULT_PRESET = "vanishing"
 # The order a lecture builds up in, grouped: the scenario picker and `gradflow --help` list presets so, the
@@ -81,9 +81,8 @@ def load_preset(name_or_path: str) -> Preset:
         path = preset_dir() / f"{name_or_path}.toml"
         if not path.is_file():
             names = preset_names()
-            close = difflib.get_close_matches(name_or_path, names, n=1)
-            guess = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigError(f"unknown preset {name_or_path!r}{guess}; available: {', '.join(names)}")
+            raise ConfigError(f"unknown preset {name_or_path!r}{did_you_mean(name_or_path, names)}; "
+                              f"available: {', '.join(names)}")
     values = read_toml(path)
     title, explanation = values.get("title", path.stem), values.get("explanation", "")
     if not isinstance(title, str) or not isinstance(explanation, str):

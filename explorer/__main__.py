@@ -41,9 +41,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def unknown_command(word: str) -> str:
-    import difflib
-    close = difflib.get_close_matches(word, COMMANDS, n=1)
-    return (f"gradflow: unknown command {word!r}" + (f" (did you mean `gradflow {close[0]}`?)" if close else "")
+    from gradflow.core.errors import did_you_mean
+    return (f"gradflow: unknown command {word!r}" + did_you_mean(word, COMMANDS, lambda command: f"`gradflow {command}`")
             + f"; the commands are {', '.join(COMMANDS)}, and without one the app opens (gradflow --help)")
 
 
