@@ -275,15 +275,24 @@ _REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlist, _REPR.maxdict = 
 
 def read_toml(path: str | Path) -> dict[str, Any]:
     """Read a TOML file; errors name the file (and the line and column of a syntax error)."""
+    return parse_toml(read_file(path), path)
+
+
+def read_file(path: str | Path) -> bytes:
+    """A config or preset file's bytes; errors name the file."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
     except IsADirectoryError:
         raise ConfigError(f"config file is a directory, not a TOML file: {path}") from None
     except OSError as e:
         raise ConfigError(f"cannot read config file {path}: {e.strerror}") from None
+
+
+def parse_toml(data: bytes, path: str | Path) -> dict[str, Any]:
+    """The TOML in `data`, read from `path`; errors name the file (and the line and column of a syntax error)."""
     try:
         return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as e:

@@ -2,13 +2,14 @@
 checkable claims that back the explanation (core.claims)."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from gradflow.core.claims import Claim, parse_claim
 from gradflow.core.compare import check_runs
-from gradflow.core.config import Config, ConfigError, read_toml
+from gradflow.core.config import Config, ConfigError, parse_toml, read_file
 from gradflow.core.errors import did_you_mean
 
 DEFAULT_PRESET = "vanishing"
@@ -77,13 +78,26 @@ def preset_names() -> list[str]:
 def load_preset(name_or_path: str) -> Preset:
     """A preset by name (resources/presets/NAME.toml) or by path to a TOML file."""
     path = Path(name_or_path)
-    if path.suffix != ".toml":
-        path = preset_dir() / f"{name_or_path}.toml"
-        if not path.is_file():
-            names = preset_names()
-            raise ConfigError(f"unknown preset {name_or_path!r}{did_you_mean(name_or_path, names)}; "
-                              f"available: {', '.join(names)}")
-    values = read_toml(path)
+    if path.suffix == ".toml":   # a file of the user's: its config may name a cell file, read relative to the cwd
+        return _parse_preset(path, read_file(path))
+    path = preset_dir() / f"{name_or_path}.toml"
+    if not path.is_file():
+        names = preset_names()
+        raise ConfigError(f"unknown preset {name_or_path!r}{did_you_mean(name_or_path, names)}; "
+                          f"available: {', '.join(names)}")
+    return _shipped_preset(path, read_file(path))
+
+
+@functools.lru_cache(maxsize=128)
+def _shipped_preset(path: Path, data: bytes) -> Preset:
+    """A preset of the app's, parsed once per content of its file (a Preset is frozen, and every window's scenario
+    box loads them all)."""
+    return _parse_preset(path, data)
+
+
+def _parse_preset(path: Path, data: bytes) -> Preset:
+    """The preset `data` read from `path`."""
+    values = parse_toml(data, path)
     title, explanation = values.get("title", path.stem), values.get("explanation", "")
     if not isinstance(title, str) or not isinstance(explanation, str):
         raise ConfigError(f"{path}: 'title' and 'explanation' must be strings")

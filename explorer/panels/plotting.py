@@ -214,7 +214,8 @@ def new_plot(layout: pg.GraphicsLayout, row: int, col: int, x_label: str, y_labe
     if int_x:
         axes["bottom"] = IntegerAxis("bottom")
     axes.update(top=FrameAxis("top"), right=FrameAxis("right"))
-    plot = layout.addPlot(row=row, col=col, **kwargs)
+    # No context menus (the app has its own exports): built and then disabled they cost ~3 ms a plot.
+    plot = layout.addPlot(row=row, col=col, enableMenu=False, **kwargs)
     plot.setLabel("bottom", x_label)
     plot.setLabel("left", y_label)
     make_room_for_axis_caches()
@@ -231,7 +232,6 @@ def new_plot(layout: pg.GraphicsLayout, row: int, col: int, x_label: str, y_labe
     plot.getAxis("right").setTicks([])
     if log_y:
         plot.setLogMode(x=False, y=True)
-    plot.setMenuEnabled(False)
     plot.hideButtons()
     return plot
 

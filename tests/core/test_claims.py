@@ -16,6 +16,7 @@ import os
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from multiprocessing import get_context
+from pathlib import Path
 
 import kernel_paths  # tests/core is on sys.path
 import pytest
@@ -229,6 +230,18 @@ def test_a_sensitivity_claim_needs_a_diagonal_cell_and_its_closed_form_the_lru(t
     plain = Trainer(preset.config).step()            # a step that did not measure it: the claim fails, saying so
     missed = check_claim(preset.claims[0], {1: plain}, None)
     assert not missed.holds and "did not measure the sensitivity" in missed.measured
+
+
+def test_a_shipped_scenario_is_parsed_once_and_a_users_file_at_every_load(tmp_path):
+    """Every window's scenario box loads every preset: the app's are parsed once per content of their file; a
+    user's file is read anew each time (an edit is seen however soon it follows, and its config may name a cell
+    file, read relative to the folder the command runs in)."""
+    assert load_preset("vanishing") is load_preset("vanishing")
+    path = _preset_file(tmp_path, "")
+    assert load_preset(path).title == "t"
+    Path(path).write_text(Path(path).read_text(encoding="utf-8").replace('title = "t"', 'title = "u"'),
+                          encoding="utf-8")   # the same size, at once: the file system's clock may not tick
+    assert load_preset(path).title == "u"
 
 
 def test_a_scenarios_pace_is_read_by_step(tmp_path):
