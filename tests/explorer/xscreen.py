@@ -37,8 +37,10 @@ START_TRIES = 3     # X screens tried for one whose display openbox can open
 START_S = 30        # deadlines for the mechanism (a busy 2-core machine is slow), never speed claims
 ANSWER_S = 60
 SETTLE_S = 90
-SETTLED_FOR_S = 0.5  # the window and its layout unchanged this long, no relayout waiting, count as settled
-POLL_S = 0.2
+SETTLED_FOR_S = 0.3  # the window and its layout unchanged this long and ...
+SETTLED_LOOKS = 3    # ... over this many looks after the last change (more time where looks are slow), no relayout
+                     # or refit waiting: settled
+POLL_S = 0.1
 OPENBOX_RC = """<?xml version="1.0"?>
 <openbox_config xmlns="http://openbox.org/3.4/rc">
   <keyboard>
@@ -256,20 +258,20 @@ class App:
 
     def settle(self) -> dict:
         """The state once the windows (as the X server and as Qt see them) and the layout stay the same for
-        SETTLED_FOR_S, with no relayout or refit waiting to come."""
+        SETTLED_FOR_S and SETTLED_LOOKS looks, with no relayout or refit waiting to come."""
         def look():
             state = self.state()
             frames = {title: list(self.screen.frame(window)) for title, window in self.screen.windows(self.process.pid).items()}
             return {**state, "x_frames": frames}
 
-        last, since = look(), time.monotonic()
+        last, since, same = look(), time.monotonic(), 0
         deadline = since + SETTLE_S
         while time.monotonic() < deadline:
             time.sleep(POLL_S)
             now = look()
             if _without_live(now) != _without_live(last) or now["waiting"]:
-                last, since = now, time.monotonic()
-            elif time.monotonic() - since >= SETTLED_FOR_S:
+                last, since, same = now, time.monotonic(), 0
+            elif (same := same + 1) >= SETTLED_LOOKS and time.monotonic() - since >= SETTLED_FOR_S:
                 return now
         raise TimeoutError(f"the windows did not settle in {SETTLE_S} s; last: {last}")
 
