@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyqtgraph as pg
 from gradflow.core.records import History, Record
-from gradflow.explorer.panels import legends, plotting, ranges
+from gradflow.explorer.panels import geometry, legends, plotting, ranges
 from gradflow.explorer.panels.base import MIN_TEXT_SCALE, Panel
 from gradflow.explorer.panels.legends import CORNERS, empty_corner, inside_inset
 from gradflow.explorer.panels.runs import RunCurves
@@ -189,7 +189,7 @@ class GradientTimePanel(Panel):
         legend = self.legend
         if getattr(legend, "_beside", None) != "inside" or not legend.items:
             return
-        segments = plotting.drawn_segments(self.plot)
+        segments = geometry.drawn_segments(self.plot)
         if self._inside_scale > 0 and self._larger_clear(segments):
             self._set_inside_scale(self._inside_scale - 1)   # room again for larger text: one size up a draw
         elif legend._corner is not None and self._legend_clear(segments, legend._corner):
@@ -226,7 +226,7 @@ class GradientTimePanel(Panel):
 
     def _legend_clear(self, segments, corner: tuple[int, int], grow: float = 1.0, clearance: float = LEGEND_CLEARANCE
                       ) -> bool:
-        return not plotting.segments_meet(segments, *self.legend_rect_at(corner, grow), clearance=clearance)
+        return not geometry.segments_meet(segments, *self.legend_rect_at(corner, grow), clearance=clearance)
 
     def _larger_clear(self, segments) -> bool:
         """Whether the legend one text size up (its size now scaled as its text: an overestimate, its samples and

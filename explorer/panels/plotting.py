@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 from html import escape
 
-import numpy as np
 import pyqtgraph as pg
 from gradflow.explorer.theme import Theme
 from PySide6.QtCore import Qt
@@ -419,72 +418,3 @@ class Note:
             item.setTextWidth(room)
         self.label.resizeEvent(None)   # pyqtgraph's own re-layout after a text change
         self.label.resize(self.label.minimumSize())
-
-
-# -- what a plot draws, in its data area's pixels ----------------------------------------------------------------------
-def drawn_segments(plot: pg.PlotItem) -> np.ndarray:
-    """Every visible curve, marker and level line (a horizontal or vertical InfiniteLine: a baseline) of `plot` as
-    segments in its data area's pixels (the ViewBox's own coordinates, y down): rows of x0, y0, x1, y1, reach, where
-    reach is half the pen's width (a line) or the marker's half size (a marker, a segment of length 0). A curve's gaps
-    (non-finite points) are no segments."""
-    view = plot.vb
-    to_px = view.childTransform()   # view (data, log10 where the axis is log) -> the ViewBox's pixels
-    rows = []
-    (x_lo, x_hi), (y_lo, y_hi) = view.viewRange()
-    for item in plot.items:
-        if isinstance(item, pg.InfiniteLine) and item.isVisible() and item.angle % 90 == 0:
-            value = item.value()
-            ends = ((x_lo, value), (x_hi, value)) if item.angle % 180 == 0 else ((value, y_lo), (value, y_hi))
-            (a, b), (c, d) = (to_px.map(float(x), float(y)) for x, y in ends)
-            rows.append(np.array([[a, b, c, d, max(item.pen.widthF(), 1.0) / 2]]))
-    for item in plot.listDataItems():
-        if not item.isVisible():
-            continue
-        x, y = item.getData()
-        if x is None or y is None or len(x) == 0:
-            continue
-        x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-        px = to_px.m11() * x + to_px.m21() * y + to_px.dx()
-        py = to_px.m12() * x + to_px.m22() * y + to_px.dy()
-        finite = np.isfinite(px) & np.isfinite(py)
-        line = pg.mkPen(item.opts.get("pen"))
-        if line.style() != Qt.PenStyle.NoPen and len(px) > 1:
-            both = finite[:-1] & finite[1:]
-            reach = max(line.widthF(), 1.0) / 2
-            rows.append(np.column_stack([px[:-1][both], py[:-1][both], px[1:][both], py[1:][both],
-                                         np.full(both.sum(), reach)]))
-        if item.opts.get("symbol") is not None:
-            reach = (item.opts.get("symbolSize") or 0) / 2 + 1
-            rows.append(np.column_stack([px[finite], py[finite], px[finite], py[finite],
-                                         np.full(finite.sum(), reach)]))
-    return np.concatenate(rows) if rows else np.zeros((0, 5))
-
-
-def segments_meet(segments: np.ndarray, left: float, top: float, right: float, bottom: float,
-                  clearance: float = 0.0) -> bool:
-    """Whether any segment (drawn_segments), its pen's reach and `clearance` px included, touches the rectangle
-    (in the same pixels)."""
-    return bool(rects_met(segments, np.array([[left, top, right, bottom]], dtype=float), clearance)[0])
-
-
-def rects_met(segments: np.ndarray, rects: np.ndarray, clearance: float = 0.0) -> np.ndarray:
-    """(S,) whether any segment touches each of `rects` (S, 4: left, top, right, bottom, in the segments' pixels), as
-    segments_meet: each segment is clipped to the rectangle grown by its reach and `clearance` (Liang–Barsky)."""
-    if not len(segments) or not len(rects):
-        return np.zeros(len(rects), dtype=bool)
-    x0, y0, x1, y1, reach = segments.T                     # (N,) each
-    left, top, right, bottom = (rects[:, k:k + 1] for k in range(4))   # (S, 1) each
-    grow = reach + clearance
-    dx, dy = x1 - x0, y1 - y0
-    t0, t1 = np.zeros((len(rects), len(segments))), np.ones((len(rects), len(segments)))
-    hit = np.ones((len(rects), len(segments)), dtype=bool)
-    for p, q in ((-dx, x0 - (left - grow)), (dx, (right + grow) - x0), (-dy, y0 - (top - grow)),
-                 (dy, (bottom + grow) - y0)):
-        p = np.broadcast_to(p, q.shape)
-        parallel = p == 0
-        hit &= ~(parallel & (q < 0))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            r = np.where(parallel, 0.0, q / np.where(parallel, 1.0, p))
-        t0 = np.where(~parallel & (p < 0), np.maximum(t0, r), t0)
-        t1 = np.where(~parallel & (p > 0), np.minimum(t1, r), t1)
-    return (hit & (t0 <= t1)).any(axis=1)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyqtgraph as pg
-from gradflow.explorer.panels import plotting, ranges
+from gradflow.explorer.panels import geometry, plotting, ranges
 from gradflow.explorer.theme import Theme
 from PySide6.QtCore import QPointF
 
@@ -33,7 +33,8 @@ def run_pen(theme: Theme, index: int, width: float = 1.0, alpha: float = 1.0):
 class RunCurves:
     """One curve per run in `plot`, each in its run's style (run_pen); with `end_labels`, the run's label at the `end`
     of its curve, in its colour: beside a "right" end (in the room the x range keeps to grow), above or below a "left"
-    one, moved until no curve, baseline or other label crosses it (LABEL_GAP px clear), hidden where no spot is."""
+    one, moved until no curve, baseline or other label crosses it (LABEL_GAP px clear) and it stands by its own curve,
+    hidden where no spot is."""
 
     def __init__(self, plot: pg.PlotItem, labels: Sequence[str], width: float = 1.0, alpha: float = 1.0,
                  end_labels: bool = True, end: str = "right", z: float = 0.0):
@@ -94,36 +95,46 @@ class RunCurves:
         return float(x[i]), math.log10(y[i]) if self._log_y else float(y[i])
 
     def _place(self) -> None:
-        """Each label near its curve's end where no drawn curve, marker or level line (a baseline: plotting.drawn_segments)
-        and no other label crosses it, LABEL_GAP px clear: where it was last time (as far from its end) while that stays
-        clear, else the first clear spot near its end (_near), else anywhere (_grid), nearest first; hidden where none is
-        (a plot too crowded for it: the
-        legend still names each run)."""
+        """Each label near its curve's end where no drawn curve, marker or level line (a baseline: geometry.drawn_segments)
+        and no other label crosses it, LABEL_GAP px clear, and by its own curve (_by_own_curve): where it was last time
+        (as far from its end) while that stays so, else the first such spot near its end (_near), else anywhere (_grid),
+        nearest first; hidden where none is (a plot too crowded for it: the legend still names each run). Placed in
+        the runs' order, and again with those left without a spot first where that shows more of them."""
         view = self.plot.vb
         to_px = view.childTransform()                 # view coordinates -> the data area's pixels (y down)
-        to_view = to_px.inverted()[0]
         area = view.boundingRect()
-        segments = plotting.drawn_segments(self.plot)
+        segments = geometry.drawn_segments(self.plot)
+        runs = [geometry.clipped(geometry.item_segments(curve, to_px), area.width(), area.height()) if curve.isVisible()
+                else np.zeros((0, 5)) for curve in self.curves]   # each run's curve as drawn in the data area
+        ends = {k: to_px.map(QPointF(*end)) for k, end in enumerate(self._ends) if end is not None}   # px
+        spots = self._spots_in(list(ends), ends, area, segments, runs)
+        left_out = [k for k in ends if k not in spots]
+        if left_out and len(ends) > 1:
+            again = self._spots_in(left_out + [k for k in ends if k not in left_out], ends, area, segments, runs)
+            spots = again if len(again) > len(spots) else spots
+        to_view = to_px.inverted()[0]
+        for k, item in enumerate(self.labels):
+            item.setVisible(k in spots)   # nowhere clear, or no end drawn: the legend names the run (in its style)
+            if k in spots:
+                self._offsets[k] = (spots[k][0] - ends[k].x(), spots[k][1] - ends[k].y())
+                item.setPos(to_view.map(QPointF(*spots[k][:2])))
+
+    def _spots_in(self, order: list[int], ends: dict, area, segments: np.ndarray, runs: list[np.ndarray]) -> dict:
+        """{run: (left, top, right, bottom) px} of the labels placed one after the other in `order` (_place)."""
         taken = [(box.left(), box.top(), box.right(), box.bottom()) for box in self._line_labels()]
-        for k, (end, item) in enumerate(zip(self._ends, self.labels)):
-            item.setVisible(end is not None)
-            if end is None:
-                continue
-            at = to_px.map(QPointF(*end))
-            x, y = at.x(), at.y()
-            w, h = item.boundingRect().width(), item.boundingRect().height()
+        found = {}
+        for k in order:
+            x, y = ends[k].x(), ends[k].y()
+            w, h = self.labels[k].boundingRect().width(), self.labels[k].boundingRect().height()
             last = [(x + self._offsets[k][0], y + self._offsets[k][1])] if k in self._offsets else []
-            best = None
             for spots in self._spots(x, y, w, h, last, area.width(), area.height()):   # made only if need be
-                best = _first_clear(_inside(np.asarray(spots, float).reshape(-1, 2), w, h, area.width(),
-                                            area.height()), segments, taken)
+                rects = _inside(np.asarray(spots, float).reshape(-1, 2), w, h, area.width(), area.height())
+                best = _first_clear(rects[_by_own_curve(k, rects, runs)], segments, taken)
                 if best is not None:
+                    found[k] = best
+                    taken.append(best)
                     break
-            item.setVisible(best is not None)   # nowhere clear: the legend names the run (its entry, in its style)
-            if best is not None:
-                self._offsets[k] = (best[0] - x, best[1] - y)
-                taken.append(best)
-                item.setPos(to_view.map(QPointF(best[0], best[1])))
+        return found
 
     def _line_labels(self) -> list:
         """The data-area rectangles (px) of the plot's level lines' own labels ("baseline")."""
@@ -178,9 +189,18 @@ def _inside(tops_left: np.ndarray, w: float, h: float, width: float, height: flo
     return np.column_stack([left, top, left + w, top + h])
 
 
+def _by_own_curve(k: int, rects: np.ndarray, runs: list[np.ndarray]) -> np.ndarray:
+    """(S,) whether each of `rects` (S, 4, px) stands by run k's curve: within its own height of it, or nearer it than
+    any other run's curve (`runs`: each run's segments) — a reader takes a label for the name of the curve it stands
+    by; where curves run close together, its colour tells."""
+    distances = np.stack([geometry.distances(segments, rects) for segments in runs])   # (R, S)
+    others = np.delete(distances, k, axis=0).min(axis=0, initial=np.inf)
+    return distances[k] <= np.maximum(rects[:, 3] - rects[:, 1], others)
+
+
 def _first_clear(spots: np.ndarray, segments: np.ndarray, taken: list) -> tuple[float, ...] | None:
     """The first of `spots` (S, 4: left, top, right, bottom, px) LABEL_GAP px clear of the rectangles `taken` and 1 px
-    clear of every segment (plotting.drawn_segments), or None."""
+    clear of every segment (geometry.drawn_segments), or None."""
     if not len(spots):
         return None
     free = np.ones(len(spots), dtype=bool)
@@ -188,5 +208,5 @@ def _first_clear(spots: np.ndarray, segments: np.ndarray, taken: list) -> tuple[
         free &= ~((spots[:, 0] < right + LABEL_GAP) & (left - LABEL_GAP < spots[:, 2])
                   & (spots[:, 1] < bottom + LABEL_GAP) & (top - LABEL_GAP < spots[:, 3]))
     candidates = np.flatnonzero(free)
-    clear = candidates[~plotting.rects_met(segments, spots[candidates], clearance=1.0)]
+    clear = candidates[~geometry.rects_met(segments, spots[candidates], clearance=1.0)]
     return tuple(float(v) for v in spots[clear[0]]) if len(clear) else None

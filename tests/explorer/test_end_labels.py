@@ -1,22 +1,32 @@
 """A comparison's end labels ("σ_w = 1 (ordered)", "ρ = 0.9") stand where nothing drawn crosses them: no curve,
 theory line or baseline runs through a label's rectangle (every drawn segment sampled at least every pixel, in scene
-coordinates), and no label covers another, in normal and presentation type. A label with no clear spot near its
-curve (a plot too small for it) is hidden, its run still named in the legend; a plot with room shows them all."""
+coordinates), and no label covers another, in normal and presentation type; and each stands by its own run's curve
+(within its own height of it, or nearer it than any other run's): Edge of chaos at 720p once put "σ_w = 2.5
+(chaotic)" beside the ordered run's curve, 20 decades below its own. A label with no clear spot by its curve (a plot
+too small for it) is hidden, its run still named in the legend; a plot with room shows them all."""
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pytest
 from gradflow.core.config import Config
+from gradflow.core.presets import load_preset
 from gradflow.explorer.panels import GradientTimePanel, TrainingPanel
 from gradflow.explorer.theme import DEFAULT_THEME, presentation
 from panel_helpers import Run, covered  # tests/explorer is on sys.path
+from PySide6.QtCore import QPointF
 from PySide6.QtWidgets import QApplication
 
 MEAN_FIELD = {"σ_w = 0.5 (ordered)": 0.5, "σ_w = 1 (ordered)": 1.0, "σ_w = 1.55 (edge)": 1.55, "σ_w = 3 (chaos)": 3.0}
 RHO = {"ρ = 0.9": 0.9, "ρ = 1.0": 1.0, "ρ = 1.1": 1.1}
+EDGE = "compare_edge_of_chaos"   # ordered, edge and chaotic: curves 20 decades apart, crossed by their theory lines
 
 
 def _runs(scenario: str) -> tuple[list[str], list[Run]]:
-    if scenario == "mean field":
+    if scenario == EDGE:
+        configs = dict(load_preset(EDGE).runs)
+    elif scenario == "mean field":
         configs = {label: Config(model="rnn", init="gaussian", sigma_w=s, seq_len=50, hidden_size=32, batch_size=8)
                    for label, s in MEAN_FIELD.items()}
     else:
@@ -25,7 +35,36 @@ def _runs(scenario: str) -> tuple[list[str], list[Run]]:
     return list(configs), [Run(config, [{}] * 4) for config in configs.values()]
 
 
-def _assert_labels_clear(plot, labels, legend, every: bool):
+def _distance(curve, box) -> float:
+    """px (scene) from the rectangle `box` to the nearest point of `curve` drawn in its view, its segments sampled
+    at least every pixel (inf if none is drawn)."""
+    x, y = curve.getData()
+    view = curve.getViewBox()
+    points = np.array([[p.x(), p.y()] for a, b in zip(x, y) if np.isfinite(a) and np.isfinite(b)
+                       for p in [view.mapViewToScene(QPointF(float(a), float(b)))]])   # (N, 2)
+    if not len(points):
+        return math.inf
+    steps = np.maximum(np.abs(np.diff(points, axis=0)).max(axis=1).astype(int), 1) if len(points) > 1 else []
+    dense = np.concatenate([points[:1]] + [a + (b - a) * np.arange(1, n + 1)[:, None] / n
+                                           for a, b, n in zip(points, points[1:], steps)])
+    seen = view.sceneBoundingRect()    # what lies outside the data area is not drawn
+    dense = dense[(dense[:, 0] >= seen.left()) & (dense[:, 0] <= seen.right()) & (dense[:, 1] >= seen.top())
+                  & (dense[:, 1] <= seen.bottom())]
+    dx = np.maximum.reduce([box.left() - dense[:, 0], dense[:, 0] - box.right(), np.zeros(len(dense))])
+    dy = np.maximum.reduce([box.top() - dense[:, 1], dense[:, 1] - box.bottom(), np.zeros(len(dense))])
+    return float(np.hypot(dx, dy).min()) if len(dense) else math.inf
+
+
+def _assert_labels_clear(plot, labels, legend, every: bool, curves=()):
+    """...and, given the runs' `curves` (in the labels' order), each label shown stands by its own run's curve: within
+    its own height of it, or nearer it than any other run's (a reader takes a label for the name of the curve it
+    stands by; where curves run close together, its colour tells)."""
+    for k, item in enumerate(labels):
+        if curves and item.isVisible():
+            box = item.sceneBoundingRect()
+            own, *others = [_distance(curves[k], box)] + [_distance(c, box) for i, c in enumerate(curves) if i != k]
+            assert own <= max(box.height(), min(others, default=math.inf)), \
+                f"{item.textItem.toPlainText()!r} at {box}: {own:.0f} px from its curve, {min(others):.0f} from another"
     shown = [item for item in labels if item.isVisible()]
     if every:
         assert len(shown) == len(labels), [item.textItem.toPlainText() for item in labels if item not in shown]
@@ -53,12 +92,13 @@ def _shown(qtbot, panel_class, scenario: str, big: bool, size: tuple[int, int]):
     return panel
 
 
-@pytest.mark.parametrize("scenario", ["mean field", "rho"])
+@pytest.mark.parametrize("scenario", ["mean field", "rho", EDGE])
 @pytest.mark.parametrize("big", [False, True], ids=["normal", "presentation"])
 @pytest.mark.parametrize("size", [(620, 400), (900, 640)], ids=["small", "roomy"])
 def test_end_labels_in_the_gradient_panel_are_crossed_by_no_curve(qtbot, scenario, big, size):
     panel = _shown(qtbot, GradientTimePanel, scenario, big, size)
-    _assert_labels_clear(panel.plot, panel.run_curves.labels, panel.legend, every=size[1] > 600)
+    _assert_labels_clear(panel.plot, panel.run_curves.labels, panel.legend, every=size[1] > 600 and scenario != EDGE,
+                         curves=panel.run_curves.curves)
 
 
 @pytest.mark.parametrize("big", [False, True], ids=["normal", "presentation"])
@@ -66,4 +106,5 @@ def test_end_labels_in_the_gradient_panel_are_crossed_by_no_curve(qtbot, scenari
 def test_end_labels_of_the_losses_are_crossed_by_no_curve_nor_the_baseline(qtbot, big, size):
     panel = _shown(qtbot, TrainingPanel, "mean field", big, size)
     assert panel.baseline_line.isVisible()
-    _assert_labels_clear(panel.loss_plot, panel.run_losses.labels, panel.legend, every=size[1] > 600)
+    _assert_labels_clear(panel.loss_plot, panel.run_losses.labels, panel.legend, every=size[1] > 600,
+                         curves=panel.run_losses.curves)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from gradflow.explorer.export.shapes import SHAPES, laid_out
 from gradflow.explorer.export.vector import SCRIPT_GAP, _space_scripts
-from gradflow.explorer.panels import plotting
+from gradflow.explorer.panels import geometry
 from gradflow.explorer.window.dialogs import FigureChoice, PanelExportDialog
 from PIL import Image
 from PySide6.QtCore import QSettings
@@ -110,9 +110,9 @@ def test_the_legend_covers_no_drawn_curve(figure, shape, presentation):
     with laid_out(figure.view, figure.shape):
         box = panel.legend.mapRectToItem(panel.plot.vb, panel.legend.boundingRect())
         inside = box.intersected(panel.plot.vb.boundingRect())
-        segments = plotting.drawn_segments(panel.plot)
+        segments = geometry.drawn_segments(panel.plot)
         assert len(segments) > 100   # the curves are there to be covered
-        assert inside.isEmpty() or not plotting.segments_meet(segments, inside.left(), inside.top(), inside.right(),
+        assert inside.isEmpty() or not geometry.segments_meet(segments, inside.left(), inside.top(), inside.right(),
                                                               inside.bottom())
         assert figure.view.rect().contains(panel.legend.mapRectToScene(panel.legend.boundingRect()).toRect()
                                            .translated(panel.view.mapTo(figure.view, panel.view.rect().topLeft())))

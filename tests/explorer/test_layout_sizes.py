@@ -191,7 +191,7 @@ def test_the_gradient_legend_leaves_the_plot_only_when_the_curves_fill_every_cor
     and inside again with the next theme."""
     import numpy as np
     from gradflow.core.config import Config
-    from gradflow.explorer.panels import GradientTimePanel, plotting
+    from gradflow.explorer.panels import GradientTimePanel, geometry
     from gradflow.explorer.theme import THEMES, presentation
     from panel_helpers import Run, feed, make  # tests/explorer is on sys.path
     from PySide6.QtWidgets import QApplication
@@ -206,7 +206,7 @@ def test_the_gradient_legend_leaves_the_plot_only_when_the_curves_fill_every_cor
     def clear() -> bool:
         view = panel.plot.vb
         box = legend.mapRectToItem(view, legend.boundingRect())
-        return not plotting.segments_meet(plotting.drawn_segments(panel.plot), box.left(), box.top(), box.right(),
+        return not geometry.segments_meet(geometry.drawn_segments(panel.plot), box.left(), box.top(), box.right(),
                                           box.bottom())
 
     assert legend._beside == "inside" and clear()

@@ -363,14 +363,14 @@ def _overlap(a, b) -> bool:
 
 def _legend_state(panel) -> dict:
     """Where the gradient plot's legend is (inside the plot, beside or under it), its text's scale inside, and
-    whether a drawn curve (explorer.panels.plotting.drawn_segments) meets its rectangle."""
-    from gradflow.explorer.panels import plotting
+    whether a drawn curve (explorer.panels.geometry.drawn_segments) meets its rectangle."""
+    from gradflow.explorer.panels import geometry
 
     legend = panel.legend
     place = {"inside": "inside", True: "beside", False: "under", "folded": "folded"}.get(getattr(legend, "_beside", None),
                                                                                      "none")
     box = legend.mapRectToItem(panel.plot.vb, legend.boundingRect())
-    covers = place == "inside" and plotting.segments_meet(plotting.drawn_segments(panel.plot), box.left(), box.top(),
+    covers = place == "inside" and geometry.segments_meet(geometry.drawn_segments(panel.plot), box.left(), box.top(),
                                                           box.right(), box.bottom())
     return {"place": place, "text_scale": getattr(legend, "text_scale", 1.0) if place == "inside" else 1.0,
             "covers": covers, "size": [round(box.width()), round(box.height())]}
