@@ -54,6 +54,8 @@ class TrainingPanel(Panel):
         self.clip_line = pg.InfiniteLine(angle=0, movable=False,
                                          label="", labelOpts={"position": 0.02, "anchors": [(0, 1), (0, 1)]})
         self.norm_plot.addItem(self.clip_line)
+        for line in (self.baseline_line, self.clip_line):   # above the curves: a loss that settles on the baseline
+            line.setZValue(6)                                # would cross out its label
         self.shown_lines = [pg.InfiniteLine(angle=90, movable=False) for _ in range(2)]   # the step shown, when
         for plot, line in zip((self.loss_plot, self.norm_plot), self.shown_lines):      # scrubbed back
             plot.addItem(line)
@@ -290,9 +292,10 @@ class TrainingPanel(Panel):
             item.scatter.setSymbol(symbol)
         for line in (self.baseline_line, self.clip_line, self.baseline_sample):
             line.setPen(plotting.pen(theme.foreground, theme.pen_width * 0.7, plotting.DASH))
-        for line in (self.baseline_line, self.clip_line):
+        for line in (self.baseline_line, self.clip_line):   # its label on the plot's ground (see __init__)
             line.label.setColor(plotting.color(theme.foreground))
             line.label.setFont(plotting.font(theme))
+            line.label.fill = plotting.brush(theme.background, 0.85)
 
 
 def _fmt(value: float) -> str:

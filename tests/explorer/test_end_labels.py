@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from gradflow.core.config import Config
 from gradflow.core.presets import load_preset
-from gradflow.explorer.panels import GradientTimePanel, TrainingPanel
+from gradflow.explorer.panels import GradientTimePanel, TrainingPanel, plotting
 from gradflow.explorer.theme import DEFAULT_THEME, presentation
 from panel_helpers import Run, covered  # tests/explorer is on sys.path
 from PySide6.QtCore import QPointF
@@ -108,3 +108,23 @@ def test_end_labels_of_the_losses_are_crossed_by_no_curve_nor_the_baseline(qtbot
     assert panel.baseline_line.isVisible()
     _assert_labels_clear(panel.loss_plot, panel.run_losses.labels, panel.legend, every=size[1] > 600,
                          curves=panel.run_losses.curves)
+
+
+@pytest.mark.parametrize("big", [False, True], ids=["normal", "presentation"])
+def test_a_loss_that_settles_on_the_baseline_does_not_cross_out_its_label(qtbot, big):
+    """The losses of a comparison that has learnt what it can zigzag about the baseline, through its label: the label
+    stays readable, drawn over them on the plot's ground (no pixel of a run's colour inside its text's box)."""
+    panel = _shown(qtbot, TrainingPanel, "mean field", big, (620, 420))
+    level = panel.baseline_line.value()                      # log10 of the baseline
+    (lo, hi), _ = panel.loss_plot.vb.viewRange()
+    x = np.linspace(lo, hi, 200)
+    panel.run_losses.set_data([(x, 10 ** (level + 0.15 * (-1) ** np.arange(200) + 0.01 * i)) for i in range(4)])
+    QApplication.processEvents()
+    label = panel.baseline_line.label
+    box = label.mapRectToScene(label.boundingRect()).adjusted(2, 2, -2, -2)
+    image = panel.grab().toImage()
+    origin = panel.loss_plot.getViewWidget().mapTo(panel, panel.loss_plot.getViewWidget().rect().topLeft())
+    inks = {plotting.color(panel.theme.color(i)).rgb() for i in range(4)}
+    seen = [(x, y) for x in range(int(box.left()), int(box.right())) for y in range(int(box.top()), int(box.bottom()))
+            if image.pixel(origin.x() + x, origin.y() + y) in inks]
+    assert not seen, f"{len(seen)} pixels of a run's colour inside the baseline label at {box}, e.g. {seen[:3]}"
