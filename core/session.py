@@ -179,8 +179,12 @@ def load_session(path: str | Path, cell_changed_ok: bool = False, trust_cell_cod
                 or history.get("profile_steps", np.zeros(0, np.int64)).dtype.kind not in "iu":
             raise ValueError("the history holds other than real numbers (its steps: integers)")
         trainer.history = History.from_state(history)
-        trainer.steps_done = int(manifest["steps_done"])
-    except (KeyError, ValueError, RuntimeError, TypeError, AttributeError, IndexError):   # RecursionError included
+        steps = manifest["steps_done"]
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+            raise ValueError(f"steps_done = {steps!r} is not a count of steps")
+        trainer.steps_done = steps
+    except (KeyError, ValueError, RuntimeError, TypeError, AttributeError, IndexError,   # RecursionError included
+            OverflowError):                                                               # int(inf)
         raise SessionError(f"{path.name} is damaged: its saved weights, optimizer state or history do not fit the "
                            "model its settings describe") from None
     view = _read_view(manifest.get("view"), arrays)

@@ -106,3 +106,22 @@ def test_a_newer_version_says_to_update_the_app(tmp_path, session_bytes):
     message = refusal(tmp_path, rezip(files))
     assert "newer version" in message and "update the app" in message
 
+
+
+@pytest.mark.parametrize("steps", [float("inf"), -3, 2.5, "2", None], ids=["infinity", "negative", "fraction",
+                                                                          "text", "null"])
+def test_a_step_count_that_is_no_count_is_damage(tmp_path, session_bytes, steps):
+    """The fuzzer's "steps_done": Infinity raised OverflowError out of gradflow.open; -3 or 2.5 opened."""
+    files = members(session_bytes)
+    manifest = json.loads(np.load(io.BytesIO(files["manifest.npy"])).tobytes())
+    manifest["steps_done"] = steps
+    files["manifest.npy"] = npy(np.frombuffer(json.dumps(manifest).encode(), dtype=np.uint8))
+    assert "is damaged" in refusal(tmp_path, rezip(files))
+
+
+@pytest.mark.parametrize("member", ["history/scalar_step.npy", "history/max_bytes.npy"])
+def test_an_infinite_count_in_the_history_is_damage(tmp_path, session_bytes, member):
+    files = members(session_bytes)
+    saved = np.load(io.BytesIO(files[member]))
+    files[member] = npy(np.full(saved.shape, np.inf))   # a float where the history keeps a count
+    assert "is damaged" in refusal(tmp_path, rezip(files))
