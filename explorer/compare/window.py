@@ -38,7 +38,7 @@ from gradflow.explorer.window.run_controls import RunControls, run_action, run_t
 from gradflow.explorer.window.screen_fit import first_launch, fit_to_screen, set_full_screen
 from gradflow.explorer.window.style import compare_stylesheet
 from gradflow.explorer.window.timeline import TimelineBar
-from gradflow.explorer.window.widgets import MessageBar, ScrolledWhenShort
+from gradflow.explorer.window.widgets import ElidedLabel, MessageBar, ScrolledWhenShort
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
@@ -135,15 +135,20 @@ class CompareWindow(Arranged, QMainWindow):
         self.fold_button.setAutoRaise(True)
         self.fold_button.setToolTip("Fold the explanation to its title, or unfold it")
         self.fold_button.clicked.connect(lambda: self.set_folded(not self.folded))
-        self.header = QLabel()
+        self.title = ElidedLabel()   # one line: cut at its end ("…"), never at its second line's (issue 29, 720p)
+        self.header = QLabel()       # the explanation, unfolded
         self.header.setWordWrap(True)
         self.header.setTextFormat(Qt.TextFormat.RichText)
         self.header.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)   # wraps, never widens
-        header_row = QWidget()
+        header_row = self.header_row = QWidget()
         header = QHBoxLayout(header_row)
         header.setContentsMargins(0, 0, 0, 0)
         header.addWidget(self.fold_button, 0, Qt.AlignmentFlag.AlignTop)
-        header.addWidget(self.header, 1)
+        lines = QVBoxLayout()
+        lines.setSpacing(0)
+        lines.addWidget(self.title)
+        lines.addWidget(self.header)
+        header.addLayout(lines, 1)
         self.message_bar = MessageBar()   # the tour's stops
         for part in (ScrolledWhenShort(header_row, self.header),
                      ScrolledWhenShort(self.message_bar, self.message_bar.label, follow=True)):
@@ -235,6 +240,8 @@ class CompareWindow(Arranged, QMainWindow):
         for run_column in self.columns:
             run_column.apply_theme(theme)
         self.header.setFont(plotting.font(theme))
+        self.title.setFont(plotting.font(theme, scale=1.3, bold=True))
+        self.title.setStyleSheet(f"color: {theme.foreground};")
         self.fold_button.setFont(plotting.font(theme))
         self.fold_button.setStyleSheet(f"color: {theme.foreground}; border: none;")
         self.set_folded(self.folded)
@@ -244,13 +251,13 @@ class CompareWindow(Arranged, QMainWindow):
         """The header: the title alone (folded; the explanation in its tooltip) or with the explanation."""
         self.folded = bool(folded)
         theme = self.theme
-        title, explanation, same = (html.escape(p, quote=False) for p in self._header_parts)
-        text = (f"<span style='font-size:{theme.font_pt * 1.3:.1f}pt; color:{theme.foreground}'><b>{title}</b></span>")
-        if not self.folded:
-            text += (f"<br><span style='color:{theme.muted}'>{explanation + ' ' if explanation else ''}"
-                     f"Every run: {same}, the same batches.</span>")
-        self.header.setText(text)
-        self.header.setToolTip(f"{explanation} Every run: {same}, the same batches." if self.folded else "")
+        title, explanation, same = self._header_parts
+        self.title.setText(title)
+        about = f"{explanation + ' ' if explanation else ''}Every run: {same}, the same batches."
+        self.header.setText("" if self.folded else f"<span style='color:{theme.muted}'>"
+                                                   f"{html.escape(about, quote=False)}</span>")
+        self.header.setVisible(not self.folded)
+        self.header_row.setToolTip(about if self.folded else "")
         self.fold_button.setText("▸" if self.folded else "▾")
 
     @Slot(bool)

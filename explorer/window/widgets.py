@@ -31,9 +31,51 @@ if TYPE_CHECKING:
     from gradflow.explorer.model.tour import TourModel
 
 
+class ElidedLabel(QLabel):
+    """One line of plain text, elided at its right end to the label's width ("…"), the whole text in its tooltip
+    then: it never widens its window, and what it cuts it says it cut. `text()` is the whole text."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None):
+        super().__init__(parent)
+        self.whole = ""
+        self.setText(text)
+
+    def setText(self, text: str):
+        self.whole = text
+        self._elide()
+        self.updateGeometry()
+
+    def text(self) -> str:
+        return self.whole
+
+    def sizeHint(self) -> QSize:   # the whole text's width; it shrinks down to an ellipsis
+        margins = self.contentsMargins()
+        return QSize(self.fontMetrics().horizontalAdvance(self.whole) + margins.left() + margins.right() + 2,
+                     super().sizeHint().height())
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(self.fontMetrics().horizontalAdvance("…") * 2, super().minimumSizeHint().height())
+
+    def resizeEvent(self, event):
+        super().resizeEvent(event)
+        self._elide()
+
+    def changeEvent(self, event):
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:   # (a theme's or presentation type's style sheet)
+            self._elide()
+            self.updateGeometry()
+
+    def _elide(self):
+        shown = self.fontMetrics().elidedText(self.whole, Qt.TextElideMode.ElideRight, max(self.width(), 1))
+        super().setText(shown)
+        self.setToolTip(self.whole if shown != self.whole else "")
+
+
 class ScenarioBanner(QFrame):
     """The scenario's title and its explanation, across the top of the window; the fold button (▾/▸)
-    collapses it to its title. Neither line can widen the window (the title elides, the text wraps)."""
+    collapses it to its title. Neither line can widen the window (the title elides, its "(modified)" mark kept
+    beside it; the text wraps)."""
 
     collapsed_changed = Signal(bool)
     step_clicked = Signal(int)   # a step the explanation speaks of ("step 40", "steps 501..600": 600) was clicked
@@ -47,9 +89,11 @@ class ScenarioBanner(QFrame):
         self.fold_button.setText("▾")
         self.fold_button.setToolTip("Fold the explanation to its title, or unfold it")
         self.fold_button.clicked.connect(self._on_fold_clicked)
-        self.title = QLabel()
+        self.title = ElidedLabel()
         self.title.setObjectName("bannerTitle")
-        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.modified = QLabel("(modified)")   # the run's config is not the scenario's
+        self.modified.setObjectName("bannerModified")
+        self.modified.hide()
         self.text = QLabel()
         self.text.setObjectName("bannerText")
         self.text.setWordWrap(True)
@@ -61,9 +105,14 @@ class ScenarioBanner(QFrame):
         self.close_button.setText("×")
         self.close_button.setObjectName("bannerClose")
         self.close_button.setToolTip("Hide the explanation (View ▸ Scenario explanation brings it back)")
+        title_row = QHBoxLayout()
+        title_row.setSpacing(12)
+        title_row.addWidget(self.title)
+        title_row.addWidget(self.modified)
+        title_row.addStretch(1)
         column = QVBoxLayout()
         column.setSpacing(2)
-        column.addWidget(self.title)
+        column.addLayout(title_row)
         column.addWidget(self.text)
         row = QHBoxLayout(self)
         row.setContentsMargins(6, 6, 6, 8)
@@ -86,11 +135,10 @@ class ScenarioBanner(QFrame):
 
     def set_scenario(self, title: str, explanation: str, modified: bool):
         """The explanation's step references become links (step_clicked) while the scenario's own config runs."""
-        self.title.setText(f"{title}   <span style='font-weight:normal'><i>(modified)</i></span>"
-                           if modified else title)
+        self.title.setText(title)
+        self.modified.setVisible(modified)
         text = html.escape(explanation or "A configuration of your own: no explanation.", quote=False)
         self.text.setText(text if modified else STEP_REFERENCE.sub(_step_link, text))
-        self.title.setToolTip(title)
 
     def changeEvent(self, event):
         super().changeEvent(event)
@@ -363,7 +411,9 @@ class ScrolledWhenShort(QScrollArea):
     def __init__(self, content: QWidget, text: QLabel, lines: int = 3, follow: bool = False):
         super().__init__()
         self.content, self.text, self.lines, self.follow = content, text, lines, follow
+        hidden = content.isHidden() and content.testAttribute(Qt.WidgetAttribute.WA_WState_ExplicitShowHide)
         self.setWidget(content)
+        content.setHidden(hidden)   # as it was (setWidget shows it: a comparison with no claims had an empty message bar)
         self.setWidgetResizable(True)
         self.setFrameShape(QFrame.Shape.NoFrame)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
@@ -378,7 +428,8 @@ class ScrolledWhenShort(QScrollArea):
         """The content's height at this width (px)."""
         bar = self.verticalScrollBar()
         width = self.width() - (bar.width() if bar.isVisible() else 0)
-        return self.content.heightForWidth(max(width, self.content.minimumSizeHint().width()))
+        height = self.content.heightForWidth(max(width, self.content.minimumSizeHint().width()))
+        return height if height >= 0 else self.content.sizeHint().height()   # (-1: nothing in it wraps now)
 
     def sizeHint(self) -> QSize:
         return QSize(self.content.sizeHint().width(), self._whole())

@@ -28,7 +28,7 @@ from gradflow.explorer.theme import DEFAULT_THEME, THEMES, presentation
 from gradflow.explorer.window.main_window import MainWindow
 from panel_helpers import gaps, shown_plot  # tests/explorer is on sys.path
 from PySide6.QtCore import QPointF
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QLabel
 from window_helpers import LECTURE_SIZE, SMALL, WAIT_MS, engine_pausing
 
 
@@ -429,3 +429,31 @@ def test_a_comparison_scenario_has_the_tour_its_stop_at_step_1_names_each_run(qt
         assert window.message_bar.kind != "tour"
     finally:
         window.close()
+
+
+def test_a_comparison_without_claims_shows_no_message_bar(qtbot, compare_window):
+    """A comparison made in the Compare dialog has no tour: no empty message strip under its title."""
+    assert compare_window.tour.stops == []
+    assert not compare_window.message_bar.isVisible() and not compare_window.message_bar.parentWidget().isVisible()
+
+
+def test_a_long_title_folded_is_one_line_that_says_it_is_cut(qtbot):
+    """The longest comparison title in presentation type on a narrow window: folded, the title is one line ending in
+    "…", the whole title in its tooltip, and the header needs no scrolling (at 1280×720 in presentation, "The curse of
+    memory, untamed: …" wrapped to two lines of which the header's view showed the first, cut after "the state's")."""
+    preset = load_preset("compare_curse_of_memory_plain")
+    window = CompareWindow(list(preset.runs)[:2], preset.title, preset.explanation, theme=presentation(DEFAULT_THEME))
+    qtbot.addWidget(window)
+    window.resize(900, 700)
+    window.show()
+    qtbot.waitUntil(lambda: window.latest is not None, timeout=WAIT_MS)
+    window.set_folded(True)
+    title, holder = window.title, window.header_row.parentWidget()   # (the header's scroll view's viewport)
+    qtbot.waitUntil(lambda: title.isVisible() and 0 < window.header_row.height() <= holder.height(),
+                    timeout=WAIT_MS)   # laid out, unscrolled
+    shown = QLabel.text(title)   # what is drawn (ElidedLabel.text() is the whole title)
+    assert shown.endswith("…") and preset.title.startswith(shown[:-1]) and title.toolTip() == preset.title, shown
+    assert title.height() < 2 * title.fontMetrics().lineSpacing(), f"{title.height()} px: more than one line"
+    window.set_folded(False)
+    assert title.text() == preset.title and window.header.isVisible() and "Every run:" in window.header.text()
+    window.close_discarding()

@@ -49,7 +49,7 @@ def test_every_panel_sits_in_its_own_dock_and_the_view_menu_toggles_it(window):
 def test_default_scenario_is_opened_when_no_config_is_given(open_window):
     window = open_window(config=None)
     assert window.settings_panel.config == load_preset(DEFAULT_PRESET).config
-    assert "(modified)" not in window.banner.title.text()
+    assert not window.banner.modified.isVisibleTo(window.banner)
 
 
 # -- step, play, pause ---------------------------------------------------------------------------------------
@@ -198,3 +198,24 @@ def plain(rich: str) -> str:
     document = QTextDocument()
     document.setHtml(rich)
     return document.toPlainText()
+
+
+def test_a_long_title_elides_and_keeps_its_modified_mark_beside_it(qtbot):
+    """The banner on a narrow window: a title too long for it ends in "…" (the whole title in its tooltip) and
+    "(modified)" stays whole beside it; it was one rich-text line that Qt cut at the window's edge, mark and all."""
+    from gradflow.explorer.window.widgets import ScenarioBanner
+    from PySide6.QtWidgets import QLabel
+    banner = ScenarioBanner()
+    qtbot.addWidget(banner)
+    title = load_preset("orthogonal_linear").title
+    banner.set_scenario(title, "An explanation.", modified=True)
+    banner.resize(520, 120)
+    banner.show()
+    qtbot.waitUntil(lambda: banner.title.isVisible() and banner.modified.isVisible(), timeout=5000)
+    shown = QLabel.text(banner.title)
+    assert shown.endswith("…") and title.startswith(shown[:-1]) and banner.title.toolTip() == title, shown
+    mark = banner.modified.geometry()
+    assert banner.contentsRect().contains(mark) and mark.width() >= banner.modified.sizeHint().width(), mark
+    assert banner.title.geometry().right() < mark.left()
+    banner.set_scenario(title, "An explanation.", modified=False)
+    assert not banner.modified.isVisibleTo(banner)
