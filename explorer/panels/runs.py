@@ -126,6 +126,8 @@ class RunCurves:
         for k in order:
             x, y = ends[k].x(), ends[k].y()
             w, h = self.labels[k].boundingRect().width(), self.labels[k].boundingRect().height()
+            if w > area.width() or h > area.height():
+                continue   # wider than the data area: cut at its edge, it would name no run whole
             last = [(x + self._offsets[k][0], y + self._offsets[k][1])] if k in self._offsets else []
             for spots in self._spots(x, y, w, h, last, area.width(), area.height()):   # made only if need be
                 rects = _inside(np.asarray(spots, float).reshape(-1, 2), w, h, area.width(), area.height())

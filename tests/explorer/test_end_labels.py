@@ -21,11 +21,12 @@ from PySide6.QtWidgets import QApplication
 MEAN_FIELD = {"σ_w = 0.5 (ordered)": 0.5, "σ_w = 1 (ordered)": 1.0, "σ_w = 1.55 (edge)": 1.55, "σ_w = 3 (chaos)": 3.0}
 RHO = {"ρ = 0.9": 0.9, "ρ = 1.0": 1.0, "ρ = 1.1": 1.1}
 EDGE = "compare_edge_of_chaos"   # ordered, edge and chaotic: curves 20 decades apart, crossed by their theory lines
+LONG = "compare_curse_of_memory_plain"   # "plain λ, r_max = 0.999": wider than a narrow panel's plot in presentation
 
 
 def _runs(scenario: str) -> tuple[list[str], list[Run]]:
-    if scenario == EDGE:
-        configs = dict(load_preset(EDGE).runs)
+    if scenario in (EDGE, LONG):
+        configs = dict(load_preset(scenario).runs)
     elif scenario == "mean field":
         configs = {label: Config(model="rnn", init="gaussian", sigma_w=s, seq_len=50, hidden_size=32, batch_size=8)
                    for label, s in MEAN_FIELD.items()}
@@ -66,6 +67,10 @@ def _assert_labels_clear(plot, labels, legend, every: bool, curves=()):
             assert own <= max(box.height(), min(others, default=math.inf)), \
                 f"{item.textItem.toPlainText()!r} at {box}: {own:.0f} px from its curve, {min(others):.0f} from another"
     shown = [item for item in labels if item.isVisible()]
+    area = plot.vb.sceneBoundingRect()
+    for item in shown:   # whole: a label wider than the data area is hidden, not cut at its edge
+        assert area.contains(item.sceneBoundingRect()), f"{item.textItem.toPlainText()!r} at " \
+                                                        f"{item.sceneBoundingRect()} leaves the data area {area}"
     if every:
         assert len(shown) == len(labels), [item.textItem.toPlainText() for item in labels if item not in shown]
     named = {label.text for _, label in legend.items}
@@ -102,9 +107,10 @@ def test_end_labels_in_the_gradient_panel_are_crossed_by_no_curve(qtbot, scenari
 
 
 @pytest.mark.parametrize("big", [False, True], ids=["normal", "presentation"])
-@pytest.mark.parametrize("size", [(620, 420), (900, 640)], ids=["small", "roomy"])
-def test_end_labels_of_the_losses_are_crossed_by_no_curve_nor_the_baseline(qtbot, big, size):
-    panel = _shown(qtbot, TrainingPanel, "mean field", big, size)
+@pytest.mark.parametrize("scenario, size", [("mean field", (620, 420)), ("mean field", (900, 640)), (LONG, (340, 420))],
+                         ids=["small", "roomy", "narrow-long-labels"])
+def test_end_labels_of_the_losses_are_crossed_by_no_curve_nor_the_baseline(qtbot, big, scenario, size):
+    panel = _shown(qtbot, TrainingPanel, scenario, big, size)
     assert panel.baseline_line.isVisible()
     _assert_labels_clear(panel.loss_plot, panel.run_losses.labels, panel.legend, every=size[1] > 600,
                          curves=panel.run_losses.curves)
