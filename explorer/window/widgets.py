@@ -37,6 +37,7 @@ class ElidedLabel(QLabel):
 
     def __init__(self, text: str = "", parent: QWidget | None = None):
         super().__init__(parent)
+        self.setTextFormat(Qt.TextFormat.PlainText)   # elided as plain text, so drawn as such ("ρ <b>" stays so)
         self.whole = ""
         self.setText(text)
 

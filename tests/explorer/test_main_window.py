@@ -219,3 +219,5 @@ def test_a_long_title_elides_and_keeps_its_modified_mark_beside_it(qtbot):
     assert banner.title.geometry().right() < mark.left()
     banner.set_scenario(title, "An explanation.", modified=False)
     assert not banner.modified.isVisibleTo(banner)
+    banner.set_scenario("σ <b>1</b> vs 2", "An explanation.", modified=False)   # a user's title: text, not markup
+    assert QLabel.text(banner.title) == "σ <b>1</b> vs 2" and banner.title.textFormat() == Qt.TextFormat.PlainText
