@@ -23,6 +23,7 @@ DASHES = (plotting.SOLID, plotting.DASH, plotting.DASH_DOT, plotting.DOT)   # ru
 LABEL_GAP = 3   # px between two end labels, and between a right end and its label
 LABEL_MARGIN = 1   # px of a label's box around its text (Qt's default: 4)
 SPOT_STEPS = 8  # how far from its end a label may go to find a clear spot: this many of its heights up and down
+SEARCH_TRIES = 200   # spots tried in all when placing the labels, at most (_arrange)
 
 
 def run_pen(theme: Theme, index: int, width: float = 1.0, alpha: float = 1.0):
@@ -97,9 +98,10 @@ class RunCurves:
     def _place(self) -> None:
         """Each label near its curve's end where no drawn curve, marker or level line (a baseline: geometry.drawn_segments)
         and no other label crosses it, LABEL_GAP px clear, and by its own curve (_by_own_curve): where it was last time
-        (as far from its end) while that stays so, else the first such spot near its end (_near), else anywhere (_grid),
-        nearest first; hidden where none is (a plot too crowded for it: the legend still names each run). Placed in
-        the runs' order, and again with those left without a spot first where that shows more of them."""
+        (as far from its end) while that stays so, else the first such spot near its end (_near), along its curve
+        (_along), else anywhere (_grid), nearest first; hidden where none is (a plot too crowded for it: the legend
+        still names each run). Placed in the runs' order, an earlier label moved on where its spot leaves a later one
+        none (_arrange)."""
         view = self.plot.vb
         to_px = view.childTransform()                 # view coordinates -> the data area's pixels (y down)
         area = view.boundingRect()
@@ -107,11 +109,7 @@ class RunCurves:
         runs = [geometry.clipped(geometry.item_segments(curve, to_px), area.width(), area.height()) if curve.isVisible()
                 else np.zeros((0, 5)) for curve in self.curves]   # each run's curve as drawn in the data area
         ends = {k: to_px.map(QPointF(*end)) for k, end in enumerate(self._ends) if end is not None}   # px
-        spots = self._spots_in(list(ends), ends, area, segments, runs)
-        left_out = [k for k in ends if k not in spots]
-        if left_out and len(ends) > 1:
-            again = self._spots_in(left_out + [k for k in ends if k not in left_out], ends, area, segments, runs)
-            spots = again if len(again) > len(spots) else spots
+        spots = self._spots_in(ends, area, segments, runs)
         to_view = to_px.inverted()[0]
         for k, item in enumerate(self.labels):
             item.setVisible(k in spots)   # nowhere clear, or no end drawn: the legend names the run (in its style)
@@ -119,23 +117,28 @@ class RunCurves:
                 self._offsets[k] = (spots[k][0] - ends[k].x(), spots[k][1] - ends[k].y())
                 item.setPos(to_view.map(QPointF(*spots[k][:2])))
 
-    def _spots_in(self, order: list[int], ends: dict, area, segments: np.ndarray, runs: list[np.ndarray]) -> dict:
-        """{run: (left, top, right, bottom) px} of the labels placed one after the other in `order` (_place)."""
-        taken = [(box.left(), box.top(), box.right(), box.bottom()) for box in self._line_labels()]
-        found = {}
-        for k in order:
+    def _spots_in(self, ends: dict, area, segments: np.ndarray, runs: list[np.ndarray]) -> dict:
+        """{run: (left, top, right, bottom) px} for as many labels as can have a spot (_place): each label's spots
+        (_spots) by its own curve and clear of what is drawn, a batch more at a time until every label has one."""
+        fixed = [(box.left(), box.top(), box.right(), box.bottom()) for box in self._line_labels()]
+        sizes = {k: (self.labels[k].boundingRect().width(), self.labels[k].boundingRect().height()) for k in ends}
+        fits = [k for k, (w, h) in sizes.items() if w <= area.width() and h <= area.height()]   # one wider than the
+        batches = {}                                                   # data area, cut at its edge, names no run
+        for k in fits:
             x, y = ends[k].x(), ends[k].y()
-            w, h = self.labels[k].boundingRect().width(), self.labels[k].boundingRect().height()
-            if w > area.width() or h > area.height():
-                continue   # wider than the data area: cut at its edge, it would name no run whole
             last = [(x + self._offsets[k][0], y + self._offsets[k][1])] if k in self._offsets else []
-            for spots in self._spots(x, y, w, h, last, area.width(), area.height()):   # made only if need be
-                rects = _inside(np.asarray(spots, float).reshape(-1, 2), w, h, area.width(), area.height())
-                best = _first_clear(rects[_by_own_curve(k, rects, runs)], segments, taken)
-                if best is not None:
-                    found[k] = best
-                    taken.append(best)
-                    break
+            batches[k] = self._spots(x, y, *sizes[k], last, runs[k], area.width(), area.height())   # made if need be
+        candidates = {k: np.zeros((0, 4)) for k in fits}
+        found = {}
+        for _ in range(4):
+            for k in fits:
+                rects = _inside(np.asarray(next(batches[k]), float).reshape(-1, 2), *sizes[k], area.width(),
+                                area.height())
+                rects = rects[~geometry.rects_met(segments, rects, clearance=1.0)]
+                candidates[k] = np.concatenate([candidates[k], rects[_by_own_curve(k, rects, runs)]])
+            found = _arrange(fits, candidates, fixed)
+            if len(found) == len(fits):
+                break
         return found
 
     def _line_labels(self) -> list:
@@ -145,11 +148,13 @@ class RunCurves:
         return [label.mapRectToItem(self.plot.vb, label.boundingRect()) for label in labels
                 if label is not None and label.isVisible()]
 
-    def _spots(self, x: float, y: float, w: float, h: float, last: list, width: float, height: float):
+    def _spots(self, x: float, y: float, w: float, h: float, last: list, curve: np.ndarray, width: float,
+               height: float):
         """The top lefts (px) a w × h label of the end at (x, y) tries, batch by batch: where it was last time, near
-        the end, anywhere in the width × height area."""
+        the end, along its `curve` (its drawn segments), anywhere in the width × height area."""
         yield last
         yield self._near(x, y, h)
+        yield _along(curve, w, h)
         yield self._grid(x, y, w, h, width, height)
 
     def _near(self, x: float, y: float, h: float) -> list[tuple[float, float]]:
@@ -200,15 +205,52 @@ def _by_own_curve(k: int, rects: np.ndarray, runs: list[np.ndarray]) -> np.ndarr
     return distances[k] <= np.maximum(rects[:, 3] - rects[:, 1], others)
 
 
-def _first_clear(spots: np.ndarray, segments: np.ndarray, taken: list) -> tuple[float, ...] | None:
-    """The first of `spots` (S, 4: left, top, right, bottom, px) LABEL_GAP px clear of the rectangles `taken` and 1 px
-    clear of every segment (geometry.drawn_segments), or None."""
-    if not len(spots):
-        return None
+def _along(curve: np.ndarray, w: float, h: float) -> np.ndarray:
+    """(S, 2) top lefts (px) of a w × h label just above and just below its `curve` (drawn segments, (N, 5)), every
+    quarter of its width along it."""
+    if not len(curve):
+        return np.zeros((0, 2))
+    points = np.concatenate([curve[:, 0:2], curve[-1:, 2:4]])              # (N + 1, 2)
+    xs = np.arange(points[:, 0].min(), points[:, 0].max() + 1, max(w / 4, 1.0))
+    order = np.argsort(points[:, 0], kind="stable")
+    ys = np.interp(xs, points[order, 0], points[order, 1])
+    lefts = np.concatenate([xs, xs - w])                                   # the label starting or ending there
+    ys = np.concatenate([ys, ys])
+    return np.concatenate([np.column_stack([lefts, ys - LABEL_GAP - h]), np.column_stack([lefts, ys + LABEL_GAP])])
+
+
+def _clear_of(spots: np.ndarray, taken: list) -> np.ndarray:
+    """The `spots` (S, 4: left, top, right, bottom, px) LABEL_GAP px clear of the rectangles `taken`."""
     free = np.ones(len(spots), dtype=bool)
     for left, top, right, bottom in taken:
         free &= ~((spots[:, 0] < right + LABEL_GAP) & (left - LABEL_GAP < spots[:, 2])
                   & (spots[:, 1] < bottom + LABEL_GAP) & (top - LABEL_GAP < spots[:, 3]))
-    candidates = np.flatnonzero(free)
-    clear = candidates[~geometry.rects_met(segments, spots[candidates], clearance=1.0)]
-    return tuple(float(v) for v in spots[clear[0]]) if len(clear) else None
+    return spots[free]
+
+
+def _arrange(order: list[int], candidates: dict, fixed: list) -> dict:
+    """{run: (left, top, right, bottom)}: each run in `order` given the first of its `candidates` (S, 4, in order of
+    preference) clear of the `fixed` rectangles and of the spots given before it (_clear_of); where that leaves a
+    later run none, an earlier one tries its next spot, depth first. The most runs placed within SEARCH_TRIES tries
+    (a crowded plot is not searched for ever), the first such arrangement found."""
+    best, placed, tries = {}, {}, 0
+
+    def search(i: int) -> None:
+        nonlocal best, tries
+        if len(placed) > len(best):
+            best = dict(placed)
+        if i == len(order) or len(best) == len(order):
+            return
+        for spot in _clear_of(candidates[order[i]], fixed + list(placed.values())):
+            if tries == SEARCH_TRIES:
+                break
+            tries += 1
+            placed[order[i]] = tuple(float(v) for v in spot)
+            search(i + 1)
+            del placed[order[i]]
+            if len(best) == len(order):
+                return
+        search(i + 1)   # this run left out: the legend names it
+
+    search(0)
+    return best
