@@ -122,18 +122,18 @@ class RunCurves:
         (_spots) by its own curve and clear of what is drawn, a batch more at a time until every label has one."""
         fixed = [(box.left(), box.top(), box.right(), box.bottom()) for box in self._line_labels()]
         sizes = {k: (self.labels[k].boundingRect().width(), self.labels[k].boundingRect().height()) for k in ends}
-        fits = [k for k, (w, h) in sizes.items() if w <= area.width() and h <= area.height()]   # one wider than the
-        batches = {}                                                   # data area, cut at its edge, names no run
+        # a label wider than the data area, cut at its edge, would name no run whole
+        fits = [k for k, (w, h) in sizes.items() if w <= area.width() and h <= area.height()]
+        batches = {}
         for k in fits:
             x, y = ends[k].x(), ends[k].y()
             last = [(x + self._offsets[k][0], y + self._offsets[k][1])] if k in self._offsets else []
             batches[k] = self._spots(x, y, *sizes[k], last, runs[k], area.width(), area.height())   # made if need be
         candidates = {k: np.zeros((0, 4)) for k in fits}
         found = {}
-        for _ in range(4):
-            for k in fits:
-                rects = _inside(np.asarray(next(batches[k]), float).reshape(-1, 2), *sizes[k], area.width(),
-                                area.height())
+        for batch in zip(*batches.values()):   # each label's next batch: where it was, near its end, ...
+            for k, spots in zip(fits, batch):
+                rects = _inside(np.asarray(spots, float).reshape(-1, 2), *sizes[k], area.width(), area.height())
                 rects = rects[~geometry.rects_met(segments, rects, clearance=1.0)]
                 candidates[k] = np.concatenate([candidates[k], rects[_by_own_curve(k, rects, runs)]])
             found = _arrange(fits, candidates, fixed)
