@@ -5,8 +5,9 @@ size (as the panels measure it once they show a record) fits in the dock area, t
 docks is whole (not cut to "Sp…", not scrolled out of its bar).
 
 The offscreen platform's screen size is fixed when the application starts, so each screen size runs in a
-process of its own (this file is its program: `python test_layout_sizes.py measure|save ...`), with
-QT_QPA_PLATFORM=offscreen:configfile=<a screen of that size> and QT_SCALE_FACTOR for the 2× screen.
+process of its own (this file is its program: `python test_layout_sizes.py measure,companions,... TMP [ARGS]` runs
+those modes one after the other), with QT_QPA_PLATFORM=offscreen:configfile=<a screen of that size> and
+QT_SCALE_FACTOR for the 2× screen.
 """
 from __future__ import annotations
 
@@ -34,13 +35,52 @@ CHECKED_ON_A_REAL_SCREEN = pytest.mark.skipif(real_screen_missing() is None,
                                               reason="checked on a real X screen here: test_real_screen.py")
 
 
-def _run(mode: str, screen: tuple[int, int, int], tmp: Path, *args: str, beside=None) -> list[dict]:
+def _results(modes: list[str], screen: tuple[int, int, int], tmp: Path, *args: str, beside=None) -> dict:
+    """{mode: its RESULT lines}, of one child process on `screen` that runs the `modes` one after the other."""
     width, height, scale = screen
     env = dict(os.environ, QT_QPA_PLATFORM=offscreen_platform(tmp, width, height, beside), QT_SCALE_FACTOR=str(scale),
                GRADFLOW_ENGINE="thread", PYTHONPATH=str(ROOT))
-    out = run_child([sys.executable, __file__, mode, str(tmp), *args], TIMEOUT_S, cwd=ROOT, env=env)
+    out = run_child([sys.executable, __file__, ",".join(modes), str(tmp), *args], TIMEOUT_S * len(modes), cwd=ROOT,
+                    env=env)
     assert out.returncode == 0, out.stderr[-4000:]
-    return [json.loads(line[len("RESULT "):]) for line in out.stdout.splitlines() if line.startswith("RESULT ")]
+    results: dict[str, list[dict]] = {}
+    for line in out.stdout.splitlines():
+        if line.startswith("MODE "):
+            mode = results.setdefault(line[len("MODE "):], [])
+        elif line.startswith("RESULT "):
+            mode.append(json.loads(line[len("RESULT "):]))
+    return results
+
+
+def _run(mode: str, screen: tuple[int, int, int], tmp: Path, *args: str, beside=None) -> list[dict]:
+    return _results([mode], screen, tmp, *args, beside=beside)[mode]
+
+
+# The child modes run on each screen size, and the sizes test_real_screen.py checks instead where there is a real
+# screen. One child per size runs them all (_on_screen): each launch costs an interpreter, torch, Qt and a window.
+SCREEN_MODES = {"measure": (SIZES, ()), "companions": (SIZES, SIZES[1:]), "compare": (SIZES[:3], ()),
+                "tour": (SIZES[:3], SIZES[:3]), "sweep": (SIZES[:3], SIZES[:3])}
+_ON_SCREEN: dict[tuple[int, int, int], dict[str, list[dict]]] = {}   # this worker's results, by screen and mode
+
+
+def _screens(mode: str) -> list:
+    """The screen sizes `mode`'s test runs on, as parameters: each size's tests share one worker (an xdist_group),
+    so that its child runs once; skipped where test_real_screen.py checks that size on a real screen."""
+    sizes, checked_on_a_real_screen = SCREEN_MODES[mode]
+    return [pytest.param(size, id=f"{size[0]}x{size[1]}@{size[2]}x",
+                         marks=[pytest.mark.xdist_group(f"screen {size[0]}x{size[1]}@{size[2]}x")]
+                         + ([CHECKED_ON_A_REAL_SCREEN] if size in checked_on_a_real_screen else []))
+            for size in sizes]
+
+
+def _on_screen(mode: str, screen: tuple[int, int, int], stale: Path, tmp_path_factory) -> list[dict]:
+    """`mode`'s results on `screen`, from the one child that ran every mode this machine tests on it."""
+    if screen not in _ON_SCREEN:
+        real_screen = real_screen_missing() is None
+        modes = [m for m, (sizes, checked) in SCREEN_MODES.items()
+                 if screen in sizes and not (real_screen and screen in checked)]
+        _ON_SCREEN[screen] = _results(modes, screen, tmp_path_factory.mktemp("screen"), str(stale))
+    return _ON_SCREEN[screen][mode]
 
 
 @pytest.fixture(scope="module")
@@ -52,9 +92,9 @@ def stale(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("screen", SIZES, ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES])
-def test_every_plot_keeps_its_data_area_and_the_window_fits_the_screen(screen, stale, tmp_path):
-    results = _run("measure", screen, tmp_path, str(stale))
+@pytest.mark.parametrize("screen", _screens("measure"))
+def test_every_plot_keeps_its_data_area_and_the_window_fits_the_screen(screen, stale, tmp_path_factory):
+    results = _on_screen("measure", screen, stale, tmp_path_factory)
     assert len(results) == 4                       # normal / presentation × fresh / stale
     for r in results:
         where = f"{screen} {r['mode']} {r['layout']}: "
@@ -93,18 +133,15 @@ GRADIENT_AREA_720P = (560, 260)   # the gradient plot's data area in presentatio
                                   # room a tour stop's message takes under the plots (it covered their bottom before)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("screen", [   # the real screen runs the default RNN, whose window offers neither the LSTM
-    pytest.param(size, id=f"{size[0]}x{size[1]}@{size[2]}x",   # highway (7) nor the decay sensitivity (0): the
-                 marks=() if size == SIZES[0] else CHECKED_ON_A_REAL_SCREEN)   # tightest size checks them always
-    for size in SIZES])
-def test_presentation_keeps_every_companion_beside_the_gradient_inside_the_screen(screen, tmp_path):
+@pytest.mark.slow   # (the real screen runs the default RNN, whose window offers neither the LSTM highway (7) nor
+@pytest.mark.parametrize("screen", _screens("companions"))   # the decay sensitivity (0): 720p checks them always)
+def test_presentation_keeps_every_companion_beside_the_gradient_inside_the_screen(screen, stale, tmp_path_factory):
     """Maximised, then F5, then each companion's key one after the other (an LSTM; the decay sensitivity, which does
     not apply to it, in an LRU's window), then F11: the window's frame never leaves the
     screen's available area (the full screen's area in F11), timeline and status bar stay on it, every companion
     is docked beside Gradient through time (not in a tab behind it), and on a 1280×720 screen the gradient
     plot's data area (legend in its empty corner) is at least 560×260 px."""
-    results = _run("companions", screen, tmp_path)
+    results = _on_screen("companions", screen, stale, tmp_path_factory)
     assert len(results) == 1 + len(COMPANIONS) + 1   # maximised; presentation with each companion; full screen
     for r in results:
         where = f"{screen} {r['step']}: "
@@ -147,11 +184,11 @@ def test_a_window_saved_on_a_smaller_screen_reopens_with_the_larger_screens_size
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("screen", SIZES[:3], ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES[:3]])
-def test_the_comparison_window_fits_the_screen(screen, tmp_path):
+@pytest.mark.parametrize("screen", _screens("compare"))
+def test_the_comparison_window_fits_the_screen(screen, stale, tmp_path_factory):
     """Four runs compared on a 720p, 768p or 1080p screen, in normal and presentation mode: the window (1280×980
     where there is room) fits the screen's available area, and every plot on screen keeps its data area."""
-    results = _run("compare", screen, tmp_path)
+    results = _on_screen("compare", screen, stale, tmp_path_factory)
     assert [r["presentation"] for r in results] == [False, True]
     for r in results:
         where = f"{screen} presentation={r['presentation']}: "
@@ -164,15 +201,15 @@ def test_the_comparison_window_fits_the_screen(screen, tmp_path):
 TITLE_BAR = 20   # px a window manager's title bar takes from a maximised window (openbox's: 19); offscreen has none
 
 
-@pytest.mark.slow
-@CHECKED_ON_A_REAL_SCREEN   # (test_at_the_tours_step_40_stop_the_gradient_legend_covers_no_curve)
-@pytest.mark.parametrize("screen", SIZES[:3], ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES[:3]])
-def test_at_the_tours_stop_the_gradient_legend_covers_no_curve_and_the_plot_keeps_its_room(screen, tmp_path):
+@pytest.mark.slow   # on a real screen: test_at_the_tours_step_40_stop_the_gradient_legend_covers_no_curve
+@pytest.mark.parametrize("screen", _screens("tour"))
+def test_at_the_tours_stop_the_gradient_legend_covers_no_curve_and_the_plot_keeps_its_room(screen, stale,
+                                                                                          tmp_path_factory):
     """The default scenario in presentation mode, maximised under a title bar, played to its tour's step-40 stop
     (the banner then shows the stop's three lines): the gradient plot's legend, inside the plot, covers no drawn
     curve (every visible curve and marker, sampled along its segments at least every pixel, in scene coordinates,
     lies outside the legend's rectangle), and on a 1280×720 screen the plot's data area is at least 560×260 px."""
-    (r,) = _run("tour", screen, tmp_path)
+    (r,) = _on_screen("tour", screen, stale, tmp_path_factory)
     where = f"{screen} at step {r['step']}: "
     assert r["step"] == 40 and not r["playing"], where + "not at the tour's step-40 stop"
     assert r["legend_entries"] >= 4, where + f"{r['legend_entries']} legend entries"
@@ -233,15 +270,14 @@ def test_the_gradient_legend_leaves_the_plot_only_when_the_curves_fill_every_cor
 SWEEP_AREA = (480, 300)   # the sweep window's plot: its data area at least this, the diagram being the window's point
 
 
-@pytest.mark.slow
-@CHECKED_ON_A_REAL_SCREEN   # (test_a_small_sweep_runs_with_its_settings_and_diagram_on_the_screen)
-@pytest.mark.parametrize("screen", SIZES[:3], ids=[f"{w}x{h}@{s}x" for w, h, s in SIZES[:3]])
-def test_the_sweep_window_fits_the_screen_and_its_diagram_keeps_its_room(screen, tmp_path):
+@pytest.mark.slow   # on a real screen: test_a_small_sweep_runs_with_its_settings_and_diagram_on_the_screen
+@pytest.mark.parametrize("screen", _screens("sweep"))
+def test_the_sweep_window_fits_the_screen_and_its_diagram_keeps_its_room(screen, stale, tmp_path_factory):
     """Run → Sweep… with a finished sweep (a heatmap over 2 keys, the seeds' band over 1), in normal and in
     presentation mode: the window fits the screen's available area, its settings column shows every control whole,
     the diagram (title, plot, colour bar, legend) lies inside its view, and the plot's data area is at least
     SWEEP_AREA."""
-    results = _run("sweep", screen, tmp_path)
+    results = _on_screen("sweep", screen, stale, tmp_path_factory)
     assert [(r["mode"], r["keys"]) for r in results] == [(m, k) for m in ("normal", "presentation") for k in (2, 1)]
     for r in results:
         where = f"{screen} {r['mode']}, {r['keys']} key(s): "
@@ -363,7 +399,7 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication, QTabBar, QToolButton
 
-    app = QApplication([])
+    app = QApplication.instance() or QApplication([])   # one for every mode this child runs
     config = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
 
     def until(condition, what: str, seconds: float = 60):
@@ -685,4 +721,6 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    _child(sys.argv[1], Path(sys.argv[2]), sys.argv[3:])
+    for each in sys.argv[1].split(","):   # the modes, one after the other (_results)
+        print(f"MODE {each}", flush=True)
+        _child(each, Path(sys.argv[2]), sys.argv[3:])
