@@ -165,8 +165,11 @@ class SpectrumPanel(Panel):
         self.apply_theme(self.theme)
 
     def plan_size(self, width: int | None, height: int | None = None) -> None:
-        """Planned shorter than it is with its full readout: the two-line one, the plot and edit row keep their room."""
+        """Arranged for the planned size (its minimum follows; not for the size it had in the layout before); planned
+        shorter than it is with its full readout: the two-line one, the plot and edit row keep their room."""
         super().plan_size(width, height)
+        if self._update_arrangement():
+            self.fit_legends()
         self._full_need = self._full_need if self._short else self.minimumSizeHint().height()
         if (height is not None and height < self._full_need) != self._short:
             self._short = not self._short
@@ -406,21 +409,25 @@ class SpectrumPanel(Panel):
         self._update_arrangement()
         super().resizeEvent(event)
 
-    def _update_arrangement(self):
+    def _update_arrangement(self) -> bool:
+        """-> whether it was arranged anew."""
         if self.compact:   # small multiples: the readout above the plot, wrapped in its width
             self._wrap_readout(self.view.width() - 16)
-            return
-        side = max(READOUT_SIDE * self.width(), legends.legend_width(self.legend, 2))
-        wide = self.width() - side - 60 > 0.8 * self.height()
+            return False
+        width, height = self._width(), min(self.height(), self._planned_height or self.height())   # (Panel.plan_size)
+        side = max(READOUT_SIDE * width, legends.legend_width(self.legend, 2))
+        wide = width - side - 60 > 0.8 * height
         legend = self.legend.minimumHeight() if self.legend.items else 0
         without = self.minimumSizeHint().height() - (legend if self._legend_shown and not self._wide else 0)
-        shown = wide or self.height() >= LEGEND_ROOM * (without + legend)
-        if wide != self._wide or shown != self._legend_shown:
+        shown = wide or height >= LEGEND_ROOM * (without + legend)
+        anew = wide != self._wide or shown != self._legend_shown
+        if anew:
             self._legend_shown = shown
             self._arrange(wide)
         # the readout wraps in the room of its column (beside the plot or above it): it never widens the panel
         # and never runs into the axes' labels
         self._wrap_readout(int(side) if wide else self.view.width() - 30)
+        return anew
 
     def _wrap_readout(self, width: int):
         self.readout.set_wrap_width(max(plotting.WrappedLabel.MIN_WIDTH, width))

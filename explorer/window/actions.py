@@ -144,9 +144,7 @@ def _file_menu(window: ActionsHost, file_menu):
 
 
 def _view_menu(window: ActionsHost, view):
-    view.addAction(window.settings_dock.toggleViewAction())
-    for dock in window.panel_docks.values():
-        view.addAction(dock.toggleViewAction())
+    window.layouts.view_menu.add_to(view)   # Settings and each panel
     window.banner_action = QAction("Scenario explanation", window, checkable=True, checked=True)
     window.banner_action.toggled.connect(window.banner.setVisible)
     view.addAction(window.banner_action)

@@ -91,27 +91,40 @@ def presentation_arrangements(companion: str) -> tuple[Arrangement, ...]:
     return (Arrangement("side by side", (((GT,), (companion,)),), settings=False, pair=True),)
 
 
-def _groups(arrangement: Arrangement, docks: dict[str, QDockWidget]) -> list[list[list[QDockWidget]]]:
-    """The arrangement's rows of groups of the docks that exist (empty groups and rows dropped)."""
+def _groups(arrangement: Arrangement, docks: dict[str, QDockWidget],
+            opened: tuple[str, ...] = ()) -> list[list[list[QDockWidget]]]:
+    """The arrangement's rows of groups of the docks that exist (empty groups and rows dropped); those `opened` from
+    the View menu that it does not name join its last group (not a pair's: its companion is the one the menu picks)."""
     rows = []
     for row in arrangement.rows:
         groups = [[docks[n] for n in group if n in docks] for group in row]
         groups = [g for g in groups if g]
         if groups:
             rows.append(groups)
+    names = arrangement.names()
+    if rows and not arrangement.pair:
+        rows[-1][-1].extend(docks[n] for n in opened if n in docks and n not in names)
     return rows
 
 
 def _group_minimum(group: list[QDockWidget], tab_bar: int, tab_widths: dict[str, int] | None) -> QSize:
     """The smallest size of a group of docks: the largest dock's minimum, and with more than one dock a tab
     bar above them, as wide as their whole titles when `tab_widths` (panel name -> px) is given."""
-    w = max(d.minimumSizeHint().width() for d in group)
-    h = max(d.minimumSizeHint().height() for d in group)
+    minimums = [_dock_minimum(d) for d in group]
+    w = max(m.width() for m in minimums)
+    h = max(m.height() for m in minimums)
     if len(group) > 1:
         h += tab_bar
         if tab_widths is not None:
             w = max(w, sum(tab_widths.get(_name(d), 0) for d in group) + SEPARATOR)   # the bar is a little narrower
     return QSize(w, h)
+
+
+def _dock_minimum(dock: QDockWidget) -> QSize:
+    """A dock's minimum size now: its title bar above its panel's minimum (Qt updates dock.minimumSizeHint() only once
+    the panel's layout request is processed, and for a closed dock never: the panel was just planned for this size)."""
+    title, content = dock.titleBarWidget().minimumSizeHint(), dock.widget().minimumSizeHint()
+    return QSize(max(title.width(), content.width()), title.height() + content.height())
 
 
 def tab_widths(host: QMainWindow, docks: dict[str, QDockWidget]) -> dict[str, int]:
@@ -129,12 +142,13 @@ def _name(dock: QDockWidget) -> str:
 
 
 def minimum_size(arrangement: Arrangement, settings_dock: QDockWidget, docks: dict[str, QDockWidget], room: QSize,
-                 settings_width: int, tab_bar: int, tab_widths: dict[str, int] | None = None) -> QSize:
+                 settings_width: int, tab_bar: int, tab_widths: dict[str, int] | None = None,
+                 opened: tuple[str, ...] = ()) -> QSize:
     """The smallest dock area in which `arrangement`, laid out for a dock area of size `room`, shows every plot at
     its minimum size (and every tab title whole, with `tab_widths`). Each panel is measured at the width the
     arrangement gives it there (`plan_sizes`), not at the width it happens to have now: the answer depends on
-    the room and the panels only, never on the layout that was on screen before."""
-    rows = _groups(arrangement, docks)
+    the room and the panels only, never on the layout that was on screen before. `opened`: as _groups."""
+    rows = _groups(arrangement, docks, opened)
     plan_sizes(arrangement, rows, room, settings_width, tab_widths)
     sizes = [[_group_minimum(g, tab_bar, tab_widths) for g in row] for row in rows]
     width = max((sum(s.width() for s in row) + SEPARATOR * (len(row) - 1) for row in sizes), default=0)
@@ -146,12 +160,13 @@ def minimum_size(arrangement: Arrangement, settings_dock: QDockWidget, docks: di
 
 
 def choose(candidates: tuple[Arrangement, ...], settings_dock: QDockWidget, docks: dict[str, QDockWidget],
-           room: QSize, settings_width: int, tab_bar: int, tab_widths: dict[str, int]) -> Arrangement:
+           room: QSize, settings_width: int, tab_bar: int, tab_widths: dict[str, int],
+           opened: tuple[str, ...] = ()) -> Arrangement:
     """The first candidate whose minimum size with whole tab titles fits in `room`; else the first that fits
-    with its titles scrolling; the last (fewest panels) if none does."""
+    with its titles scrolling; the last (fewest panels) if none does. `opened`: as _groups."""
     for widths in (tab_widths, None):
         for arrangement in candidates:
-            need = minimum_size(arrangement, settings_dock, docks, room, settings_width, tab_bar, widths)
+            need = minimum_size(arrangement, settings_dock, docks, room, settings_width, tab_bar, widths, opened)
             if need.width() <= room.width() and need.height() <= room.height():
                 return arrangement
     return candidates[-1]
@@ -166,7 +181,7 @@ def plan_sizes(arrangement: Arrangement, rows: list[list[list[QDockWidget]]], ro
     for row, widths in zip(rows, _group_widths(arrangement, minimums, room, settings_width)):
         for group, width in zip(row, widths):
             for dock in group:
-                title = dock.minimumSizeHint().height() - dock.widget().minimumSizeHint().height()
+                title = dock.titleBarWidget().minimumSizeHint().height()
                 dock.widget().plan_size(width, room.height() - title if arrangement.pair else None)
 
 
@@ -190,17 +205,18 @@ def _group_widths(arrangement: Arrangement, minimums: list[list[int]], room: QSi
 
 def arrange(host: QMainWindow, arrangement: Arrangement, settings_dock: QDockWidget,
             docks: dict[str, QDockWidget], room: QSize, settings_width: int, tab_widths: dict[str, int],
-            spare: int = 0) -> None:
+            spare: int = 0, opened: tuple[str, ...] = ()) -> None:
     """Lay the docks out in `host` as `arrangement` for a dock area of size `room`, each group of tabs as wide
     as its titles (`tab_widths`) where there is room; sized to fill `spare` px more than its height (the part of
     the room kept for a message that none takes now), so Qt never shares out a surplus as the layout before had it.
-    Docks it does not name are closed (View menu brings them back); panels it does not know join its last group.
+    Docks it does not name are closed (but those `opened`: see _groups; they come in front of their tabs); panels
+    it does not know join its last group.
     The settings floating open over the panels (presentation's F2 overlay) stay so where it has no room for them."""
     overlay = settings_dock.isFloating() and settings_dock.isVisible() and not arrangement.settings
     for dock in docks.values() if overlay else (settings_dock, *docks.values()):
         host.removeDockWidget(dock)
     named = dict(docks)
-    rows = _groups(arrangement, named)
+    rows = _groups(arrangement, named, opened)
     for row in rows:
         for group in row:
             for dock in group:
@@ -240,6 +256,9 @@ def arrange(host: QMainWindow, arrangement: Arrangement, settings_dock: QDockWid
                 dock.show()
                 host.tabifyDockWidget(group[0], dock)
             group[0].raise_()
+    for dock in rows[-1][-1]:
+        if _name(dock) in opened:
+            dock.raise_()
     for dock in closed:
         host.addDockWidget(right, dock)
         dock.close()
@@ -274,3 +293,4 @@ def _widths(total: int, shares: list[float], minimums: list[int]) -> list[int]:
         widths[i] -= take
         excess -= take
     return widths
+

@@ -21,6 +21,7 @@ from gradflow.explorer.window.screen_fit import (
     on_larger_screen,
     screen_room,
 )
+from gradflow.explorer.window.view_menu import ViewMenu
 from gradflow.explorer.window.widgets import ElidedComboBox
 from PySide6.QtCore import QByteArray, QEvent, QMargins, QObject, QRect, QSettings, QSize, Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
@@ -63,12 +64,10 @@ class WindowLayout(QObject):
         self.host.setMinimumSize(1, 1)
         window.installEventFilter(self)
         self.host.installEventFilter(self)   # the tab bars Qt makes for tabbed docks (see eventFilter)
-        self._view_actions: dict[QAction, QDockWidget] = {}
-        for dock in window.panel_docks.values():   # a panel shown from the View menu comes to the front of its tabs
-            action = dock.toggleViewAction()
-            self._view_actions[action] = dock
-            action.triggered.connect(self._on_view_toggled)
+        for dock in window.panel_docks.values():
             dock.installEventFilter(self)   # a dock left taller than the docks' area (eventFilter)
+        self.opened: list[str] = []   # panels shown from the View menu that the arrangement does not name (view_menu)
+        self.view_menu = ViewMenu(self)
         self._build_actions()
         window.banner.collapsed_changed.connect(self._on_banner_collapsed)
         window.model.views_changed.connect(self._on_views_changed)
@@ -77,10 +76,6 @@ class WindowLayout(QObject):
     # -- actions -------------------------------------------------------------------------------------
     def _build_actions(self):
         w = self.window
-        self.settings_action = QAction("Settings (overlay in presentation)", w)
-        self.settings_action.setShortcut(QKeySequence(Qt.Key.Key_F2))
-        self.settings_action.setToolTip("Show or hide the settings (F2); in presentation mode over the panels")
-        self.settings_action.triggered.connect(self.toggle_settings)
         self.captions_action = QAction("Panel captions", w, checkable=True, checked=True)
         self.captions_action.setShortcut(QKeySequence(Qt.Key.Key_F3))
         self.captions_action.setToolTip("Show or hide the sentence under every panel title (F3)")
@@ -95,7 +90,7 @@ class WindowLayout(QObject):
             action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
             action.triggered.connect(partial(self.set_companion, name))
             self.companion_actions[name] = action
-        for action in (self.settings_action, self.captions_action, *self.companion_actions.values()):
+        for action in (self.captions_action, *self.companion_actions.values()):
             w.addAction(action)
         self.companion_label = QLabel(" Beside it ")
         self.companion_combo = ElidedComboBox()
@@ -111,8 +106,7 @@ class WindowLayout(QObject):
         self._show_mode_controls()
 
     def add_view_actions(self, menu: QMenu) -> None:
-        """The View menu's entries for the layout (settings overlay, captions, presentation companion)."""
-        menu.addAction(self.settings_action)
+        """The View menu's entries for the layout (captions, presentation companion)."""
         menu.addAction(self.captions_action)
         companions = menu.addMenu("Presentation: panel beside the gradient")
         for action in self.companion_actions.values():
@@ -160,6 +154,7 @@ class WindowLayout(QObject):
         for name, action in self.companion_actions.items():
             action.setVisible(name in offered)
             action.setEnabled(self.pairing() and name in offered)
+        self.view_menu.offer()
         combo.setCurrentIndex(combo.findData(self.companion))
 
     def pairing(self) -> bool:
@@ -177,12 +172,6 @@ class WindowLayout(QObject):
             if isinstance(widget, QLabel) and widget.text().strip() in ("Max speed", "Scenario"):
                 action.setVisible(not on)
         self._show_companions()
-
-    @Slot(bool)
-    def _on_view_toggled(self, shown: bool):
-        dock = self._view_actions.get(self.sender())
-        if shown and dock is not None:   # once Qt has put it back into its tab group
-            QTimer.singleShot(0, dock, dock.raise_)
 
     # -- persistence ---------------------------------------------------------------------------------
     def restore(self, store: QSettings) -> None:
@@ -327,9 +316,9 @@ class WindowLayout(QObject):
 
     def _window_key(self) -> tuple:
         """What the layout may follow: the mode, the companion, the window's size and whether it fills the
-        screen (not what the panels show at the moment, nor what was clicked)."""
+        screen, the panels opened from the View menu (not what the panels show at the moment, nor what was clicked)."""
         w = self.window
-        return self.presentation, self.companion, w.size().toTuple(), w.isFullScreen()
+        return self.presentation, self.companion, w.size().toTuple(), w.isFullScreen(), tuple(self.opened)
 
     def _choice(self, room: QSize) -> layout.Arrangement:
         """The arrangement of the current mode for a dock area of size `room`: the one chosen before for the same
@@ -341,7 +330,7 @@ class WindowLayout(QObject):
             w = self.window
             self._chosen[key] = layout.choose(self.candidates(), w.settings_dock, w.panel_docks, room,
                                               w.settings_panel.minimumSizeHint().width(), self._tab_bar(),
-                                              layout.tab_widths(self.host, self.window.panel_docks))
+                                              layout.tab_widths(self.host, self.window.panel_docks), tuple(self.opened))
         return self._chosen[key]
 
     def _forget_choice(self) -> None:
@@ -356,7 +345,7 @@ class WindowLayout(QObject):
         for _ in range(2):   # the panels re-measure in their new places (legends placed, folds undone): sized again
             layout.arrange(self.host, chosen, w.settings_dock, w.panel_docks, room,
                            w.settings_panel.minimumSizeHint().width(), layout.tab_widths(self.host, w.panel_docks),
-                           max(w.message_bar.reserve(), margin) - margin)
+                           max(w.message_bar.reserve(), margin) - margin, tuple(self.opened))
         self.current, self._room, self._arranged = chosen, self._sized_for(room), self._placement()
         self._show_mode_controls()   # the companion's picker where a companion is shown (pairing)
         overlay = getattr(w, "overlay", None)
@@ -424,6 +413,7 @@ class WindowLayout(QObject):
         self.window.banner_action.setChecked(True)
         self.window.banner.set_collapsed(False)
         self.captions_action.setChecked(True)
+        self.opened.clear()
         self._forget_choice()
         self.arrange_default()
 
@@ -471,24 +461,6 @@ class WindowLayout(QObject):
             panel.set_captions_shown(self.captions)
         if self.captions_action.isChecked() != self.captions:
             self.captions_action.setChecked(self.captions)
-
-    @Slot()
-    def toggle_settings(self):
-        """F2: the settings dock shown or hidden; where the arrangement has no room for it, floating over the
-        left of the panels (an overlay), so the plots keep their size."""
-        dock: QDockWidget = self.window.settings_dock
-        if dock.isVisible():
-            dock.hide()
-            return
-        if self.current is not None and self.current.settings:
-            dock.show()
-            return
-        dock.setFloating(True)
-        top_left = self.host.mapToGlobal(self.host.rect().topLeft())
-        width = max(dock.minimumSizeHint().width(), min(460, self.host.width() // 3))
-        dock.setGeometry(QRect(top_left, QSize(width, self.host.contentsRect().height())))   # above a message
-        dock.show()
-        dock.raise_()
 
     def visible_panels(self) -> list[QWidget]:
         """The panels on screen (docked and in front of their tab group)."""

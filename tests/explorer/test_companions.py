@@ -1,13 +1,19 @@
 """Presentation mode's "Beside it" offers only the companions that apply to the run's cell (issue 29): the cells say
 which views they have (Record.views_missing, core.cells VIEWS), the panels which they show (Panel.cell_view); a
-companion that does not apply to the next cell gives way to one that does, and comes back with a cell it applies to."""
+companion that does not apply to the next cell gives way to one that does, and comes back with a cell it applies to.
+
+Where the gradient has one companion (presentation mode, normal mode's pair at 1280×720), the View menu shows a panel
+as that companion and the settings over the panels where the pair has no room for them: a dock shown anywhere else
+was closed again by the next layout, so the menu did nothing there."""
 from __future__ import annotations
 
+import pytest
 from gradflow.explorer.window.layout import GT, SENSITIVITY
 from gradflow.explorer.window.main_window import MainWindow
+from settling import settle
 from window_helpers import SMALL, WAIT_MS  # tests/explorer is on sys.path
 
-HIGHWAY, SPECTRUM = "LstmHighwayPanel", "SpectrumPanel"
+HIGHWAY, SPECTRUM, TRAINING, HIDDEN = "LstmHighwayPanel", "SpectrumPanel", "TrainingPanel", "HiddenStatePanel"
 LSTM = SMALL.replace(model="lstm")
 
 
@@ -65,3 +71,48 @@ def test_a_record_before_a_reopened_window_is_laid_out_changes_no_layout_yet(ope
     again.show()
     qtbot.waitUntil(lambda: again.shown_record is not None and beside(again) == [GT, SPECTRUM], timeout=WAIT_MS)
     again.close()
+
+
+def view_menu(window, text: str):
+    """The View menu's entry `text`, clicked."""
+    view = next(action.menu() for action in window.menuBar().actions() if action.text() == "&View")
+    next(action for action in view.actions() if action.text() == text).trigger()
+
+
+def in_front(window) -> list[str]:
+    """The panels on screen, docked and in front of their tabs."""
+    return sorted(type(panel).__name__ for panel in window.layouts.visible_panels()
+                  if not window.panel_docks[type(panel).__name__].isFloating())
+
+
+@pytest.mark.parametrize("presentation", [False, True], ids=["normal", "presentation"])
+def test_at_720p_the_view_menu_shows_a_panel_beside_the_gradient_and_the_settings(open_window, presentation):
+    window = open_window(size=(1280, 720))
+    if presentation:
+        window.presentation_action.trigger()
+    settle()
+    assert window.layouts.current.pair and in_front(window) == [GT, SPECTRUM]
+    for title, name in (("Training", TRAINING), ("Hidden state", HIDDEN)):   # Training needs the most height
+        view_menu(window, title)
+        settle()
+        assert window.layouts.current.pair and in_front(window) == sorted([GT, name]), title
+        assert window.layouts.companion == name and window.layouts.companion_combo.currentData() == name
+    settings, room = window.settings_dock, window.layouts.current.settings   # (a pair with the settings, or bare)
+    assert settings.isVisible() == room
+    if settings.isVisible():
+        view_menu(window, "Settings")
+        settle()
+        assert not settings.isVisible() and not window.layouts.view_menu.settings_action.isChecked()
+    view_menu(window, "Settings")
+    settle()
+    assert settings.isVisible() and settings.isFloating() != room   # over the panels where the pair has no room
+    assert window.layouts.view_menu.settings_action.isChecked() and in_front(window) == sorted([GT, HIDDEN])
+
+
+def test_the_view_menu_offers_no_panel_that_does_not_apply_where_it_would_be_the_companion(open_window):
+    window = open_window(size=(1280, 720))                       # an RNN: no cell state, no decay to be sensitive to
+    window.presentation_action.trigger()
+    settle()
+    view = next(action.menu() for action in window.menuBar().actions() if action.text() == "&View")
+    enabled = {action.text(): action.isEnabled() for action in view.actions()}
+    assert not enabled["LSTM highway"] and enabled["Training"]

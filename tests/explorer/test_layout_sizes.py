@@ -59,7 +59,7 @@ def _run(mode: str, screen: tuple[int, int, int], tmp: Path, *args: str, beside=
 # The child modes run on each screen size, and the sizes test_real_screen.py checks instead where there is a real
 # screen. One child per size runs them all (_on_screen): each launch costs an interpreter, torch, Qt and a window.
 SCREEN_MODES = {"measure": (SIZES, ()), "companions": (SIZES, SIZES[1:]), "compare": (SIZES[:3], ()),
-                "tour": (SIZES[:3], SIZES[:3]), "sweep": (SIZES[:3], SIZES[:3])}
+                "tour": (SIZES[:3], SIZES[:3]), "sweep": (SIZES[:3], SIZES[:3]), "view": ([SIZES[0], SIZES[2]], ())}
 _ON_SCREEN: dict[tuple[int, int, int], dict[str, list[dict]]] = {}   # this worker's results, by screen and mode
 
 
@@ -222,6 +222,25 @@ def test_at_the_tours_stop_the_gradient_legend_covers_no_curve_and_the_plot_keep
             "the plot nor folded into a key line"
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("screen", _screens("view"))
+def test_the_view_menu_shows_a_closed_panel_and_the_settings_and_the_next_layout_keeps_them(screen, stale,
+                                                                                           tmp_path_factory):
+    """An LRU's window, in normal and in presentation mode: View ▸ Decay sensitivity (closed in most arrangements)
+    puts it on screen, beside the gradient where the layout pairs it with one companion, else in front of its tabs,
+    every plot keeping its data area; View ▸ Settings shows the settings, docked where the arrangement has room for
+    them, else over the panels. Before, the next layout closed both again (explorer.window.view_menu)."""
+    results = _on_screen("view", screen, stale, tmp_path_factory)
+    assert [r["mode"] for r in results] == ["normal", "presentation"]
+    for r in results:
+        where = f"{screen} {r['mode']}: "
+        assert "SensitivityPanel" in r["in_front"], where + f"on screen: {r['in_front']}"
+        for name, w, h in r["plots"] + r["plots_with_settings"]:
+            assert w >= MIN_PLOT[0] and h >= MIN_PLOT[1], where + f"{name} data area {w}×{h}"
+        assert r.get("settings_hidden", True) and r["settings_shown"], where + "View ▸ Settings did not toggle them"
+        assert r["settings_floating"] == (not r["room_for_settings"]), where + "settings floating with room for them"
+
+
 def test_the_gradient_legend_leaves_the_plot_only_when_the_curves_fill_every_corner(qtbot):
     """In presentation type the gradient plot's legend sits inside the plot where the drawn curves leave a corner
     clear of it (its text smaller where needed), beside or under the plot when a curve runs through every corner,
@@ -374,10 +393,10 @@ def test_presentation_companion_settings_overlay_captions_and_banner(open_window
     shown = [name for name, dock in window.panel_docks.items() if dock.isVisible()]
     assert sorted(shown) == ["GradientTimePanel", "TrainingPanel"]
     visible = len(layouts.visible_panels())
-    layouts.settings_action.trigger()                              # F2: over the panels
+    layouts.view_menu.settings_action.trigger()                    # F2: over the panels
     assert window.settings_dock.isVisible() and window.settings_dock.isFloating()
     assert len(layouts.visible_panels()) == visible                 # the panels keep their room
-    layouts.settings_action.trigger()
+    layouts.view_menu.settings_action.trigger()
     assert not window.settings_dock.isVisible()
     layouts.captions_action.trigger()                              # F3: every caption
     assert not any(p.caption_label.isVisible() for p in window.panels)
@@ -392,6 +411,7 @@ def test_presentation_companion_settings_overlay_captions_and_banner(open_window
 # -- the program each screen size runs --------------------------------------------------------------------------------
 def _child(mode: str, tmp: Path, args: list[str]) -> None:
     import time
+    from functools import partial
 
     import settling
     from gradflow.core.presets import DEFAULT_PRESET, load_preset
@@ -413,14 +433,20 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
 
     settle = settling.settle_drawn
 
-    def open_window(ini: Path, presentation: bool, cell: str = config.model):
+    def open_window(ini: Path, presentation: bool, cell: str = config.model, run=None):
         store = QSettings(str(ini), QSettings.Format.IniFormat)
         store.setValue("presentation", "true" if presentation else "false")
         store.sync()
-        window = MainWindow(config=config.replace(model=cell), settings=store)
+        window = MainWindow(config=run or config.replace(model=cell), settings=store)
         window.show()
         settle(window)
         return window
+
+    def view_menu(window, text: str):
+        """The View menu's entry `text`, clicked, and the window settled."""
+        view = next(action.menu() for action in window.menuBar().actions() if action.text() == "&View")
+        next(action for action in view.actions() if action.text() == text).trigger()
+        settle(window)
 
     def measure(window) -> dict:
         plots = []
@@ -539,6 +565,28 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
                     "view": canvas.viewport().size().toTuple(),
                     "plot": [round(vb.width()), round(vb.height())]}), flush=True)
                 sweeping.close_discarding()
+            window.close()
+        return
+    if mode == "view":   # an LRU's decay sensitivity (closed in most arrangements), then the settings, from the View menu
+        from gradflow.core.config import Config
+
+        for presentation in (False, True):
+            window = open_window(tmp / f"view_{presentation}.ini", presentation,
+                                 run=Config(model="lru", seq_len=30, hidden_size=16))
+            click = partial(view_menu, window)
+            click("Decay sensitivity")
+            opened = measure(window)
+            settings = window.settings_dock
+            if settings.isVisible():   # docked beside the panels: hidden first
+                click("Settings")
+                opened["settings_hidden"] = not settings.isVisible()
+            click("Settings")
+            print("RESULT " + json.dumps({
+                "mode": "presentation" if presentation else "normal", **opened,
+                "in_front": [type(panel).__name__ for panel in window.layouts.visible_panels()],
+                "room_for_settings": window.layouts.current.settings, "settings_shown": settings.isVisible(),
+                "settings_floating": settings.isFloating(), "plots_with_settings": measure(window)["plots"]}),
+                flush=True)
             window.close()
         return
     if mode == "tour":

@@ -196,6 +196,44 @@ def test_a_click_on_the_timeline_while_paused_keeps_the_layout(on_screen):
     app.ask("call go_live")
 
 
+CLOSED_PANELS = {"Hidden state": "HiddenStatePanel", "Decay sensitivity": "SensitivityPanel"}   # View menu: name
+
+
+def test_the_view_menu_shows_what_it_names_and_the_next_layout_keeps_it(on_screen):
+    """View ▸ a closed panel and View ▸ Settings, in normal and presentation mode: the panel is on screen (beside the
+    gradient where the layout pairs it with one companion, else in front of its tabs) and the settings too (over the
+    panels where the layout has no room for them) once the window has settled. At 1280×720 both were closed again
+    by the next layout, and at 1920×1080 the decay sensitivity: the menu did nothing."""
+    screen, app = on_screen
+    for presentation in (False, True):
+        if presentation:
+            app.ask("trigger presentation_action")
+        before = app.settle()["main"]
+        grouped = {name for group in before["groups"] for name in group}
+        title, name = next((t, n) for t, n in CLOSED_PANELS.items() if n not in grouped)
+        try:
+            app.ask(f"view {title}")
+            shown = app.settle()["main"]
+            assert name in shown["docks"], f"presentation={presentation}: {title} not in front: {shown['groups']}"
+            if before["settings"] is not None:
+                app.ask("view Settings")                                  # hidden ...
+                assert app.settle()["main"]["settings"] is None
+            app.ask("view Settings")                                      # ... and shown
+            shown = app.settle()["main"]
+            assert (shown["settings"] or shown["settings_over"]) and name in shown["docks"], shown
+            assert (shown["settings_over"] is None) == (shown["arrangement"] not in ("side by side", "bare pair")), \
+                f"settings {'over' if shown['settings_over'] else 'beside'} the panels in {shown['arrangement']}"
+        finally:
+            if app.state()["main"]["settings_over"] is not None:
+                app.ask("view Settings")                                  # the overlay closed again
+            if name not in app.state()["main"]["offered"]:                # (opened as a tab: closed again)
+                app.ask(f"view {title}")
+            app.ask("companion SpectrumPanel")
+            if presentation:
+                app.ask("trigger presentation_action")
+            app.settle()
+
+
 def test_the_comparison_and_sweep_windows_fit_the_screen(on_screen):
     screen, app = on_screen
     app.ask("compare compare_rho")

@@ -249,7 +249,7 @@ def test_the_settings_overlay_stays_open_while_a_setting_changes_at_a_stop_in_pr
     qtbot.waitUntil(lambda: "Step 1</b>" in window.message_bar.label.text() and window.layouts.current is not None,
                     timeout=WAIT_MS)
     settle()
-    window.layouts.settings_action.trigger()                       # F2
+    window.layouts.view_menu.settings_action.trigger()             # F2
     dock = window.settings_dock
     assert dock.isVisible() and dock.isFloating()
     window.settings_panel.enter("spectral_radius", "1.1")
@@ -258,5 +258,5 @@ def test_the_settings_overlay_stays_open_while_a_setting_changes_at_a_stop_in_pr
     settle()
     assert dock.isVisible() and dock.isFloating(), "the settings overlay closed at the relayout"
     assert window.settings_panel.field("spectral_radius").text() == "1.1"
-    window.layouts.settings_action.trigger()                       # F2 again: closed
+    window.layouts.view_menu.settings_action.trigger()             # F2 again: closed
     assert not dock.isVisible()

@@ -335,6 +335,7 @@ def window_state(window) -> dict:
             "maximized": window.isMaximized(), "arrangement": layouts.current.name if layouts.current else None,
             "companion": layouts.companion, "offered": layouts.offered(), "docks": in_front, "groups": groups,
             "settings": _rect(settings, False) if settings.isVisible() and not settings.isFloating() else None,
+            "settings_over": _rect(settings) if settings.isVisible() and settings.isFloating() else None,
             "timeline": _rect(window.timeline), "status_bar": _rect(window.statusBar()),
             "slider": _rect(window.timeline.slider), "gradient_area": [round(gradient.width()), round(gradient.height())],
             "gradient_legend": _legend_state(panel),
@@ -470,7 +471,14 @@ def _probe(args: list[str]) -> int:
             window.pause()
         elif verb == "settings":       # View ▸ Settings, shown
             if not window.settings_dock.isVisible():
-                window.settings_dock.toggleViewAction().trigger()
+                window.layouts.view_menu.settings_action.trigger()
+        elif verb == "companion":      # `companion NAME`: picked in the toolbar's "Beside it"
+            combo = window.layouts.companion_combo
+            combo.setCurrentIndex(combo.findData(name))
+            combo.activated.emit(combo.currentIndex())
+        elif verb == "view":           # `view TEXT`: the View menu's entry of that text, clicked
+            view = next(a.menu() for a in window.menuBar().actions() if a.text() == "&View")
+            next(a for a in view.actions() if a.text() == name).trigger()
         elif verb == "enter":          # `enter KEY TEXT`: typed into the settings field, then Enter
             key, _, text = name.partition(" ")
             window.settings_panel.enter(key, text)
