@@ -116,7 +116,7 @@ def _group_minimum(group: list[QDockWidget], tab_bar: int, tab_widths: dict[str,
     if len(group) > 1:
         h += tab_bar
         if tab_widths is not None:
-            w = max(w, sum(tab_widths.get(_name(d), 0) for d in group) + SEPARATOR)   # the bar is a little narrower
+            w = max(w, sum(tab_widths.get(panel_name(d), 0) for d in group) + SEPARATOR)   # the bar is a little narrower
     return QSize(w, h)
 
 
@@ -137,7 +137,8 @@ def tab_widths(host: QMainWindow, docks: dict[str, QDockWidget]) -> dict[str, in
     return widths
 
 
-def _name(dock: QDockWidget) -> str:
+def panel_name(dock: QDockWidget) -> str:
+    """The name of the panel class a dock holds (its object name, dock_<name>)."""
     return dock.objectName().removeprefix("dock_")
 
 
@@ -220,7 +221,7 @@ def arrange(host: QMainWindow, arrangement: Arrangement, settings_dock: QDockWid
     for row in rows:
         for group in row:
             for dock in group:
-                named.pop(_name(dock), None)
+                named.pop(panel_name(dock), None)
     known = {n for a in NORMAL for n in a.names()}
     strangers = [d for n, d in named.items() if n not in known]
     if strangers and rows:
@@ -257,7 +258,7 @@ def arrange(host: QMainWindow, arrangement: Arrangement, settings_dock: QDockWid
                 host.tabifyDockWidget(group[0], dock)
             group[0].raise_()
     for dock in rows[-1][-1]:
-        if _name(dock) in opened:
+        if panel_name(dock) in opened:
             dock.raise_()
     for dock in closed:
         host.addDockWidget(right, dock)

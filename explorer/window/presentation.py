@@ -66,7 +66,7 @@ class WindowLayout(QObject):
         self.host.installEventFilter(self)   # the tab bars Qt makes for tabbed docks (see eventFilter)
         for dock in window.panel_docks.values():
             dock.installEventFilter(self)   # a dock left taller than the docks' area (eventFilter)
-        self.opened: list[str] = []   # panels shown from the View menu that the arrangement does not name (view_menu)
+        self.opened: tuple[str, ...] = ()   # panels shown from the View menu its arrangement does not name (view_menu)
         self.view_menu = ViewMenu(self)
         self._build_actions()
         window.banner.collapsed_changed.connect(self._on_banner_collapsed)
@@ -318,7 +318,7 @@ class WindowLayout(QObject):
         """What the layout may follow: the mode, the companion, the window's size and whether it fills the
         screen, the panels opened from the View menu (not what the panels show at the moment, nor what was clicked)."""
         w = self.window
-        return self.presentation, self.companion, w.size().toTuple(), w.isFullScreen(), tuple(self.opened)
+        return self.presentation, self.companion, w.size().toTuple(), w.isFullScreen(), self.opened
 
     def _choice(self, room: QSize) -> layout.Arrangement:
         """The arrangement of the current mode for a dock area of size `room`: the one chosen before for the same
@@ -330,7 +330,7 @@ class WindowLayout(QObject):
             w = self.window
             self._chosen[key] = layout.choose(self.candidates(), w.settings_dock, w.panel_docks, room,
                                               w.settings_panel.minimumSizeHint().width(), self._tab_bar(),
-                                              layout.tab_widths(self.host, self.window.panel_docks), tuple(self.opened))
+                                              layout.tab_widths(self.host, self.window.panel_docks), self.opened)
         return self._chosen[key]
 
     def _forget_choice(self) -> None:
@@ -345,7 +345,7 @@ class WindowLayout(QObject):
         for _ in range(2):   # the panels re-measure in their new places (legends placed, folds undone): sized again
             layout.arrange(self.host, chosen, w.settings_dock, w.panel_docks, room,
                            w.settings_panel.minimumSizeHint().width(), layout.tab_widths(self.host, w.panel_docks),
-                           max(w.message_bar.reserve(), margin) - margin, tuple(self.opened))
+                           max(w.message_bar.reserve(), margin) - margin, self.opened)
         self.current, self._room, self._arranged = chosen, self._sized_for(room), self._placement()
         self._show_mode_controls()   # the companion's picker where a companion is shown (pairing)
         overlay = getattr(w, "overlay", None)
@@ -413,7 +413,7 @@ class WindowLayout(QObject):
         self.window.banner_action.setChecked(True)
         self.window.banner.set_collapsed(False)
         self.captions_action.setChecked(True)
-        self.opened.clear()
+        self.opened = ()
         self._forget_choice()
         self.arrange_default()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gradflow.explorer.window.layout import panel_name
 from PySide6.QtCore import QEvent, QObject, QRect, QSize, Qt, QTimer, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMenu
@@ -47,7 +48,7 @@ class ViewMenu(QObject):
         """Where a panel shows as the companion, only those that apply to the run's cell can (WindowLayout.applies)."""
         pairing = self.layouts.pairing()
         for action, dock in self.panel_actions.items():
-            action.setEnabled(not pairing or self.layouts.applies(_name(dock)))
+            action.setEnabled(not pairing or self.layouts.applies(panel_name(dock)))
 
     @Slot()
     def toggle_settings(self):
@@ -69,12 +70,12 @@ class ViewMenu(QObject):
         dock, current = self.panel_actions.get(self.sender()), self.layouts.current
         if not shown or dock is None:
             return
-        name = _name(dock)
+        name = panel_name(dock)
         if current is not None and name not in current.names():
             if self.layouts.pairing():
                 self.layouts.set_companion(name)
                 return
-            self.layouts.opened.append(name)
+            self.layouts.opened += (name,)
             self.layouts.arrange_default()
         QTimer.singleShot(0, dock, dock.raise_)   # in front of its tabs, once Qt has put it there
 
@@ -82,11 +83,7 @@ class ViewMenu(QObject):
         """A dock closed (from the menu, its title bar, or by an arrangement without it: a pair) is opened no more:
         the layout goes back to the one without it (once this event is done)."""
         if event.type() == QEvent.Type.Close and isinstance(watched, QDockWidget) \
-                and _name(watched) in self.layouts.opened:
-            self.layouts.opened.remove(_name(watched))
+                and panel_name(watched) in self.layouts.opened:
+            self.layouts.opened = tuple(name for name in self.layouts.opened if name != panel_name(watched))
             QTimer.singleShot(0, self.layouts, self.layouts.relayout)
         return False
-
-
-def _name(dock: QDockWidget) -> str:
-    return dock.objectName().removeprefix("dock_")
