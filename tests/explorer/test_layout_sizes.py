@@ -516,10 +516,7 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
         runs = [(label, c.replace(seq_len=20, hidden_size=12, batch_size=4)) for label, c in preset.runs[:4]]
         window = CompareWindow(runs, "four runs")
         window.show()
-        end = time.monotonic() + 30
-        while window.shown is None and time.monotonic() < end:
-            app.processEvents()
-            time.sleep(0.01)
+        until(lambda: window.shown is not None, "the comparison's first record", TIMEOUT_S)
         for on in (False, True):
             window.set_presentation(on)
             settling.settle()
@@ -545,12 +542,9 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
                 sweeping.seeds_spin.setValue(seeds)
                 sweeping.steps_spin.setValue(0)
                 sweeping.jobs_spin.setValue(1)   # one worker process to start: the layout is what is measured
-                sweeping.start()
-                end = time.monotonic() + TIMEOUT_S / 4
-                while sweeping.is_running() and time.monotonic() < end:
-                    app.processEvents()
-                    time.sleep(0.01)
-                app.processEvents()
+                sweeping.start()   # done once the window has taken the finished sweep (start enabled again)
+                until(lambda sweeping=sweeping: not sweeping.is_running() and sweeping.start_button.isEnabled(),
+                      "the sweep to finish", TIMEOUT_S)
                 screen, frame = sweeping.screen().availableGeometry(), sweeping.frameGeometry()
                 canvas = sweeping.figure.canvas
                 vb = sweeping.plot.vb.sceneBoundingRect()
@@ -601,10 +595,7 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
         window.setGeometry(area.adjusted(0, TITLE_BAR, 0, 0))
         settle(window)
         window.play()
-        end = time.monotonic() + TIMEOUT_S / 2
-        while window.is_playing() and time.monotonic() < end:   # the tour pauses at its stop
-            app.processEvents()
-            time.sleep(0.01)
+        until(lambda: not window.is_playing(), "the tour's stop", TIMEOUT_S)   # the tour pauses at its stop
         settle(window)
         panel = window.panel("GradientTimePanel")
         view, legend = panel.plot.vb, panel.legend
@@ -659,10 +650,7 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
         if later:   # an LRU run in the same window, as a scenario picked replaces the run (no second window)
             from gradflow.core.config import Config
             assert window.model.rebuild(Config(model="lru", seq_len=30, hidden_size=16, task=config.task))
-            end = time.monotonic() + 30
-            while not all(window.layouts.applies(c) for c in later) and time.monotonic() < end:
-                app.processEvents()
-                time.sleep(0.01)
+            until(lambda: all(window.layouts.applies(c) for c in later), "the LRU's views", TIMEOUT_S)
             for companion in later:
                 window.layouts.companion_actions[companion].trigger()
                 settle(window)
