@@ -11,7 +11,7 @@ import pytest
 from gradflow.explorer.window.layout import GT, SENSITIVITY
 from gradflow.explorer.window.main_window import MainWindow
 from settling import settle
-from window_helpers import SMALL, WAIT_MS  # tests/explorer is on sys.path
+from window_helpers import SMALL, WAIT_MS, view_entry, view_menu  # tests/explorer is on sys.path
 
 HIGHWAY, SPECTRUM, TRAINING, HIDDEN = "LstmHighwayPanel", "SpectrumPanel", "TrainingPanel", "HiddenStatePanel"
 LSTM = SMALL.replace(model="lstm")
@@ -73,12 +73,6 @@ def test_a_record_before_a_reopened_window_is_laid_out_changes_no_layout_yet(ope
     again.close()
 
 
-def view_menu(window, text: str):
-    """The View menu's entry `text`, clicked."""
-    view = next(action.menu() for action in window.menuBar().actions() if action.text() == "&View")
-    next(action for action in view.actions() if action.text() == text).trigger()
-
-
 def in_front(window) -> list[str]:
     """The panels on screen, docked and in front of their tabs."""
     return sorted(type(panel).__name__ for panel in window.layouts.visible_panels()
@@ -93,17 +87,17 @@ def test_at_720p_the_view_menu_shows_a_panel_beside_the_gradient_and_the_setting
     settle()
     assert window.layouts.current.pair and in_front(window) == [GT, SPECTRUM]
     for title, name in (("Training", TRAINING), ("Hidden state", HIDDEN)):   # Training needs the most height
-        view_menu(window, title)
+        view_entry(window, title).trigger()
         settle()
         assert window.layouts.current.pair and in_front(window) == sorted([GT, name]), title
         assert window.layouts.companion == name and window.layouts.companion_combo.currentData() == name
     settings, room = window.settings_dock, window.layouts.current.settings   # (a pair with the settings, or bare)
     assert settings.isVisible() == room
     if settings.isVisible():
-        view_menu(window, "Settings")
+        view_entry(window, "Settings").trigger()
         settle()
         assert not settings.isVisible() and not window.layouts.view_menu.settings_action.isChecked()
-    view_menu(window, "Settings")
+    view_entry(window, "Settings").trigger()
     settle()
     assert settings.isVisible() and settings.isFloating() != room   # over the panels where the pair has no room
     assert window.layouts.view_menu.settings_action.isChecked() and in_front(window) == sorted([GT, HIDDEN])
@@ -113,6 +107,5 @@ def test_the_view_menu_offers_no_panel_that_does_not_apply_where_it_would_be_the
     window = open_window(size=(1280, 720))                       # an RNN: no cell state, no decay to be sensitive to
     window.presentation_action.trigger()
     settle()
-    view = next(action.menu() for action in window.menuBar().actions() if action.text() == "&View")
-    enabled = {action.text(): action.isEnabled() for action in view.actions()}
+    enabled = {action.text(): action.isEnabled() for action in view_menu(window).actions()}
     assert not enabled["LSTM highway"] and enabled["Training"]

@@ -418,6 +418,7 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
     from gradflow.explorer.window.main_window import MainWindow
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QApplication, QTabBar, QToolButton
+    from window_helpers import view_entry
 
     app = QApplication.instance() or QApplication([])   # one for every mode this child runs
     config = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
@@ -444,8 +445,7 @@ def _child(mode: str, tmp: Path, args: list[str]) -> None:
 
     def view_menu(window, text: str):
         """The View menu's entry `text`, clicked, and the window settled."""
-        view = next(action.menu() for action in window.menuBar().actions() if action.text() == "&View")
-        next(action for action in view.actions() if action.text() == text).trigger()
+        view_entry(window, text).trigger()
         settle(window)
 
     def measure(window) -> dict:

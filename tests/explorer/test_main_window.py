@@ -16,7 +16,14 @@ import numpy as np
 from gradflow.core.presets import DEFAULT_PRESET, load_preset, preset_names
 from gradflow.explorer.window.main_window import MainWindow
 from PySide6.QtCore import Qt
-from window_helpers import SMALL, WAIT_MS, curve_y, engine_pausing, status_text  # tests/explorer is on sys.path
+from window_helpers import (  # tests/explorer is on sys.path
+    SMALL,
+    WAIT_MS,
+    curve_y,
+    engine_pausing,
+    status_text,
+    view_menu,
+)
 from window_probes import in_engine
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +43,7 @@ def test_window_opens_paused_on_the_default_scenario_with_step_one_drawn(window)
 def test_every_panel_sits_in_its_own_dock_and_the_view_menu_toggles_it(window):
     from gradflow.explorer.panels import PANELS
     assert [type(p) for p in window.panels] == list(PANELS)
-    view_actions = {a.text() for a in window.menuBar().actions()[2].menu().actions()}
+    view_actions = {a.text() for a in view_menu(window).actions()}
     for panel in window.panels:
         dock = window.panel_docks[type(panel).__name__]
         assert dock.widget() is panel and dock.windowTitle() == panel.title

@@ -13,7 +13,8 @@ from gradflow.core.presets import DEFAULT_PRESET, load_preset
 from gradflow.explorer.window.main_window import MainWindow
 from gradflow.explorer.window.trust import TrustPrompt
 from PySide6.QtCore import QEvent, QObject, QTimer, Slot
-from PySide6.QtWidgets import QPushButton
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QMenu, QPushButton
 from window_probes import WAIT_MS  # tests/explorer is on sys.path
 
 SMALL = load_preset(DEFAULT_PRESET).config.replace(seq_len=30, hidden_size=16)
@@ -81,6 +82,16 @@ def status_text(window: MainWindow) -> str:
     """The status bar's readout, field by field."""
     r = window.readout
     return " | ".join(label.text() for label in (r.state, r.step, r.rate, r.loss, r.grad, r.rho, r.sigma))
+
+
+def view_menu(window: MainWindow) -> QMenu:
+    """The main window's View menu, as a user finds it in the menu bar."""
+    return next(action.menu() for action in window.menuBar().actions() if action.text() == "&View")
+
+
+def view_entry(window: MainWindow, text: str) -> QAction:
+    """The View menu's entry `text`."""
+    return next(action for action in view_menu(window).actions() if action.text() == text)
 
 
 def bar_button(window: MainWindow, starts: str) -> QPushButton:

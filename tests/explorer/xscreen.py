@@ -477,8 +477,8 @@ def _probe(args: list[str]) -> int:
             combo.setCurrentIndex(combo.findData(name))
             combo.activated.emit(combo.currentIndex())
         elif verb == "view":           # `view TEXT`: the View menu's entry of that text, clicked
-            view = next(a.menu() for a in window.menuBar().actions() if a.text() == "&View")
-            next(a for a in view.actions() if a.text() == name).trigger()
+            from window_helpers import view_entry
+            view_entry(window, name).trigger()
         elif verb == "enter":          # `enter KEY TEXT`: typed into the settings field, then Enter
             key, _, text = name.partition(" ")
             window.settings_panel.enter(key, text)
