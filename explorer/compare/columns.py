@@ -39,6 +39,8 @@ class RunColumn(QWidget):
         for panel in (self.spectrum, self.hidden):
             panel.caption_label.setVisible(False)   # the captions are the main window's; here, the runs speak
             panel.fit_minimums()
+            for view in panel.graphics_views():   # heights by the rows' stretch from the views' minimums up, not
+                view.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Ignored)   # from a view's 480 px
         self.grid = QGridLayout(self)
         self.grid.setContentsMargins(0, 0, 0, 0)
         self.grid.setSpacing(2)
@@ -62,6 +64,12 @@ class RunColumn(QWidget):
     def minimumSizeHint(self):
         """The label alone: the spectrum and the hidden state only take room the column has."""
         return QSize(self.spectrum.minimumSizeHint().width(), self.label.sizeHint().height())
+
+    def hasHeightForWidth(self) -> bool:
+        """No: the column takes the height the runs' row shows (RunsRow scrolls sideways only). Its panels' wrapped
+        footers have a height for each width, which made the row's scroll area size the columns by it, taller than
+        it shows: at 4K the bottom of every hidden state was cut off."""
+        return False
 
     def spectrum_height(self) -> int:
         """The height (px) at which the column shows its spectrum under its label."""

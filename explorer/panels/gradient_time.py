@@ -163,7 +163,7 @@ class GradientTimePanel(Panel):
         if self._seq_len != T:
             self._seq_len = T
             self.plot.setXRange(0.5, T + 0.5, padding=0)
-            self.plot.setLabel("bottom", f"time step t  (T = {T})")
+            plotting.set_axis_label(self.plot.getAxis("bottom"), f"time step t  (T = {T})", self.theme)
             self.y_range.reset()
 
     def _on_new_run(self):

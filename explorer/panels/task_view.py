@@ -240,7 +240,7 @@ class TaskViewPanel(Panel):
         self._draw_copy(p, "held-out sequence", "these ten")
 
     def _draw_copy(self, p: dict[str, Any], axis: str = "position in the recalled sequence", these: str = "this one"):
-        self.copy_plot.setLabel("bottom", axis)
+        plotting.set_axis_label(self.copy_plot.getAxis("bottom"), axis, self.theme)
         expected = np.asarray(p["expected"]).astype(int)[:COPY_LENGTH]
         produced = np.asarray(p["produced"]).astype(int)[:COPY_LENGTH]
         theme = self.theme

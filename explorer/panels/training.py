@@ -121,8 +121,7 @@ class TrainingPanel(Panel):
         loss = (s["perplexity"] if perplexity else s["loss"])[:n]
         if perplexity is not self.uses_perplexity:
             self.uses_perplexity = perplexity
-            self.loss_plot.setLabel("left", "perplexity" if perplexity else "MSE")
-            plotting.style_axis(self.loss_plot.getAxis("left"), self.theme)
+            plotting.set_axis_label(self.loss_plot.getAxis("left"), "perplexity" if perplexity else "MSE", self.theme)
 
         # -- loss --------------------------------------------------------------------------
         bad = ~np.isfinite(loss)                      # ∞ or NaN: the step diverged
@@ -178,8 +177,7 @@ class TrainingPanel(Panel):
         perplexity = record.perplexity is not None
         if perplexity is not self.uses_perplexity:
             self.uses_perplexity = perplexity
-            self.loss_plot.setLabel("left", "perplexity" if perplexity else "MSE")
-            plotting.style_axis(self.loss_plot.getAxis("left"), self.theme)
+            plotting.set_axis_label(self.loss_plot.getAxis("left"), "perplexity" if perplexity else "MSE", self.theme)
         series = []
         for history in histories:
             s = history.scalars()

@@ -70,6 +70,7 @@ def test_the_comparison_fits_the_screen_and_shows_every_runs_spectrum(screen, tm
             assert (seen_w, seen_h) == (w, h), where + f"spectrum data area {w}×{h}, {seen_w}×{seen_h} of it seen"
         for name, w, h in r["plots"]:
             assert w >= MIN_PLOT[0] and h >= MIN_PLOT[1], where + f"{name} data area {w}×{h}"
+        assert not r["problems"], where + "\n".join(r["problems"])
         assert r["arrangement"] == ("columns" if short else "rows"), where + r["arrangement"]
     launch = results[0]
     fills = logical[0] <= 1920 and logical[1] <= 1200
@@ -101,17 +102,19 @@ def test_four_runs_fit_the_screen_and_scroll_sideways_only_where_they_must(scree
 def test_at_a_tour_stop_the_window_fits_in_both_modes(screen, tmp_path):
     """The edge-of-chaos comparison, opened from the main window, at its step-1 stop (seven claims in the message)
     on a short screen: folded, unfolded, then in presentation (the main window's F5, which the comparison follows:
-    its type grows, its explanation folds again), the window stays inside the screen with room for a title bar,
-    every plot on screen keeps its data area, and the message shows at least its first lines (the rest scrolls:
-    ScrolledWhenShort)."""
+    its type grows, its explanation folds again) and opened anew in presentation, the window stays inside the screen
+    with room for a title bar, every plot on screen keeps its data area, nothing in a panel is cut or covered
+    (wholeness.py: "perplexit" was, its title left where "loss" had been), and the message shows at least its first
+    lines (the rest scrolls: ScrolledWhenShort)."""
     results = _run(screen, tmp_path, tour=True)
-    assert [r["step"] for r in results] == ["stop", "unfolded", "presentation"]
-    assert [r["folded"] for r in results] == [True, False, True]
+    assert [r["step"] for r in results] == ["stop", "unfolded", "presentation", "opened in presentation"]
+    assert [r["folded"] for r in results] == [True, False, True, True]
     for r in results:
         where = f"{screen} {r['step']}: "
         _assert_frame_on_screen(r, where)
         for name, w, h in r["plots"]:
             assert w >= MIN_PLOT[0] and h >= MIN_PLOT[1], where + f"{name} data area {w}×{h}"
+        assert not r["problems"], where + "\n".join(r["problems"])
         shown, height, lines = r["message"]
         assert shown and height >= 3 * lines, where + f"message shown {shown}, {height} px of {lines} px lines"
         view, whole, bottoms = r["message_view"]
@@ -128,6 +131,7 @@ def _child() -> None:
     from gradflow.explorer.compare.window import CompareWindow
     from gradflow.explorer.window.widgets import label_document
     from PySide6.QtWidgets import QApplication
+    from wholeness import panel_problems
 
     app = QApplication([])
     tour = os.environ["COMPARE_TOUR"] == "1"
@@ -201,6 +205,7 @@ def _child() -> None:
             "minimum": list(window.minimumSizeHint().expandedTo(window.minimumSize()).toTuple()),
             "maximized": window.isMaximized(), "fullscreen": window.isFullScreen(), "folded": window.folded,
             "arrangement": window.arrangement, "spectra": spectra, "plots": plots,
+            "problems": panel_problems([p for p in window.panels() if p.isVisible()], window.message_bar),
             "message": [window.message_bar.isVisible(), window.message_bar.visibleRegion().boundingRect().height(),
                         window.message_bar.label.fontMetrics().lineSpacing()],
             "message_view": message_view()}), flush=True)
@@ -212,6 +217,10 @@ def _child() -> None:
         report("unfolded", lambda: not window.folded)
         main.presentation_action.trigger()   # the comparison follows the main window's F5
         report("presentation", lambda: window.theme.presentation)
+        window.close_discarding()
+        window = open_comparison(replace(preset, runs=tuple(runs)), main)   # opened in presentation: its titles
+        until(lambda: window.shown is not None, "the reopened comparison's first step drawn")   # placed for it
+        report("opened in presentation", window.message_bar.isVisible)
         window.close()
         main.close()
         return

@@ -1,9 +1,10 @@
-"""What of the main window's panels a viewer cannot read, as plain data (a test helper, run in the app's process by
+"""What of a window's panels a viewer cannot read, as plain data (a test helper, run in the app's process by
 test_panels_whole.py's children and by xscreen.py's probe): for every panel on screen, each legend, tick label,
 axis label, note and control that is cut by the panel's edges, covered by the message bar, or overprinted by another tick
 label, and each legend entry smaller than the type's minimum.
 
     problems(window) -> ["SpectrumPanel: control 'Undo edit' at [..] outside [..]", ...]   ([] when all is whole)
+    panel_problems(panels, message_bar) -> the same for any window's panels (the comparison's: test_compare_layout.py)
 """
 from __future__ import annotations
 
@@ -56,10 +57,13 @@ def _tick_labels(axis) -> list[QRectF]:
 
 
 def problems(window) -> list[str]:
-    bar = window.message_bar
-    covered = _global(bar) if bar.isVisible() else None
+    return panel_problems(window.layouts.visible_panels(), window.message_bar)
+
+
+def panel_problems(panels, bar: QWidget) -> list[str]:
+    covered = _shown(bar) if bar.isVisible() else None   # (the part of it its scroll area shows)
     found = []
-    for panel in window.layouts.visible_panels():
+    for panel in panels:
         name = type(panel).__name__
         area = _shown(panel)
         for view in panel.graphics_views():
