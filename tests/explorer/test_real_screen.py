@@ -224,9 +224,10 @@ def test_the_view_menu_shows_what_it_names_and_the_next_layout_keeps_it(on_scree
             assert (shown["settings_over"] is None) == (shown["arrangement"] not in ("side by side", "bare pair")), \
                 f"settings {'over' if shown['settings_over'] else 'beside'} the panels in {shown['arrangement']}"
         finally:
-            if app.state()["main"]["settings_over"] is not None:
+            now = app.state()["main"]
+            if now["settings_over"] is not None:
                 app.ask("view Settings")                                  # the overlay closed again
-            if name not in app.state()["main"]["offered"]:                # (opened as a tab: closed again)
+            if name not in now["offered"]:                                # (opened as a tab: closed again)
                 app.ask(f"view {title}")
             app.ask("companion SpectrumPanel")
             if presentation:

@@ -321,11 +321,13 @@ def _rect(widget, global_position: bool = True) -> list[int]:
 def window_state(window) -> dict:
     """What the main window shows, as plain data: its mode, arrangement, the docks in front of their groups (with
     their rectangles in the dock area), the tab groups, settings, timeline and status bar on the screen."""
+    from gradflow.explorer.window.layout import panel_name
+
     host, layouts = window.dock_host, window.layouts
     docks = window.panel_docks
     in_front = {name: _rect(dock, False) for name, dock in docks.items()
                 if dock.isVisible() and not dock.visibleRegion().isEmpty() and not dock.isFloating()}
-    groups = sorted(sorted([name] + [d.objectName().removeprefix("dock_") for d in host.tabifiedDockWidgets(dock)])
+    groups = sorted(sorted([name] + [panel_name(d) for d in host.tabifiedDockWidgets(dock)])
                     for name, dock in docks.items() if name in in_front)
     settings = window.settings_dock
     panel = window.panel("GradientTimePanel")
