@@ -7,7 +7,11 @@ differ from those recorded in claims_kernel_paths.json when every path last pass
 torch compute the same numbers on every path as when they were checked there, so an unchanged digest on one
 path says the others are unchanged too. A change that moves any number (engine, preset, torch, another CPU or
 thread count: each is in the digest or its key) runs every path again for that preset.
-GRADFLOW_CLAIMS_RECORD=update runs every path and rewrites the record from the runs whose claims all held.
+
+Two machines with the same path key can compute different numbers (MKL picks its own code by CPU: on the AMD
+EPYC of round 17, AVX-512 gave the numbers an Intel Xeon had given, where round 15's AMD EPYC gave others), so
+the record keeps, per run, every set of digests that passed on all paths: {"preset/run": [{path key: digest}]}.
+GRADFLOW_CLAIMS_RECORD=update runs every path and adds the sets of the runs whose claims all held.
 """
 from __future__ import annotations
 
@@ -53,10 +57,17 @@ def digested_run(name: str, run: str | None) -> tuple[list, str, str]:
     return outcomes, path_key(), digest.hexdigest()
 
 
-def read_record() -> dict[str, dict[str, str]]:
-    """{"preset/run": {path_key: digest}} of the runs whose claims held on every path when last recorded."""
+def read_record() -> dict[str, list[dict[str, str]]]:
+    """{"preset/run": [{path_key: digest}, ...]}: each set of digests with which the run's claims held on every
+    path when it was recorded."""
     return json.loads(RECORD.read_text(encoding="utf-8")) if RECORD.exists() else {}
 
 
-def write_record(record: dict[str, dict[str, str]]) -> None:
+def passed_with(record: dict[str, list[dict[str, str]]], run: str, key: str, digest: str, other_key: str) -> bool:
+    """Whether `run` ("preset/run") passed on the path `other_key` in a recorded set where the path `key` gave
+    `digest`."""
+    return any(digests.get(key) == digest and other_key in digests for digests in record.get(run, []))
+
+
+def write_record(record: dict[str, list[dict[str, str]]]) -> None:
     RECORD.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -90,8 +90,7 @@ class ClaimRuns:
         if UPDATE or any(f.exception() for f in machine.values()):
             return None
         runs = {run: f.result()[1:] for run, f in machine.items()}   # run -> (path key, digest)
-        recorded = {run: self.record.get(f"{name}/{run}", {}) for run in runs}
-        if all(recorded[run].get(key) == digest and path_key(kernels) in recorded[run]
+        if all(kernel_paths.passed_with(self.record, f"{name}/{run}", key, digest, path_key(kernels))
                for run, (key, digest) in runs.items()):
             return (f"{name}: the machine's numbers are those recorded when the {kernels} path last passed "
                     f"(tests/core/{kernel_paths.RECORD.name})")
@@ -109,8 +108,8 @@ class ClaimRuns:
         return [checked[i] for i in range(len(load_preset(name).claims))]
 
     def record_passes(self) -> None:
-        """GRADFLOW_CLAIMS_RECORD=update: keep the digests of every run whose claims held on every path."""
-        record = dict(self.record)
+        """GRADFLOW_CLAIMS_RECORD=update: add the digests of every run whose claims held on every path."""
+        record = {run: list(sets) for run, sets in self.record.items()}
         for name, others in self.others.items():
             paths = [MACHINE, *others]
             runs = [self.futures.get((name, k), {}) for k in paths]
@@ -120,7 +119,9 @@ class ClaimRuns:
                     for by_run in runs for f in by_run.values()):
                 continue
             for run in claim_runs(load_preset(name)):
-                record[f"{name}/{run}"] = dict(by_run[run].result()[1:] for by_run in runs)
+                digests = dict(by_run[run].result()[1:] for by_run in runs)
+                if digests not in record.setdefault(f"{name}/{run}", []):
+                    record[f"{name}/{run}"].append(digests)
         write_record(record)
 
     def shutdown(self) -> None:
