@@ -103,6 +103,14 @@ class TrainingPanel(Panel):
         self._x_hi: float | None = None   # right end of the x range (see plotting.room_to_grow)
         self.apply_theme(self.theme)
 
+    def _title_loss(self, record: Record) -> bool:
+        """Whether the loss plot shows perplexity (a cross-entropy task) or the MSE; its axis titled so."""
+        perplexity = record.perplexity is not None
+        if perplexity is not self.uses_perplexity:
+            self.uses_perplexity = perplexity
+            plotting.set_axis_label(self.loss_plot.getAxis("left"), "perplexity" if perplexity else "MSE", self.theme)
+        return perplexity
+
     def show_record(self, record: Record, history: History) -> None:
         if self._is_new_run(record, history):
             self.loss_range.reset()
@@ -117,11 +125,8 @@ class TrainingPanel(Panel):
         s = history.scalars()
         n = min(len(v) for v in s.values())
         steps = s["step"][:n]
-        perplexity = record.perplexity is not None
+        perplexity = self._title_loss(record)
         loss = (s["perplexity"] if perplexity else s["loss"])[:n]
-        if perplexity is not self.uses_perplexity:
-            self.uses_perplexity = perplexity
-            plotting.set_axis_label(self.loss_plot.getAxis("left"), "perplexity" if perplexity else "MSE", self.theme)
 
         # -- loss --------------------------------------------------------------------------
         bad = ~np.isfinite(loss)                      # ∞ or NaN: the step diverged
@@ -174,10 +179,7 @@ class TrainingPanel(Panel):
         if self._last == key:
             return
         self._last = key
-        perplexity = record.perplexity is not None
-        if perplexity is not self.uses_perplexity:
-            self.uses_perplexity = perplexity
-            plotting.set_axis_label(self.loss_plot.getAxis("left"), "perplexity" if perplexity else "MSE", self.theme)
+        perplexity = self._title_loss(record)
         series = []
         for history in histories:
             s = history.scalars()

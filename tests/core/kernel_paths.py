@@ -8,10 +8,11 @@ torch compute the same numbers on every path as when they were checked there, so
 path says the others are unchanged too. A change that moves any number (engine, preset, torch, another CPU or
 thread count: each is in the digest or its key) runs every path again for that preset.
 
-Two machines with the same path key can compute different numbers (MKL picks its own code by CPU: on the AMD
-EPYC of round 17, AVX-512 gave the numbers an Intel Xeon had given, where round 15's AMD EPYC gave others), so
-the record keeps, per run, every set of digests that passed on all paths: {"preset/run": [{path key: digest}]}.
-GRADFLOW_CLAIMS_RECORD=update runs every path and adds the sets of the runs whose claims all held.
+Two machines with the same path key can compute different numbers (the key names torch's own kernels; a library
+such as MKL picks its code by the CPU itself): on the AMD EPYC of round 17, AVX-512 gave the numbers an Intel Xeon
+had given, where round 15's AMD EPYC gave others. So the record keeps, per run, every set of digests that passed
+on all paths: {"preset/run": [{path key: digest}]}. GRADFLOW_CLAIMS_RECORD=update runs every path and adds the
+sets of the runs whose claims all held.
 """
 from __future__ import annotations
 
