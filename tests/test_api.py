@@ -143,7 +143,10 @@ def test_a_figure_is_the_apps_panel_as_png_svg_and_pdf(tmp_path):
         run.figure("lstm_highway")._repr_png_()             # it drew the window's "LSTM only — switch model" note
     comparison = gradflow.Comparison("compare_rho", **SMALL)
     comparison.step()
-    assert comparison.figure("training")._repr_png_().startswith(b"\x89PNG")
+    discarded = comparison.figure("training")
+    assert discarded._repr_png_().startswith(b"\x89PNG")
+    view, discarded = discarded.view, None          # a figure let go of is hidden at once: the garbage collector,
+    assert not view.isVisible()                     # run inside a later paint, must not delete a widget Qt paints
     overlay = comparison.figure("gradient_time").view      # the app's panel, each run in its own style and label
     pens = [curve.opts["pen"] for curve in overlay.run_curves.curves]
     assert len({(pen.color().name(), pen.style()) for pen in pens}) == len({pen.style() for pen in pens}) == 3

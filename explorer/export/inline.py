@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,7 @@ class Figure:
         self.view, self._draw, self.title, self.scale, self.dpi = view, draw, title, scale, dpi
         self.view.resize(self.shape.layout() if self.shape is not None else QSize(*size))
         self.view.show()
+        weakref.finalize(self, _discard, view)
         self.refresh()
 
     @classmethod
@@ -117,6 +119,14 @@ class Figure:
 
     def _repr_svg_(self) -> str:
         return self.svg()
+
+
+def _discard(view):
+    """A figure let go of hides its widget now, so that no later repaint reaches it: pyqtgraph's widgets sit in
+    reference cycles, and the garbage collector, run inside another figure's paint, would otherwise delete this
+    one while Qt paints it (a segfault)."""
+    view.hide()
+    view.deleteLater()
 
 
 def _view(widget, theme: str, presentation: bool, caption: bool):
