@@ -122,11 +122,10 @@ class Figure:
 
 
 def _discard(view):
-    """A figure let go of hides its widget now, so that no later repaint reaches it: pyqtgraph's widgets sit in
-    reference cycles, and the garbage collector, run inside another figure's paint, would otherwise delete this
-    one while Qt paints it (a segfault)."""
+    """A figure let go of hides its widget now, so that no later paint reaches it: pyqtgraph's widgets sit in
+    reference cycles, and the garbage collector, run inside a paint, would otherwise delete one that Qt is painting
+    (a segfault). The widget itself stays valid for whoever still holds it (figure.view), until collected."""
     view.hide()
-    view.deleteLater()
 
 
 def _view(widget, theme: str, presentation: bool, caption: bool):
