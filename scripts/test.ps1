@@ -5,10 +5,11 @@ $ErrorActionPreference = "Stop"
 . "$PSScriptRoot\venv.ps1" -Extras "[test,cluster]"
 Set-Location $ProjectRoot
 $env:QT_QPA_PLATFORM = "offscreen"
+$Spread = @("-n", "auto", "--dist", "loadgroup", "--max-worker-restart=0")   # a crashed worker ends the run (test.sh)
 
 if ($Fast) {
-    & $Python -m pytest -n auto --dist loadgroup -m "not slow and not window" @args
+    & $Python -m pytest @Spread -m "not slow and not window" @args
 } else {
-    & $Python -m pytest -n auto --dist loadgroup --durations=20 @args
+    & $Python -m pytest @Spread --durations=20 @args
 }
 exit $LASTEXITCODE
