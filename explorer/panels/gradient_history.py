@@ -65,7 +65,8 @@ class GradientHistoryPanel(Panel):
 
     def show_record(self, record: Record, history: History) -> None:
         if self._is_new_run(record, history):
-            self._last_draw, self._shape, self._x_hi = 0.0, None, None     # draw now, with fresh levels
+            # draw now (its step and history length may equal the last run's), with fresh levels
+            self._last_draw, self._shape, self._x_hi, self._last_count = 0.0, None, None, -1
         count = len(history)
         if count == self._last_count and record.step == self._last_step:
             return

@@ -111,11 +111,15 @@ class TrainingPanel(Panel):
             plotting.set_axis_label(self.loss_plot.getAxis("left"), "perplexity" if perplexity else "MSE", self.theme)
         return perplexity
 
+    def _forget_run(self):
+        """Another run: its step and history length may equal the last run's (both at step 1), yet it is drawn."""
+        self.loss_range.reset()
+        self.norm_range.reset()
+        self._last, self._last_draw, self._x_hi = (None, -1), 0.0, None
+
     def show_record(self, record: Record, history: History) -> None:
         if self._is_new_run(record, history):
-            self.loss_range.reset()
-            self.norm_range.reset()
-            self._last_draw, self._x_hi = 0.0, None
+            self._forget_run()
         count = len(history)
         if self._last == (record.step, count):
             return
@@ -172,9 +176,7 @@ class TrainingPanel(Panel):
             raise ValueError(f"expected a record for each of the {len(self.run_labels)} runs, got {len(records)}")
         record = records[0]
         if self._is_new_run(record, histories[0]):
-            self.loss_range.reset()
-            self.norm_range.reset()
-            self._last_draw, self._x_hi = 0.0, None
+            self._forget_run()
         key = (record.step, tuple(len(h) for h in histories))
         if self._last == key:
             return

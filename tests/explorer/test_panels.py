@@ -594,6 +594,21 @@ def test_a_new_run_drops_the_old_runs_task_preview_and_hidden_state(qtbot):
     assert task.kind == "sine"
 
 
+def test_step_1_of_another_run_replaces_step_1_of_the_last_in_the_history_plots(qtbot):
+    # a scenario switched at step 1 (or a panel behind a tab that saw the old run at step 1): the same step and
+    # history length as what the panel drew last, but another run's numbers
+    old, new = run("rnn"), run("sine")
+    training, history = make(qtbot, TrainingPanel), make(qtbot, GradientHistoryPanel)
+    for panel in (training, history):
+        panel.show_record(old.records[0], old.history)
+        panel.show_record(new.records[0], new.history)
+    first = new.history.scalars()
+    assert training.loss_curve.yData[0] == first["loss"][0] != old.history.scalars()["loss"][0]
+    assert training.norm_curve.yData[0] == first["grad_norm"][0]
+    _, profiles = new.history.profiles()
+    np.testing.assert_allclose(history.image.image[:, 0], np.log10(profiles[0, 0, :].astype(float)), rtol=1e-5)
+
+
 def test_throttled_training_panel_still_draws_the_last_record_of_a_paused_run(qtbot, monkeypatch):
     import gradflow.explorer.panels.training as training
     monkeypatch.setattr(training, "SLOW_ABOVE", 0)          # treat this short run as a long one
