@@ -230,13 +230,10 @@ def arrange(host: QMainWindow, arrangement: Arrangement, settings_dock: QDockWid
 
     left = Qt.DockWidgetArea.LeftDockWidgetArea
     right = Qt.DockWidgetArea.RightDockWidgetArea
-    if arrangement.settings:
+    if not overlay:   # docked again once added (a dock taken out of the window stays floating, F2's overlay too)
+        host.addDockWidget(left, settings_dock)
         settings_dock.setFloating(False)
-        host.addDockWidget(left, settings_dock)
-        settings_dock.show()
-    elif not overlay:
-        host.addDockWidget(left, settings_dock)
-        settings_dock.hide()
+        settings_dock.setVisible(arrangement.settings)
     if not rows:
         return
     firsts = [[group[0] for group in row] for row in rows]

@@ -109,3 +109,23 @@ def test_the_view_menu_offers_no_panel_that_does_not_apply_where_it_would_be_the
     settle()
     enabled = {action.text(): action.isEnabled() for action in view_menu(window).actions()}
     assert not enabled["LSTM highway"] and enabled["Training"]
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)], ids=["720p", "1080p"])
+def test_settings_shown_over_the_panels_in_presentation_are_docked_again_in_normal_mode(open_window, size):
+    # F5, F2, F2, F5: the settings were left floating over the gradient, and every later layout showed them there
+    window = open_window(size=size)
+    settings, toggle = window.settings_dock, window.layouts.view_menu.settings_action
+    window.presentation_action.trigger()
+    settle()
+    toggle.trigger()
+    settle()
+    assert settings.isVisible() and settings.isFloating()          # over the panels: no room for them here
+    toggle.trigger()
+    window.presentation_action.trigger()
+    settle()
+    room = window.layouts.current.settings
+    assert not settings.isFloating() and settings.isVisible() == room
+    window.layouts.reset()                                          # any later layout: the same
+    settle()
+    assert not settings.isFloating() and settings.isVisible() == room
