@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+import shiboken6
 import torch
 from gradflow.core.trainer import Trainer, engine_threads
 
@@ -126,7 +127,7 @@ def test_bad_input_raises_naming_the_problem(make, named):
         make()
 
 
-def test_a_figure_is_the_apps_panel_as_png_svg_and_pdf(tmp_path):
+def test_a_figure_is_the_apps_panel_as_png_svg_and_pdf(tmp_path, monkeypatch):
     run = gradflow.Run("vanishing", **SMALL)
     run.train(3, progress=False)
     figure = run.figure("gradient_time", scale=2, size=(600, 400))
@@ -147,6 +148,12 @@ def test_a_figure_is_the_apps_panel_as_png_svg_and_pdf(tmp_path):
     assert discarded._repr_png_().startswith(b"\x89PNG")
     view, discarded = discarded.view, None          # a figure let go of is hidden at once: the garbage collector,
     assert not view.isVisible()                     # run inside a later paint, must not delete a widget Qt paints
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    held = comparison.figure("training")
+    shiboken6.delete(held.view)                     # Qt went first, as at the end of a script that holds a figure
+    held = None
+    assert unraisable == []                         # nothing left to hide, nothing printed
     overlay = comparison.figure("gradient_time").view      # the app's panel, each run in its own style and label
     pens = [curve.opts["pen"] for curve in overlay.run_curves.curves]
     assert len({(pen.color().name(), pen.style()) for pen in pens}) == len({pen.style() for pen in pens}) == 3

@@ -8,6 +8,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+import shiboken6
 from gradflow.explorer.export.figures import Dashboard, figure_bytes, write
 from gradflow.explorer.export.shapes import Shape, check_dpi, get_shape
 from PySide6.QtCore import QSize, qInstallMessageHandler
@@ -124,8 +125,10 @@ class Figure:
 def _discard(view):
     """A figure let go of hides its widget now, so that no later paint reaches it: pyqtgraph's widgets sit in
     reference cycles, and the garbage collector, run inside a paint, would otherwise delete one that Qt is painting
-    (a segfault). The widget itself stays valid for whoever still holds it (figure.view), until collected."""
-    view.hide()
+    (a segfault). The widget itself stays valid for whoever still holds it (figure.view), until collected. At exit
+    Qt may have deleted it already: nothing is left to hide."""
+    if shiboken6.isValid(view):
+        view.hide()
 
 
 def _view(widget, theme: str, presentation: bool, caption: bool):
