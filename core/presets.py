@@ -9,10 +9,11 @@ from pathlib import Path
 
 from gradflow.core.claims import Claim, parse_claim
 from gradflow.core.compare import check_runs
-from gradflow.core.config import Config, ConfigError, parse_toml, read_file
+from gradflow.core.config import SPECS, Config, ConfigError, parse_toml, read_file
 from gradflow.core.errors import did_you_mean
 
 DEFAULT_PRESET = "vanishing"
+PRESET_KEYS = ("title", "explanation", "config", "runs", "claims", "pace")   # a preset file's top-level keys
 # The order a lecture builds up in, grouped: the scenario picker and `gradflow --help` list presets so, the
 # default first. A preset file no group names is listed at the end of its kind: "More scenarios", or
 # "Comparisons" for a compare_* file.
@@ -98,6 +99,11 @@ def _shipped_preset(path: Path, data: bytes) -> Preset:
 def _parse_preset(path: Path, data: bytes) -> Preset:
     """The preset `data` read from `path`."""
     values = parse_toml(data, path)
+    unknown = [key for key in values if key not in PRESET_KEYS]
+    if unknown:   # a config's keys at the top level, as --config reads them, would otherwise train the defaults
+        where = "; config keys go under [config]" if any(key in SPECS for key in unknown) else ""
+        raise ConfigError(f"preset {path.name}: unknown key {unknown[0]!r}{did_you_mean(unknown[0], PRESET_KEYS)}"
+                          f"{where}; a preset has only {', '.join(PRESET_KEYS)}")
     title, explanation = values.get("title", path.stem), values.get("explanation", "")
     if not isinstance(title, str) or not isinstance(explanation, str):
         raise ConfigError(f"{path}: 'title' and 'explanation' must be strings")

@@ -4,6 +4,7 @@ import sys
 
 import pytest
 from gradflow.core.config import SPECS, Config, ConfigError, parse_assignment
+from gradflow.core.presets import load_preset
 
 BAD_VALUES = {  # key -> values that must be refused
     "model": ["lstmx", 3, None, "cell.txt:Cell", "cell.py:not a name"],
@@ -126,6 +127,18 @@ def test_preset_diff_lists_only_changes(tmp_path):
     path = tmp_path / "p.toml"
     path.write_text("hidden_size = 32\nclip = 1.0\n")
     assert Config.from_toml(path) == config
+
+
+@pytest.mark.parametrize("text,named", [
+    ('model = "gru"\nhidden_size = 7\n', r"unknown key 'model'; config keys go under \[config\]"),
+    ('titel = "x"\n[config]\nmodel = "gru"\n', r"unknown key 'titel' \(did you mean 'title'\?\)"),
+])
+def test_a_preset_file_with_a_key_outside_its_tables_is_refused_by_name(tmp_path, text, named):
+    # a config's keys at the top level (as --config reads them) were ignored: the run trained the defaults
+    path = tmp_path / "mine.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=f"preset mine.toml: {named}"):
+        load_preset(str(path))
 
 
 def test_core_imports_no_qt():
