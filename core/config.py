@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import reprlib
 import tomllib
 from dataclasses import dataclass, fields
@@ -372,11 +373,11 @@ def _coerce(key: str, value: Any) -> Any:
                 spec.choices and value not in spec.choices and not (spec.or_form and cells.kind(value) == spec.or_form)):
             raise bad
         return value
-    # numbers: reject bools and strings explicitly (bool is an int subclass)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    # numbers, numpy's too (a notebook's np.arange); bools and strings refused (bool is an int subclass)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise bad
     if spec.kind is int:
-        if isinstance(value, float) and not value.is_integer():
+        if not isinstance(value, numbers.Integral) and not float(value).is_integer():
             raise bad
         value = int(value)
     else:

@@ -12,6 +12,7 @@ under its own thread count, putting the caller's back after every call (gradflow
 """
 from __future__ import annotations
 
+import numbers
 import os
 import warnings
 from collections.abc import Sequence
@@ -138,7 +139,7 @@ class Run:
         """`steps` optimizer steps (the last fully recorded), with a progress bar (a widget in Jupyter, a line in
         a terminal); stops early when an update is refused. Returns the newest Record. A user's cell that fails
         raises gradflow.UserCellError; the steps done stay in the history."""
-        _check_steps(steps)
+        steps = _check_steps(steps)
         with _progress_bar(steps, progress) as bar:
             for i in range(steps):
                 record = self.trainer.step(Measure(detail=i == steps - 1))
@@ -238,7 +239,7 @@ class Run:
     def play(self, steps: int, panel: str = "gradient_time", every: int = 10, **figure_options: Any) -> Record:
         """Train `steps` steps, redrawing one inline figure in place every `every` steps (IPython display with a
         display_id, as d2l's Animator does): a live view for a classroom notebook. Returns the newest Record."""
-        _check_steps(steps)
+        steps = _check_steps(steps)
         if every < 1:
             raise ValueError(f"every must be at least 1, got {every}")
         try:
@@ -299,7 +300,7 @@ class Comparison:
     def train(self, steps: int, progress: bool = True) -> list[Record]:
         """`steps` steps of every run in lockstep (a diverged run reports it and stops moving; the others go on).
         Returns the newest Records."""
-        _check_steps(steps)
+        steps = _check_steps(steps)
         with _progress_bar(steps, progress) as bar:
             for i in range(steps):
                 records = [run.trainer.step(Measure(detail=i == steps - 1)) for run in self.runs]
@@ -389,6 +390,8 @@ def _progress_bar(steps: int, shown: bool):
     return tqdm(total=steps, disable=not shown, unit="step", leave=False)
 
 
-def _check_steps(steps: int):
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+def _check_steps(steps: int) -> int:
+    """`steps` as an int (numpy's integers too: a notebook's np.arange); ValueError unless a count of at least 1."""
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
         raise ValueError(f"steps must be an integer of at least 1, got {steps!r}")
+    return int(steps)

@@ -121,10 +121,29 @@ def test_a_comparison_trains_its_runs_as_each_alone():
     (lambda: gradflow.Comparison("vanishing"), "gradflow.Run"),
     (lambda: gradflow.Run("vanishing", **SMALL).train(0), "steps"),
     (lambda: gradflow.Run("vanishing", **SMALL).figure(), "train or step"),
+    (lambda: trained().figure(scale=0), "scale must be one of 1, 2, 4, got 0"),
+    (lambda: trained().figure(size=(-5, 10)), r"size must be \(width, height\) with each side 200..8000 pixels"),
+    (lambda: trained().figure(size=(20000, 20000)), "size must be"),
 ])
 def test_bad_input_raises_naming_the_problem(make, named):
     with pytest.raises((ValueError, RuntimeError), match=named):
         make()
+
+
+def trained() -> gradflow.Run:
+    run = gradflow.Run("vanishing", **SMALL)
+    run.step()
+    return run
+
+
+def test_numpy_numbers_are_numbers(tmp_path):
+    # a notebook's loop over np.arange or a pandas column: "must be an integer …, got np.int64(4)" before
+    run = gradflow.Run("vanishing", **{**SMALL, "hidden_size": np.int64(8)}, lr=np.float32(0.5))
+    assert run.config.hidden_size == 8 and type(run.config.hidden_size) is int
+    assert run.config.lr == 0.5 and type(run.config.lr) is float
+    assert run.train(np.int64(2), progress=False).step == 2
+    with pytest.raises(ValueError, match="hidden_size"):
+        gradflow.Run("vanishing", hidden_size=np.float64(8.5))
 
 
 def test_a_figure_is_the_apps_panel_as_png_svg_and_pdf(tmp_path, monkeypatch):

@@ -18,7 +18,7 @@ from gradflow.core.config import ConfigError
 from gradflow.core.files import atomic_write, write_problem
 from gradflow.core.measure import Measure
 from gradflow.explorer.export.raster import render_image
-from gradflow.explorer.export.shapes import SHAPES, Shape, check_dpi, shaped_bytes
+from gradflow.explorer.export.shapes import SCALES, SHAPES, SIDE_RANGE, Shape, check_dpi, check_size, shaped_bytes
 from gradflow.explorer.export.vector import pdf_bytes, svg_bytes
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QSize
 from PySide6.QtGui import QImage
@@ -27,7 +27,6 @@ from PySide6.QtWidgets import QApplication, QGridLayout, QLabel, QVBoxLayout, QW
 DASHBOARD_PANELS = ("gradient_time", "gradient_history", "hidden_state", "spectrum", "training", "task_view")
 IMAGE_SUFFIXES = (".png", ".svg", ".pdf")
 ANIMATION_SUFFIXES = (".gif", ".mp4")
-SCALES = (1, 2, 4)
 ANIMATION_FPS = 10          # GIF/MP4 of training, in the app and headless
 DEFAULT_FRAMES = 40         # an animation's frames from `gradflow export` (--frames)
 
@@ -230,12 +229,12 @@ def export_main(argv: list[str] | None = None) -> int:
         problems.append(f"--out {out}: {problem}")
     if args.steps < 1:
         problems.append("--steps must be at least 1")
+    width = height = 0
     try:
         width, height = (int(v) for v in args.size.lower().split("x"))
-        if not (200 <= width <= 8000 and 200 <= height <= 8000):
-            raise ValueError
+        check_size((width, height))
     except ValueError:
-        problems.append(f"--size must be WxH with each side 200..8000 pixels, got {args.size!r}")
+        problems.append(f"--size must be WxH with each side {SIDE_RANGE[0]}..{SIDE_RANGE[1]} pixels, got {args.size!r}")
     if args.shape and suffix in ANIMATION_SUFFIXES:
         problems.append("--shape shapes a figure (.png, .svg, .pdf), not an animation")
     if args.frames is not None and suffix not in ANIMATION_SUFFIXES:

@@ -10,7 +10,7 @@ from typing import Any
 
 import shiboken6
 from gradflow.explorer.export.figures import Dashboard, figure_bytes, write
-from gradflow.explorer.export.shapes import Shape, check_dpi, get_shape
+from gradflow.explorer.export.shapes import Shape, check_dpi, check_scale, check_size, get_shape
 from PySide6.QtCore import QSize, qInstallMessageHandler
 from PySide6.QtWidgets import QApplication
 
@@ -42,6 +42,9 @@ class Figure:
     def __init__(self, view, draw, title: str, scale: int, size: tuple[int, int], shape: str | None = None,
                  dpi: float | None = None):
         check_dpi(dpi)
+        check_scale(scale)
+        if shape is None:
+            check_size(size)
         self.shape: Shape | None = get_shape(shape) if shape is not None else None
         self.view, self._draw, self.title, self.scale, self.dpi = view, draw, title, scale, dpi
         self.view.resize(self.shape.layout() if self.shape is not None else QSize(*size))

@@ -10,6 +10,7 @@ The one implementation behind the window's export dialog, `gradflow export --sha
 """
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -58,6 +59,8 @@ SHAPES: dict[str, Shape] = {shape.name: shape for shape in (
     Shape("page", "page width (7 in)", 7.0, 3.5, 300, 120),           # across both columns, 2:1
 )}
 DPI_RANGE = (50, 1200)
+SCALES = (1, 2, 4)           # a PNG's resolution factors, without a shape
+SIDE_RANGE = (200, 8000)     # a figure's width and height without a shape, px
 
 
 def get_shape(name: str) -> Shape:
@@ -70,6 +73,19 @@ def get_shape(name: str) -> Shape:
 def check_dpi(dpi: float | None) -> None:
     if dpi is not None and not DPI_RANGE[0] <= dpi <= DPI_RANGE[1]:
         raise ValueError(f"dpi must be {DPI_RANGE[0]}..{DPI_RANGE[1]}, got {dpi!r}")
+
+
+def check_scale(scale: int) -> None:
+    if isinstance(scale, bool) or scale not in SCALES:
+        raise ValueError(f"scale must be one of {', '.join(map(str, SCALES))}, got {scale!r}")
+
+
+def check_size(size: tuple[int, int]) -> None:
+    """ValueError unless `size` is (width, height), each a whole number of pixels in SIDE_RANGE."""
+    lo, hi = SIDE_RANGE
+    if not (isinstance(size, (tuple, list)) and len(size) == 2 and all(
+            isinstance(side, numbers.Integral) and not isinstance(side, bool) and lo <= side <= hi for side in size)):
+        raise ValueError(f"size must be (width, height) with each side {lo}..{hi} pixels, got {size!r}")
 
 
 @contextmanager
