@@ -1,6 +1,7 @@
 """The Python API (gradflow.Run, Comparison, open, presets): the engine of the window and of `gradflow run`, with
 the same numbers, and no change to the caller's torch (threads, global random state)."""
 import json
+import os
 import subprocess
 import sys
 
@@ -181,6 +182,20 @@ def test_a_figure_is_the_apps_panel_as_png_svg_and_pdf(tmp_path, monkeypatch):
         np.testing.assert_allclose(curve.yData, run.last.dh_norms[0], rtol=1e-6)
     with pytest.raises(ValueError, match="gradient_time, training"):
         comparison.figure("spectrum")
+
+
+def test_a_script_that_holds_a_figure_ends_cleanly_and_leaves_its_environment_as_it_was(tmp_path):
+    script = ("import os, gradflow\n"
+              "run = gradflow.Run('vanishing', hidden_size=8, seq_len=10, batch_size=4)\n"
+              "run.step()\n"
+              "figure = run.figure()\n"
+              "figure.save('fig.png')\n"
+              "print(os.environ.get('QT_QPA_PLATFORM'))\n")                 # held to the end of the script
+    env = {k: v for k, v in os.environ.items() if k not in ("QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY")}
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0 and done.stderr == "" and done.stdout == "None\n", done.stderr
+    assert (tmp_path / "fig.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_a_saved_session_opens_as_a_run_that_trains_on(tmp_path):

@@ -20,11 +20,10 @@ COMPARISON_PANELS = ("gradient_time", "training")   # a comparison's figure: the
 def application() -> QApplication:
     """The process's QApplication; a new one draws offscreen (the API never opens a window) and keeps the
     offscreen platform's note on every resized widget ("does not support propagateSizeHints") out of the
-    notebook."""
+    notebook. The platform goes on its command line, not into os.environ (the caller's child processes inherit that)."""
     app = QApplication.instance()
     if app is None:
-        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-        app = QApplication(["gradflow"])
+        app = QApplication(["gradflow"] + ([] if os.environ.get("QT_QPA_PLATFORM") else ["-platform", "offscreen"]))
         qInstallMessageHandler(_quiet_offscreen)
     return app
 
