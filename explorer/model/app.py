@@ -117,6 +117,7 @@ class AppModel:
 
     def set_speed(self, steps_per_second: float | None):
         self.speed = steps_per_second
+        self.tour.set_speed(steps_per_second)
         self._send_rate()
 
     @property

@@ -38,12 +38,13 @@ def stops_of(preset: Preset) -> list[Stop]:
 
 @dataclass(frozen=True)
 class ShownStop:
-    """A stop as its message shows it: `head` (its step and what Next does) and `claims` (each with what was
-    measured), html."""
+    """A stop as its message shows it: `head` (its step), `claims` (each with what was measured), html; the tour's
+    `pace` to the next stop (steps/s; None: the last stop)."""
     stop: Stop
     head: str
     claims: str
     has_next: bool
+    pace: float | None
 
 
 class TourModel:
@@ -56,6 +57,7 @@ class TourModel:
         self.shown: ShownStop | None = None    # the stop whose message is shown now
         self.note = ""                         # what the tour will do after a change of settings at a stop
         self.viewed: int | None = None         # another step the plots show while the stop's message is up
+        self.speed: float | None = None        # the user's speed limit (steps/s; None: unlimited)
         self.changed: Event[TourModel] = Event()
 
     def start(self, preset: Preset | None):
@@ -87,7 +89,8 @@ class TourModel:
             return False
         self.position += 1
         self.note, self.viewed = "", None
-        self.shown = ShownStop(stop, *self._message(stop, records, diverged_at), self.target is not None)
+        self.shown = ShownStop(stop, *self._message(stop, records, diverged_at), self.target is not None,
+                               self._leg_pace(stop))
         self.changed.emit(self)
         return True
 
@@ -126,6 +129,31 @@ class TourModel:
         rates = [rate for rate in rates if rate]
         return min(rates) if rates else None
 
+    def set_speed(self, steps_per_second: float | None):
+        """The user's speed limit: a stop's message says the rate Next plays at."""
+        self.speed = steps_per_second
+        if self.shown is not None:
+            self.changed.emit(self)
+
+    def _leg_pace(self, stop: Stop) -> float | None:
+        """The tour's pace from `stop` to the next (None: the last stop)."""
+        later = self.stops[self.stops.index(stop) + 1:]
+        if not later:
+            return None
+        rates = [self.preset.pace_at(stop.step + 1) if self.preset is not None else None,
+                 (later[0].step - stop.step) / MIN_LEG_SECONDS]
+        return min(rate for rate in rates if rate)
+
+    def _next_line(self) -> str:
+        """What Next does from the shown stop, at the rate it plays at: the tour's pace or the user's lower speed."""
+        target, pace = self.target, self.shown.pace if self.shown is not None else None
+        if target is None or pace is None:
+            return "The tour ends here: Play goes on freely."
+        if self.speed is not None and self.speed < pace:
+            return (f"Next: step {target.step:,}, played at {self.speed:.3g} steps/s at most (your speed; the tour's "
+                    f"is {pace:.3g}).")
+        return f"Next: step {target.step:,}, played at {pace:.3g} steps/s at most (the tour's pace)."
+
     def _message(self, stop: Stop, records, diverged_at) -> tuple[str, str]:
         first = self.preset.runs[0][0] if self.preset is not None and self.preset.runs else None
         lines = []
@@ -142,17 +170,8 @@ class TourModel:
                 lines.append(f"{mark} {who}{html.escape(text)} <i>(measured: {html.escape(outcome.measured)})</i>")
             else:
                 lines.append(f"{who}{html.escape(text)} <i>(its steps are no longer all kept)</i>")
-        index = self.stops.index(stop)
-        later = self.stops[index + 1:]
-        where = f"stop {index + 1} of {len(self.stops)}"
-        if later:
-            rates = [self.preset.pace_at(stop.step + 1) if self.preset is not None else None,
-                     (later[0].step - stop.step) / MIN_LEG_SECONDS]
-            pace = min(rate for rate in rates if rate)
-            after = f"Next: step {later[0].step:,}, played at {pace:.3g} steps/s at most (the tour's pace)."
-        else:
-            after = "The tour ends here: Play goes on freely."
-        return f"<b>Step {stop.step:,}</b> ({where}) · {after}", "<br>".join(lines)
+        where = f"stop {self.stops.index(stop) + 1} of {len(self.stops)}"
+        return f"<b>Step {stop.step:,}</b> ({where})", "<br>".join(lines)
 
     def message(self) -> str:
         """The shown stop's message ('' when none is shown): its head, then the note and the step the plots show
@@ -163,5 +182,6 @@ class TourModel:
             return ""
         viewed = (f"<i>The plots show step {self.viewed:,}, not this stop's (the timeline's Live comes back).</i>"
                   if self.viewed is not None else "")
-        return "<br>".join(filter(None, (self.shown.head, self.note and f"<b>{self.note}</b>", viewed,
+        head = f"{self.shown.head} · {self._next_line()}"
+        return "<br>".join(filter(None, (head, self.note and f"<b>{self.note}</b>", viewed,
                                          self.shown.claims)))

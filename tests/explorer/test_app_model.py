@@ -107,6 +107,18 @@ def test_lecture_journey():
     assert len(engine.calls) == before and model.preset.name == "vanishing" and model.steps == DISCARD_ASK_STEPS + 1
 
 
+def test_a_stops_message_says_the_rate_next_plays_at_with_the_users_speed():
+    model, engine = lecture()
+    model.next()                                      # at step 40: Next plays to 200 at the scenario's 20 steps/s
+    assert "Next: step 200, played at 20 steps/s at most (the tour's pace)" in model.tour.message()
+    model.set_speed(1.0)                              # the speed box, slower than the tour
+    assert "Next: step 200, played at 1 steps/s at most (your speed; the tour's is 20)" in model.tour.message()
+    model.next()
+    assert engine.rate_at_play == 1.0
+    model.set_speed(None)
+    assert "tour ends here" in model.tour.message()
+
+
 def test_a_scenario_switch_starts_its_tour_at_step_1():
     model, engine = lecture()
     model.next()                                             # at step 40, well under DISCARD_ASK_STEPS
