@@ -16,9 +16,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gradflow",
         description="Gradient Flow Explorer: watch gradients vanish and explode through time in RNN, GRU and "
-                    "LSTM. Without a command the desktop app opens; `gradflow run --help` trains headless; "
-                    "`gradflow export --help` renders figures headless.",
-        epilog="Shortcuts: Space play/pause, Right one step, R reset, F5 presentation mode, F11 full screen.")
+                    "LSTM. Without a command the desktop app opens. Commands (each with --help): `gradflow run` "
+                    "trains headless; `gradflow sweep` runs a grid of configs; `gradflow export` renders figures "
+                    "headless; `gradflow doctor` prints what a bug report needs; `gradflow build-native` compiles "
+                    "the LSTM loops.",
+        epilog="Shortcuts: Space play/pause, N next tour stop, Right one step, R reset, F2 settings, F3 captions, "
+               "F5 presentation mode, 1-9 and 0 the panel beside the gradient, F11 full screen (Help ▸ Keyboard "
+               "shortcuts lists them all).")
     parser.add_argument("--preset", default=None, metavar="NAME",
                         help=f"scenario to open (a name or a preset TOML path; default {DEFAULT_PRESET}); "
                              f"names: {', '.join(preset_names())}")

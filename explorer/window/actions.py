@@ -23,8 +23,10 @@ from PySide6.QtWidgets import QComboBox, QDockWidget, QLabel, QMenuBar, QMessage
 SPEEDS: tuple[tuple[str, float | None], ...] = (
     ("1 step/s", 1.0), ("5 steps/s", 5.0), ("20 steps/s", 20.0), ("unlimited", None))
 DEFAULT_SPEED = "unlimited"
-SHORTCUTS = ("Space\tPlay / Pause\nRight\tOne optimizer step (fully recorded)\nR\tReset to step 1\n"
-             "F5\tPresentation mode (large type)\nF11\tFull screen\nCtrl+O\tOpen session\nCtrl+S\tSave session\n"
+SHORTCUTS = ("Space\tPlay / Pause\nN\tNext: play to the tour's next stop\nRight\tOne optimizer step (fully recorded)\n"
+             "R\tReset to step 1\nF2\tSettings (over the panels where the layout has no room)\nF3\tPanel captions\n"
+             "F5\tPresentation mode (large type)\n1–9, 0\tThe panel beside the gradient (presentation mode)\n"
+             "F11\tFull screen\nCtrl+O\tOpen session\nCtrl+S\tSave session\nCtrl+Shift+S\tSave session as\n"
              "Ctrl+Shift+C\tCopy the dashboard to the clipboard\nCtrl+Q\tQuit")
 
 

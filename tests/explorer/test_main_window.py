@@ -228,3 +228,20 @@ def test_a_long_title_elides_and_keeps_its_modified_mark_beside_it(qtbot):
     assert not banner.modified.isVisibleTo(banner)
     banner.set_scenario("σ <b>1</b> vs 2", "An explanation.", modified=False)   # a user's title: text, not markup
     assert QLabel.text(banner.title) == "σ <b>1</b> vs 2" and banner.title.textFormat() == Qt.TextFormat.PlainText
+
+
+def test_the_shortcuts_help_names_every_key_the_window_answers(window):
+    from gradflow.explorer.window.actions import SHORTCUTS
+    from PySide6.QtGui import QAction
+    listed = {line.split("\t")[0] for line in SHORTCUTS.splitlines()}
+    keys = {action.shortcut().toString() for action in window.findChildren(QAction) if not action.shortcut().isEmpty()}
+    digits = {key for key in keys if key.isdigit()}
+    assert digits == set("1234567890") and "1–9, 0" in listed      # the companions, presentation's number keys
+    assert keys - digits <= listed, f"not in the help: {sorted(keys - digits - listed)}"
+
+
+def test_gradflow_help_names_every_command():
+    from gradflow.explorer.__main__ import COMMANDS
+    from gradflow.explorer.app import build_parser
+    text = " ".join(build_parser().format_help().split())
+    assert [command for command in COMMANDS if f"`gradflow {command}`" not in text] == []
