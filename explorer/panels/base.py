@@ -390,6 +390,14 @@ class Panel(QWidget):
         self._write_key()
         return True
 
+    def set_legend_text(self, legend, item, text: str) -> None:
+        """`item`'s entry in `legend` now reads `text` (a number in it changed; its width is reserved): the folded
+        key line too, where the legend is folded into it."""
+        label = legend.getLabel(item)
+        if label is not None and label.text != text:
+            label.setText(text)
+            self._write_key()
+
     def _write_key(self) -> None:
         """legend_key: the entries of the legends folded now (legends.key_html) in one line, shown while any is."""
         margins = self.body.contentsMargins()

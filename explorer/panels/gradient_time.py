@@ -350,12 +350,8 @@ class GradientTimePanel(Panel):
                 self.legend.addItem(self.linear_line, LINEAR_TEXT)
             self._set_inside_scale(0)   # its largest text again, where a corner leaves it clear
             self._finish_legend(has_zero, has_inf)
-        rho = self.legend.getLabel(self.rho_line)
-        sigma = self.legend.getLabel(self.sigma_line)
-        if rho is not None and rho.text != rho_text:
-            rho.setText(rho_text)
-        if sigma is not None and sigma.text != sigma_text:
-            sigma.setText(sigma_text)
+        for line, text in ((self.rho_line, rho_text), (self.sigma_line, sigma_text)):
+            self.set_legend_text(self.legend, line, text)
 
     def _update_runs_legend(self, has_rho: bool, has_zero: bool, has_inf: bool):
         texts = tuple(item.textItem.toPlainText() for item in self.run_curves.labels)

@@ -250,7 +250,7 @@ class SpectrumPanel(Panel):
             self.pending = None
             self._draw_edit(None)
             self.edit_label.setText(self._edit_hint() if error else
-                                    "Undone: W_hh is back as before the last edit (applies at the next step).")
+                                    "Undone, at the next step: W_hh is back as before the last edit.")
             if self._undoable == 0:
                 self.edits_undone.emit()
         self.undo_button.setEnabled(self._undoable > 0)
@@ -287,8 +287,9 @@ class SpectrumPanel(Panel):
             self.edit_error = ""
             self._update_alert()
             pair = " and its conjugate" if drag.partner is not None else ""
-            self.edit_label.setText(f"λ = {_complex(drag.old)} moved to {_complex(drag.new)}{pair}: "
-                                    "applies at the next step.")
+            # what applies when first: the line is elided at its end in a narrow panel
+            self.edit_label.setText(f"Applies at the next step: λ = {_complex(drag.old)} moved to "
+                                    f"{_complex(drag.new)}{pair}.")
             self.eigenvalue_edited.emit(0, drag.index, drag.new)
 
     def _draw_edit(self, drag: EigenvalueDrag | None):

@@ -94,7 +94,7 @@ def test_dragging_a_complex_eigenvalue_moves_its_conjugate_and_emits_the_edit_on
     np.testing.assert_allclose(y, [value.imag, -value.imag])
     assert panel.pending.partner == partner
     assert panel.undo_button.isEnabled()
-    assert "applies at the next step" in panel.edit_label.text()
+    assert panel.edit_label.text().startswith("Applies at the next step: λ = ")   # first: its end is elided
     panel.undo_button.click()
     assert sink.undos == 1
 

@@ -187,6 +187,20 @@ def test_the_zero_markers_legend_entry_stays_for_the_run_once_it_had_zeros(qtbot
     assert not named()
 
 
+def test_a_folded_legends_key_line_shows_the_rho_and_sigma_of_the_record_drawn(qtbot):
+    # at 1280×720 the legend folds into a line under the plot; after an eigenvalue edit it kept the old ρ
+    config = Config(model="rnn", seq_len=30, spectral_radius=0.5, **SMALL)
+    before, after = Run(config, [{}] * 3), Run(config.replace(spectral_radius=1.5), [{}] * 3)
+    panel = make(qtbot, GradientTimePanel, (480, 330))
+    panel.plan_size(480, 330)
+    panel.show()
+    feed(panel, before)
+    assert panel.legend._beside == "folded" and "ρ = 0.500" in panel.legend_key.text()
+    panel.show_record(after.records[1], before.history)          # the same run, W_hh edited: the same entries
+    assert f"ρ = {after.records[1].spectral_radius:.3f}" in panel.legend_key.text()
+    assert "ρ = 0.500" not in panel.legend_key.text()
+
+
 def test_gradient_time_trail_shows_earlier_records(qtbot):
     r = run("rnn")
     panel = make(qtbot, GradientTimePanel)
