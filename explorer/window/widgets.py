@@ -280,6 +280,7 @@ class MessageBar(QFrame):
         row.addLayout(self._buttons)
         row.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
         self.kind = ""
+        self._scroll: QScrollArea | None = None   # float_over's: the text that does not fit scrolls in it
         self.setVisible(False)
 
     def show_message(self, kind: str, html: str, actions: tuple[tuple[str, object], ...] = ()):
@@ -289,6 +290,7 @@ class MessageBar(QFrame):
         self.style().unpolish(self)
         self.style().polish(self)
         self.label.setText(html)
+        self._to_top()
         while self._buttons.count():
             item = self._buttons.takeAt(0)
             if item.widget() is not None:
@@ -314,9 +316,15 @@ class MessageBar(QFrame):
         scroll.viewport().setAutoFillBackground(False)
         self.layout().replaceWidget(self.label, scroll)
         scroll.setWidget(self.label)
-        self._host = host
+        self._host, self._scroll = host, scroll
         for watched in (host, self):
             watched.installEventFilter(self)
+
+    def _to_top(self):
+        """A message shown anew, or in another type, from its first line (a scroll kept from before showed lines cut
+        through the middle of the step's own line)."""
+        if self._scroll is not None:
+            self._scroll.verticalScrollBar().setValue(0)
 
     def reserve(self) -> int:
         """The height of a message of MESSAGE_LINES lines in the window's type (what a layout keeps for it)."""
@@ -345,6 +353,7 @@ class MessageBar(QFrame):
                 break
         if self.label.font() != font:
             self.label.setFont(font)
+            self._to_top()
         return doc
 
     def _text_room(self) -> int:

@@ -194,6 +194,23 @@ def test_a_message_that_scrolls_shows_whole_lines(qtbot):
     assert bar.height() <= bar.reserve()
 
 
+def test_a_new_message_or_another_type_shows_its_first_line(qtbot):
+    # a claim scrolled to at one stop, then F5: the step's own line was cut through at the top
+    from PySide6.QtGui import QFont
+    window, bar, host, scroll = _floating_bar(qtbot, 1280)
+    bar.show_message("tour", "<b>Step 1</b> " + LONG_CLAIM * 12, (("Next ▶", lambda: None),))
+    qtbot.waitUntil(lambda: scroll.verticalScrollBar().maximum() > 0, timeout=WAIT_MS)
+    scroll.verticalScrollBar().setValue(scroll.verticalScrollBar().maximum())    # the lecturer reads the last claim
+    font = QFont(window.font())
+    font.setPointSizeF(font.pointSizeF() * 1.5)
+    window.setFont(font)                                                         # presentation type
+    qtbot.waitUntil(lambda: bar.label.font().pointSizeF() > QFont().pointSizeF(), timeout=WAIT_MS)
+    assert scroll.verticalScrollBar().value() == 0
+    scroll.verticalScrollBar().setValue(scroll.verticalScrollBar().maximum())
+    bar.show_message("tour", "<b>Step 40</b> " + LONG_CLAIM * 12, (("Next ▶", lambda: None),))   # the next stop
+    assert scroll.verticalScrollBar().value() == 0
+
+
 def test_a_message_in_a_short_column_shows_whole_lines(qtbot):
     """The comparison keeps its stop's message in its column (ScrolledWhenShort), which on a short screen gives it
     less than its height: at 1280×720 in presentation the fourth line showed cut through its middle. At any height
