@@ -377,9 +377,12 @@ def _coerce(key: str, value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise bad
     if spec.kind is int:
-        if not isinstance(value, numbers.Integral) and not float(value).is_integer():
+        if isinstance(value, numbers.Integral):
+            value = int(value)
+        elif float(value).is_integer():
+            value = int(float(value))
+        else:
             raise bad
-        value = int(value)
     else:
         value = float(value)
         if not math.isfinite(value):
