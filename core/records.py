@@ -103,6 +103,10 @@ class Record:
         return {name: (np.nan if getattr(self, name) is None else float(getattr(self, name))) for name in SCALARS}
 
 
+class HistoryError(ValueError):
+    """A saved history that does not hold together (History.from_state); the message names the field and value."""
+
+
 class StridedRows:
     """One row per kept step, in one buffer preallocated at the first row (`share` bytes; its pages become
     resident as they fill): when it is full, every other row is dropped in place and the stride doubles, so
@@ -256,31 +260,62 @@ class History:
 
     @classmethod
     def from_state(cls, state: dict[str, np.ndarray]) -> History:
+        """The History that state() saved; HistoryError, naming the field and its value, where it does not hold
+        together (a session edited after it was saved)."""
         profiles = np.asarray(state["profiles"])
         history = cls(int(state["max_bytes"]), "float64" if profiles.dtype == np.float64 else "float32")
-        history._scalars.stride = int(state.get("scalar_stride", 1))   # sessions saved before it existed: 1
-        history._profiles.stride = int(state["profile_stride"])
+        history._scalars.stride = _stride(state, "scalar_stride", 1)   # sessions saved before it existed: 1
+        history._profiles.stride = _stride(state, "profile_stride")
         columns = [np.asarray(state[f"scalar_{name}"], dtype=np.float64) for name in SCALARS]
         if len({len(c) for c in columns}) != 1:
             raise ValueError("history scalars have different lengths")
-        for row in np.stack(columns, axis=1):                                          # (N, len(SCALARS))
-            history._scalars.add(int(row[0]), row)                                     # column 0: the step
+        table = np.stack(columns, axis=1)                                              # (N, len(SCALARS))
+        _check_steps("scalar_step", table[:, 0], "scalar_stride", history._scalars.stride)   # column 0: the step
+        for row in table:
+            history._scalars.add(int(row[0]), row)
         steps = np.asarray(state["profile_steps"], dtype=np.int64)
+        _check_steps("profile_steps", steps, "profile_stride", history._profiles.stride)
         profiles = profiles.astype(history._profiles.dtype, copy=False)
         if len(profiles) != len(steps):
             raise ValueError("history profiles and their steps differ in length")
         history._zero_causes.stride = history._profiles.stride
         # sessions saved before the causes were recorded: no cause known (0)
-        causes = np.asarray(state.get("zero_causes", np.zeros(profiles.shape, np.int8)), dtype=np.int8)
+        causes = np.asarray(state.get("zero_causes", np.zeros(profiles.shape, np.int8)))
         if causes.shape != profiles.shape:
             raise ValueError("history zero causes and profiles differ in shape")
+        unknown = causes[(causes < 0) | (causes >= len(ZERO_CAUSES))]
+        if unknown.size:
+            raise HistoryError(f"history zero_causes holds code {unknown[0].item()!r}: the causes of a zero are coded "
+                               f"0..{len(ZERO_CAUSES) - 1}")
         history._cell_profiles.stride = history._profiles.stride
         cells = np.asarray(state.get("cell_profiles", np.zeros((0, 0, 0))), dtype=history._profiles.dtype)  # older: none
-        if len(cells) not in (0, len(steps)):
-            raise ValueError("history cell-state profiles and their steps differ in length")
-        for i, (step, profile, cause) in enumerate(zip(steps, profiles, causes)):
+        if len(cells) and cells.shape != profiles.shape:
+            raise ValueError("history cell-state profiles and profiles differ in shape")
+        for i, (step, profile, cause) in enumerate(zip(steps, profiles, causes.astype(np.int8))):
             history._profiles.add(int(step), profile)
             history._zero_causes.add(int(step), cause)
             if len(cells):
                 history._cell_profiles.add(int(step), cells[i])
+        if len(history) != len(table) or history._profiles.count != len(steps):
+            raise HistoryError(f"history max_bytes = {history.max_bytes} cannot hold its {len(table)} saved steps")
         return history
+
+
+def _stride(state: dict[str, np.ndarray], key: str, default: int | None = None) -> int:
+    """state[key] as a stride: a whole number ≥ 1 (`default` where it is absent)."""
+    value = np.asarray(state[key] if default is None else state.get(key, default))
+    if value.shape != () or value.dtype.kind not in "iuf" or not 1 <= value < 2**62 or value != np.floor(value):
+        raise HistoryError(f"history {key} = {value.tolist()!r} is not a stride (a whole number ≥ 1)")
+    return int(value)
+
+
+def _check_steps(key: str, steps: np.ndarray, stride_key: str, stride: int):
+    """HistoryError unless `steps` are what a StridedRows of `stride` keeps: whole, from 1, increasing, multiples of
+    it."""
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(steps) | (steps < 1) | (steps != np.floor(steps)) | (steps % stride != 0) \
+            | (np.diff(steps, prepend=0) <= 0)
+    if bad.any():
+        at = int(np.argmax(bad))
+        raise HistoryError(f"history {key} holds {steps[at].item()!r} at position {at + 1}: the steps kept are whole "
+                           f"numbers from 1 up, increasing, multiples of {stride_key} = {stride}")

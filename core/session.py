@@ -1,9 +1,12 @@
 """Save and reopen a run: config, weights, optimizer state, history and view settings, in one file.
 
 The file is a zip of numpy arrays (``.gfe``, written with ``np.savez``) plus a JSON manifest;
-it is read with ``allow_pickle=False`` and holds no code. A session of a user's cell names that cell's Python
-file; opening such a session imports it only when the caller trusts it (core.trust). Saving is atomic: the file
-appears complete or not at all.
+it is read with ``allow_pickle=False`` and holds no code. A session of a user's cell records that cell's Python
+file (its absolute path and sha256); opening such a session reads that file once, and runs what it read, wherever
+it is opened from, only when it is as saved (or the caller goes on with it as it is now) and the caller trusts it
+(core.trust). What reads back but does not hold together (an edited file: optimizer state that does not fit the
+parameters, a history that does not fit the run) is refused at open, naming the field and its value. Saving is
+atomic: the file appears complete or not at all.
 
 One codec turns nested state into the manifest's JSON and the file's arrays: tensors and numpy arrays become
 references into the arrays, dicts keep keys of any JSON type, Records keep their fields. The view (the GUI's
@@ -20,18 +23,23 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import io
 import json
+import math
 from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from gradflow.core import cells
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.files import NpzError, SafeNpz, atomic_write
-from gradflow.core.records import History, Record
-from gradflow.core.trust import Trust, file_sha256, require_trust
+from gradflow.core.records import History, HistoryError, Record
+from gradflow.core.trust import CellCode, Trust, file_sha256, require_trusted
+
+if TYPE_CHECKING:
+    from gradflow.core.user_cell import CellSource
 
 FORMAT = "gradient-flow-explorer-session"
 VERSION = 1
@@ -48,7 +56,7 @@ class SessionError(ValueError):
 @dataclass(frozen=True)
 class CellFile:
     """The cell's source file (a user's cell) as a session recorded it, against that file now. Only its path and
-    digest are saved: the session holds no code, and opening one runs only the file on disk."""
+    digest are saved: the session holds no code, and opening one runs that file as read from its recorded path."""
     path: str                      # absolute, as saved
     saved_sha256: str
     current_sha256: str | None     # None: the file is missing now
@@ -72,15 +80,6 @@ class CellFileChanged(SessionError):
     def __init__(self, message: str, cell_file: CellFile):
         super().__init__(message)
         self.cell_file = cell_file
-
-
-def cell_file(manifest: dict[str, Any]) -> CellFile | None:
-    """The recorded cell file of a session's manifest against the file now (None: a built-in cell)."""
-    saved = manifest.get("cell_file")
-    if not isinstance(saved, dict):
-        return None
-    path = str(saved.get("path", ""))
-    return CellFile(path, str(saved.get("sha256", "")), file_sha256(Path(path)))
 
 
 def save_session(trainer, path: str | Path, view: dict[str, Any] | None = None):
@@ -152,37 +151,32 @@ def load_session(path: str | Path, cell_changed_ok: bool = False, trust_cell_cod
     them a missing cell file, CellFileChanged for a changed one unless `cell_changed_ok` (go on with the
     file as it is now), and UntrustedCellError (a ConfigError) before a cell file runs that `trust_cell_code`
     does not trust (core.trust: True, or the digests trusted)."""
-    from gradflow.core.trainer import Trainer  # heavy import only when needed
+    from gradflow.core.trainer import Trainer  # heavy imports only when needed
+    from gradflow.core.user_cell import shipped
 
     path = Path(path)
     arrays, manifest = _read(path)
-    recorded = cell_file(manifest)
-    if recorded is not None and recorded.problem is not None:
-        if recorded.current_sha256 is None:
-            raise SessionError(f"{path.name}: {recorded.problem}; put it back there to open the session")
-        if not cell_changed_ok:
-            raise CellFileChanged(f"{path.name}: {recorded.problem}", recorded)
-    try:
-        config = Config.from_dict(manifest["config"])
-    except (ConfigError, TypeError, KeyError) as e:
-        raise SessionError(f"{path.name}: the saved config is not valid here: {e}") from None
-    require_trust([config], path, trust_cell_code, "pass trust_cell_code=True")
-    try:
-        trainer = Trainer(config)
-    except ConfigError as e:  # e.g. a text file that moved since the session was saved
-        raise SessionError(f"{path.name}: cannot rebuild the saved run: {e}") from None
+    source = _recorded_cell(path, manifest, cell_changed_ok)
+    with shipped(source):   # the model is built from the content checked and trusted, not from a path read again
+        try:
+            saved = manifest["config"]
+            config = Config.from_dict(saved if source is None else {**saved, "model": source.model})
+        except (ConfigError, TypeError, KeyError) as e:
+            raise SessionError(f"{path.name}: the saved config is not valid here: {e}") from None
+        require_trusted(() if source is None else (CellCode(source.path, source.sha256, str(path)),),
+                        trust_cell_code, "pass trust_cell_code=True")
+        try:
+            trainer = Trainer(config)
+        except ConfigError as e:  # e.g. a text file that moved since the session was saved
+            raise SessionError(f"{path.name}: cannot rebuild the saved run: {e}") from None
     try:
         trainer.model.load_state_dict(_unflatten(manifest["model"], arrays))
         trainer.optimizer.load_state_dict(_unflatten(manifest["optimizer"], arrays))
-        history = {k[len("history/"):]: v for k, v in arrays.items() if k.startswith("history/")}
-        if any(v.dtype.kind not in "biuf" for v in history.values()) \
-                or history.get("profile_steps", np.zeros(0, np.int64)).dtype.kind not in "iu":
-            raise ValueError("the history holds other than real numbers (its steps: integers)")
-        trainer.history = History.from_state(history)
-        steps = manifest["steps_done"]
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-            raise ValueError(f"steps_done = {steps!r} is not a count of steps")
-        trainer.steps_done = steps
+        _check_optimizer(trainer)
+        trainer.history = _read_history(arrays, trainer)
+        trainer.steps_done = _steps_done(manifest["steps_done"], trainer.history)
+    except (SessionError, HistoryError) as e:   # read back, but does not hold together: the field and value named
+        raise SessionError(f"{path.name} is damaged: {e}") from None
     except (KeyError, ValueError, RuntimeError, TypeError, AttributeError, IndexError,   # RecursionError included
             OverflowError):                                                               # int(inf)
         raise SessionError(f"{path.name} is damaged: its saved weights, optimizer state or history do not fit the "
@@ -192,6 +186,89 @@ def load_session(path: str | Path, cell_changed_ok: bool = False, trust_cell_cod
         else [view.get(k) for k in ("preview_record", "detailed_record", "record")]   # before: the window's view
     trainer.history.keep(_read_records(saved, arrays, trainer))
     return trainer, view
+
+
+def _recorded_cell(path: Path, manifest: dict[str, Any], cell_changed_ok: bool) -> CellSource | None:
+    """The cell file the session recorded (its absolute path and sha256) as content, read once: a relative path in
+    the config would name another file from another folder. That content is what is compared, trusted and run,
+    shipped as a sweep ships a point's cell (core.user_cell.CellSource). None for a built-in cell. SessionError for
+    a missing file or no record; CellFileChanged for a changed file unless `cell_changed_ok`."""
+    from gradflow.core.user_cell import CellSource, split
+    config = manifest.get("config")
+    model = config.get("model") if isinstance(config, dict) else None
+    if not isinstance(model, str) or cells.kind(model) != cells.USER_CELL:
+        return None
+    saved = manifest.get("cell_file")
+    if not isinstance(saved, dict):
+        raise SessionError(f"{path.name} is damaged: its model {model!r} is a cell file, but it holds no record of "
+                           "that file (its path and sha256)")
+    recorded, saved_sha256 = str(saved.get("path", "")), str(saved.get("sha256", ""))
+    try:
+        data = Path(recorded).read_bytes()
+    except OSError:
+        raise SessionError(f"{path.name}: {CellFile(recorded, saved_sha256, None).problem}; put it back there to "
+                           "open the session") from None
+    facts = CellFile(recorded, saved_sha256, hashlib.sha256(data).hexdigest())
+    if facts.problem is not None and not cell_changed_ok:
+        raise CellFileChanged(f"{path.name}: {facts.problem}", facts)
+    try:   # strict UTF-8 encodes back to the same bytes: the source's sha256 is the file's
+        return CellSource.of(f"{recorded}:{split(model)[1]}", recorded, data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise SessionError(f"{path.name}: its cell file {recorded} is not UTF-8 text") from None
+
+
+def _check_optimizer(trainer):
+    """SessionError where the optimizer state read back does not fit the parameters it updates: its entries, each
+    buffer's shape and the step count."""
+    import torch
+    optimizer, kept = trainer.optimizer, {"step", *trainer.optimizer.buffers}
+    for name, parameter in trainer.model.named_parameters():
+        state = optimizer.state.get(parameter)
+        if not state:   # no step taken yet
+            continue
+        if set(state) != kept:
+            raise SessionError(f"the optimizer state of {name} holds {sorted(state)}; {trainer.config.optimizer} "
+                               f"keeps {sorted(kept)}")
+        step = state["step"]
+        count = step.item() if isinstance(step, torch.Tensor) and step.numel() == 1 else step
+        if not isinstance(count, (int, float)) or isinstance(count, bool) or not 0 <= count < math.inf or count % 1:
+            raise SessionError(f"the optimizer's step count of {name} is {count!r}, not a whole number ≥ 0")
+        for buffer in optimizer.buffers:
+            if state[buffer].shape != parameter.shape:
+                raise SessionError(f"the optimizer's {buffer} of {name} is {tuple(state[buffer].shape)}, its "
+                                   f"parameter {tuple(parameter.shape)}")
+
+
+def _read_history(arrays: dict[str, np.ndarray], trainer) -> History:
+    """The saved history; HistoryError where it does not fit the run: its byte cap (history_mb) and its profiles'
+    (rows, time steps), which the model and the task make."""
+    state = {k[len("history/"):]: v for k, v in arrays.items() if k.startswith("history/")}
+    if any(v.dtype.kind not in "biuf" for v in state.values()) \
+            or state.get("profile_steps", np.zeros(0, np.int64)).dtype.kind not in "iu":
+        raise ValueError("the history holds other than real numbers (its steps: integers)")
+    config = trainer.config
+    cap, max_bytes = config.history_mb * 2**20, np.asarray(state["max_bytes"])
+    if max_bytes.shape != () or max_bytes != cap:   # checked before History allocates its buffers by it
+        raise HistoryError(f"history max_bytes = {max_bytes.tolist()!r}, but history_mb = {config.history_mb} "
+                           f"makes it {cap}")
+    history = History.from_state(state)
+    shape = (trainer.model.num_rows, trainer.task.seq_len)
+    for key, (_, profiles) in (("profiles", history.profiles()), ("cell_profiles", history.cell_profiles())):
+        if len(profiles) and profiles.shape[1:] != shape:
+            raise HistoryError(f"history {key} are (rows, time steps) = {profiles.shape[1:]}, but its settings "
+                               f"(num_layers = {config.num_layers}, bidirectional = {config.bidirectional}, "
+                               f"task = {config.task!r}, seq_len = {config.seq_len}) make {shape}")
+    return history
+
+
+def _steps_done(steps: Any, history: History) -> int:
+    """The saved count of steps: a whole number ≥ 0, and no fewer than the steps its history holds."""
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise SessionError(f"steps_done = {steps!r} is not a count of steps")
+    last = max([*history.scalars()["step"][-1:].tolist(), *history.profiles()[0][-1:].tolist()], default=0)
+    if steps < last:
+        raise SessionError(f"steps_done = {steps}, but its history holds step {last:g}")
+    return steps
 
 
 def _read_records(saved: list, arrays: dict[str, np.ndarray], trainer) -> list[Record]:
@@ -291,7 +368,10 @@ def _read(path: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
             raise SessionError(not_a_session)
         version = manifest.get("version")
-        if not isinstance(version, int) or version > VERSION:
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise SessionError(f"{name} is damaged: its session format version = {version!r} is not a whole number "
+                               "≥ 1")
+        if version > VERSION:
             raise SessionError(f"{name} was saved by a newer version of Gradient Flow Explorer (session format "
                                f"{version}, this app reads up to {VERSION}); update the app to open it")
         try:

@@ -68,18 +68,27 @@ def cell_codes(configs: Iterable[Config], named_by: str | Path) -> tuple[CellCod
 
 def untrusted(configs: Iterable[Config], named_by: str | Path, trusted: Trust) -> tuple[CellCode, ...]:
     """The cell files of `configs` (read from `named_by`) that `trusted` does not cover."""
+    return _not_covered(cell_codes(configs, named_by), trusted)
+
+
+def _not_covered(codes: tuple[CellCode, ...], trusted: Trust) -> tuple[CellCode, ...]:
     if trusted is True:
         return ()
     digests = () if trusted is False else trusted
-    return tuple(code for code in cell_codes(configs, named_by) if code.sha256 is None or code.sha256 not in digests)
+    return tuple(code for code in codes if code.sha256 is None or code.sha256 not in digests)
 
 
 def require_trust(configs: Iterable[Config], named_by: str | Path, trusted: Trust, how: str) -> tuple[CellCode, ...]:
     """UntrustedCellError naming each cell file of `configs` that `trusted` does not cover, ending with `how` to
     say yes (e.g. "pass trust_cell_code=True"); else every trusted cell file (the caller may say it runs)."""
-    configs = list(configs)
-    refused = untrusted(configs, named_by, trusted)
+    return require_trusted(cell_codes(configs, named_by), trusted, how)
+
+
+def require_trusted(codes: tuple[CellCode, ...], trusted: Trust, how: str) -> tuple[CellCode, ...]:
+    """require_trust for cell files already described: `codes`, whose digests are of the content that will run
+    (a session's cell file, read once: core.session)."""
+    refused = _not_covered(codes, trusted)
     if refused:
         raise UntrustedCellError(f"{'; '.join(code.describe() for code in refused)}: not run (nothing said to trust "
                                  f"it). Read that file; if you trust it, {how}", refused)
-    return cell_codes(configs, named_by)
+    return codes

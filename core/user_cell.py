@@ -64,6 +64,11 @@ class CellSource:
     text: str
     sha256: str
 
+    @classmethod
+    def of(cls, model: str, path: str | Path, text: str) -> CellSource:
+        """`text`, read from `path`, as the cell file `model` names."""
+        return cls(model, str(path), text, hashlib.sha256(text.encode()).hexdigest())
+
     @property
     def name(self) -> str:
         return split(self.model)[1]
@@ -78,8 +83,7 @@ def cell_source(model: str) -> CellSource:
     if given is not None and given.model == model:
         return given
     path = split(model)[0]
-    text = _read(path)
-    return CellSource(model, str(path.resolve()), text, hashlib.sha256(text.encode()).hexdigest())
+    return CellSource.of(model, path.resolve(), _read(path))
 
 
 @contextlib.contextmanager
