@@ -157,11 +157,11 @@ class TimelineBar(QWidget):
             return
         newest = self._records[-1].step
         if self._record is None:
-            self.label.setText(f"step {newest} · live")
+            self.label.setText(f"step {newest:,} · live")
         elif self._index_of_scrubbed() < 0:
-            self.label.setText(f"step {self._record.step} (no longer kept) of {newest}")
+            self.label.setText(f"step {self._record.step:,} (no longer kept) of {newest:,}")
         else:
-            self.label.setText(f"step {self._record.step} of {newest}")
+            self.label.setText(f"step {self._record.step:,} of {newest:,}")
 
     @Slot(int)
     def _on_slider_moved(self, index: int):

@@ -126,6 +126,20 @@ def test_timeline_keeps_the_scrubbed_step_while_training_goes_on_and_a_rebuild_r
     assert bar.is_live and scrubs.lives == 1 and bar.label.text() == "no steps yet"
 
 
+def test_the_timeline_writes_steps_as_the_status_bar_does(qtbot):
+    import dataclasses
+    first = Trainer(Config(seq_len=10, hidden_size=8, batch_size=4)).step(detail=True)
+    history = History(2**20)
+    for step in (1, 1646):
+        history.append(dataclasses.replace(first, step=step))
+    bar = TimelineBar(lambda: history)
+    qtbot.addWidget(bar)
+    bar.refresh()
+    assert bar.label.text() == "step 1,646 · live"                  # the status bar: "step 1,646"
+    bar.scrub_to(0)
+    assert bar.label.text() == "step 1 of 1,646"
+
+
 @pytest.mark.window_size(*LECTURE_SIZE)
 def test_the_panels_follow_the_timeline_and_exports_show_the_step_picked(qtbot, window, tmp_path):
     step_to(qtbot, window, 4)
