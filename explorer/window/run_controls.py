@@ -8,9 +8,11 @@ from collections.abc import Callable
 from gradflow.core.config import ConfigError
 from gradflow.core.presets import Preset, load_preset, preset_groups
 from gradflow.explorer.window.widgets import ElidedComboBox
-from PySide6.QtCore import QObject, Qt, Slot
+from PySide6.QtCore import QEvent, QObject, Qt, Slot
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QComboBox, QMainWindow, QStyle, QToolBar
+from PySide6.QtWidgets import QComboBox, QMainWindow, QStyle, QToolBar, QWidget
+
+PLAY_TEXTS = ("Play", "Pause")   # the Play action's text: paused, playing
 
 
 def run_action(window: QMainWindow, icon: QStyle.StandardPixmap, text: str, key: Qt.Key, tip: str,
@@ -39,14 +41,33 @@ def run_toolbar(window: QMainWindow, title: str, name: str, actions: tuple[QActi
     bar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
     for action in actions:
         bar.addAction(action)
+    play = bar.widgetForAction(actions[0])
+    play.installEventFilter(SteadyWidth(play, PLAY_TEXTS))
     return bar
+
+
+class SteadyWidth(QObject):
+    """Keeps a tool button as wide as the widest of the texts it takes turns showing (Play / Pause), in its type
+    now: the buttons after it stayed where a lecturer aims (Play turning into Pause moved them 10-20 px)."""
+
+    def __init__(self, button: QWidget, texts: tuple[str, ...]):
+        super().__init__(button)
+        self.texts = texts
+
+    def eventFilter(self, button, event) -> bool:
+        if event.type() in (QEvent.Type.Polish, QEvent.Type.FontChange, QEvent.Type.StyleChange, QEvent.Type.Show):
+            metrics = button.fontMetrics()
+            widest = max(metrics.horizontalAdvance(text) for text in self.texts)
+            shown = metrics.horizontalAdvance(button.text())
+            button.setMinimumWidth(button.sizeHint().width() + widest - shown)
+        return False
 
 
 def show_playing(window: QMainWindow, play_action: QAction, playing: bool):
     """The Play action as Pause while playing, as Play when paused."""
     icon = QStyle.StandardPixmap.SP_MediaPause if playing else QStyle.StandardPixmap.SP_MediaPlay
     play_action.setIcon(window.style().standardIcon(icon))
-    play_action.setText("Pause" if playing else "Play")
+    play_action.setText(PLAY_TEXTS[playing])
 
 
 class RunControls(QObject):

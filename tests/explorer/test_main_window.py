@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from gradflow.core.presets import DEFAULT_PRESET, load_preset, preset_names
 from gradflow.explorer.window.main_window import MainWindow
 from PySide6.QtCore import Qt
@@ -245,3 +246,18 @@ def test_gradflow_help_names_every_command():
     from gradflow.explorer.app import build_parser
     text = " ".join(build_parser().format_help().split())
     assert [command for command in COMMANDS if f"`gradflow {command}`" not in text] == []
+
+
+@pytest.mark.parametrize("presentation", [False, True], ids=["normal", "presentation"])
+def test_the_buttons_after_play_stay_put_when_it_turns_into_pause(window, qtbot, presentation):
+    from PySide6.QtWidgets import QApplication, QToolBar
+    if presentation:
+        window.presentation_action.trigger()
+    bar = window.findChild(QToolBar, "controls")
+    after = [bar.widgetForAction(action) for action in (window.step_action, window.next_action)]
+    QApplication.processEvents()
+    before = [button.geometry().x() for button in after]
+    window.controls.show(True)                              # Play reads Pause
+    QApplication.processEvents()
+    assert window.play_action.text() == "Pause" and [button.geometry().x() for button in after] == before
+    window.controls.show(False)
