@@ -19,6 +19,7 @@ def run_action(window: QMainWindow, icon: QStyle.StandardPixmap, text: str, key:
                on_triggered: Callable[[], None]) -> QAction:
     """A toolbar action of `window`: standard icon, text, one-key shortcut, tool tip and handler."""
     action = QAction(window.style().standardIcon(icon), text, window)
+    action.setIconVisibleInMenu(False)   # the theme's menus clipped it to its right half; the toolbar shows it
     action.setShortcut(QKeySequence(key))
     action.setToolTip(tip)
     action.triggered.connect(on_triggered)

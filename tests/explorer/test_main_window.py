@@ -261,3 +261,4 @@ def test_the_buttons_after_play_stay_put_when_it_turns_into_pause(window, qtbot,
     QApplication.processEvents()
     assert window.play_action.text() == "Pause" and [button.geometry().x() for button in after] == before
     window.controls.show(False)
+    assert not any(action.isIconVisibleInMenu() for action in (window.play_action, window.step_action))   # clipped
