@@ -240,6 +240,7 @@ class CompareWindow(Arranged, QMainWindow):
         for run_column in self.columns:
             run_column.apply_theme(theme)
         self.header.setFont(plotting.font(theme))
+        self.message_bar.label.setFont(plotting.font(theme))   # the stop's claims in the header's type (was Qt's 9 pt)
         self.title.setFont(plotting.font(theme, scale=1.3, bold=True))
         self.title.setStyleSheet(f"color: {theme.foreground};")
         self.fold_button.setFont(plotting.font(theme))
