@@ -215,6 +215,7 @@ def test_presentation_mode_enlarges_the_type_and_leaves_the_overlays_alone(qtbot
     window.presentation_action.trigger()
     assert window.theme.presentation and window.gradient_panel.theme.font_pt > normal_pt
     assert not window.below.isVisible() and window.gradient_panel.isVisible()
+    assert window.message_bar.label.font().pointSizeF() == window.theme.font_pt   # the tour's claims too (were 9 pt)
     window.presentation_action.trigger()
     assert not window.theme.presentation and window.below.isVisible()
 
