@@ -279,8 +279,7 @@ class MessageBar(QFrame):
         row.addWidget(self.label, 1)
         row.addLayout(self._buttons)
         row.addWidget(close, 0, Qt.AlignmentFlag.AlignTop)
-        self.kind = ""
-        self._scroll: QScrollArea | None = None   # float_over's: the text that does not fit scrolls in it
+        self.kind, self._scroll = "", None   # _scroll: float_over's QScrollArea, where the text that does not fit scrolls
         self.setVisible(False)
 
     def show_message(self, kind: str, html: str, actions: tuple[tuple[str, object], ...] = ()):
@@ -320,9 +319,7 @@ class MessageBar(QFrame):
         for watched in (host, self):
             watched.installEventFilter(self)
 
-    def _to_top(self):
-        """A message shown anew, or in another type, from its first line (a scroll kept from before showed lines cut
-        through the middle of the step's own line)."""
+    def _to_top(self):   # a message shown anew or in another type starts at its first line, not a kept scroll
         if self._scroll is not None:
             self._scroll.verticalScrollBar().setValue(0)
 
