@@ -264,7 +264,7 @@ def read_tables(path: str | Path) -> list[dict[str, Any]]:
         raise RunFileError(f"{path.name}: gradflow reads .gfe sessions and .json, .csv, .npz run files, not "
                            f"{repr(suffix) if suffix else 'a file without a suffix'}")
     try:
-        return readers[suffix](path)
+        return [_checked(path, run) for run in readers[suffix](path)]
     except RunFileError:
         raise
     except OSError as e:
@@ -285,6 +285,10 @@ def _read_json(path: Path) -> list[dict[str, Any]]:
     if not isinstance(meta, dict):
         raise RunFileError(f"{path.name} is not a gradflow run file (no 'gradflow' section)")
     _check_version(path, meta.get("schema_version"))
+    if not meta["runs"]:
+        raise RunFileError(f"{path.name}: gradflow.runs is empty: a run file holds at least one run")
+    steps = np.asarray([row["step"] for row in document["data"]], dtype=object)
+    _whole_numbers(path, "step", steps)   # before read_json, which cuts 2.5 to 2
     table = pd.read_json(io.StringIO(json.dumps({k: document[k] for k in ("schema", "data")})), orient="table",
                          precise_float=True)
     runs = []
@@ -292,18 +296,24 @@ def _read_json(path: Path) -> list[dict[str, Any]]:
         config, kept = Config.from_dict(entry["config"]), entry["profiles"]
         history = table[table["run"] == entry["label"]].drop(columns="run").reset_index(drop=True)
         dh = np.asarray(kept["dh_norms"], dtype=np.float64)                     # null (NaN, inf) -> nan
-        codes = np.vectorize(ZERO_CAUSES.index, otypes=[np.int8])(kept["zero_causes"]) if dh.size else dh
+        codes = _cause_codes(path, "zero_causes", np.asarray(kept["zero_causes"], dtype=object)) if dh.size else dh
         dc = np.asarray(kept["dc_norms"], dtype=np.float64) if kept["dc_norms"] else np.zeros((0, 0, 0))
         runs.append({"label": str(entry["label"]), "config": config, "history": history,
-                     "profiles": _profiles(path, np.asarray(kept["steps"], dtype=np.int64), dh, dc, codes, config)})
+                     "profiles": _profiles(path, np.asarray(kept["steps"], dtype=object), dh, dc, codes,
+                                           row_names(config))})
     return runs
 
 
 def _read_csv(path: Path) -> list[dict[str, Any]]:
     import pandas as pd
     table = pd.read_csv(path, keep_default_na=False, na_values=["nan", "NaN", ""], encoding="utf-8")
-    if "schema_version" in table:
-        _check_version(path, int(table["schema_version"].iloc[0]) if len(table) else SCHEMA_VERSION)
+    if "schema_version" in table:   # on every row: a row cut off (a copy that did not finish) has none
+        other = table.index[table["schema_version"] != SCHEMA_VERSION]
+        if len(other) and math.isnan(table["schema_version"][other[0]]):
+            raise RunFileError(f"{path.name}: line {other[0] + 2} has no schema_version: that row is cut off (a copy "
+                               "or download that did not finish) or was edited")
+        if len(other):
+            _check_version(path, table["schema_version"][other[0]])
     missing = [name for name in HISTORY_COLUMNS if name not in table]
     if missing and {"seed", "wall_s", "error"} <= set(table):   # a sweep's own columns (core.sweep_point.METRICS)
         raise RunFileError(f"{path.name} is a sweep's table (gradflow sweep), not a run file: a row per grid point "
@@ -313,7 +323,8 @@ def _read_csv(path: Path) -> list[dict[str, Any]]:
     history = table[list(HISTORY_COLUMNS)]
     if any(history[name].dtype.kind not in "biuf" for name in HISTORY_COLUMNS):
         raise RunFileError(f"{path.name}: a history column holds text where numbers belong")
-    return [{"label": "", "config": None, "history": history, "profiles": _csv_profiles(table)}]
+    history = history.assign(step=_whole_numbers(path, "step", history["step"]))
+    return [{"label": "", "config": None, "history": history, "profiles": _csv_profiles(path, table)}]
 
 
 def _read_npz(path: Path) -> list[dict[str, Any]]:
@@ -331,26 +342,31 @@ def _read_npz(path: Path) -> list[dict[str, Any]]:
     history = pd.DataFrame({name: np.asarray(arrays[name], dtype=np.float64 if name != "step" else np.int64)
                             for name in HISTORY_COLUMNS})
     profiles = _profiles(path, arrays["profile_steps"], arrays["dh_norms"], arrays["dc_norms"], arrays["zero_causes"],
-                         config)
+                         row_names(config))
     return [{"label": "", "config": config, "history": history, "profiles": profiles}]
 
 
-def _profiles(path: Path, steps, dh, dc, codes, config: Config):
-    """The tidy profiles of a file's cubes, once their shapes fit one another and the config (each (N, R, T);
-    dc may be empty): RunFileError otherwise, before anything the shapes would size is allocated."""
+def _profiles(path: Path, steps, dh, dc, codes, rows: list[tuple[int, str]]):
+    """The tidy profiles of a file's cubes, once their shapes fit one another and the rows (each (N, R, T); dc may
+    be empty), the steps are whole numbers and the zero-cause codes are ZERO_CAUSES': RunFileError otherwise,
+    before anything the shapes would size is allocated."""
     steps, dh, dc, codes = (np.asarray(a) for a in (steps, dh, dc, codes))
     if steps.size == 0 and dh.size == 0:   # no profile kept (a JSON list [] has no shape to keep)
         steps, dh, dc, codes = np.zeros(0, np.int64), np.zeros((0, 0, 0)), np.zeros((0, 0, 0)), np.zeros((0, 0, 0), np.int8)
-    fits = (steps.ndim == 1 and steps.dtype.kind in "iu" and dh.ndim == 3 and len(dh) == len(steps) and dh.shape[1] in (0, len(row_names(config)))
-            and codes.shape == dh.shape and (dc.size == 0 or dc.shape == dh.shape)
-            and codes.dtype.kind in "iu" and (codes.size == 0 or 0 <= codes.min() <= codes.max() < len(ZERO_CAUSES)))
+    steps = _whole_numbers(path, "profile_steps", steps)
+    fits = (steps.ndim == 1 and dh.ndim == 3 and len(dh) == len(steps) and dh.shape[1] in (0, len(rows))
+            and codes.shape == dh.shape and (dc.size == 0 or dc.shape == dh.shape))
     if not fits:
         raise RunFileError(f"{path.name}: its profiles' shapes do not fit one another or its config (steps "
                            f"{steps.shape}, dh_norms {dh.shape}, dc_norms {dc.shape}, zero causes {codes.shape})")
-    return frame(tidy_profiles(steps.astype(np.int64), dh.astype(np.float64), dc.astype(np.float64), codes, config))
+    codes = _whole_numbers(path, "zero_causes", codes)
+    if (unknown := codes[(codes < 0) | (codes >= len(ZERO_CAUSES))]).size:
+        raise RunFileError(f"{path.name}: zero_causes holds code {unknown[0]}; the codes are 0..{len(ZERO_CAUSES) - 1} "
+                           f"({', '.join(map(repr, ZERO_CAUSES))})")
+    return frame(tidy_profiles(steps, dh.astype(np.float64), dc.astype(np.float64), codes, rows=rows))
 
 
-def _csv_profiles(table):
+def _csv_profiles(path: Path, table):
     """The profiles a CSV keeps (layer 1's dh_norm_t1..T, dc_norm_t1..T, zero_cause_t1..T on the steps whose
     profile was kept) as the tidy table, or None where it has no dh_norm_t columns."""
     T = sum(1 for name in table.columns if name.startswith("dh_norm_t"))
@@ -360,10 +376,63 @@ def _csv_profiles(table):
     per_t = lambda name: kept[[f"{name}_t{t}" for t in range(1, T + 1)]].to_numpy()[:, None, :]  # noqa: E731 (N, 1, T)
     dh = per_t("dh_norm").astype(np.float64)
     dc = per_t("dc_norm").astype(np.float64) if "dc_norm_t1" in kept else np.zeros((0, 0, 0))
-    names = per_t("zero_cause") if "zero_cause_t1" in kept else np.full(dh.shape, "", dtype=object)
-    codes = np.vectorize(lambda name: ZERO_CAUSES.index(name if isinstance(name, str) else ""),
-                         otypes=[np.int8])(names) if names.size else np.zeros(dh.shape, dtype=np.int8)
-    return frame(tidy_profiles(kept["step"].to_numpy(), dh, dc, codes, rows=[(1, "forward")]))
+    codes = (np.stack([_cause_codes(path, f"zero_cause_t{t}", kept[f"zero_cause_t{t}"].to_numpy())
+                       for t in range(1, T + 1)], axis=-1)[:, None, :] if "zero_cause_t1" in kept
+             else np.zeros(dh.shape, dtype=np.int8))
+    return _profiles(path, kept["step"].to_numpy(), dh, dc, codes, rows=[(1, "forward")])
+
+
+def _cause_codes(path: Path, field: str, names: np.ndarray) -> np.ndarray:
+    """Zero-cause names (ZERO_CAUSES; empty, null or NaN: not zero) as their codes; RunFileError naming the field
+    and a name that is none of them."""
+    codes = {cause: code for code, cause in enumerate(ZERO_CAUSES)}
+
+    def code(name) -> int:
+        name = "" if name is None or (isinstance(name, float) and math.isnan(name)) else name
+        if not isinstance(name, str) or name not in codes:
+            raise RunFileError(f"{path.name}: {field} holds {name!r}, which is no zero cause (one of "
+                               f"{', '.join(map(repr, ZERO_CAUSES))})")
+        return codes[name]
+    return np.vectorize(code, otypes=[np.int8])(names) if names.size else np.zeros(names.shape, dtype=np.int8)
+
+
+def _whole_numbers(path: Path, field: str, values) -> np.ndarray:
+    """`values` as int64, once each is a whole number (2.0 is, 2.5 and "2" are not): RunFileError naming the field
+    and the first that is not."""
+    array = np.asarray(values)
+    if array.dtype.kind == "f":
+        bad = ~np.isfinite(array) | (array != np.round(array))
+    elif array.dtype.kind == "O":
+        bad = np.array([isinstance(v, bool) or not isinstance(v, (int, float)) or not float(v).is_integer()
+                        for v in array.flat], dtype=bool).reshape(array.shape)
+    else:
+        bad = np.full(array.shape, array.dtype.kind not in "iu")
+    if bad.any():
+        first = array[bad].flat[0]
+        raise RunFileError(f"{path.name}: {field} holds {getattr(first, 'item', lambda: first)()!r} where whole "
+                           "numbers belong")
+    return array.astype(np.int64)
+
+
+def _checked(path: Path, run: dict[str, Any]) -> dict[str, Any]:
+    """`run` once its history's steps ascend, its norms are not negative and its profiles are of steps its history
+    holds: RunFileError naming the field otherwise."""
+    steps = run["history"]["step"].to_numpy()
+    if (back := np.flatnonzero(np.diff(steps) <= 0)).size:
+        raise RunFileError(f"{path.name}: step {steps[back[0] + 1]} follows step {steps[back[0]]}: a history holds "
+                           "each step once, in order")
+    profiles = run["profiles"]
+    if profiles is None:
+        return run
+    for name in ("dh_norm", "dc_norm"):
+        if (negative := profiles[profiles[name] < 0]).size:
+            first = negative.iloc[0]
+            raise RunFileError(f"{path.name}: {name} at step {first['step']}, t = {first['t']} is {first[name]}: a "
+                               "norm is never negative")
+    if strays := sorted(set(profiles["step"]) - set(steps)):
+        raise RunFileError(f"{path.name}: its profiles are of step(s) {', '.join(map(str, strays[:4]))}"
+                           f"{', …' if len(strays) > 4 else ''} that its history does not hold")
+    return run
 
 
 def _check_version(path: Path, version):

@@ -1,11 +1,14 @@
 """The run's files load in one call each (pandas.read_json / read_csv, numpy.load), carry the schema version, keep
 ‖∂L/∂c_t‖ and the zero causes beside ‖∂L/∂h_t‖, and read back (gradflow.core.run_data.read_tables) to the same
 numbers the run recorded."""
+import json
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
 from gradflow.core.config import Config
-from gradflow.core.run_data import SCHEMA_VERSION, read_tables, save_csv, save_json, save_npz
+from gradflow.core.run_data import SCHEMA_VERSION, RunFileError, read_tables, save_csv, save_json, save_npz
 from gradflow.core.trainer import Trainer
 
 
@@ -104,3 +107,71 @@ def test_a_file_of_another_kind_is_refused_naming_what_is_read(tmp_path, name, n
     with pytest.raises(ValueError, match=f"{name}: gradflow reads .gfe sessions and .json, .csv, .npz run files, "
                                          f"{named}"):
         read_tables(path)
+
+
+def _edited_csv(text: str, row: int, column: str, value: str) -> str:
+    lines = text.splitlines()
+    at = lines[0].split(",").index(column)
+    cells = lines[row].split(",")
+    lines[row] = ",".join([*cells[:at], value, *cells[at + 1:]])
+    return "\n".join(lines) + "\n"
+
+
+def _edited_json(text: str, edit) -> str:
+    document = json.loads(text)
+    edit(document)
+    return json.dumps(document)
+
+
+def _cut_inside_a_number(text: str) -> str:
+    """The file as a copy that stopped two digits into a number of its last row leaves it."""
+    last_row = text.rstrip("\n").rindex("\n") + 1
+    return text[:text.index(".", last_row) + 3]
+
+
+def _profile_steps(document, steps):
+    document["gradflow"]["runs"][0]["profiles"]["steps"] = steps
+
+
+@pytest.mark.parametrize("suffix,edit,named", [
+    (".csv", _cut_inside_a_number, "line 5 has no schema_version: that row is cut off"),
+    (".csv", lambda text: _edited_csv(text, 2, "step", "2.5"), "step holds 2.5 where whole numbers belong"),
+    (".csv", lambda text: _edited_csv(text, 1, "dh_norm_t3", "-0.5"), "dh_norm at step 1, t = 3 is -0.5: a norm is "
+                                                                        "never negative"),
+    (".csv", lambda text: _edited_csv(text, 1, "zero_cause_t2", "banana"), "zero_cause_t2 holds 'banana', which is "
+                                                                             "no zero cause"),
+    (".json", lambda text: _edited_json(text, lambda d: d["gradflow"].update(runs=[])), "gradflow.runs is empty"),
+    (".json", lambda text: _edited_json(text, lambda d: d["data"][1].update(step=2.5)), "step holds 2.5"),
+    (".json", lambda text: _edited_json(text, lambda d: _profile_steps(d, [7, 8, 9, 10])),
+     "its profiles are of step(s) 7, 8, 9, 10 that its history does not hold"),
+])
+def test_a_run_file_cut_short_or_edited_is_refused_naming_the_field(tmp_path, suffix, edit, named):
+    """Such files were read back with a truncated number and NaNs, a step 2.5, a negative norm, no run at all or
+    profiles of steps the run never had; a bad zero cause said "tuple.index(x): x not in tuple"."""
+    config = Config(seq_len=6, hidden_size=4, batch_size=2)
+    trainer = Trainer(config)
+    records = [trainer.step() for _ in range(4)]
+    written = tmp_path / f"run{suffix}"
+    if suffix == ".csv":
+        save_csv(written, trainer.history)
+    else:
+        save_json(written, [{"label": "", "config": config, "history": trainer.history, "last": records[-1],
+                             "diverged": None}])
+    read_tables(written)   # as written: read back
+    edited = tmp_path / f"edited{suffix}"
+    edited.write_text(edit(written.read_text()))
+    with pytest.raises(RunFileError, match=re.escape(f"edited{suffix}: {named}")):
+        read_tables(edited)
+
+
+def test_an_npz_zero_cause_code_out_of_range_is_named_as_such(tmp_path):
+    """It was refused as 'its profiles' shapes do not fit', though the shapes do."""
+    config = Config(seq_len=6, hidden_size=4, batch_size=2)
+    trainer = Trainer(config)
+    trainer.step()
+    save_npz(tmp_path / "run.npz", trainer.history, config)
+    arrays = dict(np.load(tmp_path / "run.npz"))
+    arrays["zero_causes"][0, 0, 0] = 77
+    np.savez(tmp_path / "edited.npz", **arrays)
+    with pytest.raises(RunFileError, match=re.escape("edited.npz: zero_causes holds code 77; the codes are 0..4")):
+        read_tables(tmp_path / "edited.npz")
