@@ -40,6 +40,23 @@ def tls_config(ca_file: str | None = None, cert: str | None = None, key: str | N
         yield
 
 
+def check_address(address: str):
+    """ConfigError naming `address` where it is no Dask scheduler's address (tcp://HOST:PORT, tls://...), or naming
+    the extra where Dask distributed is not installed; the sweep checks this before it writes anything."""
+    try:
+        from distributed.comm import get_address_host_port
+    except ImportError:
+        raise ConfigError("--cluster needs Dask distributed: pip install 'gradient-flow-explorer[cluster]'") from None
+    try:
+        host, port = get_address_host_port(address)
+        problem = "" if host and 0 < port < 2**16 else "it needs a host and a port in 1..65535"
+    except ValueError as e:
+        problem = str(e)
+    if problem:
+        raise ConfigError(f"--cluster {address!r} is not a Dask scheduler's address (e.g. tcp://HOST:8786): "
+                          f"{problem}")
+
+
 def security(address: str):
     """The distributed.Security to reach `address` with: from Dask's config; for tls:// it must name the CA
     certificate and this client's certificate, each a readable file (ConfigError saying which is missing)."""

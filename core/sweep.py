@@ -26,14 +26,24 @@ from typing import Any
 
 from gradflow.core.config import Config, ConfigError
 from gradflow.core.files import write_problem
-from gradflow.core.sweep_plan import MAX_KEYS, Axis, Plan, Point, csv_text, parse_axis, parse_fit, parse_grid
+from gradflow.core.sweep_plan import (
+    MAX_KEYS,
+    MAX_POINTS,
+    Axis,
+    Plan,
+    Point,
+    csv_text,
+    parse_axis,
+    parse_fit,
+    parse_grid,
+)
 from gradflow.core.sweep_point import METRICS, TEXT_METRICS, measure_point
 from gradflow.core.sweep_run import ClusterLost, Progress, duration, execute, local_pool, run_points
-from gradflow.core.sweep_table import SIDECAR_FORMAT, THREAD_POLICY, Table, prepare_out, sidecar_path
+from gradflow.core.sweep_table import SIDECAR_FORMAT, THREAD_POLICY, Table, check_out, sidecar_path
 
-__all__ = ["MAX_KEYS", "METRICS", "TEXT_METRICS", "FIGURE_METRICS", "SIDECAR_FORMAT", "THREAD_POLICY", "Axis", "Plan",
-           "Point", "Table", "ClusterLost", "Progress", "csv_text", "duration", "execute", "local_pool", "main",
-           "measure_point", "parse_axis", "parse_fit", "parse_grid", "run_points", "sidecar_path", "sweep"]
+__all__ = ["MAX_KEYS", "MAX_POINTS", "METRICS", "TEXT_METRICS", "FIGURE_METRICS", "SIDECAR_FORMAT", "THREAD_POLICY",
+           "Axis", "Plan", "Point", "Table", "ClusterLost", "Progress", "csv_text", "duration", "execute", "local_pool",
+           "main", "measure_point", "parse_axis", "parse_fit", "parse_grid", "run_points", "sidecar_path", "sweep"]
 
 
 def sweep(grid: Iterable[str] | dict[str, Any], base: Config | str | dict[str, Any] | None = None, seeds: int = 1, steps: int = 100,
@@ -47,7 +57,8 @@ def sweep(grid: Iterable[str] | dict[str, Any], base: Config | str | dict[str, A
         {"spectral_radius": [0.5, 1.0], "seq_len": "25:200:4"} (a list of values, or a string of them).
     base: a Config, a preset name or path, a dict of config keys over the defaults, or None for the defaults.
     seeds: seeds 0..seeds-1 per grid point. steps: optimizer steps per point (0: at initialisation).
-    out: the CSV (a JSON sidecar beside it); an existing file of the same sweep is resumed. None: a temporary file.
+    out: the CSV (a JSON sidecar beside it), in a folder that exists; an existing file of the same sweep is resumed.
+        None: a temporary file.
     jobs: local worker processes (default: every core). cluster: a Dask scheduler address instead (tls://: with
     Dask's TLS config, distributed.comm.tls.*; core.cluster).
     fit: the decay metrics' window of time steps, "A:B" or (A, B) (None: the run of usable norms ending at T).
@@ -91,7 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
         "a table: one row per point (docs/data.md, 'Sweep table'). Running it again resumes.")
     add_config_arguments(parser)
     parser.add_argument("--grid", action="append", required=True, metavar="KEY=VALUES",
-                        help="a swept key (1 to 3): a,b,c | start:stop:count | start:stop:countlog")
+                        help="a swept key (1 to 3): a,b,c | start:stop:count | start:stop:countlog; at most "
+                        f"{MAX_POINTS:,} points (grid values x seeds) in all")
     parser.add_argument("--seeds", type=int, default=1, help="seeds 0..N-1 per grid point (default 1)")
     parser.add_argument("--steps", type=int, default=100, help="optimizer steps per point; 0: at initialisation")
     parser.add_argument("--out", required=True, metavar="CSV", help="the table (a JSON sidecar goes beside it)")
@@ -115,12 +127,8 @@ FIGURE_METRICS = tuple(m for m in METRICS if m not in TEXT_METRICS and m not in 
 
 
 def check_outputs(out: Path, figure: Path | None):
-    """ConfigError naming the option and the file that cannot be written, before any point trains. --out's folder
-    is made if it is missing (sweep_table.prepare_out), once nothing else is refused; --figure's must exist (or be
-    --out's)."""
-    if figure is not None and figure.parent != out.parent and (problem := write_problem(figure)):
-        raise ConfigError(f"--figure {figure}: {problem}")
-    prepare_out(out)
+    """ConfigError naming the option and the file that cannot be written, before any point trains."""
+    check_out(out)
     if figure is not None and (problem := write_problem(figure)):
         raise ConfigError(f"--figure {figure}: {problem}")
 

@@ -15,6 +15,16 @@ from gradflow.core.config import SPECS, Config, ConfigError, parse_value, unknow
 from gradflow.core.sweep_point import METRICS
 
 MAX_KEYS = 3
+MAX_POINTS = 100_000   # grid points × seeds; a larger sweep is refused before any of its points is built
+
+
+def time_steps(config: Config) -> int:
+    """T, the time steps of a point's sequences (and of its ‖∂L/∂h_t‖ profiles): seq_len, but the copy task's
+    sequences hold its symbols and their answer around a delay of seq_len (core.tasks.copy)."""
+    if config.task != "copy":
+        return config.seq_len
+    from gradflow.core.tasks import copy  # torch: only for the copy task
+    return copy.time_steps(config.seq_len)
 
 
 def csv_text(value: Any) -> str:
@@ -46,7 +56,12 @@ def parse_axis(text: str) -> Axis:
         raise ConfigError(f"grid {text!r}: {unknown_key(key)}")
     if key == "seed":
         raise ConfigError(f"grid {text!r}: seeds are the sweep's own axis (--seeds N), not a grid key")
-    values = _range(key, spec, text) if ":" in spec else tuple(parse_value(key, part) for part in spec.split(","))
+    if ":" in spec:
+        values = _range(key, spec, text)
+    else:
+        parts = spec.split(",")
+        _check_count(text, len(parts))
+        values = tuple(parse_value(key, part) for part in parts)
     distinct = tuple(dict.fromkeys(values))
     if len(distinct) < len(values):
         raise ConfigError(f"grid {text!r} repeats a value of {key}: {', '.join(map(csv_text, values))}")
@@ -68,10 +83,17 @@ def _range(key: str, spec: str, text: str) -> tuple:
         raise ConfigError(f"grid {text!r}: a range is start:stop:count (numbers, a whole count)") from None
     if count < 1:
         raise ConfigError(f"grid {text!r} is an empty range: the count must be at least 1, got {count}")
+    _check_count(text, count)
     if log and (start <= 0 or stop <= 0):
         raise ConfigError(f"grid {text!r}: a log range needs start and stop above 0")
     points = np.geomspace(start, stop, count) if log else np.linspace(start, stop, count)
     return tuple(int(round(v)) if kind is int else float(v) for v in points)
+
+
+def _check_count(text: str, count: int):
+    """Refuse an axis of more values than a sweep takes points, before they are made."""
+    if count > MAX_POINTS:
+        raise ConfigError(f"grid {text!r} has {count:,} values; a sweep takes at most {MAX_POINTS:,} points")
 
 
 def parse_grid(texts: Iterable[str]) -> tuple[Axis, ...]:
@@ -107,22 +129,25 @@ class Plan:
             raise ConfigError(f"--seeds must be at least 1, got {seeds}")
         if steps < 0:
             raise ConfigError(f"--steps must be 0 (at initialisation) or more, got {steps}")
+        if (count := math.prod(len(a.values) for a in axes) * seeds) > MAX_POINTS:
+            raise ConfigError(f"the sweep has {count:,} points (grid values × {seeds:,} seeds); it takes at most "
+                              f"{MAX_POINTS:,}")
         self.base, self.axes, self.seeds, self.steps = base, axes, seeds, steps
         self.fit, self.profiles = fit, profiles
         self.points = [self._point(combination, seed) for combination in _product([a.values for a in axes])
                        for seed in range(seeds)]
         self.cells = _cell_files(self.points)
-        shortest = min(p.config.seq_len for p in self.points)
+        shortest = min(time_steps(p.config) for p in self.points)
         if fit is not None and fit[0] >= shortest:
-            raise ConfigError(f"--fit {fit[0]}:{fit[1]} starts at or past seq_len = {shortest} of some points: the "
-                              f"window needs two time steps of each")
+            raise ConfigError(f"--fit {fit[0]}:{fit[1]} starts at or past T = {shortest} time steps of some points: "
+                              f"the window needs two time steps of each")
 
     def _point(self, values: tuple, seed: int) -> Point:
         changes = dict(zip(self.keys, values))
         try:
             return Point(values, seed, self.base.replace(**changes, seed=seed))
         except ConfigError as e:
-            where = ", ".join(f"{k}={csv_text(v)}" for k, v in changes.items())
+            where = ", ".join(f"{k}={csv_text(v) or v}" for k, v in changes.items())   # nan: shown, not empty
             raise ConfigError(f"grid point {where}: {e}") from None
 
     @property
@@ -135,9 +160,9 @@ class Plan:
 
     @property
     def metric_columns(self) -> tuple[str, ...]:
-        """METRICS, then with profiles dh_init_t1..T and dh_final_t1..T (T: the longest seq_len; empty past a
-        point's own)."""
-        T = max(p.config.seq_len for p in self.points) if self.profiles else 0
+        """METRICS, then with profiles dh_init_t1..T and dh_final_t1..T (T: the most time steps of a point,
+        time_steps; empty past a point's own)."""
+        T = max(time_steps(p.config) for p in self.points) if self.profiles else 0
         return (*METRICS, *(f"dh_{when}_t{t}" for when in ("init", "final") for t in range(1, T + 1)))
 
     @property
@@ -159,7 +184,7 @@ class Plan:
 
 
 def parse_fit(text: str | tuple[int, int] | None) -> tuple[int, int] | None:
-    """The decay metrics' window 'A:B' (time steps, 1-based, inclusive; B past a point's seq_len ends at it)."""
+    """The decay metrics' window 'A:B' (time steps, 1-based, inclusive; B past a point's T ends at it)."""
     if text is None or isinstance(text, tuple):
         return text
     start, sep, end = text.partition(":")

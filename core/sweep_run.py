@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gradflow.core.cluster import check_address
 from gradflow.core.config import ConfigError
 from gradflow.core.sweep_plan import Plan, Point
 from gradflow.core.sweep_point import run_point, worker_started
@@ -130,6 +131,8 @@ def execute(plan: Plan, out: str | Path, jobs: int | None = None, cluster: str |
     stop: once set (from any thread), the running points are abandoned within WAIT_S (a local pool's workers
     killed) and the table of the finished rows is returned. KeyboardInterrupt and ClusterLost propagate after
     every finished row is on disk."""
+    if cluster:
+        check_address(cluster)   # before the table is written
     table = Table(out, plan)
     pending = [p for p in plan.points if p.key not in table.done]
     bar = Progress(len(plan.points), len(table.done)) if progress else None
@@ -193,10 +196,7 @@ def _on_local_pool(jobs: int, plan: Plan, pending: list[Point], on_row, stop: th
 
 
 def _on_cluster(address: str, plan: Plan, pending: list[Point], on_row, stop: threading.Event | None):
-    try:
-        from distributed import Client
-    except ImportError:
-        raise ConfigError("--cluster needs Dask distributed: pip install 'gradient-flow-explorer[cluster]'") from None
+    from distributed import Client  # check_address found it
     from gradflow.core import cluster
     try:
         client = Client(address, timeout=CLUSTER_CONNECT_S, security=cluster.security(address))   # tls:// too

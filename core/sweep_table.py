@@ -3,6 +3,7 @@ JSON sidecar with the sweep's definition, versions and thread policy; resuming k
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import platform
@@ -24,20 +25,34 @@ def sidecar_path(out: Path) -> Path:
     return out.with_suffix(".json")
 
 
-def prepare_out(out: Path):
-    """Make the folder of a sweep's table if it is missing; ConfigError naming `out` where it cannot be written or
-    is not a .csv file (its sidecar, the same name in .json, would be the table itself)."""
+def check_out(out: Path):
+    """ConfigError naming `out` where it cannot be written (its folder missing included, as for `gradflow run`'s
+    files) or is not a .csv file (its sidecar, the same name in .json, would be the table itself)."""
     if out.suffix.lower() != ".csv" and not out.is_dir():   # (a folder: write_problem says so)
         raise ConfigError(f"the sweep table {out} is a CSV file: name it NAME.csv (its sidecar NAME.json goes "
                           "beside it)")
-    if not out.parent.exists():
-        try:
-            out.parent.mkdir(parents=True)
-        except OSError as e:
-            raise ConfigError(f"cannot write the sweep table {out}: cannot make its folder {out.parent}: "
-                              f"{e.strerror or e}") from None
     if problem := write_problem(out):
         raise ConfigError(f"cannot write the sweep table {out}: {problem}")
+
+
+DEFINITION_PARTS = {"base": "base config", "grid": "grid", "seeds": "seeds", "steps": "steps", "fit": "--fit",
+                    "profiles": "--profiles", "cells": "cell files"}
+
+
+def _difference(before: Any, plan: Plan) -> str:
+    """How a sidecar's definition differs from the plan's, in words: an edited cell file by its sha256."""
+    now = plan.definition()
+    if not isinstance(before, dict):
+        return "holds no definition of a sweep"
+    changed = [part for part in DEFINITION_PARTS if before.get(part) != now.get(part)]
+    cells = before.get("cells")
+    began: dict[str, Any] = cells if isinstance(cells, dict) else {}   # model -> sha256 when the sweep began
+    edited = [f"the cell file {plan.cells[model].path} has sha256 {sha256[:12]}… now, {began[model][:12]}… "
+              "when the sweep began" for model, sha256 in now.get("cells", {}).items()
+              if isinstance(began.get(model), str) and began[model] != sha256]
+    others = [DEFINITION_PARTS[part] for part in changed if not (part == "cells" and edited)]
+    named = edited + ([f"its {', '.join(others)}"] if others else [])
+    return "differs: " + "; ".join(named) if named else "differs in its definition"
 
 
 class Table:
@@ -47,7 +62,7 @@ class Table:
     def __init__(self, out: str | Path, plan: Plan):
         self.out, self.plan = Path(out), plan
         self.done: set[tuple] = set()
-        prepare_out(self.out)
+        check_out(self.out)
         kept = self._finished_rows() if self.out.exists() else []
         self._file = self.out.open("w", newline="", encoding="utf-8")
         self._writer = csv.writer(self._file)
@@ -65,8 +80,8 @@ class Table:
             raise ConfigError(f"{self.out} exists but {sidecar.name} beside it does not describe a sweep: "
                               f"choose another --out or remove the file") from None
         if before != self.plan.definition():
-            raise ConfigError(f"{self.out} holds another sweep ({sidecar.name} differs in its base config, grid, "
-                              f"seeds or steps): choose another --out or remove it")
+            raise ConfigError(f"{self.out} holds another sweep ({sidecar.name} {_difference(before, self.plan)}): "
+                              "choose another --out or remove it")
         kept = []
         try:
             for row in self._rows():
@@ -81,8 +96,11 @@ class Table:
         return kept
 
     def _rows(self) -> list[dict[str, str]]:
+        """The CSV's rows, but a last one that its line break did not end (cut off as it was written)."""
         with self.out.open(newline="", encoding="utf-8") as f:
-            return list(csv.DictReader(f))
+            text = f.read()
+        rows = list(csv.DictReader(io.StringIO(text)))
+        return rows if text.endswith("\n") else rows[:-1]
 
     def _typed(self, name: str, cell: str):
         """One CSV cell as the table's column holds it: a grid key's value, a number (NaN, or None for

@@ -25,6 +25,11 @@ COPY_LENGTH = 10          # symbols to remember
 PREVIEW_SEQUENCES = 64    # size of the fixed held-out batch the preview scores
 
 
+def time_steps(delay: int) -> int:
+    """T of a copy sequence: its symbols, the delay (config.seq_len) and the answer."""
+    return delay + 2 * COPY_LENGTH
+
+
 class CopyTask(Task):
     name = "copy"
     input_size = 10       # blank, 8 symbols, delimiter (one-hot)
@@ -33,7 +38,7 @@ class CopyTask(Task):
 
     def __init__(self, config: Config):
         self.delay, self.batch_size = config.seq_len, config.batch_size
-        self.seq_len = self.delay + 2 * COPY_LENGTH
+        self.seq_len = time_steps(self.delay)
         self.baseline = COPY_LENGTH * math.log(NUM_SYMBOLS) / self.seq_len
         self.baseline_label = (f"memoryless: blanks, then a uniform guess over {NUM_SYMBOLS} symbols "
                                f"(10·ln 8 / (T+20) = {self.baseline:.3f} nats)")

@@ -334,6 +334,7 @@ def test_a_run_npz_zip_bomb_is_refused_before_it_unpacks(folder, monkeypatch):
 def sweep_files(folder) -> tuple[Plan, bytes, bytes]:
     plan = Plan(Config(hidden_size=4, seq_len=6), parse_grid(["spectral_radius=0.5,1.5"]), 2, 0)
     out = folder / "sweep" / "sweep.csv"
+    out.parent.mkdir()
     table = Table(out, plan)
     for point in plan.points[:3]:
         table.add(point, {"loss_final": 0.25, "grad_ratio_init": -3.5, "steps": 0, "wall_s": 0.1, "error": "",

@@ -154,7 +154,7 @@ def test_profiles_and_a_fit_window_come_from_the_points_own_records(tmp_path, mo
               profiles=True)
     with pytest.raises(ConfigError, match="--fit takes A:B"):
         sweep(["seq_len=12"], base=base, steps=0, fit="9:3")
-    with pytest.raises(ConfigError, match="starts at or past seq_len = 12"):
+    with pytest.raises(ConfigError, match="starts at or past T = 12 time steps"):
         sweep(["seq_len=12,20"], base=base, steps=0, fit="12:30")
 
 
@@ -206,9 +206,9 @@ def test_bad_grids_exit_2_naming_the_problem_before_anything_trains(tmp_path, ca
     assert not out.exists()
 
 
-def test_the_api_takes_a_dict_of_keys_as_its_base_and_makes_the_tables_folder(tmp_path):
+def test_the_api_takes_a_dict_of_keys_as_its_base(tmp_path):
     """sweep(base={...}) raised AttributeError ('dict' object has no attribute 'replace'), though Run takes one."""
-    out = tmp_path / "new" / "s.csv"
+    out = tmp_path / "s.csv"
     frame = sweep({"seq_len": [12]}, base={"hidden_size": 4, "batch_size": 2}, steps=0, out=out, jobs=1)
     assert len(frame) == 1 and out.exists()
     assert json.loads(sidecar_path(out).read_text())["definition"]["base"]["hidden_size"] == 4
@@ -220,13 +220,15 @@ def test_the_api_takes_a_dict_of_keys_as_its_base_and_makes_the_tables_folder(tm
 
 def test_files_that_cannot_be_written_exit_2_naming_them_before_anything_trains(tmp_path, capsys):
     """A figure asked for in a missing folder was found only after every point had trained (a traceback); an --out
-    under a file raised FileExistsError; --out naming a folder spoke of a sidecar. Each is refused first, naming
-    the option, and a folder --out would make is not made when something else is refused."""
+    under a file raised FileExistsError; --out naming a folder spoke of a sidecar; --out in a missing folder made
+    the whole folder chain, where `gradflow run` refuses it. Each is refused first, naming the option."""
     a_file = tmp_path / "notes.txt"
     a_file.write_text("")
-    later = tmp_path / "new" / "s.csv"
-    for args, named in ((["--out", str(later), "--figure", str(tmp_path / "missing" / "f.png")],
+    missing = tmp_path / "no" / "such" / "s.csv"
+    for args, named in ((["--out", str(tmp_path / "s.csv"), "--figure", str(tmp_path / "missing" / "f.png")],
                          f"--figure {tmp_path / 'missing' / 'f.png'}: the folder {tmp_path / 'missing'} does not exist"),
+                        (["--out", str(missing)], f"the sweep table {missing}: the folder {missing.parent} does not "
+                                                  "exist"),
                         (["--out", str(a_file / "s.csv")],
                          f"the sweep table {a_file / 's.csv'}: {a_file} is a file, not a folder"),
                         (["--out", str(tmp_path)], f"the sweep table {tmp_path}: it is a folder")):
@@ -234,7 +236,7 @@ def test_files_that_cannot_be_written_exit_2_naming_them_before_anything_trains(
                     draw_figure=lambda *_: pytest.fail("drawn")) == 2, args
         err = capsys.readouterr().err
         assert named in err and "Traceback" not in err, err
-    assert not later.parent.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
 
 
 def _descendants(pid: int) -> set[int]:

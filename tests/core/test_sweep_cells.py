@@ -9,14 +9,15 @@ import hashlib
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 
 import pytest
-from gradflow.core.config import Config
-from gradflow.core.sweep import Plan, main, parse_grid
+from gradflow.core.config import Config, ConfigError
+from gradflow.core.sweep import Plan, Table, main, parse_grid
 from gradflow.core.sweep_point import run_point
 from gradflow.core.sweep_run import NO_WORKERS_S, WorkerWatch
 from gradflow.core.user_cell import cell_source
@@ -70,6 +71,18 @@ def test_the_plan_resolves_each_cell_file_on_the_client(study):
     assert source.path == str(study / "antisym.py") and source.text == ANTISYM
     assert plan.definition()["cells"] == {"antisym.py:Antisymmetric": hashlib.sha256(ANTISYM.encode()).hexdigest()}
     assert Plan(Config(), parse_grid(["seq_len=5,6"]), seeds=1, steps=1).cells == {}
+
+
+def test_resuming_after_the_cell_file_was_edited_names_its_sha256(study):
+    """The refusal blamed the 'base config, grid, seeds or steps', none of which had changed."""
+    def plan():
+        return Plan(Config(model="antisym.py:Antisymmetric"), parse_grid(["seq_len=5"]), seeds=1, steps=1)
+    Table(study / "s.csv", plan()).close()
+    (study / "antisym.py").write_text(ANTISYM.replace("0.1 *", "0.2 *"))
+    was, now = (hashlib.sha256(text.encode()).hexdigest()[:12] for text in (ANTISYM, ANTISYM.replace("0.1 *", "0.2 *")))
+    with pytest.raises(ConfigError, match=re.escape(f"s.json differs: the cell file {study / 'antisym.py'} has sha256 "
+                                                    f"{now}… now, {was}… when the sweep began)")):
+        Table(study / "s.csv", plan())
 
 
 @pytest.mark.slow
