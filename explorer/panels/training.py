@@ -84,15 +84,14 @@ class TrainingPanel(Panel):
             self.legend.addItem(self.baseline_sample, "baseline")
             legends.reserve_legend_text(self.legend, self.baseline_sample, "baseline 8.88e-08")
         else:
-            for item, name in ((self.loss_curve, "loss"), (self.baseline_sample, "baseline"),
-                               (self.norm_curve, "‖g‖ before clip"), (self.clipped_curve, "‖g‖ after clip"),
-                               (self.clipped_markers, "clipped")):
+            for item, name in ((self.loss_curve, "loss"), (self.baseline_sample, "baseline")):
                 self.legend.addItem(item, name)
             for item, widest in ((self.loss_curve, "perplexity 8.88e+08 (step 888888)"),
-                                 (self.baseline_sample, "baseline 8.88e-08"),
-                                 (self.clipped_curve, "‖g‖ after (no clip)"),
-                                 (self.clipped_markers, "clipped 888888/888888 steps")):   # what _draw writes there
+                                 (self.baseline_sample, "baseline 8.88e-08")):   # what _draw writes there
                 legends.reserve_legend_text(self.legend, item, widest)
+        self._clipping: bool | None = None    # the norm entries the legend holds (_show_clipping)
+        if not runs:
+            self._show_clipping(False)
 
         self.loss_range = ranges.StickyRange((-1.0, 0.0), step=0.5, margin=0.02, shrink_below=0.3, min_span=1.0)
         self.norm_range = ranges.StickyRange((-2.0, 1.0), step=0.5, margin=0.02, shrink_below=0.3, min_span=1.0)
@@ -164,10 +163,30 @@ class TrainingPanel(Panel):
             idx = idx[np.linspace(0, len(idx) - 1, MAX_MARKERS).astype(int)]
         self.clipped_markers.setData(steps[idx], np.minimum(before[idx], ceiling))
         self._draw_clip(record.clip)
-        clipping = record.clip is not None or was_clipped.any()
-        self._set_label(self.clipped_curve, "‖g‖ after clip" if clipping else "‖g‖ after (no clip)")
-        self._set_label(self.clipped_markers, f"clipped {int(was_clipped.sum())}/{n} steps" if clipping else "clipped (θ off)")
+        self._show_clipping(record.clip is not None or bool(was_clipped.any()))
+        if self._clipping:
+            self._set_label(self.clipped_markers, f"clipped {int(was_clipped.sum())}/{n} steps")
+        else:   # one curve: after equals before, and was drawn over it
+            self.clipped_curve.setData([], [])
         self._draw_steps(record, steps)
+
+    def _show_clipping(self, clipping: bool):
+        """The norm plot's legend entries: ‖g‖ before and after clipping and the clipped steps while clipping is on
+        (or was), one ‖g‖ otherwise (the legend names only what the plot draws)."""
+        if clipping is self._clipping:
+            return
+        self._clipping = clipping
+        for item in (self.norm_curve, self.clipped_curve, self.clipped_markers):
+            self.legend.removeItem(item)
+        entries = ((self.norm_curve, "‖g‖ before clip", None), (self.clipped_curve, "‖g‖ after clip", None),
+                   (self.clipped_markers, "clipped", "clipped 888888/888888 steps")) if clipping else \
+            ((self.norm_curve, "‖g‖ (no clipping)", None),)
+        for item, name, widest in entries:
+            self.legend.addItem(item, name)
+            if widest is not None:
+                legends.reserve_legend_text(self.legend, item, widest)
+        legends.style_legend(self.legend, self.theme)
+        self.fit_legends()
 
     def show_runs(self, records: Sequence[Record], histories: Sequence[History]) -> None:
         """The runs named in the constructor, overlaid: each run's loss (perplexity for a text task), labelled at

@@ -448,6 +448,18 @@ def test_training_plots_loss_with_baseline_and_norms_with_clip_line(qtbot):
     np.testing.assert_array_equal(panel.clipped_markers.xData, s["step"][clipped])
 
 
+def test_the_training_legend_names_the_norm_curves_the_plot_draws(qtbot):
+    # without clipping ‖g‖ after equals before and was drawn over it: "‖g‖ before clip" named a line no one saw
+    panel = make(qtbot, TrainingPanel)
+    feed(panel, run("rnn"))                                       # clip = None
+    texts = [label.text for _, label in panel.legend.items]
+    assert texts[2:] == ["‖g‖ (no clipping)"] and len(panel.clipped_curve.getData()[0] or ()) == 0
+    feed(panel, run("truncated"))                                 # another run: clip = 0.05
+    texts = [label.text for _, label in panel.legend.items]
+    assert texts[2:4] == ["‖g‖ before clip", "‖g‖ after clip"] and texts[4].startswith("clipped ")
+    assert len(panel.clipped_curve.getData()[0]) == len(run("truncated").records)
+
+
 def test_training_shows_perplexity_for_text(qtbot):
     r = run("text_gru")
     panel = make(qtbot, TrainingPanel)
