@@ -16,6 +16,7 @@ b₊ = −2.6556, b₋ = −2.3444 (b₊ + b₋ = −w by the symmetry σ(−x) 
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -84,10 +85,18 @@ def bifurcation_sweep(w: float = 5.0, biases=None, x0: float = -3.0, steps: int 
     ``x_T`` and ``dxT_db`` (autograd) after `steps` steps from x0 — and ``attrs["saddle_node_biases"]`` = (b₊, b₋).
     biases: None = 4001 values spanning both bifurcations (w > 4) or −w−2..2."""
     import pandas as pd
+    for name, value in (("w", w), ("x0", x0)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+            raise ValueError(f"{name} must be a finite number, got {value!r}")
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
+        raise ValueError(f"steps must be a whole number of at least 1, got {steps!r}")
     if biases is None:
         centre, half = -w / 2, (abs(saddle_node_biases(w)[0] + w / 2) + 0.5 if w > 4 else w / 2 + 2)
         biases = np.linspace(centre - half, centre + half, 4001)
     biases = np.asarray(biases, dtype=np.float64)
+    if biases.ndim != 1 or not biases.size or not np.isfinite(biases).all():
+        raise ValueError(f"biases must be a non-empty 1-d sequence of finite numbers, got shape {biases.shape}"
+                         + ("" if not biases.size or np.isfinite(biases).all() else " with a non-finite value"))
     x_T, grad = state_sensitivity(w, biases, x0, steps)
     frame = pd.DataFrame({"b": biases, "fixed_points": [len(fixed_points(w, b)) for b in biases],
                           "x_T": x_T, "dxT_db": grad})

@@ -141,8 +141,6 @@ def main(argv: list[str] | None = None, draw_figure: Callable[..., None] | None 
     from gradflow.core.cluster import tls_config
     args = build_parser().parse_args(argv)
     try:
-        if args.jobs is not None and args.jobs < 1:
-            raise ConfigError(f"--jobs must be at least 1, got {args.jobs}")
         if args.figure and Path(args.figure).suffix.lower() not in (".png", ".svg"):
             raise ConfigError(f"--figure takes a .png or .svg file, got {args.figure!r}")
         if args.figure and draw_figure is None:

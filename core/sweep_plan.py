@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,11 @@ def time_steps(config: Config) -> int:
         return config.seq_len
     from gradflow.core.tasks import copy  # torch: only for the copy task
     return copy.time_steps(config.seq_len)
+
+
+def _whole(value: Any) -> bool:
+    """An integer (numpy's too), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def csv_text(value: Any) -> str:
@@ -125,10 +131,11 @@ class Plan:
 
     def __init__(self, base: Config, axes: tuple[Axis, ...], seeds: int, steps: int,
                  fit: tuple[int, int] | None = None, profiles: bool = False):
-        if seeds < 1:
-            raise ConfigError(f"--seeds must be at least 1, got {seeds}")
-        if steps < 0:
-            raise ConfigError(f"--steps must be 0 (at initialisation) or more, got {steps}")
+        if not _whole(seeds) or seeds < 1:
+            raise ConfigError(f"--seeds must be a whole number of at least 1, got {seeds!r}")
+        if not _whole(steps) or steps < 0:
+            raise ConfigError(f"--steps must be a whole number: 0 (at initialisation) or more, got {steps!r}")
+        seeds, steps = int(seeds), int(steps)
         if (count := math.prod(len(a.values) for a in axes) * seeds) > MAX_POINTS:
             raise ConfigError(f"the sweep has {count:,} points (grid values × {seeds:,} seeds); it takes at most "
                               f"{MAX_POINTS:,}")

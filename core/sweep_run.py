@@ -131,6 +131,8 @@ def execute(plan: Plan, out: str | Path, jobs: int | None = None, cluster: str |
     stop: once set (from any thread), the running points are abandoned within WAIT_S (a local pool's workers
     killed) and the table of the finished rows is returned. KeyboardInterrupt and ClusterLost propagate after
     every finished row is on disk."""
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        raise ConfigError(f"--jobs must be a whole number of at least 1, got {jobs!r}")
     if cluster:
         check_address(cluster)   # before the table is written
     table = Table(out, plan)

@@ -85,3 +85,15 @@ def test_the_api_sweep_finds_both_bifurcations():
     three = frame.b[frame.fixed_points == 3]
     assert low <= three.min() < low + 1e-3 and high - 1e-3 < three.max() <= high
     assert abs(frame.b[frame.dxT_db.abs().idxmax()] - high) < 2e-3      # from x0 = −3: the lower branch's end
+
+
+@pytest.mark.parametrize("kwargs,named", [
+    (dict(w=float("nan")), "w must be a finite number, got nan"),      # a table of NaN, no error, before
+    (dict(x0=float("inf")), "x0 must be a finite number"),
+    (dict(steps=0), "steps must be a whole number of at least 1, got 0"),
+    (dict(biases=[0.0, float("nan")]), "biases must be .* with a non-finite value"),
+])
+def test_bad_input_to_the_sweep_is_refused_by_name(kwargs, named):
+    import gradflow
+    with pytest.raises(ValueError, match=named):
+        gradflow.bifurcation_sweep(**kwargs)

@@ -38,3 +38,22 @@ def test_an_address_that_is_no_schedulers_is_bad_input_before_anything_is_writte
     pytest.importorskip("distributed")
     err = _refused(tmp_path, capsys, "--grid", "lr=0.1", "--cluster", address)
     assert f"--cluster {address!r} is not a Dask scheduler's address (e.g. tcp://HOST:8786): " in err and named in err
+
+
+def test_the_cli_refuses_no_workers_before_anything_is_written(tmp_path, capsys):
+    err = _refused(tmp_path, capsys, "--grid", "lr=0.1", "--jobs", "0")
+    assert "--jobs must be a whole number of at least 1, got 0" in err
+
+
+@pytest.mark.parametrize("kwargs,named", [
+    (dict(steps=1.5), "--steps must be a whole number: 0 (at initialisation) or more, got 1.5"),
+    (dict(jobs=0), "--jobs must be a whole number of at least 1, got 0"),
+    (dict(seeds=True), "--seeds must be a whole number of at least 1, got True"),
+])
+def test_the_api_refuses_what_the_cli_refuses_by_the_same_names(tmp_path, kwargs, named):
+    """gradflow.sweep(steps=1.5) said "invalid literal for int()"; jobs=0 was taken."""
+    import gradflow
+    with pytest.raises(gradflow.ConfigError, match=named.replace("(", r"\(").replace(")", r"\)")):
+        gradflow.sweep(["lr=0.1"], base=dict(hidden_size=4, seq_len=5, batch_size=2), **{"steps": 1, **kwargs},
+                       out=tmp_path / "s.csv", progress=False)
+    assert list(tmp_path.iterdir()) == []
