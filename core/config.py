@@ -53,7 +53,8 @@ class _Spec:
         elif self.kind is str:
             allowed = "a string"
         else:
-            allowed = f"{'an integer' if self.kind is int else 'a number'} in {self.low:g}..{self.high:g}"
+            bounds = f"{self.low:d}..{self.high:d}" if self.kind is int else f"{self.low:g}..{self.high:g}"
+            allowed = f"{'an integer' if self.kind is int else 'a number'} in {bounds}"   # seeds whole: 0..2147483647
         return f"{allowed}{' or none' if self.optional else ''}"
 
 

@@ -155,3 +155,8 @@ def test_an_unknown_scenario_is_named_with_the_one_it_is_likely_a_typo_of():
         load_preset("explodng")
     with pytest.raises(ConfigError, match=r"unknown preset 'zzz'; available: vanishing,"):
         load_preset("zzz")
+
+
+def test_an_integer_keys_range_is_written_in_whole_numbers():
+    with pytest.raises(ConfigError, match=r"seed must be an integer in 0\.\.2147483647, got -1"):   # was 2.14748e+09
+        Config(seed=-1)
