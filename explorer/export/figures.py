@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 import sys
 from pathlib import Path
 
@@ -263,9 +262,8 @@ def export_main(argv: list[str] | None = None) -> int:
         print(f"gradflow export: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
-    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
-        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    app = QApplication.instance() or QApplication(["gradflow-export"])
+    from gradflow.explorer.export.inline import application
+    app = application()   # offscreen, as the API's figures (no window flashes up on a desktop), and quiet
     from gradflow.core.presets import load_preset
     from gradflow.explorer.theme import get_theme
 

@@ -340,6 +340,7 @@ def test_gradflow_export_runs_without_a_display(tmp_path):
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert Image.open(out).size == (3200, 2200)   # as asked: six panels fit in 1600x1100
+    assert "propagateSizeHints" not in result.stderr   # the offscreen platform's note on every resize, left out
 
 
 @pytest.mark.slow
