@@ -41,7 +41,7 @@ def verdict(rho: float, ratio: float | None = None, saturated: bool = False) -> 
     elif saturated:
         return "ρ > 1, yet saturated units block the gradient: it is exactly 0 before t = T"
     elif ratio is not None and ratio < 1:
-        text = "ρ > 1, yet the gradient shrinks towards t = 1: derivatives and gates below 1 outweigh ρ"
+        text = "ρ > 1, yet the gradient shrinks towards t = 1: slopes φ′ or gates below 1 outweigh ρ"
     else:
         text = "ρ > 1: its powers grow, gradients can explode"
     return text + ("; saturated units block it too" if saturated else "")
