@@ -114,8 +114,17 @@ def _ticks(values) -> list[list[tuple[float, str]]]:
     """A heatmap axis's ticks at its cells: every value labelled up to MAX_LABELLED_CELLS, else every k-th (the
     others as minor ticks, labelled where there is room)."""
     every = math.ceil(len(values) / MAX_LABELLED_CELLS)
-    ticks = [(float(i), f"{v:g}") for i, v in enumerate(values)]
+    ticks = [(float(i), text) for i, text in enumerate(_short_labels(values))]
     return [ticks[::every], [t for i, t in enumerate(ticks) if i % every]]
+
+
+def _short_labels(values) -> list[str]:
+    """The values in the fewest significant digits (3 or more) that keep them apart: 0.867, not 0.866667."""
+    for digits in range(3, 17):
+        labels = [f"{v:.{digits}g}" for v in values]
+        if len(set(labels)) == len(set(values)):
+            return labels
+    return [repr(v) for v in values]
 
 
 def _theory_pens(theme: Theme) -> list[tuple[QPen, QPen]]:

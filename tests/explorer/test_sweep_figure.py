@@ -76,3 +76,11 @@ def test_the_command_draws_the_figure_and_refuses_another_format(tmp_path, capsy
     assert "--figure takes a .png or .svg" in capsys.readouterr().err
     assert gradflow(args + ["--figure", str(tmp_path / "phase.png")]) == 0
     assert not QImage(str(tmp_path / "phase.png")).isNull()
+
+
+def test_a_heatmaps_tick_labels_are_as_short_as_keeps_them_apart():
+    from gradflow.explorer.export.sweep_figure import _ticks
+    major, minor = _ticks([0.5, 0.8333333333, 1.1666666667, 1.5])     # lr=0.5:1.5:4 (was "0.833333")
+    assert [text for _, text in major + minor] == ["0.5", "0.833", "1.17", "1.5"]
+    major, _ = _ticks([1.0001, 1.0002])
+    assert [text for _, text in major] == ["1.0001", "1.0002"]
