@@ -192,6 +192,7 @@ def test_a_folded_legends_key_line_shows_the_rho_and_sigma_of_the_record_drawn(q
     config = Config(model="rnn", seq_len=30, spectral_radius=0.5, **SMALL)
     before, after = Run(config, [{}] * 3), Run(config.replace(spectral_radius=1.5), [{}] * 3)
     panel = make(qtbot, GradientTimePanel, (480, 330))
+    panel.legend_key.set_whole(True)                            # every entry, however wide the type (as a figure's)
     panel.plan_size(480, 330)
     panel.show()
     feed(panel, before)
