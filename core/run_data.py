@@ -306,7 +306,8 @@ def _read_json(path: Path) -> list[dict[str, Any]]:
 
 def _read_csv(path: Path) -> list[dict[str, Any]]:
     import pandas as pd
-    table = pd.read_csv(path, keep_default_na=False, na_values=["nan", "NaN", ""], encoding="utf-8")
+    table = pd.read_csv(path, keep_default_na=False, na_values=["nan", "NaN", ""], encoding="utf-8",
+                        low_memory=False)   # one pass: a long file's zero_cause columns warned of "mixed types"
     if "schema_version" in table:   # on every row: a row cut off (a copy that did not finish) has none
         other = table.index[table["schema_version"] != SCHEMA_VERSION]
         if len(other) and math.isnan(table["schema_version"][other[0]]):
