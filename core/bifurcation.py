@@ -19,6 +19,7 @@ import math
 import numbers
 
 import numpy as np
+from gradflow.core.errors import is_whole
 
 
 def _sigmoid(x):
@@ -88,7 +89,7 @@ def bifurcation_sweep(w: float = 5.0, biases=None, x0: float = -3.0, steps: int 
     for name, value in (("w", w), ("x0", x0)):
         if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
             raise ValueError(f"{name} must be a finite number, got {value!r}")
-    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
+    if not is_whole(steps) or steps < 1:
         raise ValueError(f"steps must be a whole number of at least 1, got {steps!r}")
     if biases is None:
         centre, half = -w / 2, (abs(saddle_node_biases(w)[0] + w / 2) + 0.5 if w > 4 else w / 2 + 2)

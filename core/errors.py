@@ -1,9 +1,15 @@
 """The engine's error for a configuration it refuses: core.config raises it, and so do the layers below it (a cell's
-own rules, a user's cell file), so it lives beneath them all."""
+own rules, a user's cell file), so it lives beneath them all; with it, what its messages and checks share."""
 from __future__ import annotations
 
 import difflib
+import numbers
 from collections.abc import Callable, Iterable
+
+
+def is_whole(value: object) -> bool:
+    """An integer, numpy's too (a notebook's np.arange), not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 class ConfigError(ValueError):

@@ -6,13 +6,13 @@
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from gradflow.core.config import SPECS, Config, ConfigError, parse_value, unknown_key
+from gradflow.core.errors import is_whole
 from gradflow.core.sweep_point import METRICS
 
 MAX_KEYS = 3
@@ -26,11 +26,6 @@ def time_steps(config: Config) -> int:
         return config.seq_len
     from gradflow.core.tasks import copy  # torch: only for the copy task
     return copy.time_steps(config.seq_len)
-
-
-def _whole(value: Any) -> bool:
-    """An integer (numpy's too), not a bool."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def csv_text(value: Any) -> str:
@@ -131,9 +126,9 @@ class Plan:
 
     def __init__(self, base: Config, axes: tuple[Axis, ...], seeds: int, steps: int,
                  fit: tuple[int, int] | None = None, profiles: bool = False):
-        if not _whole(seeds) or seeds < 1:
+        if not is_whole(seeds) or seeds < 1:
             raise ConfigError(f"--seeds must be a whole number of at least 1, got {seeds!r}")
-        if not _whole(steps) or steps < 0:
+        if not is_whole(steps) or steps < 0:
             raise ConfigError(f"--steps must be a whole number: 0 (at initialisation) or more, got {steps!r}")
         seeds, steps = int(seeds), int(steps)
         if (count := math.prod(len(a.values) for a in axes) * seeds) > MAX_POINTS:

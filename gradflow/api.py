@@ -12,7 +12,6 @@ under its own thread count, putting the caller's back after every call (gradflow
 """
 from __future__ import annotations
 
-import numbers
 import os
 import warnings
 from collections.abc import Sequence
@@ -24,6 +23,7 @@ import numpy as np
 from gradflow.core import presets as _presets
 from gradflow.core import run_data
 from gradflow.core.config import LIVE_KEYS, SPECS, Config, ConfigError
+from gradflow.core.errors import is_whole
 from gradflow.core.measure import Measure
 from gradflow.core.records import Record
 from gradflow.core.trust import require_trust
@@ -392,6 +392,6 @@ def _progress_bar(steps: int, shown: bool):
 
 def _check_steps(steps: int) -> int:
     """`steps` as an int (numpy's integers too: a notebook's np.arange); ValueError unless a count of at least 1."""
-    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
+    if not is_whole(steps) or steps < 1:
         raise ValueError(f"steps must be an integer of at least 1, got {steps!r}")
     return int(steps)

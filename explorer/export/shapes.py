@@ -10,11 +10,11 @@ The one implementation behind the window's export dialog, `gradflow export --sha
 """
 from __future__ import annotations
 
-import numbers
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from gradflow.core.errors import is_whole
 from PySide6.QtCore import QSize
 from PySide6.QtWidgets import QApplication, QWidget
 
@@ -84,7 +84,7 @@ def check_size(size: tuple[int, int]) -> None:
     """ValueError unless `size` is (width, height), each a whole number of pixels in SIDE_RANGE."""
     lo, hi = SIDE_RANGE
     if not (isinstance(size, (tuple, list)) and len(size) == 2 and all(
-            isinstance(side, numbers.Integral) and not isinstance(side, bool) and lo <= side <= hi for side in size)):
+            is_whole(side) and lo <= side <= hi for side in size)):
         raise ValueError(f"size must be (width, height) with each side {lo}..{hi} pixels, got {size!r}")
 
 
